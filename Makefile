@@ -1,0 +1,20 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PY := .venv/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: env demo test sample-data bench clean
+
+env:
+	@bash scripts/setup_env.sh
+
+demo: env
+	$(PY) -m avalign demo
+
+test: env
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+sample-data: env
+	$(PY) scripts/make_sample_data.py --out sample_data
+
+clean:
+	rm -rf .venv .pytest_cache .hypothesis build *.egg-info

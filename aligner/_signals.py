@@ -1,0 +1,165 @@
+"""Onset features for content-based offset estimation: visual change events and audio onsets.
+
+All features are plain numpy arrays with explicit time axes, so the loader can cache them and the
+estimators can be fed without decoding again.
+
+Audio onset grid (``hop`` = ``hop_samples / sample_rate``)::
+
+    samples  |....|....|....|....|....|        bins of hop_samples, bin m covers [m*hop, (m+1)*hop)
+    energy      E0   E1   E2   E3   E4         (Hann-smoothed over neighbouring bins, centred)
+    rise          ^d1  ^d2  ^d3  ^d4           d[m] = max(E[m] - E[m-1], 0) placed at start + m*hop
+
+A sound starting at time ``t0`` makes a bell-shaped ``d`` centred on ``t0`` (the smoothing kernel is
+symmetric and the energy is linear, not log, so the bell's centre is not pulled early).
+
+Visual events: the value for frame ``k`` measures the change *entering* frame ``k`` (from ``k-1``), and it
+happens at ``pts_seconds[k]``: the frame is shown over ``[pts[k], pts[k+1])`` and a flash or cut
+becomes visible at its first instant, ``pts[k]``.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+import numpy as np
+import torch
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "VisualFeature",
+    "audio_onset_envelope",
+    "log_energy",
+    "mono",
+    "visual_change_events",
+]
+
+VisualFeature = Literal["luma_rise", "frame_difference"]
+
+_LUMA_WEIGHTS = (0.299, 0.587, 0.114)
+# Frames are reduced to about this many pixels on the short side before any arithmetic.
+_TARGET_SHORT_SIDE_PIXELS = 32
+
+
+def mono(samples: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Average channels of ``[C, N]`` (or pass ``[N]`` through) into float64 ``[N]``."""
+    array = samples.detach().cpu().numpy() if isinstance(samples, torch.Tensor) else np.asarray(samples)
+    if array.ndim == 2:
+        array = array.mean(axis=0)
+    if array.ndim != 1:
+        raise ValueError(f"audio samples must be [C, N] or [N], got shape {array.shape}; pass AudioClip.samples")
+    return array.astype(np.float64, copy=False)
+
+
+def visual_change_events(
+    frames: torch.Tensor | np.ndarray, *, feature: VisualFeature = "luma_rise"
+) -> np.ndarray:
+    """Per-frame change strength (>= 0) entering each frame; ``out[0] == 0``.
+
+    Args:
+        frames: uint8 ``[T, H, W, C]`` (RGB) or ``[T, H, W]`` (grey).
+        feature: ``"luma_rise"`` — positive part of the change of mean luma (flashes, lights on; a
+            flash's end gives nothing); ``"frame_difference"`` — mean absolute luma difference between
+            consecutive frames (moving or jumping content, cuts).
+
+    Returns:
+        float64 ``[T]`` in luma units (0..255).
+    """
+    if feature not in ("luma_rise", "frame_difference"):
+        raise ValueError(f"feature must be 'luma_rise' or 'frame_difference', got {feature!r}")
+    tensor = torch.as_tensor(frames)
+    if tensor.ndim not in (3, 4):
+        raise ValueError(f"frames must be [T, H, W, C] or [T, H, W], got shape {tuple(tensor.shape)}")
+    num_frames = int(tensor.shape[0])
+    if num_frames == 0:
+        return np.zeros(0, dtype=np.float64)
+    stride = max(1, min(int(tensor.shape[1]), int(tensor.shape[2])) // _TARGET_SHORT_SIDE_PIXELS)
+    small = tensor[:, ::stride, ::stride].to(torch.float32)
+    if small.ndim == 4:
+        if small.shape[-1] >= 3:
+            weights = torch.tensor(_LUMA_WEIGHTS, dtype=torch.float32)
+            luma = small[..., :3] @ weights
+        else:
+            luma = small.mean(dim=-1)
+    else:
+        luma = small
+    out = np.zeros(num_frames, dtype=np.float64)
+    if num_frames < 2:
+        return out
+    if feature == "luma_rise":
+        mean_luma = luma.flatten(1).mean(dim=1).double().numpy()
+        out[1:] = np.maximum(np.diff(mean_luma), 0.0)
+    else:
+        out[1:] = (luma[1:] - luma[:-1]).abs().flatten(1).mean(dim=1).double().numpy()
+    return out
+
+
+def audio_onset_envelope(
+    samples: torch.Tensor | np.ndarray,
+    sample_rate: int,
+    *,
+    hop_seconds: float = 0.001,
+    smooth_seconds: float = 0.008,
+) -> tuple[np.ndarray, float]:
+    """Onset strength of audio on a fine grid: positive rise of smoothed linear energy, log-compressed.
+
+    Args:
+        samples: ``[C, N]`` or ``[N]`` float audio.
+        sample_rate: samples per second.
+        hop_seconds: grid step (rounded to a whole number of samples).
+        smooth_seconds: length of the Hann kernel smoothing the per-bin energy.
+
+    Returns:
+        ``(onset, hop_seconds)``: float64 ``[M]`` (``M = N // hop_samples``), where ``onset[m]`` is at
+        ``start_seconds + m * hop_seconds`` of the clip, and the exact hop used.
+    """
+    if not sample_rate > 0:
+        raise ValueError(f"sample_rate must be > 0, got {sample_rate = }")
+    hop_samples = max(1, int(round(hop_seconds * sample_rate)))
+    signal = mono(samples)
+    num_bins = signal.size // hop_samples
+    exact_hop_seconds = hop_samples / sample_rate
+    if num_bins < 3:
+        return np.zeros(num_bins, dtype=np.float64), exact_hop_seconds
+    energy = np.square(signal[: num_bins * hop_samples]).reshape(num_bins, hop_samples).sum(axis=1)
+    taps = max(3, int(round(smooth_seconds / exact_hop_seconds)) | 1)  # odd: centred kernel
+    kernel = np.hanning(taps + 2)[1:-1]
+    kernel /= kernel.sum()
+    smooth = np.convolve(energy, kernel, mode="same")
+    rise = np.zeros(num_bins, dtype=np.float64)
+    rise[1:] = np.maximum(np.diff(smooth), 0.0)
+    positive = rise[rise > 0]
+    if positive.size == 0:
+        return rise, exact_hop_seconds
+    scale = float(np.median(positive)) + 1e-30
+    return np.log1p(rise / scale), exact_hop_seconds
+
+
+def log_energy(
+    samples: torch.Tensor | np.ndarray,
+    sample_rate: int,
+    *,
+    hop_seconds: float = 0.01,
+    window_seconds: float | None = None,
+) -> tuple[np.ndarray, float]:
+    """Log energy (dB) of frames centred on ``m * hop`` (``m = 0, 1, …``), window ``window_seconds``.
+
+    Frame ``m`` covers ``[m*hop - window/2, m*hop + window/2)`` of the clip (zero outside it).
+
+    Returns:
+        ``(level_db, hop_seconds)``: float64 ``[M]`` with ``M = N // hop_samples`` and the exact hop.
+    """
+    if not sample_rate > 0:
+        raise ValueError(f"sample_rate must be > 0, got {sample_rate = }")
+    hop_samples = max(1, int(round(hop_seconds * sample_rate)))
+    window_samples = hop_samples if window_seconds is None else max(1, int(round(window_seconds * sample_rate)))
+    signal = mono(samples)
+    num_frames = signal.size // hop_samples
+    if num_frames == 0:
+        return np.zeros(0, dtype=np.float64), hop_samples / sample_rate
+    cumulative = np.concatenate([[0.0], np.cumsum(np.square(signal))])
+    centres = np.arange(num_frames) * hop_samples
+    lo = np.clip(centres - window_samples // 2, 0, signal.size)
+    hi = np.clip(centres - window_samples // 2 + window_samples, 0, signal.size)
+    power = (cumulative[hi] - cumulative[lo]) / window_samples
+    return 10.0 * np.log10(power + 1e-12), hop_samples / sample_rate

@@ -1,0 +1,3 @@
+from avalign.cli import main
+
+raise SystemExit(main())

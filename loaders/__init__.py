@@ -1,0 +1,25 @@
+"""Shards, decoding with real timestamps, packing and collate. Re-exports only."""
+from loaders._audio import read_audio
+from loaders._index import FrameIndex
+from loaders._records import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
+from loaders._video import probe_video, read_video
+from loaders.errors import DecodeError, DecodeTimeout, SampleError, TranscriptError
+
+__all__ = sorted(
+    [
+        "AudioClip",
+        "DecodeError",
+        "DecodeTimeout",
+        "FrameIndex",
+        "SampleError",
+        "Span",
+        "Transcript",
+        "TranscriptError",
+        "VideoClip",
+        "VideoMetadata",
+        "Word",
+        "probe_video",
+        "read_audio",
+        "read_video",
+    ]
+)

@@ -1,0 +1,195 @@
+"""``read_audio``: samples with the presentation time of the first one.
+
+FFmpeg removes the encoder's priming (AAC: 1024 samples, 21 ms at 48 kHz, 64 ms at 16 kHz) and Opus
+pre-skip when it honours the container's edit list / codec delay; what is left is the time of the
+first *decoded* frame, which we report, never assume to be 0::
+
+    packets      [prime][  1  ][  2  ] ...          first packet pts = -1024/sr (priming)
+    decoded             [  1  ][  2  ] ...          first frame time = 0.0 (or the stream's start,
+    AudioClip.start_seconds = time of sample 0          e.g. 0.4 s when audio starts after video)
+
+Resampling uses soxr (the SoX resampler, "HQ": linear phase, its delay removed), so sample 0 of the
+output is still at ``start_seconds``; the output length is the half-up count of the input duration
+at the new rate. Gaps between decoded frames are filled with silence and overlaps trimmed, so
+sample ``n`` is always at ``start_seconds + n / sample_rate``.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Optional
+
+import numpy as np
+import torch
+
+from aligner._time import seconds_to_samples
+from loaders._records import AudioClip
+from loaders._source import MediaSource, describe_source, open_for_pyav
+from loaders.errors import DecodeError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["read_audio", "resample"]
+
+_GAP_TOLERANCE_SECONDS = 0.002
+"""Frame timestamps may jitter by a sample or two; only larger gaps/overlaps are repaired."""
+_SEEK_MARGIN_SECONDS = 1.0
+"""Decode this much before a requested start so the codec's overlap/priming has settled."""
+
+
+def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """Resample ``[C, N]`` float32 with soxr HQ; the result has ``round_half_up(N * to / from)`` samples."""
+    if from_rate == to_rate:
+        return samples
+    import soxr
+
+    target = seconds_to_samples(samples.shape[1] / from_rate, to_rate)
+    if samples.shape[1] == 0:
+        return np.zeros((samples.shape[0], 0), dtype=np.float32)
+    out = soxr.resample(np.ascontiguousarray(samples.T), from_rate, to_rate, quality="HQ").T
+    if out.shape[1] < target:
+        out = np.pad(out, ((0, 0), (0, target - out.shape[1])))
+    return np.ascontiguousarray(out[:, :target], dtype=np.float32)
+
+
+def _planar(frame) -> np.ndarray:
+    """An AudioFrame as float32 ``[C, n]`` whatever its sample format."""
+    array = frame.to_ndarray()
+    channels = len(frame.layout.channels)
+    if not frame.format.is_planar:
+        array = array.reshape(-1, channels).T
+    if array.dtype.kind == "i":
+        array = array.astype(np.float32) / float(np.iinfo(array.dtype).max + 1)
+    elif array.dtype.kind == "u":  # u8: centred on 128
+        array = (array.astype(np.float32) - 128.0) / 128.0
+    return array.astype(np.float32, copy=False)
+
+
+def _decode_all(container, stream, label: str, seek_seconds: Optional[float]) -> tuple[np.ndarray, float, int]:
+    """Decode the stream: (samples [C, N], time of sample 0, rate), repairing gaps and overlaps."""
+    rate = int(stream.codec_context.sample_rate or stream.rate or 0)
+    if rate <= 0:
+        raise DecodeError(f"{label}: audio stream has no sample rate")
+    if seek_seconds is not None:
+        container.seek(int(math.floor(seek_seconds / float(stream.time_base))), stream=stream, backward=True)
+    chunks: list[np.ndarray] = []
+    start: Optional[float] = None
+    written = 0
+    gaps = overlaps = 0
+    for frame in container.decode(stream):
+        if frame.samples == 0:
+            continue
+        data = _planar(frame)
+        if frame.time is not None:
+            if start is None:
+                start = float(frame.time)
+            expected = start + written / rate
+            drift = float(frame.time) - expected
+            if drift > _GAP_TOLERANCE_SECONDS:
+                pad = seconds_to_samples(drift, rate)
+                chunks.append(np.zeros((data.shape[0], pad), dtype=np.float32))
+                written += pad
+                gaps += 1
+            elif drift < -_GAP_TOLERANCE_SECONDS:
+                cut = min(seconds_to_samples(-drift, rate), data.shape[1])
+                data = data[:, cut:]
+                overlaps += 1
+        elif start is None:
+            start = 0.0
+        chunks.append(data)
+        written += data.shape[1]
+    if gaps or overlaps:
+        logger.info("%s: filled %d audio gap(s) with silence, trimmed %d overlap(s)", label, gaps, overlaps)
+    if start is None:
+        raise DecodeError(f"{label}: the audio stream decoded to no samples (corrupt or truncated?)")
+    channels = {c.shape[0] for c in chunks}
+    if len(channels) > 1:
+        width = max(channels)
+        chunks = [c if c.shape[0] == width else np.repeat(c[:1], width, axis=0) for c in chunks]
+    return np.concatenate(chunks, axis=1), start, rate
+
+
+def read_audio(
+    source: MediaSource,
+    *,
+    sample_rate: Optional[int] = None,
+    start_seconds: Optional[float] = None,
+    stop_seconds: Optional[float] = None,
+    mono: bool = True,
+    name: Optional[str] = None,
+) -> AudioClip:
+    """Decode the first audio stream of ``source`` with the presentation time of its first sample.
+
+    Args:
+        source: a path, the file's bytes or a binary file object; audio-only files are fine.
+        sample_rate: resample to this rate (soxr HQ); default: the stream's own rate.
+        start_seconds: keep samples from this presentation time (half-open window ``[start, stop)``).
+        stop_seconds: keep samples before this time.
+        mono: average the channels into one.
+        name: label for error messages when ``source`` is bytes.
+
+    Returns:
+        AudioClip whose sample ``n`` is presented at ``start_seconds + n / sample_rate``.
+
+    Raises:
+        DecodeError: no audio stream, or nothing decodable.
+        IndexError: the window lies entirely outside the audio (the message gives the valid range).
+        ValueError: bad arguments.
+
+    Example:
+        >>> clip = read_audio("sample_data/clip00.mp4", sample_rate=16000)  # doctest: +SKIP
+        >>> clip.start_seconds                                             # doctest: +SKIP
+        0.0
+    """
+    import av
+
+    label = describe_source(source, name)
+    if sample_rate is not None and (not isinstance(sample_rate, int) or sample_rate <= 0):
+        raise ValueError(f"sample_rate must be a positive int, got {sample_rate = !r}")
+    if start_seconds is not None and stop_seconds is not None and stop_seconds < start_seconds:
+        raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
+    try:
+        container = av.open(open_for_pyav(source), mode="r", metadata_errors="ignore")
+    except (FileNotFoundError, TypeError):
+        raise
+    except (av.error.FFmpegError, ValueError, OSError) as e:
+        raise DecodeError(f"cannot open {label}: {e}") from e
+    try:
+        if not container.streams.audio:
+            raise DecodeError(f"{label} has no audio stream (streams: {[s.type for s in container.streams]})")
+        stream = container.streams.audio[0]
+        codec = stream.codec_context.name
+        seek = None
+        if start_seconds is not None and start_seconds > 2 * _SEEK_MARGIN_SECONDS:
+            seek = start_seconds - _SEEK_MARGIN_SECONDS
+        samples, first_seconds, rate = _decode_all(container, stream, label, seek)
+    except (DecodeError, IndexError):
+        raise
+    except Exception as e:
+        raise DecodeError(f"{label}: audio decode failed: {type(e).__name__}: {e}") from e
+    finally:
+        container.close()
+    if mono and samples.shape[0] > 1:
+        samples = samples.mean(axis=0, keepdims=True)
+    out_rate = sample_rate or rate
+    samples = resample(samples, rate, out_rate)
+    end_seconds = first_seconds + samples.shape[1] / out_rate
+    if start_seconds is not None or stop_seconds is not None:
+        lo = first_seconds if start_seconds is None else start_seconds
+        hi = end_seconds if stop_seconds is None else stop_seconds
+        if hi > lo and (lo >= end_seconds or hi <= first_seconds):
+            raise IndexError(
+                f"{label}: window [{lo:.6f}, {hi:.6f}) s is outside the audio, which covers "
+                f"[{first_seconds:.6f}, {end_seconds:.6f}) s"
+            )
+        a = min(max(seconds_to_samples(lo - first_seconds, out_rate), 0), samples.shape[1])
+        b = min(max(seconds_to_samples(hi - first_seconds, out_rate), a), samples.shape[1])
+        samples = samples[:, a:b]
+        first_seconds = first_seconds + a / out_rate
+    return AudioClip(
+        samples=torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32)),
+        sample_rate=int(out_rate),
+        start_seconds=float(first_seconds),
+        source_sample_rate=rate,
+        codec=codec,
+    )

@@ -1,0 +1,206 @@
+"""Decoded records: what the loaders hand to the aligner.
+
+Every record carries its own timestamps. Tensors are torch tensors; ``__repr__`` prints shapes,
+never contents. Change a record with ``dataclasses.replace``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AudioClip", "Span", "Transcript", "VideoClip", "VideoMetadata", "Word"]
+
+
+@dataclass(frozen=True)
+class VideoMetadata:
+    """Facts about a video stream, each named by where it comes from (header or decoded content)."""
+
+    codec: str
+    """Codec name as FFmpeg spells it (``h264``, ``vp9``, ``mpeg4``…)."""
+    width: int
+    """Frame width in pixels."""
+    height: int
+    """Frame height in pixels."""
+    fps_from_header: Optional[float]
+    """The stream's declared frame rate (``avg_frame_rate``, else ``r_frame_rate``); None if absent."""
+    num_frames_from_header: Optional[int]
+    """The container's frame count; None when the container does not store it. May be wrong."""
+    start_seconds: float
+    """Presentation time of the first frame in the file (the stream's real start, not assumed 0)."""
+    duration_seconds_from_header: Optional[float]
+    """The stream's declared duration; None if absent."""
+    fps_from_content: Optional[float] = None
+    """Median frame rate from decoded pts (``1 / median(diff(pts))``); None when not decoded."""
+    num_frames_from_content: Optional[int] = None
+    """Frames actually decoded over the whole file; None when only part of the file was decoded."""
+    vfr: Optional[bool] = None
+    """True when frame durations vary by more than 10 % of the median (variable frame rate)."""
+    backend: str = ""
+    """Which decoder produced the frames: ``decord`` or ``pyav``."""
+
+
+@dataclass(frozen=True)
+class VideoClip:
+    """Decoded frames with their presentation timestamps.
+
+    ``pts_seconds[k]`` is when frame ``k`` appears on screen (ffprobe's ``best_effort_timestamp_time``);
+    frame ``k`` is shown over ``[pts_seconds[k], pts_seconds[k+1])``.
+    """
+
+    frames: torch.Tensor
+    """uint8 tensor ``[T, H, W, C]`` (RGB, C = 3)."""
+    pts_seconds: torch.Tensor
+    """float64 tensor ``[T]`` in presentation order; strictly increasing for a plain decode, with repeats when
+    sampling at a rate above the clip's (the same frame is on screen at two grid times)."""
+    metadata: VideoMetadata
+    """Stream facts (header and content)."""
+
+    def __post_init__(self) -> None:
+        if self.frames.dtype != torch.uint8 or self.frames.ndim != 4:
+            raise ValueError(
+                f"frames must be uint8 [T, H, W, C], got dtype={self.frames.dtype}, shape={tuple(self.frames.shape)}"
+            )
+        if self.pts_seconds.dtype != torch.float64 or self.pts_seconds.ndim != 1:
+            raise ValueError(f"pts_seconds must be float64 [T], got {self.pts_seconds.dtype} {tuple(self.pts_seconds.shape)}")
+        if self.frames.shape[0] != self.pts_seconds.shape[0]:
+            raise ValueError(
+                f"frames and pts_seconds disagree: {self.frames.shape[0]} frames, {self.pts_seconds.shape[0]} pts"
+            )
+        if self.pts_seconds.numel() > 1 and not bool((self.pts_seconds[1:] >= self.pts_seconds[:-1]).all()):
+            raise ValueError("pts_seconds must be non-decreasing (presentation order)")
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.frames.shape[0])
+
+    def __repr__(self) -> str:
+        first = float(self.pts_seconds[0]) if self.num_frames else float("nan")
+        last = float(self.pts_seconds[-1]) if self.num_frames else float("nan")
+        return (
+            f"VideoClip(frames={tuple(self.frames.shape)}, pts_seconds=[{first:.6f} .. {last:.6f}], "
+            f"backend={self.metadata.backend!r})"
+        )
+
+
+@dataclass(frozen=True)
+class AudioClip:
+    """Decoded audio: sample ``n`` of ``samples`` is presented at ``start_seconds + n / sample_rate``."""
+
+    samples: torch.Tensor
+    """float32 tensor ``[C, N]`` in [-1, 1]."""
+    sample_rate: int
+    """Samples per second of ``samples``."""
+    start_seconds: float
+    """Presentation time of the first returned sample (priming / pre-skip already removed)."""
+    source_sample_rate: Optional[int] = None
+    """The stream's own rate before any resampling."""
+    codec: str = ""
+    """Codec name as FFmpeg spells it (``aac``, ``opus``…)."""
+
+    def __post_init__(self) -> None:
+        if self.samples.dtype != torch.float32 or self.samples.ndim != 2:
+            raise ValueError(
+                f"samples must be float32 [C, N], got dtype={self.samples.dtype}, shape={tuple(self.samples.shape)}"
+            )
+        if not (isinstance(self.sample_rate, int) and self.sample_rate > 0):
+            raise ValueError(f"sample_rate must be a positive int, got {self.sample_rate = }")
+
+    @property
+    def num_samples(self) -> int:
+        return int(self.samples.shape[1])
+
+    @property
+    def stop_seconds(self) -> float:
+        """End of the clip: one past the last sample (half-open)."""
+        return self.start_seconds + self.num_samples / self.sample_rate
+
+    def __repr__(self) -> str:
+        return (
+            f"AudioClip(samples={tuple(self.samples.shape)}, sample_rate={self.sample_rate}, "
+            f"start_seconds={self.start_seconds:.6f})"
+        )
+
+
+def _check_interval(kind: str, text: str, start_seconds: float, stop_seconds: float) -> None:
+    if not (start_seconds == start_seconds and stop_seconds == stop_seconds):  # NaN check
+        raise ValueError(f"{kind} {text!r} has a NaN time: {start_seconds = }, {stop_seconds = }")
+    if stop_seconds < start_seconds:
+        raise ValueError(
+            f"{kind} {text!r} ends before it starts: {start_seconds = }, {stop_seconds = } (need stop >= start)"
+        )
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word with its time interval ``[start_seconds, stop_seconds)``."""
+
+    text: str
+    """The word as written in the transcript (stripped)."""
+    start_seconds: float
+    """When the word starts, on the transcript's clock."""
+    stop_seconds: float
+    """When it ends (exclusive)."""
+    score: Optional[float] = None
+    """Confidence from the ASR / aligner, when the transcript has one."""
+
+    def __post_init__(self) -> None:
+        _check_interval("word", self.text, self.start_seconds, self.stop_seconds)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A transcript segment (caption line, ASR segment, interval) ``[start_seconds, stop_seconds)``."""
+
+    text: str
+    """Segment text."""
+    start_seconds: float
+    """Segment start on the transcript's clock."""
+    stop_seconds: float
+    """Segment end (exclusive)."""
+    words: tuple[Word, ...] = ()
+    """Word-level times when the source has them; empty otherwise."""
+
+    def __post_init__(self) -> None:
+        _check_interval("span", self.text, self.start_seconds, self.stop_seconds)
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """Spans of a transcript, sorted by start time."""
+
+    spans: tuple[Span, ...]
+    """Segments in time order."""
+    source: str = ""
+    """Where it was read from (file name or key), for error messages."""
+    format: str = ""
+    """The format it was parsed from: ``srt``, ``vtt``, ``json``, ``textgrid``."""
+
+    @property
+    def words(self) -> tuple[Word, ...]:
+        """All words of all spans, in order."""
+        return tuple(w for s in self.spans for w in s.words)
+
+    def shifted(self, seconds: float) -> "Transcript":
+        """A copy with every time moved by ``seconds`` (e.g. ``-text_offset_ms / 1000`` to correct late stamps)."""
+        def move_word(w: Word) -> Word:
+            return dataclasses.replace(w, start_seconds=w.start_seconds + seconds, stop_seconds=w.stop_seconds + seconds)
+
+        spans = tuple(
+            dataclasses.replace(
+                s,
+                start_seconds=s.start_seconds + seconds,
+                stop_seconds=s.stop_seconds + seconds,
+                words=tuple(move_word(w) for w in s.words),
+            )
+            for s in self.spans
+        )
+        return dataclasses.replace(self, spans=spans)
+
+    def __repr__(self) -> str:
+        return f"Transcript(spans={len(self.spans)}, words={len(self.words)}, format={self.format!r}, source={self.source!r})"

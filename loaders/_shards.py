@@ -1,0 +1,229 @@
+"""Shard reading stages: list shards → split by node and worker → shuffle → expand tar → group by key.
+
+Each stage is a generator (iterator in, iterator out, options keyword-only), composed in
+:func:`shard_samples`. A sample is ``{"__key__": str, "__url__": str, "<ext>": bytes, ...}`` where
+``<ext>`` is everything after the first dot of the member's base name (``clip.align.json`` →
+``align.json``), as in WebDataset and video2dataset output.
+
+Security: tar members are read into memory only (never extracted to paths); names that are absolute
+or contain ``..`` are refused, as are links, devices and members over ``max_member_bytes``.
+Nothing is ever unpickled.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import random
+import tarfile
+from typing import Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "expand_shard_urls",
+    "group_by_key",
+    "open_shard",
+    "shard_samples",
+    "shuffle_shards",
+    "split_shards",
+    "tar_members",
+]
+
+OnError = Literal["skip", "raise"]
+DEFAULT_MAX_MEMBER_BYTES = 2 * 1024**3
+"""Refuse tar members larger than this (2 GiB) instead of reading them into memory."""
+
+
+class ShardError(ValueError):
+    """A shard or a member of it cannot be used; names the shard, the member and the reason."""
+
+    def __init__(self, message: str, *, shard: str, key: str = "", reason: str = "shard") -> None:
+        super().__init__(f"{message} [shard={shard!r}, key={key!r}, reason={reason}]")
+        self.shard, self.key, self.reason = shard, key, reason
+
+
+def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
+    """Shard URLs from a list, a brace pattern (``data-{000..009}.tar``), ``::``-joined lists, fsspec URLs or ``pipe:``."""
+    from webdataset.shardlists import expand_urls
+
+    if isinstance(urls, (str, os.PathLike)):
+        urls = [os.fspath(urls)]
+    out: list[str] = []
+    for url in urls:
+        if not isinstance(url, str) or not url:
+            raise ValueError(f"shard URL must be a non-empty string, got {url!r}")
+        out.extend([url] if url.startswith("pipe:") else expand_urls(url))
+    if not out:
+        raise ValueError("no shards: the URL list is empty")
+    return out
+
+
+def split_shards(urls: Sequence[str], *, rank: int = 0, world_size: int = 1, worker_id: int = 0, num_workers: int = 1) -> list[str]:
+    """This (rank, worker)'s shards: every ``world_size * num_workers``-th shard, starting at its slot."""
+    if not (0 <= rank < world_size):
+        raise ValueError(f"rank must be in [0, {world_size}), got {rank = }")
+    if not (0 <= worker_id < num_workers):
+        raise ValueError(f"worker_id must be in [0, {num_workers}), got {worker_id = }")
+    slot = rank * num_workers + worker_id
+    return list(urls[slot :: world_size * num_workers])
+
+
+def shuffle_shards(urls: Sequence[str], *, seed: int, epoch: int = 0) -> list[str]:
+    """A seeded permutation of the shard list, different for each epoch, identical on every rank."""
+    order = list(urls)
+    random.Random(f"avalign-shards:{int(seed)}:{int(epoch)}").shuffle(order)
+    return order
+
+
+def open_shard(url: str):
+    """A binary stream for ``url``: a local path, ``pipe:COMMAND``, or any fsspec URL (``s3://``, ``gs://``, ``file://``)."""
+    if url.startswith("pipe:"):
+        import webdataset
+
+        return webdataset.gopen(url, "rb")
+    if "://" in url and not url.startswith("file://"):
+        import fsspec
+
+        return fsspec.open(url, "rb").open()
+    path = url[len("file://") :] if url.startswith("file://") else url
+    return open(path, "rb")
+
+
+def _safe_member_name(name: str) -> bool:
+    if not name or name.startswith("/") or name.startswith("\\") or os.path.isabs(name):
+        return False
+    parts = name.replace("\\", "/").split("/")
+    return ".." not in parts
+
+
+def tar_members(
+    url: str,
+    *,
+    on_error: OnError = "skip",
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+    report: Optional[Callable[[str, str, str], None]] = None,
+) -> Iterator[tuple[str, bytes]]:
+    """Yield ``(member_name, bytes)`` of the regular files of a tar shard, streaming.
+
+    Hostile or unreadable members are skipped (``report(shard, name, reason)`` is called) or raise
+    :class:`ShardError` with ``on_error="raise"``. A truncated tar ends the shard with a ``truncated``
+    report: the members read before the damage are kept.
+    """
+
+    def refuse(name: str, reason: str, message: str) -> None:
+        if on_error == "raise":
+            raise ShardError(message, shard=url, key=name, reason=reason)
+        logger.warning("skipping tar member %r of %s: %s", name, url, message)
+        if report:
+            report(url, name, reason)
+
+    try:
+        stream = open_shard(url)
+    except (OSError, ValueError) as e:
+        if on_error == "raise":
+            raise ShardError(f"cannot open shard: {e}", shard=url, reason="open") from e
+        logger.warning("skipping shard %s: cannot open it: %s", url, e)
+        if report:
+            report(url, "", "open")
+        return
+    with stream:
+        try:
+            with tarfile.open(fileobj=stream, mode="r|*") as archive:
+                for member in archive:
+                    name = member.name
+                    if not member.isfile():
+                        if not member.isdir():
+                            refuse(name, "member_type", f"tar member {name!r} is not a regular file (link/device)")
+                        continue
+                    if not _safe_member_name(name):
+                        refuse(name, "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
+                        continue
+                    if member.size > max_member_bytes:
+                        refuse(name, "too_large", f"tar member {name!r} is {member.size} bytes > max_member_bytes={max_member_bytes}")
+                        continue
+                    handle = archive.extractfile(member)
+                    data = handle.read() if handle is not None else b""
+                    if len(data) != member.size:
+                        refuse(name, "truncated", f"tar member {name!r} is truncated ({len(data)} of {member.size} bytes)")
+                        return
+                    yield name, data
+        except (tarfile.TarError, EOFError, OSError, ValueError) as e:
+            if isinstance(e, ShardError):
+                raise
+            refuse("", "truncated", f"tar stream ended early or is corrupt: {e}")
+
+
+def _split_key(name: str) -> tuple[str, str]:
+    """``dir/clip.align.json`` → (``dir/clip``, ``align.json``): the extension starts at the base name's first dot."""
+    directory, _, base = name.rpartition("/")
+    stem, dot, ext = base.partition(".")
+    key = f"{directory}/{stem}" if directory else stem
+    return key, ext.lower() if dot else ""
+
+
+def group_by_key(
+    members: Iterable[tuple[str, bytes]],
+    *,
+    url: str = "",
+    on_error: OnError = "skip",
+    report: Optional[Callable[[str, str, str], None]] = None,
+) -> Iterator[dict]:
+    """Group consecutive members by key into samples; a key seen again later is a duplicate and is dropped."""
+    seen: set[str] = set()
+    current: Optional[dict] = None
+
+    def duplicate(key: str, what: str) -> None:
+        if on_error == "raise":
+            raise ShardError(f"duplicate {what} in shard", shard=url, key=key, reason="duplicate_key")
+        logger.warning("shard %s: duplicate %s %r dropped", url, what, key)
+        if report:
+            report(url, key, "duplicate_key")
+
+    for name, data in members:
+        key, ext = _split_key(name)
+        if not ext:
+            continue  # no extension: not part of any sample (e.g. a README in the tar)
+        if current is not None and key == current["__key__"]:
+            if ext in current:
+                duplicate(key, f"member {name!r}")
+                continue
+            current[ext] = data
+            continue
+        if current is not None:
+            yield current
+        if key in seen:
+            duplicate(key, "key")
+            current = None
+            continue
+        seen.add(key)
+        current = {"__key__": key, "__url__": url, ext: data}
+    if current is not None:
+        yield current
+
+
+def shard_samples(
+    urls: Union[str, Sequence[str]],
+    *,
+    seed: Optional[int] = None,
+    epoch: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+    worker_id: int = 0,
+    num_workers: int = 1,
+    on_error: OnError = "skip",
+    report: Optional[Callable[[str, str, str], None]] = None,
+) -> Iterator[dict]:
+    """All samples of this rank's and worker's shards: list → shuffle (if ``seed``) → split → expand → group.
+
+    Example:
+        >>> for sample in shard_samples("sample_data/shards/shard-{000000..000001}.tar"):  # doctest: +SKIP
+        ...     print(sample["__key__"], sorted(k for k in sample if not k.startswith("__")))
+    """
+    if on_error not in ("skip", "raise"):
+        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
+    shards = expand_shard_urls(urls)
+    if seed is not None:
+        shards = shuffle_shards(shards, seed=seed, epoch=epoch)
+    for url in split_shards(shards, rank=rank, world_size=world_size, worker_id=worker_id, num_workers=num_workers):
+        members = tar_members(url, on_error=on_error, report=report)
+        yield from group_by_key(members, url=url, on_error=on_error, report=report)

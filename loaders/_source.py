@@ -1,0 +1,46 @@
+"""Media sources: a path, bytes (a tar member) or a file-like object, opened for PyAV or decord."""
+from __future__ import annotations
+
+import io
+import logging
+import os
+from typing import BinaryIO, Union
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MediaSource", "describe_source", "open_for_pyav"]
+
+MediaSource = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO]
+"""What the decoders accept: a file path, the file's bytes, or a binary file-like object."""
+
+
+def describe_source(source: MediaSource, name: str | None = None) -> str:
+    """A short label for error messages: the path, the given name, or ``<N bytes>``."""
+    if name:
+        return name
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return f"<{len(source)} bytes>"
+    return getattr(source, "name", None) or f"<{type(source).__name__}>"
+
+
+def open_for_pyav(source: MediaSource) -> Union[str, BinaryIO]:
+    """What ``av.open`` takes: a path string or a seekable binary file object (bytes are wrapped, not copied)."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"media file not found: {path!r}")
+        return path
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        if len(source) == 0:
+            raise ValueError("media is empty (0 bytes)")
+        return io.BytesIO(source)
+    if hasattr(source, "read"):
+        if hasattr(source, "seek"):
+            try:
+                source.seek(0)
+            except (OSError, ValueError):
+                pass
+        return source
+    raise TypeError(f"source must be a path, bytes or a binary file object, got {type(source).__name__}")

@@ -1,0 +1,465 @@
+"""Parsers for each transcript format: text in, spans out (``read_transcript`` picks one).
+
+Every parser takes the decoded text and ``name`` (the file name or key, for messages) and returns
+spans in file order; ``read_transcript`` sorts them. Malformed input raises ``TranscriptError`` naming
+the file and the line (SRT, WebVTT) or field (JSON: ``segments[3].words[2].start``; TextGrid: tier and
+interval), the bad value and a hint. Times are seconds, intervals half-open ``[start, stop)``.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import math
+import re
+from typing import Any, Callable, Optional, Sequence
+
+from loaders._records import Span, Word
+from loaders.errors import TranscriptError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["parse_json", "parse_srt", "parse_textgrid", "parse_vtt"]
+
+# A WebVTT timestamp as webvtt-py reads it: ``[hh:]mm:ss.mmm`` (fields may be short, as in ``0:1:5.2``).
+_VTT_TIMESTAMP = r"(?:(\d{1,10}):)?(\d{1,2}):(\d{1,2})\.(\d{1,3})"
+_VTT_TIMING_LINE = re.compile(rf"^\s*({_VTT_TIMESTAMP})\s+-->\s+({_VTT_TIMESTAMP})(?:\s.*)?$")
+_VTT_INLINE_STAMP = re.compile(rf"<({_VTT_TIMESTAMP})>")
+_VTT_TAG = re.compile(r"<[^>]*>")
+# An SRT timing line: two ``hh:mm:ss,mmm`` stamps (``.`` accepted) around an arrow.
+_SRT_TIMESTAMP = r"\d{1,2}:\d{1,2}:\d{1,2}[.,]\d{1,3}"
+_SRT_TIMING_LINE = re.compile(rf"^\s*{_SRT_TIMESTAMP}\s*-->\s*{_SRT_TIMESTAMP}(?:\s.*)?$")
+_WHITESPACE = re.compile(r"\s+")
+# Tier names (case-insensitive substrings) that mark a TextGrid's word tier and its phrase tier.
+_WORD_TIER_HINTS = ("word",)
+_PHRASE_TIER_HINTS = ("phrase", "segment", "sentence", "utterance", "span", "transcript", "text", "ipu")
+_PHONE_TIER_HINTS = ("phone", "phoneme", "syllable", "char")
+# Slack when deciding that a word lies inside a span (stamps are often rounded to the millisecond).
+_CONTAINS_TOLERANCE_SECONDS = 1e-3
+
+
+def _clean(text: str) -> str:
+    """Collapse runs of whitespace (line breaks included) to one space and strip."""
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def check_seconds(value: object, *, where: str) -> float:
+    """Return ``value`` as float seconds, or raise ``TranscriptError`` naming ``where``.
+
+    Accepts int and float (not bool, not str); rejects NaN, inf and negative values.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TranscriptError(
+            f"{where}: expected a number of seconds, got {value!r} ({type(value).__name__}); "
+            "hint: times must be JSON numbers such as 1.25, not strings or null"
+        )
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise TranscriptError(f"{where}: time must be finite, got {value!r}; hint: NaN/inf stamps mark a broken export")
+    if seconds < 0:
+        raise TranscriptError(
+            f"{where}: time must be >= 0 seconds, got {seconds!r}; hint: shift the transcript so it starts at 0 or later"
+        )
+    return seconds
+
+
+def make_word(text: str, start_seconds: float, stop_seconds: float, score: Optional[float], *, where: str) -> Word:
+    """Build a ``Word``, turning its ``ValueError`` (stop < start) into a ``TranscriptError`` naming ``where``."""
+    try:
+        return Word(text=text, start_seconds=start_seconds, stop_seconds=stop_seconds, score=score)
+    except ValueError as error:
+        raise TranscriptError(f"{where}: {error}; hint: check the stamps of this word in the file") from None
+
+
+def make_span(text: str, start_seconds: float, stop_seconds: float, words: Sequence[Word], *, where: str) -> Span:
+    """Build a ``Span`` (words sorted by start), turning its ``ValueError`` into a ``TranscriptError``."""
+    ordered = tuple(sorted(words, key=lambda w: (w.start_seconds, w.stop_seconds)))
+    try:
+        return Span(text=text, start_seconds=start_seconds, stop_seconds=stop_seconds, words=ordered)
+    except ValueError as error:
+        raise TranscriptError(f"{where}: {error}; hint: check the stamps of this segment in the file") from None
+
+
+def attach_words(spans: Sequence[Span], words: Sequence[Word], *, name: str) -> list[Span]:
+    """Give each word to the span that contains it (by its midpoint); a word in no span becomes its own span.
+
+    Args:
+        spans: spans without words, any order.
+        words: words to distribute.
+        name: file name, for the log line about orphans.
+    """
+    ordered = sorted(spans, key=lambda s: (s.start_seconds, s.stop_seconds))
+    starts = [s.start_seconds for s in ordered]
+    owned: list[list[Word]] = [[] for _ in ordered]
+    orphans: list[Span] = []
+    for word in words:
+        mid = 0.5 * (word.start_seconds + word.stop_seconds)
+        k = bisect.bisect_right(starts, mid) - 1
+        if k >= 0 and mid <= ordered[k].stop_seconds + _CONTAINS_TOLERANCE_SECONDS:
+            owned[k].append(word)
+        else:
+            orphans.append(Span(word.text, word.start_seconds, word.stop_seconds, (word,)))
+    if orphans:
+        logger.warning("%s: %d word(s) lie in no span; each became its own span", name, len(orphans))
+    merged = [Span(s.text, s.start_seconds, s.stop_seconds, tuple(ws)) for s, ws in zip(ordered, owned)]
+    return merged + orphans
+
+
+# ----------------------------------------------------------------------------------------------- SRT
+
+
+def parse_srt(text: str, *, name: str) -> list[Span]:
+    """SubRip: cues parsed by pysubs2; every line with ``-->`` must be a valid timing line."""
+    import pysubs2
+
+    timing_lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "-->" in line:
+            if not _SRT_TIMING_LINE.match(line):
+                raise TranscriptError(
+                    f"{name}: line {number}: malformed SRT timing line {line.strip()!r}; "
+                    "hint: expected 'HH:MM:SS,mmm --> HH:MM:SS,mmm'"
+                )
+            timing_lines.append(number)
+    try:
+        events = list(pysubs2.SSAFile.from_string(text, format_="srt"))
+    except Exception as error:  # pysubs2 raises its own and built-in types
+        raise TranscriptError(f"{name}: pysubs2 could not read the SRT: {type(error).__name__}: {error}") from None
+    if len(events) != len(timing_lines):
+        raise TranscriptError(
+            f"{name}: found {len(timing_lines)} timing lines but pysubs2 read {len(events)} cues; "
+            "hint: check the cue structure (number, timing line, text, blank line)"
+        )
+    if not events and text.strip():
+        raise TranscriptError(f"{name}: no SRT cues found (no line with '-->'); hint: is this really SubRip?")
+    spans = []
+    for event, line_number in zip(events, timing_lines):
+        where = f"{name}: line {line_number}"
+        spans.append(make_span(_clean(event.plaintext), event.start / 1000.0, event.end / 1000.0, (), where=where))
+    return spans
+
+
+# ---------------------------------------------------------------------------------------------- WebVTT
+
+
+def _vtt_seconds(groups: Sequence[Optional[str]]) -> float:
+    """Seconds from the groups of ``_VTT_TIMESTAMP`` (hours, minutes, seconds, fraction)."""
+    hours, minutes, seconds, fraction = groups
+    if int(minutes or 0) > 59 or int(seconds or 0) > 59:
+        raise ValueError("minutes and seconds must be <= 59")
+    millis = int(str(fraction).ljust(3, "0"))
+    return (int(hours or 0) * 3_600_000 + int(minutes or 0) * 60_000 + int(seconds or 0) * 1000 + millis) / 1000.0
+
+
+def _vtt_words(raw_text: str, start_seconds: float, stop_seconds: float, *, where: str) -> list[Word]:
+    """Words from inline stamps: ``a<00:00:07.860> b`` → ``a`` from the cue start, ``b`` from 7.860.
+
+    Each stamp starts the text that follows it; a chunk ends where the next begins (the last at the cue
+    end). A chunk of several words is split evenly in time. No stamps → no words.
+    """
+    flat = " ".join(raw_text.splitlines())
+    pieces = _VTT_INLINE_STAMP.split(flat)
+    # split() yields text, then (stamp, 4 groups, text) per match.
+    if len(pieces) == 1:
+        return []
+    chunks: list[tuple[float, str]] = [(start_seconds, pieces[0])]
+    for k in range(1, len(pieces), 6):
+        stamp = pieces[k]
+        try:
+            seconds = _vtt_seconds(pieces[k + 1 : k + 5])
+        except ValueError as error:
+            raise TranscriptError(f"{where}: bad inline timestamp <{stamp}>: {error}") from None
+        previous = chunks[-1][0]
+        if not (previous <= seconds <= stop_seconds):
+            raise TranscriptError(
+                f"{where}: inline timestamp <{stamp}> = {seconds}s is outside [{previous}, {stop_seconds}]; "
+                "hint: inline stamps must increase and lie inside the cue"
+            )
+        chunks.append((seconds, pieces[k + 5]))
+    words: list[Word] = []
+    for j, (chunk_start, chunk_text) in enumerate(chunks):
+        chunk_stop = chunks[j + 1][0] if j + 1 < len(chunks) else stop_seconds
+        tokens = _clean(_VTT_TAG.sub("", chunk_text)).split()
+        step = (chunk_stop - chunk_start) / max(len(tokens), 1)
+        for i, token in enumerate(tokens):
+            stop = chunk_stop if i == len(tokens) - 1 else chunk_start + (i + 1) * step
+            words.append(make_word(token, chunk_start + i * step, stop, None, where=where))
+    return words
+
+
+def parse_vtt(text: str, *, name: str) -> list[Span]:
+    """WebVTT: cues parsed by webvtt-py; inline ``<hh:mm:ss.mmm>`` stamps become words."""
+    import webvtt
+
+    timing_lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "-->" in line:
+            match = _VTT_TIMING_LINE.match(line)
+            if match is None:
+                raise TranscriptError(
+                    f"{name}: line {number}: malformed WebVTT timing line {line.strip()!r}; "
+                    "hint: expected '[HH:]MM:SS.mmm --> [HH:]MM:SS.mmm [settings]'"
+                )
+            try:
+                _vtt_seconds(match.groups()[1:5])
+                _vtt_seconds(match.groups()[6:10])
+            except ValueError as error:
+                raise TranscriptError(f"{name}: line {number}: bad timestamp in {line.strip()!r}: {error}") from None
+            timing_lines.append(number)
+    if not text.lstrip("\ufeff").startswith("WEBVTT"):
+        raise TranscriptError(f"{name}: line 1: WebVTT must start with 'WEBVTT', got {text[:20]!r}")
+    try:
+        captions = list(webvtt.WebVTT.from_string(text))
+    except Exception as error:  # webvtt-py raises MalformedFileError / MalformedCaptionError and built-ins
+        raise TranscriptError(f"{name}: webvtt-py could not read the file: {type(error).__name__}: {error}") from None
+    if len(captions) != len(timing_lines):
+        raise TranscriptError(
+            f"{name}: found {len(timing_lines)} timing lines but webvtt-py read {len(captions)} cues; "
+            "hint: cues must be separated by blank lines and NOTE blocks must not contain '-->'"
+        )
+    spans = []
+    for caption, line_number in zip(captions, timing_lines):
+        where = f"{name}: line {line_number}"
+        start = caption.start_time.in_milliseconds() / 1000.0
+        stop = caption.end_time.in_milliseconds() / 1000.0
+        span = make_span(_clean(caption.text), start, stop, (), where=where)
+        words = _vtt_words(caption.raw_text, start, stop, where=where)
+        spans.append(make_span(span.text, start, stop, words, where=where))
+    return spans
+
+
+# ------------------------------------------------------------------------------------------------ JSON
+
+
+def _json_get_seconds(item: dict, keys: Sequence[str], *, where: str) -> Optional[float]:
+    """The first present key of ``keys`` as checked seconds; None when none is present (or it is null)."""
+    for key in keys:
+        if key in item and item[key] is not None:
+            return check_seconds(item[key], where=f"{where}.{key}")
+    return None
+
+
+def _json_score(item: dict, *, where: str) -> Optional[float]:
+    for key in ("score", "probability", "confidence"):
+        value = item.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+            raise TranscriptError(f"{where}.{key}: expected a finite number, got {value!r}")
+        return float(value)
+    return None
+
+
+def _json_text(item: dict, keys: Sequence[str], *, where: str) -> Optional[str]:
+    for key in keys:
+        value = item.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise TranscriptError(f"{where}.{key}: expected a string, got {value!r} ({type(value).__name__})")
+        return value.strip()
+    return None
+
+
+def _json_words(
+    raw_words: Any, seg_start: float, seg_stop: float, *, where: str, counter: list[int]
+) -> list[Word]:
+    """Words of one segment; words without both stamps get times interpolated between their neighbours.
+
+    A run of ``k`` untimed words between the previous timed word's stop (or the segment start) and the
+    next timed word's start (or the segment end) shares that gap evenly. ``counter[0]`` counts them.
+    """
+    if not isinstance(raw_words, list):
+        raise TranscriptError(f"{where}: expected a list of words, got {type(raw_words).__name__}")
+    parsed: list[tuple[str, Optional[float], Optional[float], Optional[float]]] = []
+    for i, item in enumerate(raw_words):
+        at = f"{where}[{i}]"
+        if not isinstance(item, dict):
+            raise TranscriptError(f"{at}: expected an object with 'word', 'start', 'end', got {item!r:.80}")
+        text = _json_text(item, ("word", "text"), where=at)
+        if text is None:
+            raise TranscriptError(f"{at}: missing 'word'; hint: each word needs a 'word' (or 'text') string")
+        start = _json_get_seconds(item, ("start",), where=at)
+        stop = _json_get_seconds(item, ("end", "stop"), where=at)
+        if start is not None and stop is not None:
+            make_word(text, start, stop, None, where=at)  # reject stop < start before interpolating
+        parsed.append((text, start, stop, _json_score(item, where=at)))
+    words: list[Word] = []
+    i = 0
+    while i < len(parsed):
+        text, start, stop, score = parsed[i]
+        if start is not None and stop is not None:
+            words.append(make_word(text, start, stop, score, where=f"{where}[{i}]"))
+            i += 1
+            continue
+        j = i
+        while j < len(parsed) and (parsed[j][1] is None or parsed[j][2] is None):
+            j += 1
+        gap_start = words[-1].stop_seconds if words else seg_start
+        next_start = parsed[j][1] if j < len(parsed) else None
+        # A trailing run past the segment end (word_segments, sloppy stamps) gets zero-length words.
+        gap_stop = max(seg_stop, gap_start) if next_start is None else next_start
+        if gap_stop < gap_start:
+            raise TranscriptError(
+                f"{where}[{i}]: cannot interpolate a time: the gap [{gap_start}, {gap_stop}] ends before it starts; "
+                "hint: the neighbouring words' stamps overlap"
+            )
+        step = (gap_stop - gap_start) / (j - i)
+        for k in range(i, j):
+            w_start = gap_start + (k - i) * step
+            w_stop = gap_stop if k == j - 1 else gap_start + (k - i + 1) * step
+            words.append(make_word(parsed[k][0], w_start, w_stop, parsed[k][3], where=f"{where}[{k}]"))
+        counter[0] += j - i
+        i = j
+    return words
+
+
+def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
+    if not isinstance(item, dict):
+        raise TranscriptError(f"{where}: expected an object with 'text', 'start', 'end', got {item!r:.80}")
+    start = _json_get_seconds(item, ("start",), where=where)
+    stop = _json_get_seconds(item, ("end", "stop"), where=where)
+    if start is None or stop is None:
+        missing = "start" if start is None else "end"
+        raise TranscriptError(f"{where}.{missing}: missing; hint: every segment needs 'start' and 'end' (seconds)")
+    make_span("", start, stop, (), where=where)  # stop < start
+    words: list[Word] = []
+    if item.get("words") is not None:
+        words = _json_words(item["words"], start, stop, where=f"{where}.words", counter=counter)
+    text = _json_text(item, ("text",), where=where)
+    if text is None:
+        text = " ".join(w.text for w in words)
+    return make_span(_clean(text), start, stop, words, where=where)
+
+
+def parse_json(text: str, *, name: str) -> list[Span]:
+    """WhisperX / faster-whisper / OpenAI-whisper ``{"segments": [...]}`` or a plain list of segments.
+
+    Segments have ``start``, ``end`` (or ``stop``), ``text`` and optional ``words`` (``word``, ``start``,
+    ``end``, ``score`` or ``probability``). When segments carry no words, a top-level ``word_segments``
+    list is distributed over them.
+    """
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise TranscriptError(
+            f"{name}: line {error.lineno} column {error.colno}: invalid JSON: {error.msg}"
+        ) from None
+    except RecursionError:
+        raise TranscriptError(f"{name}: JSON nested too deeply to read") from None
+    counter = [0]
+    if isinstance(document, list):
+        spans = [_json_segment(item, where=f"{name}: [{i}]", counter=counter) for i, item in enumerate(document)]
+    elif isinstance(document, dict):
+        segments = document.get("segments")
+        word_segments = document.get("word_segments")
+        if segments is None and word_segments is None:
+            raise TranscriptError(
+                f"{name}: segments: missing; hint: expected WhisperX/whisper JSON with a 'segments' list "
+                f"(top-level keys are {sorted(map(str, document))[:10]})"
+            )
+        if segments is not None and not isinstance(segments, list):
+            raise TranscriptError(f"{name}: segments: expected a list, got {type(segments).__name__}")
+        spans = [
+            _json_segment(item, where=f"{name}: segments[{i}]", counter=counter)
+            for i, item in enumerate(segments or [])
+        ]
+        if word_segments is not None and not any(s.words for s in spans):
+            last_stop = max((s.stop_seconds for s in spans), default=0.0)
+            loose = _json_words(word_segments, 0.0, last_stop, where=f"{name}: word_segments", counter=counter)
+            spans = attach_words(spans, loose, name=name)
+    else:
+        raise TranscriptError(
+            f"{name}: expected a JSON object with 'segments' or a list of segments, got {type(document).__name__}"
+        )
+    if counter[0]:
+        logger.info("%s: interpolated times of %d word(s) that had no start/end stamps", name, counter[0])
+    return spans
+
+
+# -------------------------------------------------------------------------------------------- TextGrid
+
+
+def _pick_tier(tiers: Sequence[dict], hints: Sequence[str], exclude: Sequence[dict] = ()) -> Optional[dict]:
+    matches: Callable[[dict], bool] = lambda t: any(h in str(t["name"]).lower() for h in hints)
+    for tier in tiers:
+        if tier not in exclude and matches(tier):
+            return tier
+    return None
+
+
+def _tg_number(value: object, *, where: str) -> object:
+    """praatio hands long-format times over as strings: turn them into floats."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise TranscriptError(f"{where}: expected a number of seconds, got {value!r}") from None
+
+
+def _tier_items(tier: dict, *, name: str) -> list[tuple[str, float, float]]:
+    """Non-empty intervals of a tier as (label, start, stop), validated; numbered from 1 as in the file."""
+    items = []
+    for k, entry in enumerate(tier["entries"]):
+        where = f"{name}: tier {tier['name']!r} interval {k + 1}"
+        raw_start, raw_stop, label = entry
+        start = check_seconds(_tg_number(raw_start, where=f"{where}.xmin"), where=f"{where}.xmin")
+        stop = check_seconds(_tg_number(raw_stop, where=f"{where}.xmax"), where=f"{where}.xmax")
+        label = _clean(str(label))
+        if label:
+            make_span(label, start, stop, (), where=where)
+            items.append((label, start, stop))
+    return items
+
+
+def parse_textgrid(text: str, *, name: str) -> list[Span]:
+    """Praat TextGrid (long or short text format), read by praatio.
+
+    Tier choice: the interval tier named like ``word`` gives words; one named like ``phrase`` /
+    ``segment`` / ``sentence`` / ``utterance`` gives spans and the words are attached to them. With a word
+    tier only, each word is its own span. Without a word tier, the phrase tier (else the first interval tier
+    that is not a phone tier) gives spans without words. Empty intervals are silence and are dropped.
+    """
+    from praatio.utilities import textgrid_io
+
+    if "ooTextFile" not in text[:200]:
+        raise TranscriptError(f"{name}: line 1: not a Praat TextGrid (no 'File type = \"ooTextFile\"' header)")
+    try:
+        document = textgrid_io.parseTextgridStr(text, includeEmptyIntervals=True)
+        tiers = [
+            {"name": t["name"], "class": t["class"], "entries": [tuple(e) for e in t["entries"]]}
+            for t in document["tiers"]
+        ]
+        for tier in tiers:
+            for entry in tier["entries"]:
+                if len(entry) != 3:
+                    raise ValueError(f"tier {tier['name']!r}: entry {entry!r} is not (xmin, xmax, text)")
+    except TranscriptError:
+        raise
+    except Exception as error:  # praatio raises built-in and its own types on malformed input
+        raise TranscriptError(
+            f"{name}: praatio could not read the TextGrid: {type(error).__name__}: {error}; "
+            "hint: check the header, the 'size' counts and the xmin/xmax/text lines"
+        ) from None
+    intervals = [t for t in tiers if t["class"] == "IntervalTier"]
+    if len(intervals) < len(tiers):
+        logger.debug("%s: ignoring %d point tier(s)", name, len(tiers) - len(intervals))
+    if not intervals:
+        return []
+    word_tier = _pick_tier(intervals, _WORD_TIER_HINTS)
+    phrase_tier = _pick_tier(intervals, _PHRASE_TIER_HINTS, exclude=[word_tier] if word_tier else [])
+    if phrase_tier is None and word_tier is None:
+        phrase_tier = next((t for t in intervals if _pick_tier([t], _PHONE_TIER_HINTS) is None), intervals[0])
+    words = []
+    if word_tier is not None:
+        where = f"{name}: tier {word_tier['name']!r}"
+        words = [make_word(label, s, e, None, where=where) for label, s, e in _tier_items(word_tier, name=name)]
+    if phrase_tier is None:
+        return [Span(w.text, w.start_seconds, w.stop_seconds, (w,)) for w in words]
+    spans = [Span(label, s, e) for label, s, e in _tier_items(phrase_tier, name=name)]
+    logger.debug("%s: spans from tier %r, words from tier %r", name, phrase_tier["name"], word_tier and word_tier["name"])
+    return attach_words(spans, words, name=name) if words else spans

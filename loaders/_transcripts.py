@@ -1,0 +1,155 @@
+"""``read_transcript``: SRT, WebVTT, Whisper-style JSON and Praat TextGrid into one ``Transcript``.
+
+Times are kept on the transcript's own clock (seconds, as stamped); the aligner moves them onto the
+video timeline. Every span and word is a half-open interval ``[start_seconds, stop_seconds)``::
+
+    file:   |--- span "hello world" ---|        |--- span "again" ---|
+            1.50                       2.25     3.00                 4.00
+    words:  |hello|world-------------|
+            1.50  1.80                2.25
+
+Empty input (no bytes, or only whitespace) is a valid transcript with zero spans, as is a valid
+document with zero cues (``WEBVTT`` alone, ``{"segments": []}``, ``[]``, a TextGrid without intervals).
+Anything else that cannot be read (bytes that are not UTF-8/UTF-16, a malformed line or field, a
+negative, NaN or infinite time, a stop before its start) raises ``TranscriptError`` naming the file
+(or ``name=``) and the line or field.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import BinaryIO, Callable, Literal, Optional, TextIO, Union, get_args
+
+from loaders._records import Span, Transcript
+from loaders._transcript_formats import parse_json, parse_srt, parse_textgrid, parse_vtt
+from loaders.errors import TranscriptError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["TranscriptFormat", "read_transcript"]
+
+TranscriptFormat = Literal["srt", "vtt", "json", "textgrid"]
+_FORMATS: tuple[str, ...] = get_args(TranscriptFormat)
+_SUFFIXES = {"srt": "srt", "vtt": "vtt", "webvtt": "vtt", "json": "json", "textgrid": "textgrid"}
+_PARSERS: dict[str, Callable[..., list[Span]]] = {
+    "srt": parse_srt,
+    "vtt": parse_vtt,
+    "json": parse_json,
+    "textgrid": parse_textgrid,
+}
+
+TranscriptSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO, TextIO]
+
+
+def _read_source(source: TranscriptSource, name: Optional[str]) -> tuple[Union[bytes, str], str]:
+    """The raw content (bytes, or str from a text stream) and the name to use in messages."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        with open(path, "rb") as handle:  # OSError (missing file…) propagates as is
+            return handle.read(), name or str(path)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source), name or "<bytes>"
+    if hasattr(source, "read"):
+        content = source.read()
+        if not isinstance(content, (bytes, str)):
+            raise TypeError(f"source.read() returned {type(content).__name__}; expected bytes or str")
+        file_name = getattr(source, "name", None)
+        return content, name or (file_name if isinstance(file_name, str) else "<stream>")
+    raise TypeError(
+        f"source must be a path, bytes or a file-like object, got {type(source).__name__}; "
+        "hint: pass the file path, or the bytes of a tar member"
+    )
+
+
+def _decode(content: Union[bytes, str], name: str) -> str:
+    """Text from bytes: UTF-8 (BOM optional), or UTF-16 with a BOM (Praat's choice for non-ASCII)."""
+    if isinstance(content, str):
+        return content.lstrip("\ufeff")
+    if content.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding = "utf-16"
+    else:
+        encoding = "utf-8-sig"
+    try:
+        return content.decode(encoding)
+    except UnicodeDecodeError as error:
+        raise TranscriptError(
+            f"{name}: byte {error.start}: cannot decode as {encoding} ({error.reason}, "
+            f"bytes {content[error.start:error.start + 4]!r}); hint: re-save the transcript as UTF-8"
+        ) from None
+
+
+def _guess_from_name(name: str) -> Optional[str]:
+    """Format from a file suffix (``talk.srt``) or a bare WebDataset key (``srt``, ``TextGrid``)."""
+    lowered = name.lower()
+    suffix = lowered.rsplit(".", 1)[-1]
+    return _SUFFIXES.get(suffix)
+
+
+def sniff_format(text: str) -> Optional[str]:
+    """Guess the format from the content; None when nothing matches."""
+    head = text.lstrip("\ufeff \t\r\n")
+    if head.startswith("WEBVTT"):
+        return "vtt"
+    if head[:1] in ("{", "["):
+        return "json"
+    if "ooTextFile" in head[:200]:
+        return "textgrid"
+    if "-->" in head:
+        return "srt"
+    return None
+
+
+def read_transcript(
+    source: TranscriptSource,
+    *,
+    format: Optional[TranscriptFormat] = None,
+    name: Optional[str] = None,
+) -> Transcript:
+    """Read a transcript file into spans (and words when the file has word times).
+
+    Args:
+        source: a path, the file's bytes (e.g. a tar member), or a binary or text file-like object.
+        format: ``"srt"``, ``"vtt"``, ``"json"`` (WhisperX / faster-whisper / whisper, or a plain list
+            of ``{"text", "start", "end"}``) or ``"textgrid"``; None guesses from the name's suffix,
+            else from the content.
+        name: what to call the source in messages and ``Transcript.source`` (e.g. the tar key);
+            defaults to the path or the stream's name.
+
+    Returns:
+        A ``Transcript`` whose spans are sorted by start; words belong to the span that contains them.
+
+    Raises:
+        TranscriptError: malformed content; the message names the file and the line or field.
+        ValueError: ``format`` is not one of the valid values.
+        TypeError: ``source`` is of an unsupported type.
+        OSError: the path cannot be opened.
+
+    Example:
+        >>> t = read_transcript(b"1\\n00:00:01,000 --> 00:00:02,500\\nhello\\n", name="a.srt")
+        >>> (t.spans[0].text, t.spans[0].start_seconds, t.spans[0].stop_seconds)
+        ('hello', 1.0, 2.5)
+    """
+    if format is not None and format not in _FORMATS:
+        raise ValueError(f"format must be one of {list(_FORMATS)} or None, got {format!r}")
+    content, label = _read_source(source, name)
+    text = _decode(content, label)
+    chosen = format or _guess_from_name(label) or sniff_format(text)
+    if not text.strip():
+        logger.debug("%s: empty transcript", label)
+        return Transcript(spans=(), source=label, format=chosen or "")
+    if chosen is None:
+        raise TranscriptError(
+            f"{label}: cannot tell the transcript format from the name or the content (starts {text[:30]!r}); "
+            f"hint: pass format= one of {list(_FORMATS)}"
+        )
+    try:
+        spans = _PARSERS[chosen](text, name=label)
+    except TranscriptError as error:
+        guessed = sniff_format(text)
+        if format is None and guessed not in (None, chosen):
+            raise TranscriptError(f"{error}; hint: the content looks like {guessed}, pass format={guessed!r}") from None
+        raise
+    except RecursionError:
+        raise TranscriptError(f"{label}: {chosen} content nested too deeply to read") from None
+    ordered = tuple(sorted(spans, key=lambda s: (s.start_seconds, s.stop_seconds)))
+    return Transcript(spans=ordered, source=label, format=chosen)
