@@ -34,6 +34,8 @@ _WHITESPACE = re.compile(r"\s+")
 _WORD_TIER_HINTS = ("word",)
 _PHRASE_TIER_HINTS = ("phrase", "segment", "sentence", "utterance", "span", "transcript", "text", "ipu")
 _PHONE_TIER_HINTS = ("phone", "phoneme", "syllable", "char")
+# A long-format TextGrid line that must hold a number (``xmax = 2.5``, ``intervals: size = 3``).
+_TG_NUMERIC_LINE = re.compile(r"^\s*(xmin|xmax|size|intervals: size|points: size|number)\s*=\s*(.*?)\s*$")
 # Slack when deciding that a word lies inside a span (stamps are often rounded to the millisecond).
 _CONTAINS_TOLERANCE_SECONDS = 1e-3
 
@@ -325,11 +327,11 @@ def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
     if start is None or stop is None:
         missing = "start" if start is None else "end"
         raise TranscriptError(f"{where}.{missing}: missing; hint: every segment needs 'start' and 'end' (seconds)")
-    make_span("", start, stop, (), where=where)  # stop < start
+    text = _json_text(item, ("text",), where=where)
+    make_span(_clean(text or ""), start, stop, (), where=where)  # stop < start, before the words
     words: list[Word] = []
     if item.get("words") is not None:
         words = _json_words(item["words"], start, stop, where=f"{where}.words", counter=counter)
-    text = _json_text(item, ("text",), where=where)
     if text is None:
         text = " ".join(w.text for w in words)
     return make_span(_clean(text), start, stop, words, where=where)
@@ -428,6 +430,15 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
 
     if "ooTextFile" not in text[:200]:
         raise TranscriptError(f"{name}: line 1: not a Praat TextGrid (no 'File type = \"ooTextFile\"' header)")
+    for number, line in enumerate(text.splitlines(), start=1):  # long format: point at the bad line
+        match = _TG_NUMERIC_LINE.match(line)
+        if match is not None:
+            try:
+                float(match.group(2))
+            except ValueError:
+                raise TranscriptError(
+                    f"{name}: line {number}: {match.group(1)} must be a number, got {match.group(2).strip()!r}"
+                ) from None
     try:
         document = textgrid_io.parseTextgridStr(text, includeEmptyIntervals=True)
         tiers = [

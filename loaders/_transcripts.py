@@ -73,7 +73,7 @@ def _decode(content: Union[bytes, str], name: str) -> str:
         return content.decode(encoding)
     except UnicodeDecodeError as error:
         raise TranscriptError(
-            f"{name}: byte {error.start}: cannot decode as {encoding} ({error.reason}, "
+            f"{name}: byte {error.start}: cannot decode as {encoding.replace('-sig', '')} ({error.reason}, "
             f"bytes {content[error.start:error.start + 4]!r}); hint: re-save the transcript as UTF-8"
         ) from None
 

@@ -97,15 +97,20 @@ def _header_metadata(stream, *, backend: str) -> VideoMetadata:
 
 
 def _content_facts(pts_seconds: np.ndarray) -> dict:
-    """fps and VFR from decoded or indexed pts (median frame duration; robust to one odd frame)."""
+    """Mean frame rate over the decoded/indexed pts, and VFR (a frame duration far from the median).
+
+    The mean (``(T - 1) / (last - first)``) is exact for CFR streams whose timestamps are rounded to
+    the container's tick (Matroska: 1 ms, so 29.97 fps shows as 33/33/34 ms durations).
+    """
     if pts_seconds.size < 2:
         return {"fps_from_content": None, "vfr": None}
     durations = np.diff(pts_seconds)
     median = float(np.median(durations))
-    if median <= 0:
+    span = float(pts_seconds[-1] - pts_seconds[0])
+    if median <= 0 or span <= 0:
         return {"fps_from_content": None, "vfr": None}
     vfr = bool(np.any(np.abs(durations - median) > _VFR_TOLERANCE * median))
-    return {"fps_from_content": 1.0 / median, "vfr": vfr}
+    return {"fps_from_content": (pts_seconds.size - 1) / span, "vfr": vfr}
 
 
 def probe_video(source: MediaSource, *, name: str | None = None) -> tuple[VideoMetadata, FrameIndex]:

@@ -1,0 +1,95 @@
+"""Shared fixtures: media made at test time with ffmpeg, the ffprobe oracle, RNG hygiene."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_DATA = REPO / "sample_data"
+
+
+@pytest.fixture(autouse=True)
+def _restore_rng_state():
+    """Tests may seed RNGs; restore them so test order never changes results."""
+    py, np_state, torch_state = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    yield
+    random.setstate(py)
+    np.random.set_state(np_state)
+    torch.set_rng_state(torch_state)
+
+
+def ffmpeg(*args: str) -> None:
+    """Run Debian's ffmpeg quietly; raises with its stderr on failure."""
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("ffmpeg is not installed")
+    proc = subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ffmpeg {' '.join(args)} failed: {proc.stderr}")
+
+
+def ffprobe_frame_times(path: str | os.PathLike) -> np.ndarray:
+    """The oracle: ffprobe's best_effort_timestamp_time of every video frame; NaN where ffprobe has none
+    (e.g. AVI's last B-frame, flushed with no timestamp: the decoder extrapolates one, ffprobe prints N/A)."""
+    out = subprocess.check_output(
+        [
+            "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_frames",
+            "-show_entries", "frame=best_effort_timestamp_time", "-of", "json", str(path),
+        ]
+    )
+    frames = json.loads(out)["frames"]
+    return np.asarray([float(f.get("best_effort_timestamp_time", "nan")) for f in frames])
+
+
+def ffprobe_audio_start(path: str | os.PathLike) -> float:
+    """The oracle for audio: the first decoded audio frame's best-effort time per ffprobe."""
+    out = subprocess.check_output(
+        [
+            "ffprobe", "-v", "error", "-select_streams", "a:0", "-show_frames",
+            "-show_entries", "frame=best_effort_timestamp_time", "-of", "json", str(path),
+        ]
+    )
+    return float(json.loads(out)["frames"][0]["best_effort_timestamp_time"])
+
+
+@pytest.fixture(scope="session")
+def media_dir(tmp_path_factory) -> Path:
+    """Small clips made once per session for decode tests (the sample_data/ clips are the main oracle set)."""
+    d = tmp_path_factory.mktemp("media")
+    # 3 s, 30 fps, H.264 with B-frames, AAC 48 kHz.
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",
+           "-t", "3", "-c:v", "libx264", "-bf", "2", "-g", "15", "-c:a", "aac", str(d / "cfr30.mp4"))
+    # Video starting at 0.5 s (non-zero first pts), 25 fps.
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-t", "2", "-output_ts_offset", "0.5",
+           "-c:v", "libx264", "-g", "10", str(d / "start05.mp4"))
+    # 30000/1001 fps in Matroska with Opus (the stream starts after 0).
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=30000/1001", "-f", "lavfi", "-i", "sine=f=300:r=48000",
+           "-t", "2", "-c:v", "libx264", "-c:a", "libopus", str(d / "ntsc.mkv"))
+    # VP9 + Opus in WebM (decord cannot decode it).
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=f=300:r=48000",
+           "-t", "2", "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-c:a", "libopus", str(d / "vp9.webm"))
+    # Variable frame rate: 30 fps for 1 s then 10 fps.
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=30", "-t", "2",
+           "-vf", "setpts='if(lt(N,30),N/30,1+(N-30)/10)/TB'", "-fps_mode", "vfr", "-c:v", "libx264", str(d / "vfr.mp4"))
+    # MPEG-4 Part 2 with B-frames in AVI + MP3 at 16 kHz.
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=f=440:r=16000",
+           "-t", "2", "-c:v", "mpeg4", "-bf", "2", "-c:a", "libmp3lame", str(d / "bframes.avi"))
+    # Audio only, 16 kHz AAC in .m4a.
+    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=16000", "-t", "1.5", "-c:a", "aac", str(d / "audio.m4a"))
+    # Video only.
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-t", "1", "-c:v", "libx264", str(d / "silent.mp4"))
+    return d
+
+
+def sample_truth() -> dict:
+    path = SAMPLE_DATA / "truth.json"
+    if not path.exists():
+        pytest.skip("sample_data/truth.json missing: run `make sample-data`")
+    return json.loads(path.read_text())["clips"]
