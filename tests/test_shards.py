@@ -68,7 +68,7 @@ def test_duplicates_are_dropped_and_reported_or_raised():
     assert [s["__key__"] for s in samples] == ["a", "b", "c"]
     assert samples[0]["mp4"] == b"1" and samples[1]["mp4"] == b"2"
     assert seen == [("b", "duplicate_key"), ("a", "duplicate_key")]
-    with pytest.raises(ShardError, match="duplicate.*key='a'"):
+    with pytest.raises(ShardError, match="duplicate member 'b.mp4'.*key='b'"):
         list(group_by_key(members, url="u", on_error="raise"))
 
 
