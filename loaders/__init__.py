@@ -2,6 +2,7 @@
 from loaders._audio import read_audio
 from loaders._index import FrameIndex
 from loaders._records import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
+from loaders._transcripts import read_transcript
 from loaders._video import probe_video, read_video
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, TranscriptError
 
@@ -20,6 +21,7 @@ __all__ = sorted(
         "Word",
         "probe_video",
         "read_audio",
+        "read_transcript",
         "read_video",
     ]
 )

@@ -8,11 +8,12 @@ interval), the bad value and a hint. Times are seconds, intervals half-open ``[s
 from __future__ import annotations
 
 import bisect
+import html
 import json
 import logging
 import math
 import re
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from loaders._records import Span, Word
 from loaders.errors import TranscriptError
@@ -184,7 +185,7 @@ def _vtt_words(raw_text: str, start_seconds: float, stop_seconds: float, *, wher
     words: list[Word] = []
     for j, (chunk_start, chunk_text) in enumerate(chunks):
         chunk_stop = chunks[j + 1][0] if j + 1 < len(chunks) else stop_seconds
-        tokens = _clean(_VTT_TAG.sub("", chunk_text)).split()
+        tokens = _clean(html.unescape(_VTT_TAG.sub("", chunk_text))).split()
         step = (chunk_stop - chunk_start) / max(len(tokens), 1)
         for i, token in enumerate(tokens):
             stop = chunk_stop if i == len(tokens) - 1 else chunk_start + (i + 1) * step
@@ -227,9 +228,10 @@ def parse_vtt(text: str, *, name: str) -> list[Span]:
         where = f"{name}: line {line_number}"
         start = caption.start_time.in_milliseconds() / 1000.0
         stop = caption.end_time.in_milliseconds() / 1000.0
-        span = make_span(_clean(caption.text), start, stop, (), where=where)
+        text = _clean(html.unescape(caption.text))
+        make_span(text, start, stop, (), where=where)  # stop < start, before reading inline stamps
         words = _vtt_words(caption.raw_text, start, stop, where=where)
-        spans.append(make_span(span.text, start, stop, words, where=where))
+        spans.append(make_span(text, start, stop, words, where=where))
     return spans
 
 
@@ -249,9 +251,13 @@ def _json_score(item: dict, *, where: str) -> Optional[float]:
         value = item.get(key)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-            raise TranscriptError(f"{where}.{key}: expected a finite number, got {value!r}")
-        return float(value)
+        try:
+            score = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        except OverflowError:
+            score = math.inf
+        if not math.isfinite(score):
+            raise TranscriptError(f"{where}.{key}: expected a finite number, got {value!r:.40}")
+        return score
     return None
 
 
@@ -352,6 +358,8 @@ def parse_json(text: str, *, name: str) -> list[Span]:
         ) from None
     except RecursionError:
         raise TranscriptError(f"{name}: JSON nested too deeply to read") from None
+    except ValueError as error:  # e.g. an integer literal longer than Python's digit limit
+        raise TranscriptError(f"{name}: invalid JSON number: {str(error)[:120]}") from None
     counter = [0]
     if isinstance(document, list):
         spans = [_json_segment(item, where=f"{name}: [{i}]", counter=counter) for i, item in enumerate(document)]
@@ -386,9 +394,9 @@ def parse_json(text: str, *, name: str) -> list[Span]:
 
 
 def _pick_tier(tiers: Sequence[dict], hints: Sequence[str], exclude: Sequence[dict] = ()) -> Optional[dict]:
-    matches: Callable[[dict], bool] = lambda t: any(h in str(t["name"]).lower() for h in hints)
+    """The first tier (not in ``exclude``) whose name contains one of ``hints`` (case-insensitive)."""
     for tier in tiers:
-        if tier not in exclude and matches(tier):
+        if tier not in exclude and any(h in str(tier["name"]).lower() for h in hints):
             return tier
     return None
 

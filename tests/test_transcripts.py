@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import math
 import pathlib
 
 import pytest
@@ -206,6 +205,11 @@ def test_vtt_inline_word_timestamps_become_words() -> None:
     assert t.spans[1].words == ()
 
 
+def test_vtt_html_escapes_are_decoded() -> None:
+    text = "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nTom &amp; Jerry &lt;3\n"
+    assert read_transcript(text.encode(), format="vtt").spans[0].text == "Tom & Jerry <3"
+
+
 def test_vtt_inline_chunk_with_two_words_is_split_evenly() -> None:
     text = "WEBVTT\n\n00:00:01.000 --> 00:00:03.000\na<00:00:02.000> b c\n"
     t = read_transcript(text.encode(), format="vtt")
@@ -384,14 +388,24 @@ def test_unsupported_source_type() -> None:
          "json", r"words\[0\]\.score: expected a finite number"),
         ('[{"text": "a", "start": 0, "end": 1}, 7]', "json", r"bad\.json: \[1\]: expected an object"),
         ('"hello"', "json", r"bad\.json: expected a JSON object"),
+        ('[{"start": 1%s, "end": 2, "text": "a"}]' % ("0" * 5000), "json", r"bad\.json: invalid JSON number"),
+        ("[" * 100_000 + "]" * 100_000, "json", r"bad\.json: JSON nested too deeply"),
+        ('{"segments": [{"start": 0, "end": 1, "text": "a", "words": [{"word": "a", "start": 0, "end": 1, "score": 1e999}]}]}',
+         "json", r"words\[0\]\.score: expected a finite number"),
+        ('{"segments": [{"start": 0, "end": 1, "text": "a", "words": [{"word": "a", "start": 0, "end": 1, "score": 1%s}]}]}' % ("0" * 400),
+         "json", r"words\[0\]\.score: expected a finite number"),
+        ('{"segments": [{"start": 1%s, "end": 1, "text": "a"}]}' % ("0" * 400), "json", r"segments\[0\]\.start: time must be finite"),
         ('{"segments": [{"start": 0, "end": 1, "text": 5}]}', "json", r"segments\[0\]\.text: expected a string"),
         # TextGrid
         ("File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n\nxmin = 0\nxmax = oops\n", "textgrid",
-         r"bad\.textgrid: praatio could not read"),
+         r"bad\.textgrid: line 5: xmax must be a number, got 'oops'"),
+        ("File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n\nxmin = 0\nxmax = 3\ntiers? <exists>\nsize = 1\n",
+         "textgrid", r"bad\.textgrid: praatio could not read the TextGrid"),
         ("not a textgrid at all", "textgrid", r"bad\.textgrid: line 1: not a Praat TextGrid"),
         (TEXTGRID_SHORT.replace("2\n3\n\"three\"", "3\n2\n\"three\""), "textgrid",
          r"bad\.textgrid: tier 'utterance' interval \d+: span 'three' ends before it starts"),
-        (TEXTGRID_LONG.replace("xmax = 1.125", "xmax = -1.125"), "textgrid", r"tier 'words' interval \d+\.xmax: time must be >= 0"),
+        (TEXTGRID_LONG.replace("xmax = 1.125", "xmax = 1.125e"), "textgrid", r"bad\.textgrid: line 39: xmax must be a number, got '1\.125e'"),
+        (TEXTGRID_SHORT.replace("\n2\n3\n", "\n2\n-3\n"), "textgrid", r"tier 'utterance' interval 3\.xmax: time must be >= 0"),
     ],
 )
 def test_malformed_inputs_name_file_and_field(content: str, fmt: str, match: str) -> None:
@@ -407,7 +421,7 @@ def test_error_names_the_path(tmp_path: pathlib.Path) -> None:
 
 
 def test_undecodable_bytes_raise_transcript_error() -> None:
-    with pytest.raises(TranscriptError, match=r"latin\.srt: byte 28: cannot decode as utf-8"):
+    with pytest.raises(TranscriptError, match=r"latin\.srt: byte 35: cannot decode as utf-8"):
         read_transcript("1\n00:00:01,000 --> 00:00:02,000\ncaf\u00e9\n".encode("latin-1"), name="latin.srt")
 
 
@@ -430,35 +444,74 @@ def test_missing_file_raises_oserror(tmp_path: pathlib.Path) -> None:
 
 _SAMPLE_DATA = pathlib.Path(__file__).resolve().parent.parent / "sample_data"
 _TRUTH = _SAMPLE_DATA / "truth.json"
+_TRANSCRIPT_SUFFIXES = (".srt", ".vtt", ".json", ".TextGrid", ".textgrid")
+# Stamps are written to the millisecond: allow one millisecond (rounding or truncation) plus float slack.
+_STAMP_TOLERANCE_SECONDS = 1e-3 + 1e-9
+
+
+def _truth_transcript_paths(key: str, entry: dict) -> list[pathlib.Path]:
+    """Transcript files of a clip: listed in truth (``transcripts`` list/dict or ``transcript``), else ``KEY.*``."""
+    listed = entry.get("transcripts", entry.get("transcript", []))
+    if isinstance(listed, str):
+        listed = [listed]
+    elif isinstance(listed, dict):
+        listed = list(listed.values())
+    paths = [_SAMPLE_DATA / p for p in listed if isinstance(p, str)]
+    if not paths:
+        paths = [p for p in sorted(_SAMPLE_DATA.glob(f"{key}.*")) if p.suffix in _TRANSCRIPT_SUFFIXES and p.name != "truth.json"]
+    return paths
+
+
+def _normalize(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
 @pytest.mark.skipif(not _TRUTH.exists(), reason="sample_data/truth.json not generated yet")
 def test_committed_transcripts_match_truth() -> None:
-    """Each committed transcript's word stamps equal the generator's truth mapped onto the transcript clock."""
-    truth = json.loads(_TRUTH.read_text())
-    entries = truth if isinstance(truth, list) else truth.get("samples", truth)
-    items = entries.items() if isinstance(entries, dict) else ((e.get("name", ""), e) for e in entries)
+    """Each committed transcript's stamps equal the generator's truth mapped onto the transcript clock.
+
+    Truth words are on the video timeline; the transcript stamps them at
+    ``t * (1 + drift_ppm * 1e-6) + av_offset_ms / 1000 + text_offset_ms / 1000``. With word times the
+    words must match one to one; caption formats without words must cover every truth word with a span.
+    """
+    document = json.loads(_TRUTH.read_text())
+    clips = document.get("clips", document) if isinstance(document, dict) else {}
     checked = 0
-    for key, entry in items:
-        if not isinstance(entry, dict) or "words" not in entry:
+    for key, entry in clips.items():
+        if not isinstance(entry, dict) or not entry.get("words"):
             continue
-        drift = float(entry.get("drift_ppm", 0.0)) * 1e-6
-        offset = (float(entry.get("av_offset_ms", 0.0)) + float(entry.get("text_offset_ms", 0.0))) / 1000.0
-        for transcript_name in entry.get("transcripts", []):
-            path = _SAMPLE_DATA / transcript_name
+        scale = 1.0 + float(entry.get("drift_ppm") or 0.0) * 1e-6
+        offset = (float(entry.get("av_offset_ms") or 0.0) + float(entry.get("text_offset_ms") or 0.0)) / 1000.0
+        want = [
+            (
+                w.get("text", w.get("word", "")),
+                float(w.get("start_seconds", w.get("start"))) * scale + offset,
+                float(w.get("stop_seconds", w.get("end", w.get("stop")))) * scale + offset,
+            )
+            for w in entry["words"]
+        ]
+        for path in _truth_transcript_paths(key, entry):
             t = read_transcript(path)
-            got = [(w.text, w.start_seconds, w.stop_seconds) for w in t.words] or _times(t.spans)
-            want = [
-                (w["text"], w["start_seconds"] * (1 + drift) + offset, w["stop_seconds"] * (1 + drift) + offset)
-                for w in entry["words"]
-            ]
-            assert len(got) == len(want), f"{path}: {len(got)} stamps, truth has {len(want)} ({key})"
-            # Files store stamps to the millisecond (TextGrid/JSON may keep more): half a millisecond of slack.
-            for (g_text, g_start, g_stop), (w_text, w_start, w_stop) in zip(got, want):
-                assert math.isclose(g_start, w_start, abs_tol=6e-4), (path, g_text, g_start, w_start)
-                assert math.isclose(g_stop, w_stop, abs_tol=6e-4), (path, g_text, g_stop, w_stop)
+            if t.words:
+                got = _word_times(t.words)
+                assert len(got) == len(want), f"{path.name}: {len(got)} words, truth has {len(want)}"
+                for (g_text, g_start, g_stop), (w_text, w_start, w_stop) in zip(got, want):
+                    assert _normalize(g_text) == _normalize(w_text), (path.name, g_text, w_text)
+                    assert abs(g_start - w_start) <= _STAMP_TOLERANCE_SECONDS, (path.name, g_text, g_start, w_start)
+                    assert abs(g_stop - w_stop) <= _STAMP_TOLERANCE_SECONDS, (path.name, g_text, g_stop, w_stop)
+            else:
+                assert t.spans, f"{path.name}: no spans"
+                for w_text, w_start, w_stop in want:
+                    assert any(
+                        s.start_seconds - _STAMP_TOLERANCE_SECONDS <= w_start
+                        and w_stop <= s.stop_seconds + _STAMP_TOLERANCE_SECONDS
+                        for s in t.spans
+                    ), f"{path.name}: truth word {w_text!r} [{w_start:.3f}, {w_stop:.3f}) lies in no span"
             checked += 1
-    assert checked > 0, f"{_TRUTH} lists no transcripts to check"
+    assert checked > 0, (
+        f"{_TRUTH}: no clip has both 'words' ({{text, start_seconds, stop_seconds}}) and a transcript file "
+        "(listed under 'transcripts' or named KEY.srt/.vtt/.json/.TextGrid)"
+    )
 
 
 def test_records_reject_stop_before_start_directly() -> None:

@@ -1,0 +1,74 @@
+"""Words → tokens by character offsets, with any tokenizer that reports them (HF ``tokenizers``) or whitespace.
+
+The transcript's words are joined with single spaces; each word owns the characters ``[c0, c1)``; a token
+belongs to every word whose characters it overlaps (``t0 < c1 and t1 > c0``), so a word's tokens are a
+half-open range ``[token_start, token_stop)``. Special tokens (offset ``(0, 0)``) overlap nothing.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Optional, Protocol, Sequence, Union
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["word_token_ranges", "whitespace_offsets"]
+
+
+class _HasEncode(Protocol):  # tokenizers.Tokenizer
+    def encode(self, text: str): ...
+
+
+Tokenizer = Union[_HasEncode, Callable[[str], Sequence[tuple[int, int]]]]
+
+
+def whitespace_offsets(text: str) -> list[tuple[int, int]]:
+    """Character offsets of whitespace-separated tokens: the fallback tokenizer."""
+    offsets, start = [], None
+    for i, ch in enumerate(text + " "):
+        if ch.isspace():
+            if start is not None:
+                offsets.append((start, i))
+                start = None
+        elif start is None:
+            start = i
+    return offsets
+
+
+def _offsets(text: str, tokenizer: Optional[Tokenizer]) -> list[tuple[int, int]]:
+    if tokenizer is None:
+        return whitespace_offsets(text)
+    if hasattr(tokenizer, "encode"):
+        offsets = [tuple(o) for o in tokenizer.encode(text).offsets]
+    else:
+        offsets = [tuple(o) for o in tokenizer(text)]
+    bad = [o for o in offsets if not (0 <= o[0] <= o[1] <= len(text))]
+    if bad:
+        raise ValueError(f"tokenizer returned offsets outside the text (length {len(text)}): {bad[:3]}")
+    return offsets
+
+
+def word_token_ranges(words: Sequence[str], tokenizer: Optional[Tokenizer] = None) -> tuple[list[tuple[int, int]], int]:
+    """``[token_start, token_stop)`` for each word, and the number of tokens of the joined text.
+
+    Example:
+        >>> word_token_ranges(["hello", "big", "world"])
+        ([(0, 1), (1, 2), (2, 3)], 3)
+    """
+    chars, cursor = [], 0
+    for w in words:
+        chars.append((cursor, cursor + len(w)))
+        cursor += len(w) + 1
+    text = " ".join(words)
+    offsets = _offsets(text, tokenizer)
+    ranges = []
+    for c0, c1 in chars:
+        hits = [i for i, (t0, t1) in enumerate(offsets) if t0 < c1 and t1 > c0]
+        ranges.append((hits[0], hits[-1] + 1) if hits else (0, 0))
+    # Words with no token (empty text) get an empty range at the next word's start.
+    fixed, nxt = [], len(offsets)
+    for r in reversed(ranges):
+        if r == (0, 0) and nxt != 0:
+            r = (nxt, nxt)
+        fixed.append(r)
+        nxt = r[0]
+    return list(reversed(fixed)), len(offsets)
