@@ -1,12 +1,32 @@
 """One clock for video, audio and text. Re-exports only; implementation in underscore modules."""
+from aligner._align import AlignedSample, AlignmentReport, align
+from aligner._apply import audio_on_video_clock
+from aligner._clock import ClockModel
+from aligner._estimate import AVEstimate, estimate_av_offset
+from aligner._interpolate import interpolate_features
+from aligner._spans import AlignedSpan, map_spans
+from aligner._text_offset import TextEstimate, estimate_text_offset, refine_word_times
 from aligner._time import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
+from aligner._tokens import word_token_ranges
 
-__all__ = sorted(
-    [
-        "frame_played_at",
-        "frame_range",
-        "sample_range",
-        "samples_to_seconds",
-        "seconds_to_samples",
-    ]
-)
+__all__ = [
+    "AVEstimate",
+    "AlignedSample",
+    "AlignedSpan",
+    "AlignmentReport",
+    "ClockModel",
+    "TextEstimate",
+    "align",
+    "audio_on_video_clock",
+    "estimate_av_offset",
+    "estimate_text_offset",
+    "frame_played_at",
+    "frame_range",
+    "interpolate_features",
+    "map_spans",
+    "refine_word_times",
+    "sample_range",
+    "samples_to_seconds",
+    "seconds_to_samples",
+    "word_token_ranges",
+]

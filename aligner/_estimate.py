@@ -45,8 +45,8 @@ __all__ = [
 ]
 
 # Peak-to-sidelobe ratios at or below this are what pure noise gives; at or above _PSR_FULL is certain.
-_PSR_NOISE = 6.0
-_PSR_FULL = 16.0
+_PSR_NOISE = 8.0
+_PSR_FULL = 20.0
 
 
 @dataclass(frozen=True)
@@ -215,6 +215,7 @@ def estimate_av_offset_from_features(
     lo, hi = max(peak_index - local, 1), min(peak_index + local + 1, curve.size - 1)
     window_times: list[float] = []
     window_offsets: list[float] = []
+    num_candidate_windows = 0
     if span_seconds >= min_drift_span_seconds:
         start = float(event_pts[0])
         while start < float(event_pts[-1]):
@@ -222,6 +223,7 @@ def estimate_av_offset_from_features(
             start += window_seconds / 2.0
             if rows.size == 0:
                 continue
+            num_candidate_windows += 1
             window_curve = weights[rows] @ gathered[rows, lo:hi]
             best = int(np.argmax(window_curve))
             height = float(window_curve[best]) / float(weights[rows].sum())
@@ -230,6 +232,10 @@ def estimate_av_offset_from_features(
             window_offsets.append((lo + _parabolic(window_curve, best) - half_lags) * hop)
             window_times.append(float(np.sum(weights[rows] * event_pts[rows]) / weights[rows].sum()))
 
+    if num_candidate_windows:
+        # A peak that only part of the clip supports (e.g. a true offset outside the search range
+        # matching shifted events) fails in most windows.
+        confidence *= len(window_times) / num_candidate_windows
     times = np.asarray(window_times)
     offsets = np.asarray(window_offsets)
     method = "onset_xcorr"

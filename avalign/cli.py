@@ -11,6 +11,8 @@ from typing import Optional, Sequence
 logger = logging.getLogger("avalign")
 
 EPILOG = """examples:
+  avalign measure clip.mp4 --transcript clip.srt      # offsets, drift, words on the video timeline
+  avalign measure clip.mp4 --json > clip.align.json
   avalign demo                                  # the whole pipeline on sample_data/
   avalign demo --data sample_data --json        # the same, as JSON
 """
@@ -28,6 +30,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     summary = run_demo(args.data)
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
+    return 0
+
+
+def _cmd_measure(args: argparse.Namespace) -> int:
+    from avalign._measure import format_measurement, measure
+
+    record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate)
+    print(json.dumps(record, indent=2) if args.json else format_measurement(record))
     return 0
 
 
@@ -51,6 +61,26 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--data", default="sample_data", help="folder with truth.json and shards/ (default: sample_data)")
     demo.add_argument("--json", action="store_true", help="print the summary as JSON")
     demo.set_defaults(func=_cmd_demo)
+
+    measure = sub.add_parser(
+        "measure",
+        help="estimate A/V offset, drift and transcript offset of one file",
+        description=(
+            "Decode MEDIA with real timestamps, estimate the A/V offset and clock drift from its content and the "
+            "transcript's offset from speech activity, and print the words on the video timeline with their "
+            "frame and sample ranges. Estimates below the confidence threshold are reported as null."
+        ),
+        epilog=(
+            "examples:\n  avalign measure clip.mp4\n  avalign measure clip.mkv --transcript clip.vtt --json\n"
+            "  avalign measure speech.m4a --transcript speech.json --sample-rate 16000   # audio-only"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    measure.add_argument("media", help="video or audio file")
+    measure.add_argument("--transcript", help="SRT, WebVTT, Whisper/WhisperX JSON or TextGrid file")
+    measure.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices (default 16000)")
+    measure.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    measure.set_defaults(func=_cmd_measure)
     return parser
 
 

@@ -1,0 +1,199 @@
+"""``align``: one reference clock (the video's presentation timeline) for video, audio and text.
+
+::
+
+    estimate (or take given values)      apply on the video timeline             map spans
+    av_offset, drift  ← flashes/cuts vs   audio ─soxr(rate·(1+drift))─shift─▶     words/segments ─▶ frames [f0, f1)
+                        sound onsets      AudioClip(start = window start)                         samples [a0, a1)
+    text_offset       ← speech activity                                                           tokens [t0, t1)
+                        vs word onsets
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from aligner._apply import audio_on_video_clock
+from aligner._clock import ClockModel
+from aligner._spans import AlignedSpan, map_spans
+from aligner._tokens import Tokenizer
+from loaders._records import AudioClip, Transcript, VideoClip
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AlignedSample", "AlignmentReport", "align"]
+
+
+@dataclass(frozen=True)
+class AlignmentReport:
+    """What was estimated (with confidences) and what was applied."""
+
+    av_offset_ms: Optional[float]
+    """Estimated or given A/V offset; None when the estimator abstained (0 was applied)."""
+    drift_ppm: Optional[float]
+    """Estimated or given drift; None when unknown (0 was applied)."""
+    av_confidence: float
+    """Confidence of the A/V estimate in [0, 1]; 1.0 for given values."""
+    text_offset_ms: Optional[float]
+    """Estimated or given transcript offset; None without transcript or when the estimator abstained."""
+    text_confidence: float
+    """Confidence of the text estimate in [0, 1]."""
+    clock: ClockModel
+    """The clock model actually applied (abstentions applied as 0)."""
+    av_method: str = ""
+    """How the A/V values were obtained: ``given``, the estimator's method, ``abstain:<reason>`` or ``none``."""
+    text_method: str = ""
+    """How the text offset was obtained."""
+    spans_outside: int = 0
+    """Transcript words/segments that fall entirely outside the media window."""
+    words_refined: int = 0
+    """Words whose start was snapped to an acoustic onset."""
+
+    def to_json(self) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k != "clock"}
+        out["applied"] = dataclasses.asdict(self.clock)
+        return out
+
+
+@dataclass(frozen=True)
+class AlignedSample:
+    """Video, audio and text on the video's presentation timeline, over ``[start_seconds, stop_seconds)``."""
+
+    video: Optional[VideoClip]
+    """Frames and their pts (unchanged: they define the timeline); None for audio-only media."""
+    audio: AudioClip
+    """Audio at the target rate, sample ``j`` at video time ``audio.start_seconds + j / sample_rate``."""
+    words: tuple[AlignedSpan, ...]
+    """Words with frame, sample and token ranges."""
+    segments: tuple[AlignedSpan, ...]
+    """Transcript segments with frame and sample ranges."""
+    report: AlignmentReport
+    """Estimates, confidences and the applied clock."""
+    start_seconds: float = 0.0
+    """Window start on the video timeline."""
+    stop_seconds: float = 0.0
+    """Window stop (exclusive)."""
+    key: str = ""
+    """Sample key, when it came from a shard."""
+
+    def __repr__(self) -> str:
+        video = "None" if self.video is None else f"{tuple(self.video.frames.shape)}"
+        return (
+            f"AlignedSample(key={self.key!r}, window=[{self.start_seconds:.3f}, {self.stop_seconds:.3f}), video={video}, "
+            f"audio={tuple(self.audio.samples.shape)}@{self.audio.sample_rate}, words={len(self.words)}, "
+            f"segments={len(self.segments)})"
+        )
+
+
+def _media_window(video: Optional[VideoClip], audio: AudioClip, clock: ClockModel) -> tuple[float, float]:
+    """The reference window: the video's frames (origin 0 unless frames start earlier), else the audio's span."""
+    if video is not None and video.num_frames:
+        pts = video.pts_seconds.numpy()
+        fps = video.metadata.fps_from_content or video.metadata.fps_from_header or 0.0
+        last_duration = float(np.median(np.diff(pts))) if pts.size > 1 else (1.0 / fps if fps else 0.0)
+        return min(0.0, float(pts[0])), float(pts[-1]) + last_duration
+    start = float(clock.audio_to_video(audio.start_seconds))
+    return min(0.0, start), float(clock.audio_to_video(audio.stop_seconds))
+
+
+def align(
+    video: Optional[VideoClip],
+    audio: AudioClip,
+    transcript: Optional[Transcript] = None,
+    *,
+    sample_rate: int = 16000,
+    estimate: bool = True,
+    av_offset_ms: Optional[float] = None,
+    drift_ppm: Optional[float] = None,
+    text_offset_ms: Optional[float] = None,
+    refine_words: bool = False,
+    tokenizer: Optional[Tokenizer] = None,
+    start_seconds: Optional[float] = None,
+    stop_seconds: Optional[float] = None,
+    max_offset_ms: float = 500.0,
+    min_confidence: float = 0.3,
+    key: str = "",
+) -> AlignedSample:
+    """Put ``audio`` and ``transcript`` on ``video``'s presentation timeline.
+
+    Args:
+        video: decoded frames with real pts (the reference), or None for audio-only media.
+        audio: decoded audio (any rate; its ``start_seconds`` honoured).
+        transcript: stamps on the transcript's own clock, or None.
+        sample_rate: rate of the aligned audio.
+        estimate: estimate what is not given; with False, missing values are taken as 0.
+        av_offset_ms, drift_ppm, text_offset_ms: known values (e.g. from ``align.json``); they win over estimates.
+        refine_words: snap word starts to acoustic onsets after the global correction.
+        tokenizer: a ``tokenizers.Tokenizer`` (or a callable returning character offsets); whitespace by default.
+        start_seconds, stop_seconds: the window on the video timeline; default: the whole media.
+        max_offset_ms: estimator search range.
+        min_confidence: estimators abstain below this.
+        key: sample key, carried into the result.
+
+    Returns:
+        AlignedSample with audio, words and segments on the video timeline.
+
+    Example:
+        >>> sample = align(read_video(p), read_audio(p), read_transcript(t))   # doctest: +SKIP
+        >>> sample.report.av_offset_ms, sample.words[0].frame_start             # doctest: +SKIP
+    """
+    from aligner._estimate import estimate_av_offset
+    from aligner._text_offset import estimate_text_offset, refine_word_times
+
+    av_method, av_conf = "none", 0.0
+    est_offset, est_drift = av_offset_ms, drift_ppm
+    if av_offset_ms is not None or drift_ppm is not None:
+        av_method, av_conf = "given", 1.0
+    elif estimate and video is not None and video.num_frames > 1:
+        est = estimate_av_offset(video, audio, max_offset_ms=max_offset_ms, min_confidence=min_confidence)
+        est_offset, est_drift, av_conf, av_method = est.av_offset_ms, est.drift_ppm, est.confidence, est.method
+    clock = ClockModel(av_offset_ms=est_offset or 0.0, drift_ppm=est_drift or 0.0)
+
+    text_method, text_conf, est_text = "none", 0.0, text_offset_ms
+    if transcript is not None:
+        if text_offset_ms is not None:
+            text_method, text_conf = "given", 1.0
+        elif estimate and transcript.spans:
+            t = estimate_text_offset(audio, transcript, max_offset_ms=max_offset_ms, min_confidence=min_confidence)
+            est_text, text_conf, text_method = t.text_offset_ms, t.confidence, t.method
+    clock = dataclasses.replace(clock, text_offset_ms=est_text or 0.0)
+
+    lo, hi = _media_window(video, audio, clock)
+    lo = lo if start_seconds is None else float(start_seconds)
+    hi = hi if stop_seconds is None else float(stop_seconds)
+    if hi < lo:
+        raise ValueError(f"window must have stop >= start, got {lo = }, {hi = }")
+    aligned_audio = audio_on_video_clock(audio, clock, sample_rate=sample_rate, start_seconds=lo, stop_seconds=hi)
+
+    words_src = transcript.words if transcript is not None else ()
+    refined = 0
+    if refine_words and words_src:
+        # Refinement works on the audio clock: stamps minus the text offset.
+        shift = -clock.text_offset_ms / 1000.0
+        moved = [dataclasses.replace(w, start_seconds=w.start_seconds + shift, stop_seconds=w.stop_seconds + shift) for w in words_src]
+        snapped = refine_word_times(audio, moved)
+        refined = sum(1 for a, b in zip(moved, snapped) if a.start_seconds != b.start_seconds)
+        words_src = tuple(
+            dataclasses.replace(w, start_seconds=w.start_seconds - shift, stop_seconds=w.stop_seconds - shift) for w in snapped
+        )
+    pts = video.pts_seconds.numpy() if video is not None else None
+    common = dict(clock=clock, pts_seconds=pts, window_start_seconds=lo, window_stop_seconds=hi, sample_rate=sample_rate)
+    words, out_w = map_spans(list(words_src), level="word", tokenizer=tokenizer, **common)
+    segments, out_s = map_spans(list(transcript.spans) if transcript is not None else [], level="segment", **common)
+    report = AlignmentReport(
+        av_offset_ms=est_offset,
+        drift_ppm=est_drift,
+        av_confidence=float(av_conf),
+        text_offset_ms=est_text,
+        text_confidence=float(text_conf),
+        clock=clock,
+        av_method=av_method,
+        text_method=text_method,
+        spans_outside=out_w + out_s,
+        words_refined=refined,
+    )
+    return AlignedSample(video, aligned_audio, tuple(words), tuple(segments), report, lo, hi, key)

@@ -1,0 +1,103 @@
+"""Text spans mapped onto the video timeline and into frame, sample and token index ranges.
+
+::
+
+    video time   T0                 s                e                     T1
+                 |------------------[================)---------------------|
+    frames       pts rule:   frame_start = first k with pts[k] >= s,  frame_stop = first k with pts[k] >= e
+    samples      half-up:    sample_start = round((s - T0)·sr),      sample_stop = round((e - T0)·sr)
+    tokens       overlap of the word's characters with each token's character offsets
+
+All ranges are half-open and index into the arrays of the same AlignedSample (frames of its video,
+samples of its audio, tokens of its joined word text).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from aligner._clock import ClockModel
+from aligner._time import frame_range, sample_range
+from aligner._tokens import Tokenizer, word_token_ranges
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AlignedSpan", "map_spans"]
+
+
+@dataclass(frozen=True)
+class AlignedSpan:
+    """A word or segment on the video timeline with its index ranges (all half-open)."""
+
+    text: str
+    """The word or segment text."""
+    level: str
+    """``word`` or ``segment``."""
+    start_seconds: float
+    """Start on the video timeline, after correction (clipped to the aligned window)."""
+    stop_seconds: float
+    """Stop on the video timeline (exclusive)."""
+    frame_start: Optional[int]
+    """First frame whose pts is >= start; None without video."""
+    frame_stop: Optional[int]
+    """First frame whose pts is >= stop; None without video."""
+    sample_start: int
+    """First audio sample of the span in the aligned audio."""
+    sample_stop: int
+    """One past its last sample."""
+    token_start: Optional[int] = None
+    """First token of the word in the joined word text (words only)."""
+    token_stop: Optional[int] = None
+    """One past its last token."""
+
+    def __post_init__(self) -> None:
+        if self.stop_seconds < self.start_seconds:
+            raise ValueError(f"span {self.text!r}: stop < start ({self.start_seconds = }, {self.stop_seconds = })")
+
+    def to_json(self) -> dict:
+        return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+def map_spans(
+    items: Sequence,
+    *,
+    level: str,
+    clock: ClockModel,
+    pts_seconds: Optional[np.ndarray],
+    window_start_seconds: float,
+    window_stop_seconds: float,
+    sample_rate: int,
+    tokenizer: Optional[Tokenizer] = None,
+) -> tuple[list[AlignedSpan], int]:
+    """Map transcript items (``Word`` or ``Span`` records, stamped on the transcript clock) onto the video
+    timeline, clip them to the window and compute their index ranges.
+
+    Returns:
+        The spans that overlap the window (in order) and how many fell entirely outside it.
+    """
+    starts = clock.stamp_to_video([it.start_seconds for it in items]) if items else np.zeros(0)
+    stops = clock.stamp_to_video([it.stop_seconds for it in items]) if items else np.zeros(0)
+    kept, outside = [], 0
+    for it, s, e in zip(items, starts, stops):
+        s, e = float(s), float(e)
+        if e <= window_start_seconds or s >= window_stop_seconds:
+            if not (s == e and window_start_seconds <= s < window_stop_seconds):
+                outside += 1
+                continue
+        kept.append((it.text, max(s, window_start_seconds), min(e, window_stop_seconds)))
+    tokens: list[tuple[Optional[int], Optional[int]]] = [(None, None)] * len(kept)
+    if level == "word":
+        tokens = list(word_token_ranges([t for t, _, _ in kept], tokenizer)[0])
+    spans = []
+    for (text, s, e), (t0, t1) in zip(kept, tokens):
+        f0 = f1 = None
+        if pts_seconds is not None:
+            f0, f1 = frame_range(pts_seconds, s, e)
+        a0, a1 = sample_range(s - window_start_seconds, e - window_start_seconds, sample_rate)
+        spans.append(AlignedSpan(text, level, s, e, f0, f1, a0, a1, t0, t1))
+    if outside:
+        logger.info("%d %s span(s) fall outside the media window [%.3f, %.3f) s", outside, level, window_start_seconds, window_stop_seconds)
+    return spans, outside

@@ -1,0 +1,122 @@
+"""``avalign measure``: estimate and report one media file's alignment in the DESIGN.md schema."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Optional
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["format_measurement", "measure", "measure_sample"]
+
+
+def _round(x: Optional[float], digits: int = 3) -> Optional[float]:
+    return None if x is None else round(float(x), digits)
+
+
+def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, estimate: bool = True, **given) -> dict:
+    """The ``measure`` record for decoded media (used by ``measure``, ``preprocess`` and ``report``)."""
+    import aligner
+
+    sample = aligner.align(video, audio, transcript, sample_rate=sample_rate, estimate=estimate, **given)
+    r = sample.report
+    video_json = None
+    if video is not None:
+        m = video.metadata
+        video_json = {
+            "num_frames": video.num_frames,
+            "fps_from_header": _round(m.fps_from_header, 6),
+            "fps_from_content": _round(m.fps_from_content, 6),
+            "vfr": m.vfr,
+            "start_seconds": _round(float(video.pts_seconds[0]) if video.num_frames else m.start_seconds, 6),
+            "num_frames_from_header": m.num_frames_from_header,
+            "codec": m.codec,
+            "width": m.width,
+            "height": m.height,
+        }
+    return {
+        "av_offset_ms": _round(r.av_offset_ms),
+        "drift_ppm": _round(r.drift_ppm, 1),
+        "av_confidence": _round(r.av_confidence),
+        "text_offset_ms": _round(r.text_offset_ms),
+        "text_confidence": _round(r.text_confidence) if transcript is not None else None,
+        "av_method": r.av_method,
+        "text_method": r.text_method,
+        "video": video_json,
+        "audio": {
+            "sample_rate": audio.source_sample_rate or audio.sample_rate,
+            "start_seconds": _round(audio.start_seconds, 6),
+            "num_samples": audio.num_samples,
+            "codec": audio.codec,
+        },
+        "aligned": {
+            "sample_rate": sample_rate,
+            "start_seconds": _round(sample.start_seconds, 6),
+            "stop_seconds": _round(sample.stop_seconds, 6),
+            "num_samples": sample.audio.num_samples,
+            "spans_outside": r.spans_outside,
+        },
+        "words": [
+            {k: v for k, v in w.to_json().items() if k not in ("level", "token_start", "token_stop")} for w in sample.words
+        ],
+    }
+
+
+def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000) -> dict:
+    """Decode ``media`` (and ``transcript``), estimate offsets and drift, return the ``measure`` record.
+
+    Audio-only media are accepted: the A/V fields are then null and words are on the audio timeline.
+    """
+    import loaders
+
+    if not os.path.exists(media):
+        raise FileNotFoundError(f"media file not found: {media!r}")
+    audio = loaders.read_audio(media, name=media)
+    try:
+        video = loaders.read_video(media, name=media)
+    except loaders.DecodeError as e:
+        if "no video stream" not in str(e):
+            raise
+        video = None
+    text = loaders.read_transcript(transcript) if transcript else None
+    record = measure_sample(video, audio, text, sample_rate=sample_rate)
+    record["media"] = media
+    record["transcript"] = transcript
+    if video is None:
+        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
+    return record
+
+
+def format_measurement(record: dict) -> str:
+    """A readable table of a ``measure`` record."""
+    def show(value, unit=""):
+        return "n/a (abstained)" if value is None else f"{value}{unit}"
+
+    v, a = record.get("video"), record["audio"]
+    lines = [f"media       {record.get('media')}"]
+    if v:
+        lines.append(
+            f"video       {v['num_frames']} frames, first pts {v['start_seconds']} s, fps header {v['fps_from_header']}"
+            f" / content {v['fps_from_content']}, vfr {v['vfr']}"
+        )
+    else:
+        lines.append("video       none (audio-only)")
+    lines += [
+        f"audio       {a['sample_rate']} Hz, first sample at {a['start_seconds']} s, {a['num_samples']} samples",
+        f"A/V offset  {show(record['av_offset_ms'], ' ms')}  (confidence {record['av_confidence']}, {record['av_method']}; > 0: audio lags)",
+        f"drift       {show(record['drift_ppm'], ' ppm')}",
+    ]
+    if record.get("transcript"):
+        lines.append(
+            f"text offset {show(record['text_offset_ms'], ' ms')}  (confidence {record['text_confidence']}, "
+            f"{record['text_method']}; > 0: stamps late)"
+        )
+        lines.append("")
+        lines.append(f"{'word':<18}{'start s':>9}{'stop s':>9}{'frames':>12}{'samples':>18}")
+        for w in record["words"]:
+            frames = "-" if w["frame_start"] is None else f"[{w['frame_start']},{w['frame_stop']})"
+            lines.append(
+                f"{w['text'][:17]:<18}{w['start_seconds']:>9.3f}{w['stop_seconds']:>9.3f}{frames:>12}"
+                f"{'[' + str(w['sample_start']) + ',' + str(w['sample_stop']) + ')':>18}"
+            )
+    return "\n".join(lines)

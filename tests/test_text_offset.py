@@ -1,0 +1,154 @@
+"""Transcript offset and word refinement against synthetic speech-like audio with known word onsets.
+
+Oracle: words are built as voiced harmonic syllables (5-20 ms attacks), some led by a fricative
+noise burst, separated by pauses or abutting; a word's true start is the first sample of its
+envelope, and the transcript stamps are true start + ``text_offset_ms`` (+ optional jitter).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from aligner._text_offset import TextEstimate, estimate_text_offset, refine_word_times
+from loaders._records import AudioClip, Span, Transcript, Word
+
+SAMPLE_RATE = 16000
+
+
+def _syllable(rng: np.random.Generator, duration_seconds: float) -> np.ndarray:
+    n = int(duration_seconds * SAMPLE_RATE)
+    t = np.arange(n) / SAMPLE_RATE
+    f0 = rng.uniform(100, 180) * (1 + 0.05 * np.sin(2 * np.pi * 3 * t))
+    phase = 2 * np.pi * np.cumsum(f0) / SAMPLE_RATE
+    voiced = sum(np.sin(h * phase) / h for h in range(1, 12))
+    attack, decay = int(rng.uniform(0.005, 0.02) * SAMPLE_RATE), int(0.03 * SAMPLE_RATE)
+    envelope = np.ones(n)
+    envelope[:attack] = np.linspace(0, 1, attack, endpoint=False)
+    envelope[-decay:] = np.linspace(1, 0, decay)
+    return 0.3 * rng.uniform(0.5, 1.0) * voiced * envelope
+
+
+def make_speech(
+    *,
+    duration_seconds: float = 20.0,
+    seed: int = 0,
+    noise_db: float = -50.0,
+    start_seconds: float = 0.0,
+    text_offset_ms: float = 0.0,
+    jitter_ms: float = 0.0,
+    words_in_spans: bool = True,
+) -> tuple[AudioClip, Transcript, np.ndarray]:
+    """Speech-like audio + transcript stamped ``text_offset_ms`` late; returns true word [start, stop) seconds."""
+    rng = np.random.default_rng(seed)
+    audio = rng.normal(0, 10 ** (noise_db / 20), int(duration_seconds * SAMPLE_RATE))
+    t, truth = start_seconds + 0.4, []
+    while t < start_seconds + duration_seconds - 1.5:
+        parts = []
+        if rng.random() < 0.3:  # fricative lead-in, rising over its length
+            n = int(rng.uniform(0.02, 0.05) * SAMPLE_RATE)
+            parts.append(np.diff(rng.normal(0, 1, n + 1)) * 0.03 * np.hanning(2 * n)[:n] ** 0.5)
+        for _ in range(rng.integers(1, 4)):
+            parts.append(_syllable(rng, rng.uniform(0.08, 0.2)))
+            if rng.random() < 0.5:
+                parts.append(np.zeros(int(0.015 * SAMPLE_RATE)))
+        word = np.concatenate(parts)
+        first = int(round((t - start_seconds) * SAMPLE_RATE))
+        audio[first : first + word.size] += word
+        truth.append((t, t + word.size / SAMPLE_RATE))
+        t += word.size / SAMPLE_RATE + (0.0 if rng.random() < 0.4 else rng.uniform(0.08, 0.4))
+    truth_array = np.asarray(truth)
+    jitter = rng.normal(0, jitter_ms / 1000, len(truth)) if jitter_ms else np.zeros(len(truth))
+    shift = text_offset_ms / 1000
+    words = [Word(f"w{i}", a + shift + j, b + shift + j) for i, ((a, b), j) in enumerate(zip(truth, jitter))]
+    spans = tuple(
+        Span(" ".join(w.text for w in group), group[0].start_seconds, group[-1].stop_seconds,
+             tuple(group) if words_in_spans else ())
+        for group in (words[i : i + 5] for i in range(0, len(words), 5))
+    )
+    clip = AudioClip(torch.from_numpy(audio.astype(np.float32))[None], SAMPLE_RATE, start_seconds)
+    return clip, Transcript(spans), truth_array
+
+
+@pytest.mark.parametrize("text_offset_ms", [0.0, 300.0, -300.0, 143.7])
+def test_recovers_text_offset_from_word_stamps(text_offset_ms: float) -> None:
+    audio, transcript, _ = make_speech(text_offset_ms=text_offset_ms, seed=int(abs(text_offset_ms)) % 7)
+    estimate = estimate_text_offset(audio, transcript)
+    assert estimate.method == "word_onsets+activity+matched"
+    assert estimate.text_offset_ms == pytest.approx(text_offset_ms, abs=5.0)
+    assert estimate.confidence > 0.9
+
+
+def test_nonzero_audio_start_and_span_level_only() -> None:
+    audio, transcript, _ = make_speech(start_seconds=2.5, text_offset_ms=-77.0, words_in_spans=False, seed=2)
+    assert transcript.words == ()
+    estimate = estimate_text_offset(audio, transcript)
+    assert estimate.method.startswith("span_onsets")
+    assert estimate.text_offset_ms == pytest.approx(-77.0, abs=5.0)
+
+
+def test_noisy_audio_and_jittered_stamps_stay_within_15_ms() -> None:
+    for kwargs in ({"noise_db": -25.0}, {"jitter_ms": 20.0}):
+        audio, transcript, _ = make_speech(text_offset_ms=120.0, seed=1, **kwargs)
+        estimate = estimate_text_offset(audio, transcript)
+        assert estimate.text_offset_ms == pytest.approx(120.0, abs=15.0), kwargs
+
+
+def test_correcting_with_the_estimate_puts_words_on_the_audio_clock() -> None:
+    audio, transcript, truth = make_speech(text_offset_ms=210.0, seed=3)
+    estimate = estimate_text_offset(audio, transcript)
+    corrected = transcript.shifted(-estimate.text_offset_ms / 1000)
+    errors_ms = np.abs(np.array([w.start_seconds for w in corrected.words]) - truth[:, 0]) * 1000
+    assert float(np.median(errors_ms)) <= 5.0
+
+
+@pytest.mark.parametrize("case", ["noise_audio", "silent_audio", "unrelated_speech", "empty_transcript"])
+def test_abstains_instead_of_guessing(case: str) -> None:
+    audio, transcript, _ = make_speech(seed=1)
+    if case == "noise_audio":
+        audio = AudioClip(torch.from_numpy(np.random.default_rng(0).normal(0, 0.01, (1, 320000)).astype(np.float32)), SAMPLE_RATE, 0.0)
+    elif case == "silent_audio":
+        audio = AudioClip(torch.zeros(1, 320000), SAMPLE_RATE, 0.0)
+    elif case == "unrelated_speech":
+        audio, _, _ = make_speech(seed=2)
+    else:
+        transcript = Transcript(())
+    estimate = estimate_text_offset(audio, transcript)
+    assert isinstance(estimate, TextEstimate)
+    assert estimate.abstained and estimate.text_offset_ms is None
+    assert estimate.method.startswith("abstain:")
+    assert estimate.confidence < 0.3
+
+
+def test_refine_word_times_meets_median_and_p90_targets() -> None:
+    before, after = [], []
+    for seed in range(4):
+        audio, transcript, truth = make_speech(seed=seed, jitter_ms=30.0)
+        words = transcript.words
+        refined = refine_word_times(audio, words)
+        assert len(refined) == len(words)
+        assert [w.text for w in refined] == [w.text for w in words]
+        assert [w.stop_seconds for w in refined] == [w.stop_seconds for w in words]
+        before += list(np.abs(np.array([w.start_seconds for w in words]) - truth[:, 0]) * 1000)
+        after += list(np.abs(np.array([w.start_seconds for w in refined]) - truth[:, 0]) * 1000)
+    assert float(np.median(after)) <= 10.0 < float(np.median(before))
+    assert float(np.percentile(after, 90)) <= 40.0
+
+
+def test_refine_keeps_words_without_a_confident_onset() -> None:
+    audio, transcript, _ = make_speech(seed=5)
+    silent = AudioClip(torch.zeros_like(audio.samples), SAMPLE_RATE, 0.0)
+    words = transcript.words
+    assert refine_word_times(silent, words) == words
+    far = tuple(Word(w.text, w.start_seconds + 0.2, w.stop_seconds + 0.2) for w in words if w.start_seconds > 1)
+    refined = refine_word_times(audio, far, search_ms=10.0)
+    moved = sum(a.start_seconds != b.start_seconds for a, b in zip(far, refined))
+    assert moved <= len(far) // 5  # 200 ms away: almost no onset within ±10 ms
+
+
+def test_rejects_bad_options() -> None:
+    audio, transcript, _ = make_speech(duration_seconds=3.0)
+    with pytest.raises(ValueError, match="max_offset_ms"):
+        estimate_text_offset(audio, transcript, max_offset_ms=-1.0)
+    with pytest.raises(ValueError, match="search_ms"):
+        refine_word_times(audio, transcript.words, search_ms=0.0)
