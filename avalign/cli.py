@@ -41,6 +41,16 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.what == "decode":
+        from avalign.bench import bench_decode, format_decode_table
+
+        result = bench_decode(args.files or None, threads=args.threads, repeats=args.repeats)
+        print(json.dumps(result, indent=2) if args.json else format_decode_table(result))
+        return 0
+    raise ValueError(f"unknown benchmark {args.what!r}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="avalign",
@@ -81,6 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices (default 16000)")
     measure.add_argument("--json", action="store_true", help="one JSON object on stdout")
     measure.set_defaults(func=_cmd_measure)
+
+    bench = sub.add_parser(
+        "bench",
+        help="measure speed side by side with ffmpeg, PyAV, decord and torchcodec",
+        description="Benchmarks; every figure is a median of repeated runs, ratios are from one run.",
+        epilog="examples:\n  avalign bench decode                      # generates a 720p and a 30 s clip\n"
+        "  avalign bench decode full.mp4 long.mp4 --threads 2 --repeats 5",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bench.add_argument("what", choices=["decode"], help="which benchmark")
+    bench.add_argument("files", nargs="*", help="decode: FULL_FILE [SPARSE_FILE] (default: generated clips)")
+    bench.add_argument("--threads", type=int, default=2, help="decoder threads for every tool (default 2)")
+    bench.add_argument("--repeats", type=int, default=5, help="runs per figure; the median is reported")
+    bench.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    bench.set_defaults(func=_cmd_bench)
     return parser
 
 

@@ -1,6 +1,7 @@
 """Shards, decoding with real timestamps, packing and collate. Re-exports only."""
 from loaders._audio import read_audio
 from loaders._index import FrameIndex
+from loaders._pack import OnlinePacker, PackItem, PackStats, lower_bound_num_packs, plan_packs
 from loaders._records import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
 from loaders._transcripts import read_transcript
 from loaders._video import probe_video, read_video
@@ -12,6 +13,9 @@ __all__ = sorted(
         "DecodeError",
         "DecodeTimeout",
         "FrameIndex",
+        "OnlinePacker",
+        "PackItem",
+        "PackStats",
         "SampleError",
         "Span",
         "Transcript",
@@ -19,6 +23,8 @@ __all__ = sorted(
         "VideoClip",
         "VideoMetadata",
         "Word",
+        "lower_bound_num_packs",
+        "plan_packs",
         "probe_video",
         "read_audio",
         "read_transcript",

@@ -143,7 +143,7 @@ def _as_int64(array: np.ndarray, *, name: str) -> np.ndarray:
             return array.astype(np.int64)
         position = np.argwhere(~finite | (array != np.round(array)))[0]
         raise ValueError(
-            f"{name} must be whole numbers; got {array[tuple(position)]!r} at position {tuple(int(p) for p in position)}."
+            f"{name} must be whole numbers; got {array[tuple(position)].item()!r} at position {tuple(int(p) for p in position)}."
         )
     raise ValueError(f"{name} must be integers; got dtype {array.dtype}. Hint: pass ints or a numpy int array.")
 
@@ -251,9 +251,11 @@ class _Candidates:
             self._set(self.order[keep], self.ordered[keep], self.sums[keep])
 
     def first_alive(self) -> int:
+        """Position of the longest unplaced item."""
         return int(np.argmax(self.alive))
 
     def lengths_at(self, position: int) -> np.ndarray:
+        """Integer lengths (one per column) of the item at ``position``."""
         return self.ordered[position]
 
     def take(self, position: int) -> int:

@@ -1,0 +1,4 @@
+"""``avalign bench``: side-by-side measurements, medians of repeated runs, ratios from one run."""
+from avalign.bench._decode import bench_decode, format_decode_table
+
+__all__ = ["bench_decode", "format_decode_table"]
