@@ -143,14 +143,44 @@ def _rgb(frame) -> np.ndarray:
     return frame.to_ndarray(format="rgb24")
 
 
-def _decode_range_pyav(container, stream, start: float, stop: float, seek_to: Optional[float]):
-    """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, rgb arrays list)."""
+class _FrameBuffer:
+    """Frames written straight into one preallocated uint8 tensor, grown by doubling.
+
+    Measured: ``np.stack`` of per-frame arrays doubles the memory traffic of a full 720p decode
+    (a second 830 MB allocation and copy for 10 s); writing into a buffer sized from the header does not.
+    The header's count is only a hint, capped, since a hostile header may claim billions of frames.
+    """
+
+    _MAX_HINT_FRAMES = 2048
+
+    def __init__(self, hint: Optional[int], height: int, width: int) -> None:
+        capacity = min(max(int(hint or 0), 16), self._MAX_HINT_FRAMES)
+        self._data = torch.empty((capacity, height, width, 3), dtype=torch.uint8)
+        self._count = 0
+
+    def append(self, rgb: np.ndarray) -> None:
+        if self._count == self._data.shape[0] or rgb.shape != tuple(self._data.shape[1:]):
+            if rgb.shape != tuple(self._data.shape[1:]):
+                raise DecodeError(f"frame size changed mid-stream: {tuple(self._data.shape[1:])} -> {rgb.shape}")
+            grown = torch.empty((2 * self._data.shape[0],) + tuple(self._data.shape[1:]), dtype=torch.uint8)
+            grown[: self._count] = self._data[: self._count]
+            self._data = grown
+        self._data[self._count].numpy()[...] = rgb
+        self._count += 1
+
+    def tensor(self) -> torch.Tensor:
+        out = self._data[: self._count]
+        return out.clone() if self._count < self._data.shape[0] // 2 else out
+
+
+def _decode_range_pyav(container, stream, start: float, stop: float, seek_to: Optional[float], hint: Optional[int]):
+    """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3])."""
     time_base = stream.time_base
     if seek_to is not None:
         container.seek(int(math.floor(seek_to / float(time_base))), stream=stream, backward=True, any_frame=False)
     clock = _BestEffortClock()
     pts_out: list[float] = []
-    rgb_out: list[np.ndarray] = []
+    buffer = _FrameBuffer(hint, stream.codec_context.height, stream.codec_context.width)
     for frame in container.decode(stream):
         ts = clock(frame.pts, frame.dts)
         if ts is None:
@@ -161,8 +191,8 @@ def _decode_range_pyav(container, stream, start: float, stop: float, seek_to: Op
         if t < start:
             continue
         pts_out.append(t)
-        rgb_out.append(_rgb(frame))
-    return pts_out, rgb_out
+        buffer.append(_rgb(frame))
+    return pts_out, buffer.tensor()
 
 
 def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex):
@@ -240,15 +270,19 @@ def _read_pyav(source, label, start, stop, fps, max_pixels, num_threads) -> Vide
                     f"[{first:.6f}, {end:.6f}) s"
                 )
         if whole:
-            pts, rgb = _decode_range_pyav(container, stream, -math.inf, math.inf, None)
+            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, meta.num_frames_from_header)
         elif fps is None:
-            pts, rgb = (
-                ([], []) if hi <= lo else _decode_range_pyav(container, stream, lo, hi, index.keyframe_at_or_before(lo))
+            a, b = np.searchsorted(index.pts_seconds, [lo, hi], side="left")
+            pts, frames = (
+                ([], _stack([], meta.height, meta.width))
+                if hi <= lo
+                else _decode_range_pyav(container, stream, lo, hi, index.keyframe_at_or_before(lo), int(b - a))
             )
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
             targets = lo + np.arange(count, dtype=np.float64) / fps
             pts, rgb = _decode_played_at_pyav(container, stream, targets, index)
+            frames = _stack(rgb, meta.height, meta.width)
     except (DecodeError, IndexError):
         raise
     except Exception as e:  # FFmpeg errors, corrupt data mid-stream
@@ -263,11 +297,7 @@ def _read_pyav(source, label, start, stop, fps, max_pixels, num_threads) -> Vide
         num_frames_from_content=len(pts) if whole else index.num_frames,
         **_content_facts(all_pts),
     )
-    return VideoClip(
-        frames=_stack(rgb, meta.height, meta.width),
-        pts_seconds=torch.tensor(pts, dtype=torch.float64),
-        metadata=meta,
-    )
+    return VideoClip(frames=frames, pts_seconds=torch.tensor(pts, dtype=torch.float64), metadata=meta)
 
 
 def _read_decord(source, label, start, stop, fps, max_pixels, num_threads) -> VideoClip:
