@@ -5,6 +5,7 @@ from loaders._pack import OnlinePacker, PackItem, PackStats, lower_bound_num_pac
 from loaders._records import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
 from loaders._transcripts import read_transcript
 from loaders._video import probe_video, read_video
+from loaders._watchdog import call_with_timeout
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, TranscriptError
 
 __all__ = sorted(
@@ -23,6 +24,7 @@ __all__ = sorted(
         "VideoClip",
         "VideoMetadata",
         "Word",
+        "call_with_timeout",
         "lower_bound_num_packs",
         "plan_packs",
         "probe_video",
