@@ -359,6 +359,7 @@ def read_video(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     num_threads: int = 0,
     name: Optional[str] = None,
+    fallback_timeout_seconds: float = 60.0,
 ) -> VideoClip:
     """Decode video frames with their real presentation timestamps.
 
@@ -371,6 +372,7 @@ def read_video(
         max_pixels: refuse frames larger than this (width × height) with a DecodeError.
         num_threads: decoder threads; 0 lets FFmpeg choose.
         name: label used in error messages (e.g. the shard key) when ``source`` is bytes.
+        fallback_timeout_seconds: time limit of the decord fallback of ``auto`` (run in a watchdog process).
 
     Returns:
         VideoClip with ``frames`` uint8 ``[T, H, W, 3]`` and ``pts_seconds`` float64 ``[T]``.
@@ -399,7 +401,10 @@ def read_video(
         if "max_pixels" in str(first_error) or "no video stream" in str(first_error):
             raise
         logger.warning("%s: PyAV failed (%s); trying decord", label, first_error)
+        from loaders._watchdog import call_with_timeout
+
         try:
-            return _read_decord(*args)
+            # decord can hang on files FFmpeg itself rejects (decord #373): only ever under the watchdog.
+            return call_with_timeout(_read_decord, *args, timeout_seconds=fallback_timeout_seconds, label=label)
         except DecodeError:
             raise first_error from None
