@@ -24,6 +24,12 @@ __all__ = ["call_with_timeout"]
 
 
 def _child(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
+    # The parent may have run OpenMP parallel regions (torch intra-op threads); GNU OpenMP is not
+    # fork-safe and the child would hang in its first parallel region. One thread avoids entering any
+    # (what torch's DataLoader workers do too).
+    import torch
+
+    torch.set_num_threads(1)
     try:
         result = ("ok", fn(*args, **kwargs))
     except BaseException as e:  # report every failure to the parent, typed

@@ -10,12 +10,13 @@ KEY=$(cat requirements.lock setup.cfg | sha256sum | cut -c1-16)
 STAMP="$VENV/.avalign-stamp-$KEY"
 
 # Debian tools the pipeline and the sample-data generator use: ffmpeg/ffprobe (oracle, torchcodec's
-# shared libraries), espeak-ng (speech with known word times), sox.
+# shared libraries), espeak-ng (speech with known word times), sox, chromium (headless report rendering).
 need=()
 command -v ffmpeg >/dev/null || need+=(ffmpeg)
 command -v ffprobe >/dev/null || need+=(ffmpeg)
 command -v espeak-ng >/dev/null || need+=(espeak-ng)
 command -v sox >/dev/null || need+=(sox)
+command -v chromium >/dev/null || need+=(chromium)   # renders the report page in a test
 ldconfig -p 2>/dev/null | grep -q libespeak-ng.so.1 || need+=(libespeak-ng1)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need[*]}"

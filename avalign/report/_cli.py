@@ -1,0 +1,60 @@
+"""The ``report`` subcommand: ``add_parser(subparsers)`` registers it on ``avalign``'s parser."""
+from __future__ import annotations
+
+import argparse
+import logging
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["add_parser"]
+
+EPILOG = """examples:
+  avalign report out_shards/ --out report/                        # preprocessed shards: reads align.json, no decoding
+  avalign report "raw/shard-{000000..000009}.tar" --out report/   # raw WebDataset shards: measured on the fly
+  avalign report clips/ --out report/ --fail-over-ms 60           # media + sidecar transcripts; exit 1 over 60 ms
+  avalign report sample_data/shards --out report/ --truth sample_data/truth.json   # residuals vs ground truth
+
+signs: av_offset_ms > 0 = audio late; the BT.1359 / EBU R37 columns convert to their + = audio early.
+gate: a clip fails when |av_offset_ms| or |text_offset_ms| > X (see --gate-on); null (abstained)
+offsets never fail and are listed; skipped/corrupt inputs are counted. exit 0 pass, 1 fail, 2 error.
+"""
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from avalign.report import run_report
+
+    result = run_report(
+        args.input,
+        out_dir=args.out,
+        fail_over_ms=args.fail_over_ms,
+        gate_on=args.gate_on,
+        truth_path=args.truth,
+        sample_rate=args.sample_rate,
+        progress=not args.no_progress,
+    )
+    print(result.terminal_summary)
+    return result.exit_code
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``report`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``); returns its parser."""
+    parser = subparsers.add_parser(
+        "report",
+        help="alignment error report (HTML, JSON, plots) and a dataset gate",
+        description=(
+            "Report container facts, A/V offset, drift and transcript offset of every clip of INPUT, whether each "
+            "offset is within ITU-R BT.1359 and EBU R37, dataset histograms and the worst clips. Writes "
+            "DIR/report.html (self-contained), DIR/report.json and DIR/*.png."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("input", help="preprocessed or raw shards (path, dir of .tar, brace pattern) or a media directory")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--fail-over-ms", type=float, metavar="X", help="exit 1 when any clip's |offset| exceeds X ms")
+    parser.add_argument("--gate-on", choices=["av", "text", "any"], default="any", help="offsets the gate checks (default any)")
+    parser.add_argument("--truth", metavar="FILE", help='truth JSON {"clips": {key: {"av_offset_ms", ...}}}: adds residuals')
+    parser.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices when measuring (default 16000)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=_cmd_report)
+    return parser

@@ -1,0 +1,199 @@
+"""One report row per clip: container facts, measured offsets, lip-sync standards and residuals against truth.
+
+A row (``report.json["clips"][i]``)::
+
+    key, shard, source ("align.json" | "measured"), duration_seconds,
+    av_offset_ms, av_confidence, av_method, drift_ppm, text_offset_ms, text_confidence, text_method,
+    spans_outside, standard_offset_ms (+ = audio early), lipsync {bt1359_detectability, …: bool | None},
+    container {video/audio start, priming, codec delay, durations and their mismatch, frame counts, fps, vfr},
+    truth {…} | None, residual {av_offset_ms, drift_ppm, text_offset_ms: measured − true | None} | None,
+    problems [str]
+
+Offsets keep avalign's signs (DESIGN.md): ``av_offset_ms > 0`` audio lags video; ``text_offset_ms > 0``
+transcript stamps are late. A null offset means the estimator abstained (or there is no transcript).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Iterable, Optional, Union
+
+from avalign.report._inputs import ClipInput, Skipped, iter_inputs
+from avalign.report._standards import lipsync_status, to_standard_offset_ms
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["clip_row", "collect", "measure_clip", "residual"]
+
+_MEASURED_FIELDS = ("av_offset_ms", "drift_ppm", "text_offset_ms")
+
+
+def measure_clip(clip: ClipInput, *, sample_rate: int = 16000) -> dict:
+    """Decode ``clip``'s media (path or bytes) and return its ``measure`` record (as ``avalign measure``).
+
+    Raises:
+        DecodeError, TranscriptError, IndexError, ValueError: unreadable media or transcript.
+    """
+    import loaders
+    from avalign._measure import measure_sample
+
+    audio = loaders.read_audio(clip.media, name=clip.media_name)
+    try:
+        video = loaders.read_video(clip.media, name=clip.media_name)
+    except loaders.DecodeError as e:
+        if "no video stream" not in str(e):
+            raise
+        video = None
+    text = loaders.read_transcript(clip.transcript, name=clip.transcript_name) if clip.transcript is not None else None
+    record = measure_sample(video, audio, text, sample_rate=sample_rate)
+    if video is None:
+        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
+    return record
+
+
+def residual(measured: Optional[float], true: Optional[float]) -> Optional[float]:
+    """``measured − true`` rounded to 3 decimals; None when either is unknown."""
+    if measured is None or true is None:
+        return None
+    return round(float(measured) - float(true), 3)
+
+
+def _container_facts(record: dict, probe: Optional[dict]) -> dict:
+    """Facts from the measure record (content) and the container probe (headers, first packets)."""
+    video, audio = record.get("video") or None, record.get("audio") or {}
+    facts: dict = {}
+    if video:
+        facts.update(
+            video_start_seconds=video.get("start_seconds"),
+            num_frames_from_header=video.get("num_frames_from_header"),
+            num_frames_from_content=video.get("num_frames"),
+            fps_from_header=video.get("fps_from_header"),
+            fps_from_content=video.get("fps_from_content"),
+            vfr=video.get("vfr"),
+            video_codec=video.get("codec"),
+        )
+        n_header, n_content = video.get("num_frames_from_header"), video.get("num_frames")
+        facts["frame_count_mismatch"] = None if n_header is None or n_content is None else int(n_content) - int(n_header)
+        fps = video.get("fps_from_content") or video.get("fps_from_header")
+        facts["video_duration_seconds"] = round(n_content / fps, 6) if n_content and fps else None
+    rate, num_samples = audio.get("sample_rate"), audio.get("num_samples")
+    facts.update(
+        audio_start_seconds=audio.get("start_seconds"),
+        audio_sample_rate=rate,
+        audio_codec=audio.get("codec"),
+        audio_duration_seconds=round(num_samples / rate, 6) if rate and num_samples is not None else None,
+    )
+    if probe:
+        facts.update({k: v for k, v in probe.items() if k not in ("video_start_seconds",)})
+        facts["video_start_seconds_from_header"] = probe.get("video_start_seconds")
+        facts["audio_start_seconds_from_header"] = probe.get("audio_start_seconds")
+        facts["audio_start_seconds"] = audio.get("start_seconds")
+        if facts.get("video_duration_seconds") is None and probe.get("video_duration_seconds_from_header"):
+            facts["video_duration_seconds"] = probe["video_duration_seconds_from_header"]
+    v_start, a_start = facts.get("video_start_seconds"), facts.get("audio_start_seconds")
+    facts["start_difference_ms"] = round(1000.0 * (a_start - v_start), 3) if v_start is not None and a_start is not None else None
+    v_dur, a_dur = facts.get("video_duration_seconds"), facts.get("audio_duration_seconds")
+    facts["duration_mismatch_ms"] = round(1000.0 * (a_dur - v_dur), 3) if v_dur is not None and a_dur is not None else None
+    return facts
+
+
+def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict] = None) -> Union[dict, Skipped]:
+    """The report row of one clip, or a :class:`Skipped` when its media cannot be read (never raises for bad data)."""
+    from avalign.report._probe import probe_container
+
+    problems: list[str] = []
+    if clip.align is not None:
+        record, source = clip.align, "align.json"
+    else:
+        try:
+            record, source = measure_clip(clip, sample_rate=sample_rate), "measured"
+        except Exception as e:  # corrupt media must be counted, never stop the report
+            reason = "corrupt_transcript" if type(e).__name__ == "TranscriptError" else "corrupt_media"
+            logger.warning("%s: %s: %s", clip.media_name or clip.key, reason, e)
+            return Skipped(clip.key, clip.shard, reason, f"{type(e).__name__}: {e}")
+    probe = None
+    if clip.media is not None:
+        try:
+            probe = probe_container(clip.media, name=clip.media_name)
+        except Exception as e:  # header facts are extra information: a failure is noted, not fatal
+            problems.append(f"container probe failed: {type(e).__name__}: {e}")
+    container = _container_facts(record, probe)
+    aligned = record.get("aligned") or {}
+    av_offset = _number(record.get("av_offset_ms"), "av_offset_ms", problems)
+    text_offset = _number(record.get("text_offset_ms"), "text_offset_ms", problems)
+    drift = _number(record.get("drift_ppm"), "drift_ppm", problems)
+    row = {
+        "key": clip.key,
+        "shard": clip.shard,
+        "source": source,
+        "has_transcript": clip.transcript is not None or record.get("text_method") not in (None, "", "none"),
+        "duration_seconds": container.get("video_duration_seconds") or container.get("audio_duration_seconds"),
+        "av_offset_ms": av_offset,
+        "av_confidence": record.get("av_confidence"),
+        "av_method": record.get("av_method"),
+        "drift_ppm": drift,
+        "text_offset_ms": text_offset,
+        "text_confidence": record.get("text_confidence"),
+        "text_method": record.get("text_method"),
+        "spans_outside": aligned.get("spans_outside"),
+        "standard_offset_ms": to_standard_offset_ms(av_offset),
+        "lipsync": lipsync_status(av_offset),
+        "container": container,
+        "truth": None,
+        "residual": None,
+        "problems": problems,
+    }
+    if truth is not None:
+        true = truth.get(clip.key)
+        if true is None:
+            problems.append("no truth entry for this key")
+        else:
+            row["truth"] = true
+            row["residual"] = {f: residual(row[f], true.get(f)) for f in _MEASURED_FIELDS}
+    return row
+
+
+def _number(value, name: str, problems: list[str]) -> Optional[float]:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        problems.append(f"{name} is not a number: {value!r}")
+        return None
+    if not math.isfinite(number):
+        problems.append(f"{name} is not finite: {value!r}")
+        return None
+    return number
+
+
+def collect(
+    path: str,
+    *,
+    sample_rate: int = 16000,
+    truth: Optional[dict] = None,
+    progress: bool = False,
+) -> tuple[list[dict], list[Skipped]]:
+    """Rows and skip records for every input of ``path`` (see :func:`avalign.report._inputs.iter_inputs`).
+
+    Args:
+        path: media directory, media file, directory of shards or shard spec.
+        sample_rate: the rate of the ``aligned`` sample indices when measuring.
+        truth: ``{key: {"av_offset_ms", "drift_ppm", "text_offset_ms", …}}`` to compute residuals.
+        progress: show a tqdm progress bar on stderr.
+    """
+    items: Iterable = iter_inputs(path)
+    if progress:
+        from tqdm import tqdm
+
+        items = tqdm(items, desc="avalign report", unit="clip")
+    rows: list[dict] = []
+    skipped: list[Skipped] = []
+    for item in items:
+        if isinstance(item, Skipped):
+            skipped.append(item)
+            continue
+        result = clip_row(item, sample_rate=sample_rate, truth=truth)
+        (skipped if isinstance(result, Skipped) else rows).append(result)
+    return rows, skipped
+

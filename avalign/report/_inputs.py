@@ -1,0 +1,195 @@
+"""What ``avalign report`` reads: preprocessed shards, raw WebDataset shards, or a media directory.
+
+Every input becomes a :class:`ClipInput` (something to report) or a :class:`Skipped` (why not),
+so that a corrupt shard, a stray file or a broken ``align.json`` is counted and never stops the report.
+
+    INPUT                                   →  ClipInput
+    dir/clip.mp4 + dir/clip.srt             →  key "clip", media path, transcript path
+    shard.tar: clip.mp4 clip.json           →  key "clip", media bytes, transcript bytes (raw: measured)
+    shard.tar: clip.align.json [clip.mp4]   →  key "clip", align record (preprocessed: no decoding)
+"""
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Iterator, Optional, Union
+
+from loaders._source import MediaSource
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ClipInput", "Skipped", "iter_inputs", "MEDIA_EXTENSIONS", "TRANSCRIPT_EXTENSIONS"]
+
+MEDIA_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v", "m4a", "mp3", "wav", "flac", "ogg", "opus", "aac")
+"""Media file extensions recognised in directories and shards (lower case)."""
+TRANSCRIPT_EXTENSIONS = ("srt", "vtt", "textgrid", "json")
+"""Sidecar transcript extensions, in order of preference (``json`` last: in shards it may be metadata)."""
+_PREPROCESSED_KEYS = ("align.json", "frames.json", "transcript.json")
+
+
+@dataclass(frozen=True)
+class ClipInput:
+    """One clip to report on."""
+
+    key: str
+    """The sample key (shard key or file stem)."""
+    shard: str
+    """Where it came from: the shard URL or the directory."""
+    media: Optional[MediaSource] = None
+    """Media path or bytes; None when a preprocessed sample carries no media."""
+    media_name: str = ""
+    """Label for messages (``shard:key.mp4`` or the path)."""
+    transcript: Optional[MediaSource] = None
+    """Transcript path or bytes, if any."""
+    transcript_name: str = ""
+    """Label of the transcript, with its extension so the format can be guessed."""
+    align: Optional[dict] = None
+    """The parsed ``align.json`` record of a preprocessed sample (the ``measure`` schema + ``config``)."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An input that was not reported on, and why."""
+
+    key: str
+    """Sample key or file name ("" for a whole shard)."""
+    shard: str
+    """Shard URL or directory."""
+    reason: str
+    """Short machine-readable reason (``corrupt_media``, ``no_media``, ``truncated``, ``bad_align_json``…)."""
+    message: str = ""
+    """Human-readable detail."""
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "shard": self.shard, "reason": self.reason, "message": self.message}
+
+
+Item = Union[ClipInput, Skipped]
+
+
+def _is_shard_spec(path: str) -> bool:
+    return path.endswith((".tar", ".tar.gz", ".tgz")) or "{" in path or "::" in path or path.startswith("pipe:") or "://" in path
+
+
+def iter_inputs(path: str) -> Iterator[Item]:
+    """Clips (or skip records) of ``path``: a media directory, a single media file, a directory of ``.tar``
+    shards, or a shard spec (path, brace pattern, fsspec URL, ``pipe:``).
+
+    Raises:
+        FileNotFoundError: ``path`` is a local path that does not exist.
+    """
+    if os.path.isdir(path):
+        tars = sorted(glob.glob(os.path.join(path, "*.tar")) + glob.glob(os.path.join(path, "*.tar.gz")))
+        media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
+        if tars and not media:
+            yield from _shard_inputs(tars)
+        else:
+            yield from _directory_inputs(path)
+        return
+    if _is_shard_spec(path):
+        if "://" not in path and not path.startswith("pipe:") and "{" not in path and "::" not in path and not os.path.exists(path):
+            raise FileNotFoundError(f"input not found: {path!r}; hint: give a media directory, a .tar shard or a brace pattern")
+        yield from _shard_inputs(path)
+        return
+    if os.path.isfile(path):
+        stem = os.path.splitext(path)[0]
+        yield from _directory_clip(os.path.dirname(path) or ".", stem, path)
+        return
+    raise FileNotFoundError(f"input not found: {path!r}; hint: give a media directory, a .tar shard or a brace pattern")
+
+
+def _ext(path: str) -> str:
+    return os.path.splitext(path)[1].lstrip(".").lower()
+
+
+def _files(directory: str) -> list[str]:
+    out = []
+    for root, dirs, names in os.walk(directory):
+        dirs.sort()
+        out.extend(os.path.join(root, n) for n in sorted(names))
+    return out
+
+
+def _sidecar(stem: str) -> Optional[str]:
+    candidates = {_ext(f): f for f in glob.glob(glob.escape(stem) + ".*") if os.path.splitext(f)[0] == stem}
+    for ext in TRANSCRIPT_EXTENSIONS:
+        if ext in candidates:
+            return candidates[ext]
+    return None
+
+
+def _directory_clip(directory: str, stem: str, media_path: str) -> Iterator[Item]:
+    transcript = _sidecar(stem)
+    yield ClipInput(
+        key=os.path.relpath(stem, directory),
+        shard=directory,
+        media=media_path,
+        media_name=media_path,
+        transcript=transcript,
+        transcript_name=transcript or "",
+    )
+
+
+def _directory_inputs(directory: str) -> Iterator[Item]:
+    files = _files(directory)
+    media_stems = {os.path.splitext(f)[0] for f in files if _ext(f) in MEDIA_EXTENSIONS}
+    seen: set[str] = set()
+    for f in files:
+        ext, stem = _ext(f), os.path.splitext(f)[0]
+        if ext in MEDIA_EXTENSIONS:
+            if stem in seen:
+                yield Skipped(os.path.relpath(f, directory), directory, "duplicate_key", "another media file has the same stem")
+                continue
+            seen.add(stem)
+            yield from _directory_clip(directory, stem, f)
+        elif ext in TRANSCRIPT_EXTENSIONS and stem in media_stems:
+            continue  # a sidecar, reported with its media
+        elif ext in TRANSCRIPT_EXTENSIONS:
+            yield Skipped(os.path.relpath(f, directory), directory, "no_media", "transcript without a media file of the same stem")
+        else:
+            yield Skipped(os.path.relpath(f, directory), directory, "unknown_extension", f"not media or a transcript: .{ext}")
+
+
+def _shard_inputs(urls) -> Iterator[Item]:
+    from loaders._shards import shard_samples
+
+    problems: list[Skipped] = []
+
+    def report(shard: str, name: str, reason: str) -> None:
+        problems.append(Skipped(name, shard, reason, f"shard reader: {reason}"))
+
+    for sample in shard_samples(urls, on_error="skip", report=report):
+        while problems:
+            yield problems.pop(0)
+        yield _sample_input(sample)
+    yield from problems
+
+
+def _sample_input(sample: dict) -> Item:
+    key, url = sample["__key__"], sample.get("__url__", "")
+    media_ext = next((e for e in MEDIA_EXTENSIONS if e in sample), None)
+    media = sample.get(media_ext) if media_ext else None
+    align = None
+    if "align.json" in sample:
+        try:
+            align = json.loads(sample["align.json"])
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            return Skipped(key, url, "bad_align_json", f"align.json is not valid JSON: {e}")
+        if not isinstance(align, dict) or "av_offset_ms" not in align:
+            return Skipped(key, url, "bad_align_json", "align.json has no 'av_offset_ms' (not the measure schema)")
+    if align is None and media is None:
+        members = sorted(k for k in sample if not k.startswith("__"))
+        return Skipped(key, url, "no_media", f"no media member (has {members}); expected one of {list(MEDIA_EXTENSIONS)}")
+    transcript_ext = "transcript.json" if "transcript.json" in sample else next((e for e in TRANSCRIPT_EXTENSIONS if e in sample), None)
+    return ClipInput(
+        key=key,
+        shard=url,
+        media=media,
+        media_name=f"{url}:{key}.{media_ext}" if media_ext else "",
+        transcript=sample.get(transcript_ext) if transcript_ext else None,
+        transcript_name=f"{key}.{transcript_ext}" if transcript_ext else "",
+        align=align,
+    )

@@ -1,0 +1,118 @@
+"""``run_report``: collect rows, summarise, gate, and write ``report.json``, ``report.html`` and the plots."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+from avalign.report._collect import collect
+from avalign.report._summary import GateOn, format_terminal_summary, gate, summarize
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ReportResult", "load_truth", "run_report"]
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What :func:`run_report` wrote and decided."""
+
+    report: dict
+    """The ``report.json`` content: ``{"input", "truth", "clips", "skipped", "summary"}``."""
+    out_dir: str
+    """Where the files are."""
+    files: tuple[str, ...]
+    """Paths written (``report.json``, ``report.html``, the PNG plots)."""
+    exit_code: int
+    """1 when the gate failed (a clip over ``fail_over_ms``), else 0."""
+    terminal_summary: str
+    """A few lines for the terminal."""
+
+
+def load_truth(path: str) -> dict:
+    """``{key: {...}}`` from a truth file ``{"clips": {key: {"av_offset_ms", "drift_ppm", "text_offset_ms", ...}}}``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not JSON, or no ``clips`` object.
+    """
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"truth file not found: {path!r}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"truth file {path!r} is not valid JSON: {e}") from e
+    clips = data.get("clips") if isinstance(data, dict) else None
+    if not isinstance(clips, dict):
+        raise ValueError(
+            f"truth file {path!r} has no 'clips' object; expected {{\"clips\": {{key: {{\"av_offset_ms\": ...}}}}}}"
+        )
+    return clips
+
+
+def run_report(
+    input_path: str,
+    *,
+    out_dir: str,
+    fail_over_ms: Optional[float] = None,
+    gate_on: GateOn = "any",
+    truth_path: Optional[str] = None,
+    sample_rate: int = 16000,
+    progress: bool = False,
+) -> ReportResult:
+    """Report on every clip of ``input_path`` and write ``out_dir/report.{json,html}`` and ``out_dir/*.png``.
+
+    Args:
+        input_path: preprocessed shards (``align.json`` is used, nothing decoded), raw WebDataset shards,
+            a directory of media with sidecar transcripts (same stem), or one media file.
+        out_dir: output directory (created).
+        fail_over_ms: gate threshold: the exit code is 1 when any clip's |offset| exceeds it.
+        gate_on: which offsets the gate checks: ``"av"``, ``"text"`` or ``"any"`` (both).
+        truth_path: a truth file; adds ``residual = measured − true`` per clip.
+        sample_rate: rate of the sample indices when clips are measured.
+        progress: show a progress bar on stderr.
+
+    Example:
+        >>> result = run_report("sample_data/shards", out_dir="/tmp/report", fail_over_ms=60)  # doctest: +SKIP
+        >>> result.exit_code                                                                      # doctest: +SKIP
+    """
+    from avalign.report._html import render_html
+    from avalign.report._plots import make_plots
+
+    truth = load_truth(truth_path) if truth_path else None
+    gate_check = gate([], fail_over_ms=fail_over_ms, gate_on=gate_on)  # validates the options before any work
+    rows, skipped = collect(input_path, sample_rate=sample_rate, truth=truth, progress=progress)
+    gate_check = gate(rows, fail_over_ms=fail_over_ms, gate_on=gate_on)
+    report = {
+        "input": input_path,
+        "truth": truth_path,
+        "clips": rows,
+        "skipped": [s.to_json() for s in skipped],
+        "summary": summarize(rows, skipped, gate_check),
+    }
+    os.makedirs(out_dir, exist_ok=True)
+    plots = make_plots(rows)
+    files = []
+    for name, png in plots.items():
+        path = os.path.join(out_dir, name)
+        with open(path, "wb") as f:
+            f.write(png)
+        files.append(path)
+    json_path = os.path.join(out_dir, "report.json")
+    with open(json_path, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1, allow_nan=False)
+    html_path = os.path.join(out_dir, "report.html")
+    with open(html_path, "w", encoding="utf-8") as f:
+        f.write(render_html(report, plots))
+    files = [json_path, html_path, *files]
+    logger.info("report: %d clips, %d skipped, written to %s", len(rows), len(skipped), out_dir)
+    return ReportResult(
+        report=report,
+        out_dir=out_dir,
+        files=tuple(files),
+        exit_code=gate_check["exit_code"],
+        terminal_summary=format_terminal_summary(report["summary"], out_dir=out_dir),
+    )
