@@ -1,0 +1,29 @@
+"""Synthetic media with exact ground truth (``sample_data/`` and benchmark sets).
+
+Speech with known word times from espeak-ng, white flash frames and tone beeps placed under the
+clock model of DESIGN.md, encoded with FFmpeg into the containers users have.
+"""
+from ._clip import BEEP_FREQUENCY_HZ, BEEP_SECONDS, make_clip
+from ._dataset import write_dataset, write_shards
+from ._espeak import ESPEAK_SAMPLE_RATE, Speech, SpokenWord, synthesize_speech, word_onset_energy_ratios
+from ._spec import SENTENCES, ClipSpec, random_specs, sample_specs
+from ._transcript_writers import StampedWord, render_transcript
+
+__all__ = [
+    "BEEP_FREQUENCY_HZ",
+    "BEEP_SECONDS",
+    "ClipSpec",
+    "ESPEAK_SAMPLE_RATE",
+    "SENTENCES",
+    "Speech",
+    "SpokenWord",
+    "StampedWord",
+    "make_clip",
+    "random_specs",
+    "render_transcript",
+    "sample_specs",
+    "synthesize_speech",
+    "word_onset_energy_ratios",
+    "write_dataset",
+    "write_shards",
+]

@@ -24,8 +24,12 @@ truncated). The voice (``en-us``) and the rate are fixed, so the output is deter
 from __future__ import annotations
 
 import ctypes
+import base64
+import json
 import logging
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -114,6 +118,7 @@ def _tokens(text: str) -> list[tuple[int, str]]:
 
 
 def _run_espeak(text: str, *, voice: str, rate_wpm: int, library: str) -> tuple[np.ndarray, list[_RawEvent]]:
+    """Synthesize in this process (call once per process); int16 samples and the raw events."""
     lib = ctypes.CDLL(library)
     sample_rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, None, _INITIALIZE_PHONEME_EVENTS)
     if sample_rate != ESPEAK_SAMPLE_RATE:
@@ -148,7 +153,24 @@ def _run_espeak(text: str, *, voice: str, rate_wpm: int, library: str) -> tuple[
     finally:
         lib.espeak_Terminate()
     pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
-    return (pcm.astype(np.float32) / 32768.0), events
+    return pcm, events
+
+
+def _run_espeak_in_child(text: str, *, voice: str, rate_wpm: int, library: str) -> tuple[np.ndarray, list[_RawEvent]]:
+    """Run :func:`_run_espeak` in a fresh interpreter (this file as a script, so torch is not imported).
+
+    libespeak-ng keeps global state: initialising it a second time in one process hangs or mixes the
+    events of two utterances. A child process per utterance costs ~0.2 s and keeps this module stateless.
+    """
+    request = json.dumps({"text": text, "voice": voice, "rate_wpm": rate_wpm, "library": library})
+    result = subprocess.run([sys.executable, __file__], input=request.encode(), capture_output=True,
+                            check=False, timeout=120)
+    if result.returncode != 0:
+        raise RuntimeError(f"espeak child failed ({result.returncode}): {result.stderr.decode()[-2000:]}")
+    reply = json.loads(result.stdout)
+    pcm = np.frombuffer(base64.b64decode(reply["pcm_s16le"]), dtype="<i2")
+    events = [_RawEvent(*event) for event in reply["events"]]
+    return pcm.astype(np.float32) / 32768.0, events
 
 
 def synthesize_speech(text: str, *, voice: str = "en-us", rate_wpm: int = 165,
@@ -173,7 +195,7 @@ def synthesize_speech(text: str, *, voice: str = "en-us", rate_wpm: int = 165,
         raise ValueError(f"text must be non-empty ASCII, got {text = }")
     if not 80 <= rate_wpm <= 450:
         raise ValueError(f"rate_wpm must be in [80, 450], got {rate_wpm = }")
-    samples, events = _run_espeak(text, voice=voice, rate_wpm=rate_wpm, library=library)
+    samples, events = _run_espeak_in_child(text, voice=voice, rate_wpm=rate_wpm, library=library)
     total = samples.shape[0]
     tokens = _tokens(text)
 
@@ -242,3 +264,17 @@ def _check_sentences(sentences: Sequence[str]) -> None:  # pragma: no cover - de
         speech = synthesize_speech(sentence)
         print(sentence, [(w.text, round(w.start_seconds, 3), round(w.stop_seconds, 3)) for w in speech.words],
               np.round(word_onset_energy_ratios(speech), 2))
+
+
+def _child_main() -> None:
+    """Entry point of the child process: JSON request on stdin, JSON reply on stdout."""
+    request = json.loads(sys.stdin.buffer.read())
+    pcm, events = _run_espeak(request["text"], voice=request["voice"], rate_wpm=request["rate_wpm"],
+                              library=request["library"])
+    reply = {"pcm_s16le": base64.b64encode(pcm.astype("<i2").tobytes()).decode("ascii"),
+             "events": [[e.kind, e.text_position, e.sample, e.phoneme] for e in events]}
+    sys.stdout.write(json.dumps(reply))
+
+
+if __name__ == "__main__":
+    _child_main()
