@@ -13,6 +13,7 @@ logger = logging.getLogger("avalign")
 EPILOG = """examples:
   avalign measure clip.mp4 --transcript clip.srt      # offsets, drift, words on the video timeline
   avalign measure clip.mp4 --json > clip.align.json
+  avalign preprocess clips/ out/ --workers 2              # aligned WebDataset shards with align.json
   avalign report clips/ --out report/ --fail-over-ms 60   # HTML/JSON report; exit 1 if a clip is over 60 ms
   avalign demo                                  # the whole pipeline on sample_data/
   avalign demo --data sample_data --json        # the same, as JSON
@@ -108,7 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print JSON instead of tables")
     bench.set_defaults(func=_cmd_bench)
 
+    from avalign.preprocess._cli import add_parser as add_preprocess_parser
     from avalign.report._cli import add_parser as add_report_parser
+
+    add_preprocess_parser(sub)
 
     add_report_parser(sub)
     return parser

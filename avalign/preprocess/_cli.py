@@ -1,0 +1,117 @@
+"""The ``avalign preprocess`` subcommand: parse arguments and call :func:`avalign.preprocess.preprocess`.
+
+Wired into ``avalign/cli.py`` with::
+
+    from avalign.preprocess._cli import add_parser as _add_preprocess_parser
+    _add_preprocess_parser(sub)            # in build_parser(), after the other subcommands
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["add_parser", "run_command"]
+
+EPILOG = """examples:
+  avalign preprocess clips/ out/                             # media + same-stem .srt/.vtt/.json/.TextGrid
+  avalign preprocess 'v2d/{00000..00009}.tar' out/ --workers 8 --samples-per-shard 500
+  avalign preprocess s3://bucket/shards/data-{000..099}.tar out/ --backend ray --ray-address auto
+  avalign preprocess clips/ out/ --dry-run                   # list the shards and keys, write nothing
+  avalign preprocess clips/ out/                             # rerun after a crash: complete shards are kept
+
+output: out/shard-000000.tar … (<key>.<media>, <key>.align.json, <key>.frames.json, <key>.transcript.json),
+out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words), out/skipped.jsonl (input, key,
+reason), out/state.jsonl (resume state). Same inputs and options give byte-identical shards for any --workers.
+"""
+
+
+def _call(preprocess, args: argparse.Namespace):
+    return preprocess(
+        args.input,
+        args.output_dir,
+        workers=args.workers,
+        backend=args.backend,
+        ray_address=args.ray_address,
+        samples_per_shard=args.samples_per_shard,
+        sample_rate=args.sample_rate,
+        reencode=args.reencode,
+        dry_run=args.dry_run,
+        on_error=args.on_error,
+        progress=not args.no_progress and sys.stderr.isatty(),
+        timeout_seconds=args.timeout if args.timeout > 0 else None,
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Handler: one call to ``preprocess``, then a summary (or JSON) on stdout."""
+    from avalign.preprocess._run import preprocess
+
+    try:
+        result = _call(preprocess, args)
+    except (OSError, ImportError) as e:  # FileNotFoundError/ValueError are reported by avalign.cli.main
+        if isinstance(e, FileNotFoundError):
+            raise
+        print(f"avalign preprocess: error: {e}", file=sys.stderr)
+        return 2
+
+        args.input,
+        args.output_dir,
+        workers=args.workers,
+        backend=args.backend,
+        ray_address=args.ray_address,
+        samples_per_shard=args.samples_per_shard,
+        sample_rate=args.sample_rate,
+        reencode=args.reencode,
+        dry_run=args.dry_run,
+        on_error=args.on_error,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    if args.json:
+        print(json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in result.__dict__.items()}, indent=2))
+    elif result.dry_run:
+        for name in result.shards:
+            state = "done" if name in result.shards_reused else "to do"
+            keys = result.keys_by_shard.get(name, [])
+            print(f"{name}  {state:6}  {len(keys)} sample(s): {', '.join(keys[:5])}{' …' if len(keys) > 5 else ''}")
+        print(f"{len(result.shards_written)} shard(s) to write, {len(result.shards_reused)} already complete, "
+              f"{result.num_skipped} input(s) skipped up front (dry run: nothing written)")
+    else:
+        rate = result.media_seconds / result.wall_seconds if result.wall_seconds > 0 else 0.0
+        print(f"{result.output_dir}: {len(result.shards)} shard(s) ({len(result.shards_written)} written, "
+              f"{len(result.shards_reused)} reused), {result.num_samples} sample(s), {result.num_skipped} skipped "
+              f"(see skipped.jsonl); {result.media_seconds:.1f} s of media in {result.wall_seconds:.1f} s ({rate:.1f}x realtime)")
+    return 0
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``preprocess`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``)."""
+    parser = subparsers.add_parser(
+        "preprocess",
+        help="measure every clip once and write aligned WebDataset shards",
+        description=(
+            "Decode every sample of INPUT once, estimate its A/V offset, drift and transcript offset, and write "
+            "WebDataset shards whose samples carry align.json (the `avalign measure` record), frames.json and a "
+            "normalised transcript.json, so training only decodes. Shards appear atomically; a rerun resumes."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("input", help="directory of media + sidecar transcripts, or shards (path, {..} pattern, URL)")
+    parser.add_argument("output_dir", help="where shards, manifest.jsonl and skipped.jsonl go (not inside INPUT)")
+    parser.add_argument("--backend", choices=["local", "ray"], default="local", help="local processes or Ray (default local)")
+    parser.add_argument("--workers", type=int, default=1, help="parallel processes / local Ray CPUs (default 1)")
+    parser.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local instance)")
+    parser.add_argument("--samples-per-shard", type=int, default=100, help="samples per output shard (default 100)")
+    parser.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices (default 16000)")
+    parser.add_argument("--reencode", choices=["mp4"], default=None, help="re-encode media to H.264/AAC MP4 (default: keep bytes)")
+    parser.add_argument("--on-error", choices=["skip", "raise"], default="skip",
+                        help="skip bad samples into skipped.jsonl (default) or stop at the first")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per sample before giving up (0: none; default 300)")
+    parser.add_argument("--dry-run", action="store_true", help="list what would be done; write nothing")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(func=run_command)
+    return parser

@@ -1,0 +1,331 @@
+"""What to preprocess: a directory of media with sidecar transcripts, or WebDataset shards.
+
+Both kinds of input become a sorted list of :class:`InputSample`, each naming where its bytes are
+(a file path, or a tar member's offset in a shard) so that a worker can read one sample without the
+others. Keys::
+
+    directory input                         key              members read
+    talks/a.mp4 + talks/a.srt               talks/a          a.mp4 (media), a.srt (transcript)
+    b.v2.mkv + b.v2.json (Whisper JSON)     b_v2             dots in a stem become '_' (a dot starts the extension)
+    shard input (video2dataset output)
+    00001.mp4 + 00001.json + 00001.txt      00001            json is metadata unless it looks like a transcript
+
+A JSON member or sidecar is a transcript when it holds ``"segments"`` (Whisper, WhisperX, faster-whisper)
+or is a list of ``{"text", "start", "end"}``; anything else (video2dataset's url/caption/status
+record) is kept as metadata (``meta.json``).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tarfile
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from loaders._shards import _safe_member_name, _split_key, expand_shard_urls, open_shard
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "AUDIO_EXTENSIONS",
+    "InputPlan",
+    "InputSample",
+    "Locator",
+    "TRANSCRIPT_EXTENSIONS",
+    "VIDEO_EXTENSIONS",
+    "is_transcript_json",
+    "list_inputs",
+    "read_members",
+]
+
+VIDEO_EXTENSIONS = ("mp4", "m4v", "mov", "mkv", "webm", "avi")
+"""Media with (usually) a video stream, by file suffix / tar member extension."""
+AUDIO_EXTENSIONS = ("m4a", "mp3", "wav", "flac", "ogg", "opus")
+"""Audio-only media."""
+TRANSCRIPT_EXTENSIONS = ("json", "textgrid", "vtt", "srt")
+"""Transcript sidecars, in order of preference when a key has several (word times first)."""
+MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
+_PASS_THROUGH = ("txt",)
+"""Members copied as they are (video2dataset's caption)."""
+_KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-]")
+
+
+@dataclass(frozen=True)
+class Locator:
+    """Where one member's bytes are: a file, or ``size`` bytes at ``offset`` in a tar shard."""
+
+    path: str
+    """File path, or the shard URL."""
+    offset: int = -1
+    """Byte offset of the member's data in a seekable, uncompressed shard; -1 otherwise (read by streaming)."""
+    size: int = -1
+    """Member size in bytes; -1 for a plain file."""
+    member: str = ""
+    """Tar member name; empty for a plain file."""
+    stamp: str = ""
+    """A fingerprint of the source (size and mtime, or shard offset and size): a change forces a redo."""
+
+
+@dataclass(frozen=True)
+class InputSample:
+    """One sample to preprocess: a media member, an optional transcript, optional extras."""
+
+    key: str
+    """Output key (no dots): members are written as ``<key>.<ext>``."""
+    media_ext: str
+    """Lower-case extension of the media, kept in the output (``mp4``, ``mkv``, ``m4a``…)."""
+    media: Locator
+    """The media bytes."""
+    transcript: Optional[Locator] = None
+    """The transcript bytes, when there is one."""
+    transcript_format: str = ""
+    """``json``, ``textgrid``, ``vtt`` or ``srt``."""
+    extras: tuple[tuple[str, Locator], ...] = ()
+    """Members passed through unchanged, as ``(output extension, locator)``: ``meta.json``, ``txt``."""
+    source: str = ""
+    """Human-readable origin for messages and skipped.jsonl (a path, or ``shard.tar:key``)."""
+
+    def fingerprint(self) -> list:
+        """JSON-able identity of the inputs: a change here means the sample must be redone."""
+        parts = [self.key, self.media_ext, self.media.stamp, self.transcript_format]
+        parts.append(self.transcript.stamp if self.transcript else "")
+        parts.extend(f"{ext}:{loc.stamp}" for ext, loc in self.extras)
+        return parts
+
+
+@dataclass(frozen=True)
+class InputPlan:
+    """Everything found in the input: samples to do (sorted by key) and inputs refused up front."""
+
+    samples: tuple[InputSample, ...]
+    """Usable samples, sorted by key."""
+    skipped: tuple[dict, ...] = field(default=())
+    """``{"input", "key", "reason", "message"}`` for inputs that cannot become a sample."""
+    kind: str = "directory"
+    """``directory`` or ``shards``."""
+    shard_urls: tuple[str, ...] = ()
+    """The expanded shard list (shard input only)."""
+
+
+def is_transcript_json(data: Union[bytes, str]) -> bool:
+    """True for Whisper-style JSON (``"segments"``) or a list of ``{text, start, end}``; False for metadata."""
+    try:
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return True  # malformed: let the transcript reader report it (it names the line)
+    if isinstance(value, dict):
+        return "segments" in value
+    if isinstance(value, list):
+        return all(isinstance(v, dict) and "text" in v and "start" in v and "end" in v for v in value)
+    return False
+
+
+def _clean_key(key: str) -> str:
+    parts = key.replace("\\", "/").split("/")
+    return "/".join(_KEY_CHARS.sub("_", p) for p in parts if p)
+
+
+def _file_stamp(path: str) -> str:
+    st = os.stat(path)
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def _assemble(
+    key: str, found: dict[str, Locator], source: Optional[str], read_json: "callable", skipped: list[dict]
+) -> Optional[InputSample]:
+    """One sample from the members of one key (extension → locator); None (and a skip) if there is no media."""
+    media = [ext for ext in MEDIA_EXTENSIONS if ext in found]
+    transcripts = [ext for ext in TRANSCRIPT_EXTENSIONS if ext in found]
+    extras: list[tuple[str, Locator]] = []
+    if "json" in found and not is_transcript_json(read_json(found["json"])):
+        extras.append(("meta.json", found["json"]))
+        transcripts.remove("json")
+    source = source or (found[media[0]].path if media else found[sorted(found)[0]].path)
+    if not media:
+        reason = "no_media"
+        skipped.append(
+            {"input": source, "key": key, "reason": reason,
+             "message": f"no media member/file for key {key!r} (found: {sorted(found)}); media extensions: {list(MEDIA_EXTENSIONS)}"}
+        )
+        return None
+    if len(media) > 1:
+        logger.warning("%s: several media for key %r (%s); using %s", source, key, media, media[0])
+    extras.extend((ext, found[ext]) for ext in _PASS_THROUGH if ext in found)
+    t = transcripts[0] if transcripts else ""
+    return InputSample(
+        key=key,
+        media_ext=media[0],
+        media=found[media[0]],
+        transcript=found[t] if t else None,
+        transcript_format=t,
+        extras=tuple(sorted(extras)),
+        source=source,
+    )
+
+
+def _list_directory(root: str) -> InputPlan:
+    groups: dict[str, dict[str, Locator]] = {}
+    origin: dict[str, str] = {}
+    skipped: list[dict] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in sorted(filenames):
+            stem, dot, suffix = name.rpartition(".")
+            ext = suffix.lower()
+            if not dot or not stem or name.startswith(".") or ext not in MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
+                continue
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(os.path.join(dirpath, stem), root)
+            key = _clean_key(rel)
+            group = groups.setdefault(key, {})
+            if ext in group or origin.setdefault(key, rel) != rel:
+                skipped.append({"input": path, "key": key, "reason": "duplicate_key",
+                                "message": f"{path}: key {key!r} already used by {origin[key]!r}; rename one of them"})
+                continue
+            group[ext] = Locator(path=path, stamp=_file_stamp(path))
+
+    def read_json(loc: Locator) -> bytes:
+        with open(loc.path, "rb") as handle:
+            return handle.read()
+
+    samples = []
+    for key in sorted(groups):
+        found = groups[key]
+        sample = _assemble(key, found, None, read_json, skipped)
+        if sample is not None:
+            samples.append(sample)
+    return InputPlan(samples=tuple(samples), skipped=tuple(skipped), kind="directory")
+
+
+def _seekable_plain_tar(stream) -> bool:
+    """True when members can be read by seeking: a seekable stream that is not gzip/bzip2/xz compressed."""
+    try:
+        if not stream.seekable():
+            return False
+        head = stream.read(6)
+        stream.seek(0)
+    except (AttributeError, OSError, ValueError):
+        return False
+    return not head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ"))
+
+
+def _scan_shard(url: str, skipped: list[dict]) -> dict[str, dict[str, Locator]]:
+    """Key → extension → locator for one shard, reading tar headers (data is skipped when seekable)."""
+    groups: dict[str, dict[str, Locator]] = {}
+    try:
+        stream = open_shard(url)
+    except (OSError, ValueError) as e:
+        skipped.append({"input": url, "key": "", "reason": "open", "message": f"cannot open shard {url}: {e}"})
+        return groups
+    with stream:
+        seekable = _seekable_plain_tar(stream)
+        try:
+            with tarfile.open(fileobj=stream, mode="r:" if seekable else "r|*") as archive:
+                for member in archive:
+                    name = member.name
+                    if not member.isfile():
+                        continue
+                    if not _safe_member_name(name):
+                        skipped.append({"input": url, "key": name, "reason": "unsafe_name",
+                                        "message": f"{url}: tar member {name!r} is absolute or contains '..'"})
+                        continue
+                    key, ext = _split_key(name)
+                    if ext not in MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
+                        continue
+                    group = groups.setdefault(key, {})
+                    if ext in group:
+                        skipped.append({"input": url, "key": key, "reason": "duplicate_key",
+                                        "message": f"{url}: member {name!r} appears twice; the first is used"})
+                        continue
+                    group[ext] = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
+                                         member=name, stamp=f"{member.offset_data}:{member.size}")
+        except (tarfile.TarError, EOFError, OSError) as e:
+            skipped.append({"input": url, "key": "", "reason": "truncated",
+                            "message": f"{url}: tar stream ended early or is corrupt ({e}); members read before it are kept"})
+    return groups
+
+
+def _list_shards(urls: list[str]) -> InputPlan:
+    skipped: list[dict] = []
+    by_key: dict[str, tuple[str, str, dict[str, Locator]]] = {}
+    for url in urls:
+        for raw_key, found in _scan_shard(url, skipped).items():
+            key = _clean_key(raw_key)
+            if key in by_key:
+                skipped.append({"input": url, "key": raw_key, "reason": "duplicate_key",
+                                "message": f"{url}: key {raw_key!r} already seen in {by_key[key][0]}; the first is used"})
+                continue
+            by_key[key] = (url, raw_key, found)
+
+    def read_json(loc: Locator) -> bytes:
+        return read_members([loc])[0]
+
+    samples = []
+    for key in sorted(by_key):
+        url, raw_key, found = by_key[key]
+        sample = _assemble(key, found, f"{url}:{raw_key}", read_json, skipped)
+        if sample is not None:
+            samples.append(sample)
+    return InputPlan(samples=tuple(samples), skipped=tuple(skipped), kind="shards", shard_urls=tuple(urls))
+
+
+def list_inputs(source: str) -> InputPlan:
+    """Find the samples of ``source``: a directory, a tar path, a brace pattern or an fsspec/pipe URL.
+
+    Raises:
+        FileNotFoundError: a local input that does not exist.
+        PermissionError: a directory that cannot be listed.
+        ValueError: an empty pattern.
+    """
+    if not isinstance(source, (str, os.PathLike)) or not os.fspath(source):
+        raise ValueError(f"input must be a directory or shard URL(s), got {source!r}")
+    source = os.fspath(source)
+    if os.path.isdir(source):
+        if not os.access(source, os.R_OK | os.X_OK):
+            raise PermissionError(f"input directory {source!r} is not readable; hint: check its permissions")
+        return _list_directory(source)
+    urls = expand_shard_urls(source)
+    for url in urls:
+        local = url[len("file://"):] if url.startswith("file://") else url
+        if "://" not in local and not local.startswith("pipe:") and not os.path.exists(local):
+            raise FileNotFoundError(
+                f"input {url!r} does not exist; hint: pass a directory of media files or WebDataset shards "
+                "(path, brace pattern like data-{000..009}.tar, or an fsspec URL)"
+            )
+    return _list_shards(urls)
+
+
+def read_members(locators: list[Locator]) -> list[bytes]:
+    """The bytes of each locator, in order; members of one shard are read with one open of it."""
+    out: list[Optional[bytes]] = [None] * len(locators)
+    by_shard: dict[str, list[int]] = {}
+    for i, loc in enumerate(locators):
+        if not loc.member:
+            with open(loc.path, "rb") as handle:
+                out[i] = handle.read()
+        else:
+            by_shard.setdefault(loc.path, []).append(i)
+    for url, indices in by_shard.items():
+        with open_shard(url) as stream:
+            if all(locators[i].offset >= 0 for i in indices):
+                for i in sorted(indices, key=lambda j: locators[j].offset):
+                    stream.seek(locators[i].offset)
+                    data = stream.read(locators[i].size)
+                    if len(data) != locators[i].size:
+                        raise OSError(f"{url}: member {locators[i].member!r} is truncated ({len(data)} of {locators[i].size} bytes)")
+                    out[i] = data
+            else:  # a pipe: stream the tar and pick the members by name
+                wanted = {locators[i].member: i for i in indices}
+                with tarfile.open(fileobj=stream, mode="r|*") as archive:
+                    for member in archive:
+                        if member.name in wanted:
+                            handle = archive.extractfile(member)
+                            out[wanted.pop(member.name)] = handle.read() if handle else b""
+                        if not wanted:
+                            break
+                if wanted:
+                    raise OSError(f"{url}: members {sorted(wanted)} not found on a second read")
+    return [b if b is not None else b"" for b in out]

@@ -1,0 +1,301 @@
+"""``preprocess``: raw media (or shards) → aligned WebDataset shards, in local processes or on Ray.
+
+::
+
+    INPUT ──list──▶ sorted samples ──chunk by samples_per_shard──▶ shard tasks ──skip done (state.jsonl)──▶
+        pending tasks ──workers / Ray──▶ .shard-N.tar.<pid>.tmp ──rename──▶ shard-N.tar ──▶ state.jsonl line
+    end: manifest.jsonl + skipped.jsonl rewritten from state.jsonl (shard order), atomically
+
+Same inputs and options give byte-identical shards, manifest and skipped list whatever the number
+of workers or the backend; a killed run leaves no partial ``shard-*.tar`` and a rerun completes it.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+from avalign.preprocess._inputs import InputPlan, list_inputs
+from avalign.preprocess._sample import SampleOptions, dumps, run_config
+from avalign.preprocess._shard import ShardTask, process_shard
+from avalign.preprocess._state import RunState, plan_sha256
+from avalign.preprocess._writer import atomic_write_bytes, remove_stale_temporaries, shard_name
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PreprocessResult", "plan_shards", "preprocess"]
+
+Backend = Literal["local", "ray"]
+_SHARD_FILE = re.compile(r"^shard-(\d{6})\.tar$")
+
+
+@dataclass(frozen=True)
+class PreprocessResult:
+    """What a run did (or, with ``dry_run``, would do)."""
+
+    output_dir: str
+    """Where the shards, ``manifest.jsonl`` and ``skipped.jsonl`` are."""
+    shards: tuple[str, ...]
+    """All shard file names of the plan, in order."""
+    shards_written: tuple[str, ...]
+    """Shards written by this run (to be written, with ``dry_run``)."""
+    shards_reused: tuple[str, ...]
+    """Shards already complete from an earlier run (checksum verified)."""
+    num_samples: int
+    """Samples written (in all shards, reused ones included); 0 with ``dry_run``."""
+    num_skipped: int
+    """Inputs skipped (input-level and sample-level), as listed in ``skipped.jsonl``."""
+    media_seconds: float
+    """Total duration of the samples written (from the manifest)."""
+    wall_seconds: float
+    """How long this run took."""
+    dry_run: bool = False
+    """True when nothing was written."""
+    keys_by_shard: dict = field(default_factory=dict)
+    """Shard name → keys planned for it (filled for every run; handy for ``--dry-run``)."""
+
+
+def _check_options(workers: int, backend: str, samples_per_shard: int, sample_rate: int, reencode, on_error: str,
+                   timeout_seconds) -> None:
+    if backend not in ("local", "ray"):
+        raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers = !r}")
+    if not isinstance(samples_per_shard, int) or samples_per_shard < 1:
+        raise ValueError(f"samples_per_shard must be an int >= 1, got {samples_per_shard = !r}")
+    if not isinstance(sample_rate, int) or sample_rate <= 0:
+        raise ValueError(f"sample_rate must be a positive int (Hz), got {sample_rate = !r}")
+    if reencode not in (None, "mp4"):
+        raise ValueError(f"reencode must be None or 'mp4', got {reencode = !r}")
+    if on_error not in ("skip", "raise"):
+        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
+    if timeout_seconds is not None and not timeout_seconds > 0:
+        raise ValueError(f"timeout_seconds must be > 0 or None, got {timeout_seconds = !r}")
+
+
+def _inside(path: str, root: str) -> bool:
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _check_output_location(source: str, output_dir: str, plan: InputPlan) -> None:
+    if plan.kind == "directory" and _inside(output_dir, source):
+        raise ValueError(
+            f"output directory {output_dir!r} is inside the input directory {source!r}: its shards would be "
+            "read as input on the next run; hint: choose an output directory outside the input"
+        )
+    for url in plan.shard_urls:
+        local = url[len("file://"):] if url.startswith("file://") else url
+        if "://" not in local and not local.startswith("pipe:") and _inside(local, output_dir):
+            raise ValueError(
+                f"input shard {url!r} is inside the output directory {output_dir!r}, where it could be overwritten; "
+                "hint: choose another output directory"
+            )
+
+
+def _prepare_output(output_dir: str) -> None:
+    """Create ``output_dir`` and prove it writable (clear errors for permissions and a full disk)."""
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise NotADirectoryError(f"output {output_dir!r} exists and is not a directory; hint: pass a directory path")
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+    except PermissionError as e:
+        raise PermissionError(f"cannot create output directory {output_dir!r}: {e.strerror}; hint: check permissions") from e
+    try:
+        with tempfile.NamedTemporaryFile(dir=output_dir, prefix=".write-check-", suffix=".tmp"):
+            pass
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise OSError(errno.ENOSPC, f"output directory {output_dir!r} is on a full disk; hint: free space") from e
+        raise PermissionError(f"output directory {output_dir!r} is not writable: {e.strerror}; hint: check permissions") from e
+
+
+def plan_shards(plan: InputPlan, *, samples_per_shard: int, config: dict) -> list[ShardTask]:
+    """Assign samples to shards by position in key order (independent of workers and of failures)."""
+    samples = sorted(plan.samples, key=lambda s: s.key + ".")  # = the order of their tar member names
+    tasks = []
+    for index, start in enumerate(range(0, len(samples), samples_per_shard)):
+        chunk = tuple(samples[start:start + samples_per_shard])
+        name = shard_name(index)
+        tasks.append(ShardTask(index, name, chunk, plan_sha256(name, [s.fingerprint() for s in chunk], config)))
+    return tasks
+
+
+def _run_local(tasks, *, workers: int, on_result, on_sample, **shard_kwargs) -> None:
+    if workers == 1 or len(tasks) <= 1:
+        for task in tasks:
+            on_result(process_shard(task, on_sample=on_sample, **shard_kwargs))
+        return
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=multiprocessing.get_context("fork")) as pool:
+        pending = {pool.submit(process_shard, task, **shard_kwargs) for task in tasks}
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    on_result(future.result())
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+
+
+def _remove_stale_shards(output_dir: str, num_shards: int) -> None:
+    """Shards numbered beyond the current plan come from an earlier, larger plan: remove them."""
+    for name in sorted(os.listdir(output_dir)):
+        match = _SHARD_FILE.match(name)
+        if match and int(match.group(1)) >= num_shards:
+            logger.info("removing %s: beyond the current plan of %d shard(s)", name, num_shards)
+            os.unlink(os.path.join(output_dir, name))
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return b"".join(dumps(row) + b"\n" for row in rows)
+
+
+def preprocess(
+    input: str,
+    output_dir: str,
+    *,
+    workers: int = 1,
+    backend: Backend = "local",
+    ray_address: Optional[str] = None,
+    samples_per_shard: int = 100,
+    sample_rate: int = 16000,
+    reencode: Optional[Literal["mp4"]] = None,
+    dry_run: bool = False,
+    on_error: Literal["skip", "raise"] = "skip",
+    progress: bool = True,
+    timeout_seconds: Optional[float] = 300.0,
+) -> PreprocessResult:
+    """Measure every sample of ``input`` once and write aligned WebDataset shards to ``output_dir``.
+
+    Each sample becomes ``<key>.<media ext>`` (bytes as they are), ``<key>.align.json`` (the ``avalign
+    measure`` record plus ``config``), ``<key>.frames.json`` (frame index, video only) and
+    ``<key>.transcript.json`` (normalised, original clock), in ``shard-000000.tar``…; plus
+    ``manifest.jsonl`` (key, shard, duration, num_frames, num_samples, num_words), ``skipped.jsonl``
+    (input, key, reason, message) and ``state.jsonl`` (for resuming).
+
+    Args:
+        input: a directory of media with same-stem transcripts (``.srt .vtt .json .TextGrid``), or
+            WebDataset shards (path, brace pattern, fsspec URL, ``pipe:``), e.g. video2dataset output.
+        output_dir: created if needed; must not be inside ``input``.
+        workers: parallel processes (local) or CPUs of the local Ray instance.
+        backend: ``"local"`` (processes on this machine) or ``"ray"``.
+        ray_address: Ray cluster address (``"auto"``, ``"ray://host:10001"``); None starts a local instance.
+        samples_per_shard: samples per output shard (the last may hold fewer, failed samples make it shorter).
+        sample_rate: rate for the sample indices in ``align.json`` and ``num_samples`` in the manifest.
+        reencode: None keeps the media bytes; ``"mp4"`` re-encodes to H.264 + AAC (deterministic flags).
+        dry_run: list what would be done, write nothing.
+        on_error: ``"skip"`` records bad samples in ``skipped.jsonl``; ``"raise"`` stops at the first,
+            naming the input.
+        progress: show a tqdm bar (ETA, done and skipped counts).
+        timeout_seconds: per-sample limit for decode + measure (None: no limit).
+
+    Returns:
+        PreprocessResult with the shards written and reused, counts and timings.
+
+    Raises:
+        FileNotFoundError: ``input`` does not exist.
+        PermissionError: ``input`` unreadable or ``output_dir`` unwritable.
+        ValueError: bad options, output inside input, or an output directory from a run with other options.
+        OSError: disk full (errno ENOSPC; the message says so; completed shards stay, a rerun resumes).
+        SampleError: a bad sample with ``on_error="raise"``.
+
+    Example:
+        >>> result = preprocess("clips/", "shards/", workers=4, samples_per_shard=500)   # doctest: +SKIP
+        >>> result.shards[:2], result.num_samples, result.num_skipped                    # doctest: +SKIP
+    """
+    start = time.monotonic()
+    _check_options(workers, backend, samples_per_shard, sample_rate, reencode, on_error, timeout_seconds)
+    input, output_dir = os.fspath(input), os.fspath(output_dir)
+    plan = list_inputs(input)
+    _check_output_location(input, output_dir, plan)
+    options = SampleOptions(sample_rate=sample_rate, reencode=reencode, timeout_seconds=timeout_seconds)
+    config = run_config(options)
+    state_config = dict(config, samples_per_shard=samples_per_shard)
+    tasks = plan_shards(plan, samples_per_shard=samples_per_shard, config=state_config)
+    keys_by_shard = {t.name: [s.key for s in t.samples] for t in tasks}
+    logger.info("%s: %d sample(s), %d skipped up front, %d shard(s)", input, len(plan.samples), len(plan.skipped), len(tasks))
+
+    if dry_run:
+        done = []
+        if os.path.isdir(output_dir):
+            state = RunState(output_dir, state_config, read_only=True)
+            done = [t for t in tasks if state.is_done(t.name, t.plan_sha256, os.path.join(output_dir, t.name))]
+        todo = [t for t in tasks if t not in done]
+        return PreprocessResult(
+            output_dir=output_dir, shards=tuple(t.name for t in tasks), shards_written=tuple(t.name for t in todo),
+            shards_reused=tuple(t.name for t in done), num_samples=0, num_skipped=len(plan.skipped),
+            media_seconds=0.0, wall_seconds=time.monotonic() - start, dry_run=True, keys_by_shard=keys_by_shard,
+        )
+
+    _prepare_output(output_dir)
+    remove_stale_temporaries(output_dir)
+    state = RunState(output_dir, state_config)
+    done = [t for t in tasks if state.is_done(t.name, t.plan_sha256, os.path.join(output_dir, t.name))]
+    todo = [t for t in tasks if t not in done]
+    if done:
+        logger.info("resuming: %d shard(s) already complete, %d to do", len(done), len(todo))
+
+    bar = None
+    counts = {"done": sum(len(state.entries[t.name]["manifest"]) for t in done),
+              "skipped": len(plan.skipped) + sum(len(state.entries[t.name]["skipped"]) for t in done)}
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(plan.samples), initial=sum(len(t.samples) for t in done), unit="clip", desc="preprocess",
+                   dynamic_ncols=True)
+        bar.set_postfix(counts)
+
+    def on_sample(ok: bool) -> None:
+        counts["done" if ok else "skipped"] += 1
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(counts)
+
+    in_process = backend == "local" and (workers == 1 or len(todo) <= 1)
+
+    def on_result(entry: dict) -> None:
+        state.record(entry)
+        if not in_process:
+            counts["done"] += len(entry["manifest"])
+            counts["skipped"] += len(entry["skipped"])
+            if bar is not None:
+                bar.update(len(entry["manifest"]) + len(entry["skipped"]))
+                bar.set_postfix(counts)
+
+    shard_kwargs = dict(output_dir=output_dir, options=options, config=config, on_error=on_error)
+    try:
+        if backend == "ray":
+            from avalign.preprocess._ray import run_shards_ray
+
+            run_shards_ray(todo, on_result=on_result, ray_address=ray_address, workers=workers, **shard_kwargs)
+        else:
+            _run_local(todo, workers=workers, on_result=on_result, on_sample=on_sample, **shard_kwargs)
+    finally:
+        if bar is not None:
+            bar.close()
+
+    _remove_stale_shards(output_dir, len(tasks))
+    manifest, skipped = [], list(plan.skipped)
+    for task in tasks:
+        entry = state.entries[task.name]
+        manifest.extend(entry["manifest"])
+        skipped.extend(entry["skipped"])
+    skipped.sort(key=lambda row: (row["key"], row["input"], row["reason"]))
+    atomic_write_bytes(os.path.join(output_dir, "manifest.jsonl"), _jsonl(manifest))
+    atomic_write_bytes(os.path.join(output_dir, "skipped.jsonl"), _jsonl(skipped))
+    media_seconds = sum(row["duration"] for row in manifest)
+    return PreprocessResult(
+        output_dir=output_dir, shards=tuple(t.name for t in tasks), shards_written=tuple(t.name for t in todo),
+        shards_reused=tuple(t.name for t in done), num_samples=len(manifest), num_skipped=len(skipped),
+        media_seconds=media_seconds, wall_seconds=time.monotonic() - start, keys_by_shard=keys_by_shard,
+    )

@@ -1,0 +1,229 @@
+"""One sample: read its bytes, decode, measure, and produce the output members and its manifest row.
+
+Output members of a sample (the contract with ``loaders.make_loader``)::
+
+    <key>.<media ext>       the media bytes as they are (or re-encoded with reencode="mp4")
+    <key>.align.json        the ``avalign measure`` record + "config" (seed, fps, sample_rate, methods, versions)
+    <key>.frames.json       FrameIndex.to_json(): pts, keyframe indices, end (video only)
+    <key>.transcript.json   {"spans": [{"text", "start_seconds", "stop_seconds", "words": [...]}]}
+                            on the ORIGINAL transcript clock (align.json holds text_offset_ms)
+    <key>.meta.json, .txt   passed through (video2dataset metadata and caption), when present
+
+JSON is written with sorted keys and no spaces, so equal inputs give equal bytes in every process.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+from avalign.preprocess._inputs import InputSample, read_members
+from loaders.errors import DecodeError, DecodeTimeout, SampleError, TranscriptError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SampleOptions", "dumps", "process_sample", "run_config"]
+
+Reencode = Literal["mp4"]
+FORMAT_VERSION = 1
+"""Version of the output layout; bumped when members or their schema change."""
+
+
+@dataclass(frozen=True)
+class SampleOptions:
+    """Options that decide a sample's output bytes (all of them go into ``align.json``'s config)."""
+
+    sample_rate: int = 16000
+    """Rate for sample indices and ``num_samples`` in the record (Hz)."""
+    reencode: Optional[Reencode] = None
+    """None: keep the media bytes; ``"mp4"``: H.264 + AAC in MP4, bit-exact flags, one thread."""
+    timeout_seconds: Optional[float] = 300.0
+    """Give up on one sample's decode + measure after this long (watchdog child); None: no limit."""
+    seed: int = 0
+    """Recorded in the config; the estimators are deterministic and draw no random numbers."""
+
+
+def dumps(value) -> bytes:
+    """Canonical JSON bytes: sorted keys, no spaces, UTF-8, NaN refused."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def run_config(options: SampleOptions) -> dict:
+    """The ``config`` block of ``align.json``: everything besides the input that decides the output."""
+    import av
+    import numpy
+    import soxr
+    import torch
+
+    import avalign
+
+    codec = av.library_versions.get("libavcodec", ())
+    return {
+        "format_version": FORMAT_VERSION,
+        "seed": options.seed,
+        "fps": None,  # every frame is decoded (no fps subsampling)
+        "sample_rate": options.sample_rate,
+        "reencode": options.reencode,
+        "methods": {"video_pts": "best_effort", "av": "estimate_av_offset", "text": "estimate_text_offset",
+                    "resampler": "soxr_hq"},
+        "avalign": avalign.__version__,
+        "libraries": {"av": av.__version__, "libavcodec": ".".join(map(str, codec)), "numpy": numpy.__version__,
+                      "soxr": soxr.__version__, "torch": torch.__version__.split("+")[0]},
+    }
+
+
+def _reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -> bytes:
+    """H.264 (CRF 23, one thread) + AAC 128k in MP4 via ffmpeg, with bit-exact flags: same input → same bytes."""
+    with tempfile.TemporaryDirectory(prefix="avalign-reencode-") as tmp:
+        src, dst = os.path.join(tmp, "in"), os.path.join(tmp, "out.mp4")
+        with open(src, "wb") as handle:
+            handle.write(data)
+        command = [
+            "ffmpeg", "-v", "error", "-nostdin", "-y", "-i", src, "-map", "0:v:0?", "-map", "0:a:0?",
+            "-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "1",
+            "-c:a", "aac", "-b:a", "128k", "-map_metadata", "-1", "-fflags", "+bitexact",
+            "-flags:v", "+bitexact", "-flags:a", "+bitexact", "-movflags", "+faststart", dst,
+        ]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_seconds)
+        except FileNotFoundError:
+            raise DecodeError("reencode='mp4' needs the ffmpeg program on PATH; hint: install ffmpeg or pass reencode=None") from None
+        except subprocess.TimeoutExpired:
+            raise DecodeTimeout(f"{label}: ffmpeg re-encode ran past {timeout_seconds:g} s") from None
+        if proc.returncode != 0:
+            raise DecodeError(f"{label}: ffmpeg re-encode failed: {proc.stderr.strip()[-500:]}")
+        with open(dst, "rb") as handle:
+            return handle.read()
+
+
+def _transcript_json(transcript) -> dict:
+    def word(w) -> dict:
+        out = {"text": w.text, "start_seconds": w.start_seconds, "stop_seconds": w.stop_seconds}
+        if w.score is not None:
+            out["score"] = w.score
+        return out
+
+    return {
+        "spans": [
+            {"text": s.text, "start_seconds": s.start_seconds, "stop_seconds": s.stop_seconds, "words": [word(w) for w in s.words]}
+            for s in transcript.spans
+        ]
+    }
+
+
+def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str, transcript_name: str, sample_rate: int) -> dict:
+    """Decode and measure (runs in the watchdog child when there is a time limit). Single-threaded for reproducibility."""
+    import torch
+
+    import loaders
+    from avalign._measure import measure_sample
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - threadpoolctl ships with the dependencies
+            limits = None
+        else:
+            limits = threadpool_limits(1)
+        try:
+            transcript = None
+            if transcript_bytes is not None:
+                transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
+            audio = loaders.read_audio(media, name=media_name)
+            try:
+                video = loaders.read_video(media, name=media_name, num_threads=1)
+                index = loaders.probe_video(media, name=media_name)[1]
+            except DecodeError as e:
+                if "no video stream" not in str(e):
+                    raise
+                video, index = None, None
+            record = measure_sample(video, audio, transcript, sample_rate=sample_rate)
+        finally:
+            if limits is not None:
+                limits.unregister()
+    finally:
+        torch.set_num_threads(threads)
+    if video is None:
+        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
+    words = 0
+    if transcript is not None:
+        words = len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
+    return {
+        "record": record,
+        "frames": index.to_json() if index is not None else None,
+        "transcript": _transcript_json(transcript) if transcript is not None else None,
+        "num_words": words,
+    }
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, DecodeTimeout):
+        return "timeout"
+    if isinstance(error, TranscriptError):
+        return "transcript"
+    if isinstance(error, DecodeError):
+        return "no_audio" if "no audio stream" in str(error) else "decode"
+    if isinstance(error, OSError):
+        return "read"
+    return "error"
+
+
+def process_sample(sample: InputSample, options: SampleOptions, config: dict) -> tuple[dict[str, bytes], dict]:
+    """Output members (``<key>.<ext>`` → bytes) and the manifest row of one sample.
+
+    Raises:
+        SampleError: the sample cannot be used; ``reason`` is ``decode``, ``no_audio``, ``transcript``,
+            ``timeout``, ``read`` or ``error``, and the message names the input.
+    """
+    from loaders._watchdog import call_with_timeout
+
+    try:
+        locators = [sample.media] + ([sample.transcript] if sample.transcript else []) + [loc for _, loc in sample.extras]
+        data = read_members(locators)
+        media = data[0]
+        transcript_bytes = data[1] if sample.transcript else None
+        extras = data[1 + bool(sample.transcript):]
+        if options.reencode == "mp4":
+            media = _reencode_mp4(media, label=sample.source, timeout_seconds=options.timeout_seconds)
+        media_ext = "mp4" if options.reencode == "mp4" else sample.media_ext
+        kwargs = dict(media_name=sample.source, transcript_name=f"{sample.key}.{sample.transcript_format}", sample_rate=options.sample_rate)
+        if options.timeout_seconds:
+            result = call_with_timeout(_analyse, media, transcript_bytes, timeout_seconds=options.timeout_seconds,
+                                       label=sample.source, **kwargs)
+        else:
+            result = _analyse(media, transcript_bytes, **kwargs)
+        record = result["record"]
+        record["key"] = sample.key
+        record["media"] = f"{sample.key}.{media_ext}"
+        record["transcript"] = f"{sample.key}.transcript.json" if result["transcript"] is not None else None
+        record["config"] = dict(config, methods=dict(config["methods"], av=record["av_method"], text=record["text_method"]))
+        members = {f"{sample.key}.{media_ext}": media, f"{sample.key}.align.json": dumps(record)}
+        if result["frames"] is not None:
+            members[f"{sample.key}.frames.json"] = dumps(result["frames"])
+        if result["transcript"] is not None:
+            members[f"{sample.key}.transcript.json"] = dumps(result["transcript"])
+        for (ext, _), blob in zip(sample.extras, extras):
+            members[f"{sample.key}.{ext}"] = blob
+    except SampleError:
+        raise
+    except Exception as e:  # anything an input can cause becomes a typed, named skip
+        if _reason(e) == "error":
+            logger.error("%s: unexpected %s while processing", sample.source, type(e).__name__, exc_info=True)
+        raise SampleError(f"{sample.source}: {type(e).__name__}: {e}", shard=sample.media.path if sample.media.member else "",
+                          key=sample.key, reason=_reason(e)) from e
+    aligned = record["aligned"]
+    row = {
+        "key": sample.key,
+        "duration": round(aligned["stop_seconds"] - aligned["start_seconds"], 6),
+        "num_frames": record["video"]["num_frames"] if record["video"] else 0,
+        "num_samples": aligned["num_samples"],
+        "num_words": result["num_words"],
+        "media_ext": media_ext,
+    }
+    return members, row

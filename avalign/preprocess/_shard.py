@@ -1,0 +1,79 @@
+"""One output shard's work: process its samples in order and write them; runs in any worker (process, Ray).
+
+Samples are assigned to shards before any work starts, by position in the sorted key list
+(``samples_per_shard`` per shard), so the shard a sample lands in never depends on the number of
+workers, on timing or on which samples fail: a failed sample leaves its shard one sample shorter.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Callable, Literal, Optional
+
+from avalign.preprocess._inputs import InputSample
+from avalign.preprocess._sample import SampleOptions, process_sample
+from avalign.preprocess._writer import ShardWriter
+from loaders.errors import SampleError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ShardTask", "process_shard"]
+
+OnError = Literal["skip", "raise"]
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """The samples that go into one output shard."""
+
+    index: int
+    """Shard number (``shard-{index:06d}.tar``)."""
+    name: str
+    """File name in the output directory."""
+    samples: tuple[InputSample, ...]
+    """Its samples, in member order."""
+    plan_sha256: str
+    """Identity of this work (keys, input fingerprints, options): recorded when done, compared on rerun."""
+
+
+def process_shard(
+    task: ShardTask,
+    *,
+    output_dir: str,
+    options: SampleOptions,
+    config: dict,
+    on_error: OnError = "skip",
+    on_sample: Optional[Callable[[bool], None]] = None,
+) -> dict:
+    """Process and write one shard; returns its state entry (shard, plan_sha256, sha256, size, manifest, skipped).
+
+    Args:
+        on_sample: called with True (written) or False (skipped) after each sample (in-process progress).
+
+    Raises:
+        SampleError: a sample failed and ``on_error="raise"`` (the shard's temporary file is removed).
+        OSError: the shard cannot be written (ENOSPC gives a message saying so; nothing partial remains).
+    """
+    manifest: list[dict] = []
+    skipped: list[dict] = []
+    with ShardWriter(os.path.join(output_dir, task.name)) as writer:
+        for sample in task.samples:
+            try:
+                members, row = process_sample(sample, options, config)
+            except SampleError as e:
+                if on_error == "raise":
+                    raise
+                logger.warning("skipping %s: %s", sample.source, e)
+                skipped.append({"input": sample.source, "key": sample.key, "reason": e.reason, "message": str(e)})
+                if on_sample:
+                    on_sample(False)
+                continue
+            for name in sorted(members):
+                writer.add(name, members[name])
+            manifest.append(dict(row, shard=task.name))
+            if on_sample:
+                on_sample(True)
+        sha256, size = writer.commit()
+    return {"shard": task.name, "plan_sha256": task.plan_sha256, "sha256": sha256, "size": size,
+            "manifest": manifest, "skipped": skipped}

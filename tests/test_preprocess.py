@@ -1,0 +1,232 @@
+"""``avalign preprocess``: byte-identical output for any worker count / backend, crash safety, inputs, errors.
+
+Oracles: ffprobe's frame list (num_frames), closed-form sample counts (frames / fps × rate), the bytes of
+an uninterrupted run (resume), and tar headers read back with ``tarfile``.
+"""
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from avalign.preprocess import is_transcript_json, list_inputs, preprocess
+from avalign.preprocess import _writer
+from loaders.errors import SampleError
+from tests.conftest import REPO, ffmpeg, ffprobe_frame_times
+
+FPS, SECONDS, RATE = 25, 2, 16000
+SRT = "1\n00:00:00,200 --> 00:00:01,000\nhello there\n\n2\n00:00:01,000 --> 00:00:01,800\ngood day\n"
+WHISPER = {"segments": [{"text": "hi you", "start": 0.1, "end": 0.9,
+                         "words": [{"word": "hi", "start": 0.1, "end": 0.4}, {"word": "you", "start": 0.5, "end": 0.9}]}]}
+
+
+def _clip(path: Path, frequency: int, seconds: float = SECONDS) -> None:
+    ffmpeg("-f", "lavfi", "-i", f"testsrc=size=64x48:rate={FPS}", "-f", "lavfi", "-i", f"sine=f={frequency}:r={RATE}",
+           "-t", str(seconds), "-c:v", "libx264", "-g", "10", "-c:a", "aac", str(path))
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory) -> Path:
+    """c0 (+srt), c1 (+Whisper JSON), c2 (no transcript), d3 (+malformed srt), bad (truncated mp4), orphan.srt."""
+    d = tmp_path_factory.mktemp("pre_in")
+    for i, name in enumerate(["c0", "c1", "c2", "d3"]):
+        _clip(d / f"{name}.mp4", 300 + 100 * i)
+    (d / "c0.srt").write_text(SRT)
+    (d / "c1.json").write_text(json.dumps(WHISPER))
+    (d / "d3.srt").write_text("1\n00:00:01,000 --> garbage\nbroken\n")
+    (d / "bad.mp4").write_bytes((d / "c2.mp4").read_bytes()[:2000])
+    (d / "orphan.srt").write_text(SRT)
+    return d
+
+
+def _outputs(directory: Path) -> dict[str, bytes]:
+    """Every shard, manifest and skipped list (state.jsonl holds checksums only)."""
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())
+            if p.name.startswith("shard-") or p.name in ("manifest.jsonl", "skipped.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def reference(clips, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("pre_ref") / "out"
+    preprocess(str(clips), str(out), samples_per_shard=2, progress=False)
+    return out
+
+
+def test_output_values_against_ffprobe(clips, reference):
+    manifest = [json.loads(line) for line in (reference / "manifest.jsonl").read_text().splitlines()]
+    assert [row["key"] for row in manifest] == ["c0", "c1", "c2"]
+    for row in manifest:
+        num_frames = len(ffprobe_frame_times(clips / f"{row['key']}.mp4"))
+        assert row["num_frames"] == num_frames == FPS * SECONDS
+        assert row["num_samples"] == round(num_frames / FPS * RATE)
+        assert row["duration"] == pytest.approx(num_frames / FPS)
+    assert {r["key"]: r["num_words"] for r in manifest} == {"c0": 4, "c1": 2, "c2": 0}
+    # bad, c0 → shard 0; c1, c2 → shard 1; d3 → shard 2 (empty after the skip): assignment by key order.
+    assert [r["shard"] for r in manifest] == ["shard-000000.tar", "shard-000001.tar", "shard-000001.tar"]
+    skipped = {r["key"]: r["reason"] for r in map(json.loads, (reference / "skipped.jsonl").read_text().splitlines())}
+    assert skipped == {"bad": "decode", "d3": "transcript", "orphan": "no_media"}
+
+    with tarfile.open(reference / "shard-000000.tar") as tar:
+        members = tar.getmembers()
+        names = [m.name for m in members]
+        assert names == sorted(names) == ["c0.align.json", "c0.frames.json", "c0.mp4", "c0.transcript.json"]
+        assert {(m.mtime, m.uid, m.gid, m.uname, m.gname, m.mode) for m in members} == {(0, 0, 0, "", "", 0o644)}
+        assert tar.extractfile("c0.mp4").read() == (clips / "c0.mp4").read_bytes()  # media kept as is
+        align = json.loads(tar.extractfile("c0.align.json").read())
+        frames = json.loads(tar.extractfile("c0.frames.json").read())
+        text = json.loads(tar.extractfile("c0.transcript.json").read())
+    pts = ffprobe_frame_times(clips / "c0.mp4")
+    assert frames["pts_seconds"] == pytest.approx(list(pts), abs=1e-6)
+    assert frames["keyframe"][:2] == [0, 10]  # -g 10
+    assert align["video"]["num_frames"] == len(pts) and align["aligned"]["sample_rate"] == RATE
+    assert align["config"]["sample_rate"] == RATE and "avalign" in align["config"] and align["config"]["seed"] == 0
+    assert align["key"] == "c0" and align["media"] == "c0.mp4" and align["transcript"] == "c0.transcript.json"
+    assert [(s["text"], s["start_seconds"], s["stop_seconds"]) for s in text["spans"]] == [
+        ("hello there", 0.2, 1.0), ("good day", 1.0, 1.8)]  # original clock, unshifted
+    with tarfile.open(reference / "shard-000002.tar") as tar:
+        assert tar.getnames() == []  # d3 skipped: its shard exists, empty
+
+
+def test_two_workers_byte_identical(clips, reference, tmp_path):
+    out = tmp_path / "out2"
+    result = preprocess(str(clips), str(out), samples_per_shard=2, workers=2, progress=False)
+    assert result.num_samples == 3 and result.num_skipped == 3
+    assert _outputs(out) == _outputs(reference)
+
+
+def test_rerun_reuses_and_repairs(clips, reference, tmp_path):
+    out = tmp_path / "out"
+    preprocess(str(clips), str(out), samples_per_shard=2, progress=False)
+    (out / "shard-000001.tar").write_bytes(b"corrupted")  # checksum no longer matches
+    result = preprocess(str(clips), str(out), samples_per_shard=2, progress=False)
+    assert result.shards_reused == ("shard-000000.tar", "shard-000002.tar")
+    assert result.shards_written == ("shard-000001.tar",)
+    assert _outputs(out) == _outputs(reference)
+    with pytest.raises(ValueError, match="different options.*samples_per_shard"):
+        preprocess(str(clips), str(out), samples_per_shard=3, progress=False)
+
+
+_CLI = (
+    "import argparse, sys\n"
+    "from avalign.preprocess._cli import add_parser\n"
+    "p = argparse.ArgumentParser(); add_parser(p.add_subparsers(dest='command'))\n"
+    "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n"
+)
+
+
+def test_sigkill_then_rerun_matches_clean_run(clips, tmp_path):
+    args = [str(clips), "--samples-per-shard", "1", "--no-progress", "--json"]
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    subprocess.run([sys.executable, "-c", _CLI, "preprocess", args[0], str(clean), *args[1:]], check=True,
+                   env=env, capture_output=True)
+    proc = subprocess.Popen([sys.executable, "-c", _CLI, "preprocess", args[0], str(killed), *args[1:]], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, state = time.monotonic() + 60, killed / "state.jsonl"
+
+    def first_shard_recorded() -> bool:  # the shard is renamed into place, then recorded in state.jsonl
+        return (killed / "shard-000000.tar").exists() and state.exists() and b'"shard"' in state.read_bytes()
+
+    while not first_shard_recorded() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    visible = {p.name: p.read_bytes() for p in killed.glob("shard-*.tar")}
+    assert visible, "the first shard never appeared"
+    assert len(visible) < 5, "the run finished before the kill: nothing was interrupted"
+    reference = _outputs(clean)
+    assert all(data == reference[name] for name, data in visible.items())  # no partial shard is visible
+    rerun = subprocess.run([sys.executable, "-c", _CLI, "preprocess", args[0], str(killed), *args[1:]], check=True,
+                           env=env, capture_output=True, text=True)
+    result = json.loads(rerun.stdout)
+    assert "shard-000000.tar" in result["shards_reused"]
+    assert not list(killed.glob(".*.tmp"))
+    assert _outputs(killed) == reference
+
+
+def _tar(path: Path, members: dict[str, bytes]) -> None:
+    with tarfile.open(path, "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def test_video2dataset_shards(clips, tmp_path):
+    src = tmp_path / "v2d"
+    src.mkdir()
+    meta = json.dumps({"url": "http://x/v.mp4", "caption": "a cat", "status": "success"}).encode()
+    _tar(src / "00000.tar", {"00000.mp4": (clips / "c0.mp4").read_bytes(), "00000.json": meta, "00000.txt": b"a cat"})
+    _tar(src / "00001.tar", {"00001.mp4": (clips / "c1.mp4").read_bytes(), "00001.json": json.dumps(WHISPER).encode()})
+    out = tmp_path / "out"
+    result = preprocess(str(src / "{00000..00001}.tar"), str(out), progress=False)
+    assert result.num_samples == 2 and result.num_skipped == 0
+    with tarfile.open(out / "shard-000000.tar") as tar:
+        assert tar.getnames() == ["00000.align.json", "00000.frames.json", "00000.meta.json", "00000.mp4", "00000.txt",
+                                  "00001.align.json", "00001.frames.json", "00001.mp4", "00001.transcript.json"]
+        assert tar.extractfile("00000.meta.json").read() == meta
+        assert json.loads(tar.extractfile("00000.align.json").read())["transcript"] is None
+        assert tar.extractfile("00001.mp4").read() == (clips / "c1.mp4").read_bytes()
+    assert is_transcript_json(b'[{"text": "a", "start": 0, "end": 1}]')
+    assert not is_transcript_json(b'{"url": "u", "key": "00000"}')
+
+
+def test_errors_are_clear(clips, tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        preprocess(str(tmp_path / "missing.tar"), str(tmp_path / "o"), progress=False)
+    with pytest.raises(ValueError, match="inside the input"):
+        preprocess(str(clips), str(clips / "out"), progress=False)
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="not a directory"):
+        preprocess(str(clips), str(tmp_path / "a_file"), progress=False)
+    with pytest.raises(ValueError, match="workers"):
+        preprocess(str(clips), str(tmp_path / "o"), workers=0)
+    with pytest.raises(SampleError, match=r"bad\.mp4") as info:
+        preprocess(str(clips), str(tmp_path / "raise"), on_error="raise", progress=False)
+    assert info.value.reason == "decode"
+    assert not list((tmp_path / "raise").glob("shard-*")) and not list((tmp_path / "raise").glob(".*.tmp"))
+
+    def full_disk(self, info, fileobj=None):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_writer.tarfile.TarFile, "addfile", full_disk)
+    with pytest.raises(OSError, match="disk full") as info:
+        preprocess(str(clips), str(tmp_path / "full"), progress=False)
+    assert info.value.errno == errno.ENOSPC
+    assert not [p for p in (tmp_path / "full").iterdir() if p.name.endswith(".tmp") or p.name.startswith("shard-")]
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_output(clips, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(PermissionError, match="not writable"):
+        preprocess(str(clips), str(locked), progress=False)
+
+
+def test_dry_run_writes_nothing(clips, tmp_path):
+    out = tmp_path / "dry"
+    result = preprocess(str(clips), str(out), samples_per_shard=2, dry_run=True, progress=False)
+    assert not out.exists()
+    assert result.keys_by_shard == {"shard-000000.tar": ["bad", "c0"], "shard-000001.tar": ["c1", "c2"],
+                                    "shard-000002.tar": ["d3"]}
+    assert result.shards_written == tuple(result.keys_by_shard) and result.num_skipped == 1  # orphan.srt
+    plan = list_inputs(str(clips))
+    assert [s.transcript_format for s in plan.samples] == ["", "srt", "json", "", "srt"]
+
+
+@pytest.mark.slow
+def test_ray_backend_byte_identical(clips, reference, tmp_path):
+    pytest.importorskip("ray")
+    out = tmp_path / "ray"
+    preprocess(str(clips), str(out), samples_per_shard=2, backend="ray", workers=2, progress=False)
+    assert _outputs(out) == _outputs(reference)
