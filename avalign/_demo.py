@@ -1,4 +1,10 @@
-"""``avalign demo``: the pipeline, as far as it exists, on ``sample_data/``, with real figures."""
+"""``avalign demo``: the whole pipeline on ``sample_data/`` with real figures.
+
+Read shards → decode with real timestamps → read transcripts → estimate A/V offset, drift and text
+offset → map words to frames/samples/tokens → plan packs. Where ``truth.json`` exists each figure is
+compared with the ground truth, and with the naive assumption (frame k at k/fps, sample n at n/sr,
+transcript stamps taken as they are).
+"""
 from __future__ import annotations
 
 import glob
@@ -7,109 +13,197 @@ import logging
 import os
 import time
 
+import numpy as np
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["format_summary", "run_demo"]
 
-_VIDEO_EXTS = ("mp4", "mkv", "webm", "mov", "avi")
+_MEDIA_EXTS = ("mp4", "mkv", "webm", "mov", "avi", "m4a", "wav", "ogg", "mp3", "flac")
 _TRANSCRIPT_EXTS = ("json", "srt", "vtt", "textgrid")
 
 
-def run_demo(data_dir: str) -> dict:
-    """Read every sample of ``data_dir/shards/*.tar``, decode it and, where ``truth.json`` exists,
-    compare the decoded timestamps and the naive ``k / fps`` assumption with the ground truth."""
-    import numpy as np
+def _ffprobe_matches(data_dir: str, truth: dict, pts: np.ndarray):
+    frames_json = os.path.join(data_dir, truth.get("ffprobe_frames", "") or "")
+    if not truth.get("ffprobe_frames") or not os.path.exists(frames_json):
+        return None
+    probe = json.load(open(frames_json))["frames"]
+    ref = np.asarray([float(f.get("best_effort_timestamp_time", "nan")) for f in probe])
+    ok = np.isfinite(ref)
+    return bool(len(ref) == len(pts) and np.allclose(ref[ok], pts[ok], atol=1e-6))
 
+
+def _word_errors_ms(sample, truth: dict, transcript) -> tuple[list[float], list[float]]:
+    """|aligned word start − true start| and |naive (raw stamp) − true start|, matched by order."""
+    true_words = truth.get("words") or []
+    aligned = [w.start_seconds for w in sample.words]
+    raw = [w.start_seconds for w in transcript.words]
+    n = min(len(true_words), len(aligned), len(raw))
+    t = np.asarray([w["start_seconds"] for w in true_words[:n]])
+    return list(np.abs(np.asarray(aligned[:n]) - t) * 1000), list(np.abs(np.asarray(raw[:n]) - t) * 1000)
+
+
+def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
+    """Run the pipeline over ``data_dir/shards/*.tar`` and return a JSON-able summary."""
+    import aligner
     import loaders
+    from loaders._shards import shard_samples
 
     shards = sorted(glob.glob(os.path.join(data_dir, "shards", "*.tar")))
     if not shards:
         raise FileNotFoundError(f"no shards under {os.path.join(data_dir, 'shards')!r}: run `make sample-data` first")
     truth_path = os.path.join(data_dir, "truth.json")
-    truth = json.load(open(truth_path))["clips"] if os.path.exists(truth_path) else {}
+    truth_all = json.load(open(truth_path))["clips"] if os.path.exists(truth_path) else {}
     skipped: list[dict] = []
-    rows = []
+    rows: list[dict] = []
+    lengths: list[list[int]] = []
+    word_err, word_err_naive = [], []
     started = time.perf_counter()
 
     def report(shard: str, key: str, reason: str) -> None:
         skipped.append({"shard": shard, "key": key, "reason": reason})
 
-    for sample in loaders._shards.shard_samples(shards, report=report):
+    for sample in shard_samples(shards, report=report):
         key = sample["__key__"]
-        media_ext = next((e for e in _VIDEO_EXTS if e in sample), None)
+        media_ext = next((e for e in _MEDIA_EXTS if e in sample), None)
+        text_ext = next((e for e in _TRANSCRIPT_EXTS if e in sample), None)
         if media_ext is None:
-            report(sample["__url__"], key, "missing_video")
+            report(sample["__url__"], key, "missing_media")
             continue
         data = sample[media_ext]
         try:
             t0 = time.perf_counter()
             video = loaders.read_video(data, name=key)
-            audio = loaders.read_audio(data, sample_rate=16000, name=key)
+            audio = loaders.read_audio(data, name=key)
             decode_seconds = time.perf_counter() - t0
-        except (loaders.DecodeError, IndexError) as e:
-            report(sample["__url__"], key, f"decode: {e}")
+            transcript = loaders.read_transcript(sample[text_ext], format=text_ext, name=f"{key}.{text_ext}") if text_ext else None
+            t0 = time.perf_counter()
+            aligned = aligner.align(video, audio, transcript, sample_rate=sample_rate, key=key)
+            align_seconds = time.perf_counter() - t0
+        except (loaders.DecodeError, loaders.TranscriptError, IndexError) as e:
+            report(sample["__url__"], key, f"{type(e).__name__}: {e}")
             continue
         pts = video.pts_seconds.numpy()
-        meta = video.metadata
+        meta, r = video.metadata, aligned.report
         fps = meta.fps_from_header or 0.0
-        naive = np.arange(len(pts)) / fps if fps else pts
         row = {
             "key": key,
             "container": media_ext,
-            "video_codec": meta.codec,
-            "audio_codec": audio.codec,
+            "codecs": f"{meta.codec}+{audio.codec}",
             "num_frames": video.num_frames,
             "first_pts_seconds": float(pts[0]),
             "fps_from_header": fps,
             "fps_from_content": meta.fps_from_content,
             "vfr": meta.vfr,
             "audio_start_seconds": audio.start_seconds,
-            "audio_source_rate": audio.source_sample_rate,
-            "naive_frame_time_error_ms_max": float(np.max(np.abs(naive - pts)) * 1000),
+            "naive_frame_time_error_ms": float(np.max(np.abs(np.arange(len(pts)) / fps - pts)) * 1000) if fps else None,
+            "av_offset_ms": r.av_offset_ms,
+            "drift_ppm": r.drift_ppm,
+            "text_offset_ms": r.text_offset_ms,
+            "av_confidence": r.av_confidence,
+            "text_confidence": r.text_confidence,
+            "words": len(aligned.words),
             "decode_seconds": decode_seconds,
+            "align_seconds": align_seconds,
         }
-        t = truth.get(key)
-        if t is not None:
-            frames_json = os.path.join(data_dir, t.get("ffprobe_frames", ""))
-            if os.path.exists(frames_json):
-                probe = json.load(open(frames_json))["frames"]
-                ref = np.asarray([float(f.get("best_effort_timestamp_time", "nan")) for f in probe])
-                ok = np.isfinite(ref)
-                row["pts_equal_ffprobe"] = bool(len(ref) == len(pts) and np.allclose(ref[ok], pts[ok], atol=1e-6))
-            row["truth_av_offset_ms"] = t.get("av_offset_ms")
-            row["truth_drift_ppm"] = t.get("drift_ppm")
-            row["truth_text_offset_ms"] = t.get("text_offset_ms")
+        truth = truth_all.get(key)
+        if truth is not None:
+            row["pts_equal_ffprobe"] = _ffprobe_matches(data_dir, truth, pts)
+            row["true_av_offset_ms"] = truth["av_offset_ms"]
+            row["true_drift_ppm"] = truth["drift_ppm"]
+            row["true_text_offset_ms"] = truth["text_offset_ms"]
+            if transcript is not None:
+                e, naive = _word_errors_ms(aligned, truth, transcript)
+                word_err += e
+                word_err_naive += naive
+                row["word_start_error_ms_median"] = float(np.median(e)) if e else None
+                row["naive_word_start_error_ms_median"] = float(np.median(naive)) if naive else None
         rows.append(row)
+        tokens = max((w.token_stop or 0) for w in aligned.words) if aligned.words else 0
+        lengths.append([video.num_frames, aligned.audio.num_samples, tokens])
+
+    packing = None
+    if lengths:
+        table = np.asarray(lengths)
+        budgets = [int(table[:, 0].max() * 2), int(table[:, 1].max() * 2), max(int(table[:, 2].max() * 2), 1)]
+        packs = loaders.plan_packs(table, budgets)
+        used = table.sum(axis=0)
+        packing = {
+            "budgets": {"frames": budgets[0], "samples": budgets[1], "tokens": budgets[2]},
+            "num_packs": len(packs),
+            "lower_bound": loaders.lower_bound_num_packs(table, budgets),
+            "packs": [[rows[i]["key"] for i in p] for p in packs],
+            "padding_percent": [round(100 * (1 - used[j] / (len(packs) * budgets[j])), 1) for j in range(3)],
+        }
     return {
         "data_dir": data_dir,
         "shards": len(shards),
-        "samples_decoded": len(rows),
+        "samples_aligned": len(rows),
         "skipped": skipped,
         "seconds": time.perf_counter() - started,
         "clips": rows,
+        "word_start_error_ms": {
+            "aligned_median": float(np.median(word_err)) if word_err else None,
+            "aligned_p90": float(np.percentile(word_err, 90)) if word_err else None,
+            "naive_median": float(np.median(word_err_naive)) if word_err_naive else None,
+            "count": len(word_err),
+        },
+        "packing": packing,
     }
 
 
+def _fmt(value, spec: str = ".1f", none: str = "abst.") -> str:
+    return none if value is None else format(value, spec)
+
+
 def format_summary(summary: dict) -> str:
-    """A short, honest table of what the demo read and decoded."""
+    """A short, honest report of what the demo did."""
     lines = [
-        f"avalign demo on {summary['data_dir']}: {summary['shards']} shards, "
-        f"{summary['samples_decoded']} samples decoded, {len(summary['skipped'])} skipped, "
-        f"{summary['seconds']:.1f} s",
+        f"avalign demo on {summary['data_dir']}: {summary['shards']} shards, {summary['samples_aligned']} samples "
+        f"decoded and aligned, {len(summary['skipped'])} skipped, {summary['seconds']:.1f} s",
         "",
-        f"{'key':<24}{'fmt':<6}{'codecs':<14}{'frames':>7}{'first pts':>11}{'fps hdr':>9}{'fps real':>9}"
-        f"{'vfr':>5}{'audio t0':>10}{'k/fps err':>11}{'= ffprobe':>10}",
+        "decode (real timestamps)",
+        f"  {'key':<8}{'fmt':<6}{'codecs':<14}{'frames':>7}{'1st pts':>9}{'fps hdr':>9}{'fps real':>9}{'vfr':>5}"
+        f"{'audio t0':>10}{'k/fps err':>11}{'=ffprobe':>10}",
     ]
     for r in summary["clips"]:
-        fps_real = r["fps_from_content"] or 0.0
         lines.append(
-            f"{r['key']:<24}{r['container']:<6}{r['video_codec'] + '+' + r['audio_codec']:<14}{r['num_frames']:>7}"
-            f"{r['first_pts_seconds']:>10.3f}s{r['fps_from_header']:>9.3f}{fps_real:>9.3f}{str(r['vfr'])[0]:>5}"
-            f"{r['audio_start_seconds']:>9.3f}s{r['naive_frame_time_error_ms_max']:>9.1f}ms"
+            f"  {r['key']:<8}{r['container']:<6}{r['codecs']:<14}{r['num_frames']:>7}{r['first_pts_seconds']:>8.3f}s"
+            f"{r['fps_from_header']:>9.3f}{(r['fps_from_content'] or 0):>9.3f}{str(r['vfr'])[0]:>5}"
+            f"{r['audio_start_seconds']:>9.3f}s{_fmt(r['naive_frame_time_error_ms'], '.1f', '-'):>9}ms"
             f"{str(r.get('pts_equal_ffprobe', '-')):>10}"
         )
+    lines += [
+        "",
+        "align (estimated vs true; 'abst.' = the estimator abstained)",
+        f"  {'key':<8}{'A/V ms':>8}{'true':>8}{'drift ppm':>11}{'true':>8}{'text ms':>9}{'true':>8}"
+        f"{'word err ms':>13}{'naive':>8}{'align s':>9}",
+    ]
+    for r in summary["clips"]:
+        lines.append(
+            f"  {r['key']:<8}{_fmt(r['av_offset_ms']):>8}{_fmt(r.get('true_av_offset_ms'), '.0f', '-'):>8}"
+            f"{_fmt(r['drift_ppm'], '.0f'):>11}{_fmt(r.get('true_drift_ppm'), '.0f', '-'):>8}"
+            f"{_fmt(r['text_offset_ms']):>9}{_fmt(r.get('true_text_offset_ms'), '.0f', '-'):>8}"
+            f"{_fmt(r.get('word_start_error_ms_median'), '.1f', '-'):>13}{_fmt(r.get('naive_word_start_error_ms_median'), '.1f', '-'):>8}"
+            f"{r['align_seconds']:>9.2f}"
+        )
+    w = summary["word_start_error_ms"]
+    if w["count"]:
+        lines.append(
+            f"  word starts on the video timeline: median error {w['aligned_median']:.1f} ms, p90 {w['aligned_p90']:.1f} ms "
+            f"over {w['count']} words (naive: median {w['naive_median']:.1f} ms)"
+        )
+    p = summary["packing"]
+    if p:
+        b = p["budgets"]
+        lines += [
+            "",
+            f"pack (budgets: {b['frames']} frames, {b['samples']} samples, {b['tokens']} tokens)",
+            f"  {p['num_packs']} packs (lower bound {p['lower_bound']}), padding frames/samples/tokens "
+            f"{p['padding_percent'][0]} / {p['padding_percent'][1]} / {p['padding_percent'][2]} %",
+        ]
+        lines += [f"  pack {i}: {', '.join(keys)}" for i, keys in enumerate(p["packs"])]
     for s in summary["skipped"]:
         lines.append(f"skipped {s['key'] or '(shard)'} in {s['shard']}: {s['reason']}")
-    lines.append("")
-    lines.append("k/fps err: how far the naive 'frame k is at k/fps' time is from the real pts (max over the clip).")
+    lines += ["", "k/fps err: max distance of the naive 'frame k at k/fps' time from the real pts."]
     return "\n".join(lines)
