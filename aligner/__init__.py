@@ -2,8 +2,14 @@
 from aligner._align import AlignedSample, AlignmentReport, align
 from aligner._apply import audio_on_video_clock
 from aligner._clock import ClockModel
-from aligner._estimate import AVEstimate, estimate_av_offset
+from aligner._estimate import (
+    AVEstimate,
+    estimate_av_offset,
+    estimate_av_offset_from_arrays,
+    estimate_av_offset_from_features,
+)
 from aligner._interpolate import interpolate_features
+from aligner._signals import audio_onset_envelope, visual_change_events
 from aligner._spans import AlignedSpan, map_spans
 from aligner._text_offset import TextEstimate, estimate_text_offset, refine_word_times
 from aligner._time import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
@@ -18,7 +24,10 @@ __all__ = [
     "TextEstimate",
     "align",
     "audio_on_video_clock",
+    "audio_onset_envelope",
     "estimate_av_offset",
+    "estimate_av_offset_from_arrays",
+    "estimate_av_offset_from_features",
     "estimate_text_offset",
     "frame_played_at",
     "frame_range",
@@ -28,5 +37,6 @@ __all__ = [
     "sample_range",
     "samples_to_seconds",
     "seconds_to_samples",
+    "visual_change_events",
     "word_token_ranges",
 ]

@@ -138,7 +138,7 @@ def estimate_av_offset_from_features(
     min_confidence: float = 0.3,
     window_seconds: float = 4.0,
     max_drift_ppm: float = 3000.0,
-    min_drift_span_seconds: float = 6.0,
+    min_drift_span_seconds: float = 2.0,
     min_drift_windows: int = 4,
 ) -> AVEstimate:
     """Estimate offset and drift from cached features (the core of :func:`estimate_av_offset`).
@@ -152,7 +152,7 @@ def estimate_av_offset_from_features(
         audio_start_seconds: presentation time of the audio's first sample.
         max_offset_ms: search range ``[-max_offset_ms, +max_offset_ms]``.
         min_confidence: abstain below this confidence.
-        window_seconds: window length for the drift fit (50 % hop).
+        window_seconds: longest window for the drift fit (50 % hop); shorter (span / 4, >= 0.5 s) on short clips.
         max_drift_ppm: largest drift searched around the global peak by the windows.
         min_drift_span_seconds: events must span at least this long for drift to be fitted.
         min_drift_windows: at least this many windows must give an offset for drift to be fitted.
@@ -216,6 +216,8 @@ def estimate_av_offset_from_features(
     window_times: list[float] = []
     window_offsets: list[float] = []
     num_candidate_windows = 0
+    # Short clips: shorter windows (down to about one event each), at least four across the span.
+    window_seconds = float(np.clip(span_seconds / 4.0, 0.5, window_seconds))
     if span_seconds >= min_drift_span_seconds:
         start = float(event_pts[0])
         while start < float(event_pts[-1]):
@@ -297,7 +299,7 @@ def estimate_av_offset(
     hop_ms: float = 1.0,
     window_seconds: float = 4.0,
     max_drift_ppm: float = 3000.0,
-    min_drift_span_seconds: float = 6.0,
+    min_drift_span_seconds: float = 2.0,
 ) -> AVEstimate:
     """Estimate the A/V offset and drift of a clip from its content (flashes/cuts vs sound onsets).
 
@@ -308,7 +310,7 @@ def estimate_av_offset(
         min_confidence: below this the result abstains (``av_offset_ms is None``).
         feature: visual change feature, ``"luma_rise"`` (flashes) or ``"frame_difference"`` (motion, cuts).
         hop_ms: audio onset grid step.
-        window_seconds: window length for the drift fit.
+        window_seconds: longest window for the drift fit (shortened to span / 4 on short clips).
         max_drift_ppm: largest drift the windowed search allows.
         min_drift_span_seconds: events must span this long for drift to be fitted (else drift 0.0).
 

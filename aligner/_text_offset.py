@@ -37,12 +37,12 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["SpeechFeatures", "TextEstimate", "estimate_text_offset", "refine_word_times", "speech_features"]
 
-_PSR_NOISE = 5.0
-_PSR_FULL = 12.0
+_PSR_NOISE = 4.5
+_PSR_FULL = 10.0
 _DYNAMIC_RANGE_DB = 50.0
 _PAUSE_SECONDS = 0.08
 _MATCH_SECONDS = 0.025
-_MIN_MATCHES = 5
+_MIN_MATCHES = 3
 
 
 @dataclass(frozen=True)

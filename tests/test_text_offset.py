@@ -152,3 +152,101 @@ def test_rejects_bad_options() -> None:
         estimate_text_offset(audio, transcript, max_offset_ms=-1.0)
     with pytest.raises(ValueError, match="search_ms"):
         refine_word_times(audio, transcript.words, search_ms=0.0)
+
+
+_ESPEAK_SCRIPT = """
+import json, sys
+import numpy as np
+from scipy.signal import resample_poly
+from avalign.synth._espeak import synthesize_speech
+sentences, out = json.loads(sys.argv[1]), sys.argv[2]
+rng = np.random.default_rng(0)
+pieces, words, t = [np.zeros(8000)], [], 0.5
+for sentence in sentences:
+    speech = synthesize_speech(sentence)
+    y = resample_poly(speech.samples.astype(np.float64), 16000 // 50, speech.sample_rate // 50)
+    words += [(w.text, t + w.start_seconds, t + w.stop_seconds) for w in speech.words]
+    pause = int(rng.uniform(0.3, 0.8) * 16000)
+    pieces += [y, np.zeros(pause)]
+    t += (y.size + pause) / 16000
+np.save(out + ".npy", np.concatenate(pieces).astype(np.float32))
+json.dump(words, open(out + ".json", "w"))
+"""
+
+
+def test_espeak_speech_offset_and_refinement(tmp_path) -> None:
+    """Real TTS speech: word starts are espeak-ng's first phoneme events (exact sample indices)."""
+    import json
+    import subprocess
+    import sys
+
+    sentences = [
+        "The quick brown fox jumps over the lazy dog.",
+        "Seven bright lamps hang above the old wooden table.",
+        "Please call Stella and ask her to bring these things.",
+        "A large fawn jumped quickly over white zinc boxes.",
+    ]
+    out = str(tmp_path / "speech")
+    try:  # a subprocess, so that a missing or stuck libespeak-ng cannot break or hang the suite
+        result = subprocess.run([sys.executable, "-c", _ESPEAK_SCRIPT, json.dumps(sentences), out],
+                                capture_output=True, timeout=60, text=True)
+    except subprocess.TimeoutExpired:
+        pytest.skip("espeak-ng synthesis timed out")
+    if result.returncode != 0:
+        pytest.skip(f"espeak-ng synthesis unavailable: {result.stderr.strip().splitlines()[-1:]}")
+    samples = np.load(out + ".npy")
+    samples = samples + np.random.default_rng(1).normal(0, 1e-3, samples.size).astype(np.float32)
+    words = json.load(open(out + ".json"))
+    truth = np.array([start for _, start, _ in words])
+    audio = AudioClip(torch.from_numpy(samples)[None], SAMPLE_RATE, 0.0)
+    for text_offset_ms in (143.7, -300.0):
+        shift = text_offset_ms / 1000
+        stamped = tuple(Word(text, start + shift, stop + shift) for text, start, stop in words)
+        transcript = Transcript((Span("all", stamped[0].start_seconds, stamped[-1].stop_seconds, stamped),))
+        estimate = estimate_text_offset(audio, transcript)
+        assert estimate.text_offset_ms == pytest.approx(text_offset_ms, abs=15.0)
+    jitter = np.random.default_rng(2).normal(0, 0.02, truth.size)  # ASR-like word errors, 20 ms std
+    noisy = tuple(Word(text, start + j, stop) for (text, start, stop), j in zip(words, jitter))
+    refined = refine_word_times(audio, noisy)
+    errors_ms = np.abs(np.array([w.start_seconds for w in refined]) - truth) * 1000
+    assert float(np.median(errors_ms)) <= 20.0
+    assert float(np.percentile(errors_ms, 90)) <= 40.0
+
+
+def test_generated_sample_clips() -> None:
+    """sample_data/ speech (espeak, through real codecs, with beeps mixed in) against truth.json.
+
+    The transcript is rebuilt from the truth words (video timeline) with the clock model:
+    stamp = t·(1 + drift_ppm·1e-6) + av_offset_ms/1000 + text_offset_ms/1000.
+    """
+    import json
+    from pathlib import Path
+
+    import av
+
+    truth_path = Path(__file__).resolve().parent.parent / "sample_data" / "truth.json"
+    if not truth_path.exists():
+        pytest.skip("sample_data/truth.json not generated")
+    clips = json.loads(truth_path.read_text())["clips"]
+    clips = list(clips.values()) if isinstance(clips, dict) else clips
+    answered = 0
+    for clip in clips:
+        chunks, start_seconds = [], None
+        with av.open(str(truth_path.parent / clip["media"])) as container:
+            resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
+            for frame in container.decode(container.streams.audio[0]):
+                start_seconds = frame.time if start_seconds is None else start_seconds
+                chunks += [f.to_ndarray().reshape(-1) for f in resampler.resample(frame)]
+            chunks += [f.to_ndarray().reshape(-1) for f in resampler.resample(None)]
+        audio = AudioClip(torch.from_numpy(np.concatenate(chunks))[None], SAMPLE_RATE, float(start_seconds))
+        scale = 1 + clip["drift_ppm"] * 1e-6
+        shift = (clip["av_offset_ms"] + clip["text_offset_ms"]) / 1000
+        words = tuple(
+            Word(w["text"], w["start_seconds"] * scale + shift, w["stop_seconds"] * scale + shift) for w in clip["words"]
+        )
+        estimate = estimate_text_offset(audio, Transcript((Span("all", words[0].start_seconds, words[-1].stop_seconds, words),)))
+        if estimate.abstained:
+            continue  # a 5-6 s clip with 1-2 sentences may be too little evidence; never a wrong number
+        answered += 1
+        assert estimate.text_offset_ms == pytest.approx(clip["text_offset_ms"], abs=15.0), clip["media"]
+    assert answered >= len(clips) // 2
