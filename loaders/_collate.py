@@ -1,0 +1,402 @@
+"""Packed collate: aligned samples → one ``PackedBatch`` of fixed-capacity flat tensors per modality.
+
+Items are laid end to end in every modality; capacities equal the packing budgets, so every batch has
+the same shapes (no recompilation, a flat caching-allocator footprint)::
+
+    frames   |<- item 0: 90 ->|<- item 1: 60 ->|<- item 2: 120 ->|<---- padding ---->|   cap_frames = 300
+    cu_seqlens_frames   [0, 90, 150, 270, 270, 270, …]            (max_items + 1 entries, last value repeated)
+    segment_ids_frames  0 … 0 1 … 1 2 … 2 -1 … -1
+    position_ids_frames 0 … 89 0 … 59 0 … 119 0 … 0
+    samples  |<- item 0: 48000 ->|<- item 1: 32000 ->|<- item 2: 64000 ->|<- pad ->|   cap_samples = 160000
+
+Span index maps are in packed coordinates: a word with frames ``[f0, f1)`` of item ``i`` becomes
+``[cu_seqlens_frames[i] + f0, cu_seqlens_frames[i] + f1)``; likewise samples, tokens.
+
+On CUDA the uint8 frames and float32 audio are copied into reusable pinned staging buffers, sent with
+non-blocking copies, then resized (``interpolate``, bilinear, antialias), scaled to [0, 1] and normalised
+on the device. On CPU the same operations run in the same order on the host (no staging copy).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from typing import Any, Optional, Union
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from aligner._align import AlignedSample
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Collator", "PackedBatch", "item_lengths"]
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+"""Default per-channel mean (RGB, on [0, 1] values)."""
+IMAGENET_STD = (0.229, 0.224, 0.225)
+"""Default per-channel standard deviation."""
+SPAN_COLUMNS = ("item", "frame_start", "frame_stop", "sample_start", "sample_stop", "token_start", "token_stop")
+"""Columns of ``PackedBatch.word_spans`` / ``segment_spans``."""
+
+
+def item_lengths(sample: AlignedSample) -> tuple[int, int, int]:
+    """``(num_frames, num_samples, num_tokens)`` of an aligned sample: the packing lengths.
+
+    ``num_tokens`` is one past the largest word ``token_stop`` (0 without words).
+    """
+    num_frames = 0 if sample.video is None else sample.video.num_frames
+    num_tokens = max((w.token_stop for w in sample.words if w.token_stop is not None), default=0)
+    return int(num_frames), int(sample.audio.num_samples), int(num_tokens)
+
+
+@dataclasses.dataclass(frozen=True)
+class PackedBatch:
+    """Several aligned samples packed into flat, fixed-capacity tensors (one per modality).
+
+    Shapes are fixed by the budgets (``cap_frames``, ``cap_samples``, ``cap_tokens``) and the collator's
+    ``max_items`` / ``max_words`` / ``max_segments``; all index tensors are int32 except the span maps (int64).
+    """
+
+    frames: torch.Tensor
+    """float32 ``[cap_frames, 3, H, W]``: frames resized to ``frame_size``, scaled to [0, 1], normalised
+    with the collator's mean/std; zeros on padding."""
+    audio: torch.Tensor
+    """float32 ``[cap_samples]``: mono audio on the video clock at the loader's sample rate; zeros on padding."""
+    log_mel: Optional[torch.Tensor]
+    """float32 ``[cap_hops, n_mels]`` natural-log mel energies, hop ``h`` of an item covering its samples
+    ``[h·hop, h·hop + n_fft)`` (zero-padded at the item's end); None unless the collator has ``log_mel=True``."""
+    cu_seqlens_frames: torch.Tensor
+    """int32 ``[max_items + 1]``: item ``i`` owns frames ``[cu[i], cu[i+1])``; padded by repeating the last value."""
+    cu_seqlens_samples: torch.Tensor
+    """int32 ``[max_items + 1]``: the same for audio samples."""
+    cu_seqlens_tokens: torch.Tensor
+    """int32 ``[max_items + 1]``: the same for text tokens (the words' token ranges)."""
+    cu_seqlens_hops: Optional[torch.Tensor]
+    """int32 ``[max_items + 1]``: the same for log-mel hops; None without ``log_mel``."""
+    position_ids_frames: torch.Tensor
+    """int32 ``[cap_frames]``: index of each frame inside its item; 0 on padding."""
+    position_ids_samples: torch.Tensor
+    """int32 ``[cap_samples]``: index of each sample inside its item; 0 on padding."""
+    position_ids_tokens: torch.Tensor
+    """int32 ``[cap_tokens]``: index of each token inside its item; 0 on padding."""
+    position_ids_hops: Optional[torch.Tensor]
+    """int32 ``[cap_hops]``: index of each hop inside its item; None without ``log_mel``."""
+    segment_ids_frames: torch.Tensor
+    """int32 ``[cap_frames]``: item index of each frame; -1 on padding."""
+    segment_ids_samples: torch.Tensor
+    """int32 ``[cap_samples]``: item index of each audio sample; -1 on padding."""
+    segment_ids_tokens: torch.Tensor
+    """int32 ``[cap_tokens]``: item index of each token; -1 on padding."""
+    segment_ids_hops: Optional[torch.Tensor]
+    """int32 ``[cap_hops]``: item index of each hop; -1 on padding; None without ``log_mel``."""
+    word_spans: torch.Tensor
+    """int64 ``[max_words, 7]``, columns :data:`SPAN_COLUMNS` (item, frame start/stop, sample start/stop,
+    token start/stop) in packed coordinates, half-open; rows past ``num_words`` are -1. A word of an item
+    without video has an empty frame range at the item's first packed frame."""
+    segment_spans: torch.Tensor
+    """int64 ``[max_segments, 7]``: transcript segments, same columns (token columns -1); -1 past ``num_segments``."""
+    word_texts: tuple[str, ...]
+    """Text of each word row, in row order (``num_words`` entries)."""
+    num_items: int
+    """Items packed (``<= max_items``)."""
+    num_words: int
+    """Valid rows of ``word_spans``."""
+    num_segments: int
+    """Valid rows of ``segment_spans``."""
+    sample_keys: tuple[str, ...]
+    """Key of each item (``clip`` or ``clip@2`` for a window), in packed order."""
+    padding: dict[str, float]
+    """Fraction of each capacity that is padding: keys ``frames``, ``samples``, ``tokens`` (and ``hops``)."""
+
+    def __repr__(self) -> str:
+        parts = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, torch.Tensor):
+                parts.append(f"{field.name}={tuple(value.shape)}")
+            elif field.name in ("word_texts", "sample_keys"):
+                parts.append(f"{field.name}=<{len(value)}>")
+            elif field.name == "padding":
+                parts.append("padding={" + ", ".join(f"{k}: {v:.3f}" for k, v in value.items()) + "}")
+            else:
+                parts.append(f"{field.name}={value!r}")
+        return "PackedBatch(" + ", ".join(parts) + ")"
+
+
+class Collator:
+    """Packs a list of aligned samples into a :class:`PackedBatch` on ``device``.
+
+    Example:
+        >>> collate = Collator((300, 160000, 512), frame_size=(112, 112))       # doctest: +SKIP
+        >>> batch = collate([sample_a, sample_b])                                # doctest: +SKIP
+        >>> batch.cu_seqlens_frames[:3]                                          # doctest: +SKIP
+        tensor([  0,  90, 150], dtype=torch.int32)
+    """
+
+    def __init__(
+        self,
+        budgets: Sequence[int],
+        *,
+        frame_size: tuple[int, int] = (112, 112),
+        device: Union[str, torch.device] = "cpu",
+        mean: Sequence[float] = IMAGENET_MEAN,
+        std: Sequence[float] = IMAGENET_STD,
+        log_mel: bool = False,
+        sample_rate: int = 16000,
+        n_mels: int = 80,
+        n_fft: int = 400,
+        hop_length: int = 160,
+        max_items: int = 64,
+        max_words: int = 1024,
+        max_segments: int = 256,
+    ) -> None:
+        """Creates a collator.
+
+        Args:
+            budgets: ``(cap_frames, cap_samples, cap_tokens)``, the packing budgets.
+            frame_size: Output ``(height, width)`` of every frame.
+            device: Where the batch tensors live (``"cpu"``, ``"cuda"``, ``"cuda:1"``…).
+            mean: Per-channel mean subtracted after scaling to [0, 1].
+            std: Per-channel standard deviation divided by.
+            log_mel: Also compute per-item log-mel features (torchaudio) on the device.
+            sample_rate: Audio rate, for the mel filterbank.
+            n_mels: Mel bands.
+            n_fft: FFT size in samples.
+            hop_length: Hop in samples; an item of ``n`` samples gets ``n // hop_length`` hops.
+            max_items: Items per batch at most (fixes the ``cu_seqlens`` length).
+            max_words: Word rows at most.
+            max_segments: Segment rows at most.
+
+        Raises:
+            ValueError: A budget, size or count is not positive, or mean/std do not have 3 entries.
+        """
+        budgets = tuple(int(b) for b in budgets)
+        if len(budgets) != 3 or min(budgets) <= 0:
+            raise ValueError(f"budgets must be 3 positive ints (frames, samples, tokens), got {budgets = }.")
+        if len(frame_size) != 2 or min(frame_size) <= 0:
+            raise ValueError(f"frame_size must be (height, width) > 0, got {frame_size = }.")
+        if len(mean) != 3 or len(std) != 3 or min(std) <= 0:
+            raise ValueError(f"mean and std need 3 entries (RGB), std > 0; got {mean = }, {std = }.")
+        for name, value in (("max_items", max_items), ("max_words", max_words), ("max_segments", max_segments),
+                            ("hop_length", hop_length), ("n_fft", n_fft), ("n_mels", n_mels)):
+            if int(value) <= 0:
+                raise ValueError(f"{name} must be >= 1, got {value}.")
+        if n_fft < hop_length:
+            raise ValueError(f"n_fft must be >= hop_length, got {n_fft = }, {hop_length = }.")
+        self.budgets = budgets
+        self.frame_size = (int(frame_size[0]), int(frame_size[1]))
+        self.device = torch.device(device)
+        self.max_items, self.max_words, self.max_segments = int(max_items), int(max_words), int(max_segments)
+        self.hop_length, self.n_fft = int(hop_length), int(n_fft)
+        self._mean = torch.tensor(mean, dtype=torch.float32, device=self.device).view(1, 3, 1, 1)
+        self._std = torch.tensor(std, dtype=torch.float32, device=self.device).view(1, 3, 1, 1)
+        self._mel = None
+        if log_mel:
+            import torchaudio
+
+            self._mel = torchaudio.transforms.MelSpectrogram(
+                sample_rate=sample_rate, n_fft=self.n_fft, hop_length=self.hop_length, n_mels=n_mels, center=False
+            ).to(self.device)
+        self.n_mels = int(n_mels)
+        self._staged = self.device.type == "cuda"
+        self._staging_frames: Optional[torch.Tensor] = None
+        self._staging_audio: Optional[torch.Tensor] = None
+        self._staging_ready: Any = None  # CUDA event: last batch's copies out of staging are done
+
+    @property
+    def cap_hops(self) -> int:
+        """Hop capacity: ``cap_samples // hop_length``."""
+        return self.budgets[1] // self.hop_length
+
+    def __call__(self, samples: Sequence[AlignedSample]) -> PackedBatch:
+        """Packs ``samples`` (in order) into one batch.
+
+        Raises:
+            ValueError: Too many items, words or segments, or a modality over its budget; the message
+                names the counts, the limits and the keys.
+        """
+        samples = list(samples)
+        lengths = np.array([item_lengths(s) for s in samples], dtype=np.int64).reshape(-1, 3)
+        self._check_fits(samples, lengths)
+        cap_frames, cap_samples, cap_tokens = self.budgets
+        hops = lengths[:, 1] // self.hop_length
+        cu = {name: _cu(lengths[:, j], self.max_items) for j, name in enumerate(("frames", "samples", "tokens"))}
+        cu["hops"] = _cu(hops, self.max_items)
+        if self._staged:
+            self._wait_staging()
+        frames = self._pack_frames(samples, cu["frames"], cap_frames)
+        audio = self._pack_audio(samples, cu["samples"], cap_samples)
+        if self._staged:
+            self._staging_ready = torch.cuda.Event()
+            self._staging_ready.record(torch.cuda.current_stream(self.device))
+        log_mel = None
+        if self._mel is not None:
+            log_mel = self._pack_log_mel(audio, cu["samples"], cu["hops"], len(samples))
+        ids = {}
+        for name, cap in (("frames", cap_frames), ("samples", cap_samples), ("tokens", cap_tokens), ("hops", self.cap_hops)):
+            ids[name] = _ids(cu[name], len(samples), cap)
+        words, word_texts = self._span_rows(samples, cu, level="word", limit=self.max_words)
+        segments, _ = self._span_rows(samples, cu, level="segment", limit=self.max_segments)
+        padding = {
+            "frames": 1.0 - int(cu["frames"][-1]) / cap_frames,
+            "samples": 1.0 - int(cu["samples"][-1]) / cap_samples,
+            "tokens": 1.0 - int(cu["tokens"][-1]) / cap_tokens,
+        }
+        if self._mel is not None:
+            padding["hops"] = 1.0 - int(cu["hops"][-1]) / max(self.cap_hops, 1)
+
+        def dev(array: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(array).to(self.device, non_blocking=True)
+
+        with_mel = self._mel is not None
+        return PackedBatch(
+            frames=frames,
+            audio=audio,
+            log_mel=log_mel,
+            cu_seqlens_frames=dev(cu["frames"]),
+            cu_seqlens_samples=dev(cu["samples"]),
+            cu_seqlens_tokens=dev(cu["tokens"]),
+            cu_seqlens_hops=dev(cu["hops"]) if with_mel else None,
+            position_ids_frames=dev(ids["frames"][0]),
+            position_ids_samples=dev(ids["samples"][0]),
+            position_ids_tokens=dev(ids["tokens"][0]),
+            position_ids_hops=dev(ids["hops"][0]) if with_mel else None,
+            segment_ids_frames=dev(ids["frames"][1]),
+            segment_ids_samples=dev(ids["samples"][1]),
+            segment_ids_tokens=dev(ids["tokens"][1]),
+            segment_ids_hops=dev(ids["hops"][1]) if with_mel else None,
+            word_spans=dev(words),
+            segment_spans=dev(segments),
+            word_texts=tuple(word_texts),
+            num_items=len(samples),
+            num_words=len(word_texts),
+            num_segments=int((segments[:, 0] >= 0).sum()),
+            sample_keys=tuple(s.key for s in samples),
+            padding=padding,
+        )
+
+    def empty(self) -> PackedBatch:
+        """An all-padding batch (``num_items == 0``), e.g. to keep ranks in step."""
+        return self([])
+
+    def _check_fits(self, samples: list[AlignedSample], lengths: np.ndarray) -> None:
+        if len(samples) > self.max_items:
+            raise ValueError(f"{len(samples)} items exceed max_items={self.max_items}; raise max_items or lower the budgets.")
+        totals = lengths.sum(axis=0) if len(samples) else np.zeros(3, dtype=np.int64)
+        for j, name in enumerate(("frames", "samples", "tokens")):
+            if totals[j] > self.budgets[j]:
+                raise ValueError(
+                    f"{name}: {int(totals[j])} over the budget {self.budgets[j]} for keys {[s.key for s in samples]}; "
+                    "pack with the same budgets as the collator."
+                )
+        num_words = sum(len(s.words) for s in samples)
+        num_segments = sum(len(s.segments) for s in samples)
+        if num_words > self.max_words or num_segments > self.max_segments:
+            raise ValueError(
+                f"{num_words} words / {num_segments} segments exceed max_words={self.max_words} / "
+                f"max_segments={self.max_segments}; raise them."
+            )
+        for sample in samples:
+            video = sample.video
+            if video is not None and video.num_frames and video.frames.shape[-1] != 3:
+                raise ValueError(f"item {sample.key!r}: frames must be RGB [T, H, W, 3], got {tuple(video.frames.shape)}.")
+
+    def _wait_staging(self) -> None:
+        """Blocks until the previous batch's copies have left the pinned staging buffers."""
+        if self._staging_ready is not None:
+            self._staging_ready.synchronize()
+            self._staging_ready = None
+
+    def _staging(self, attribute: str, numel: int, dtype: torch.dtype) -> torch.Tensor:
+        """A pinned host buffer of at least ``numel`` elements, grown (×1.5) only when too small."""
+        buffer = getattr(self, attribute)
+        if buffer is None or buffer.numel() < numel:
+            size = max(numel, int(1.5 * (0 if buffer is None else buffer.numel())))
+            buffer = torch.empty(size, dtype=dtype, pin_memory=True)
+            setattr(self, attribute, buffer)
+            logger.debug("staging buffer %s grown to %d elements", attribute, size)
+        return buffer
+
+    def _to_device(self, pieces: list[torch.Tensor], attribute: str, dtype: torch.dtype) -> list[torch.Tensor]:
+        """Copies host tensors to the device, through one pinned staging buffer when the device is CUDA."""
+        if not self._staged:
+            return pieces
+        staging = self._staging(attribute, sum(p.numel() for p in pieces), dtype)
+        out, offset = [], 0
+        for piece in pieces:
+            view = staging[offset : offset + piece.numel()].view(piece.shape)
+            view.copy_(piece)
+            out.append(view.to(self.device, non_blocking=True))
+            offset += piece.numel()
+        return out
+
+    def _pack_frames(self, samples: list[AlignedSample], cu: np.ndarray, cap: int) -> torch.Tensor:
+        height, width = self.frame_size
+        out = torch.empty((cap, 3, height, width), dtype=torch.float32, device=self.device)
+        used = int(cu[len(samples)])
+        out[used:].zero_()
+        pieces = [s.video.frames for s in samples if s.video is not None and s.video.num_frames]
+        moved = iter(self._to_device(pieces, "_staging_frames", torch.uint8))
+        for i, sample in enumerate(samples):
+            if sample.video is None or not sample.video.num_frames:
+                continue
+            x = next(moved).permute(0, 3, 1, 2).float()
+            if tuple(x.shape[-2:]) != self.frame_size:
+                x = F.interpolate(x, size=self.frame_size, mode="bilinear", antialias=True, align_corners=False)
+            out[int(cu[i]) : int(cu[i + 1])] = (x / 255.0 - self._mean) / self._std
+        return out
+
+    def _pack_audio(self, samples: list[AlignedSample], cu: np.ndarray, cap: int) -> torch.Tensor:
+        out = torch.zeros(cap, dtype=torch.float32, device=self.device)
+        mono = [s.audio.samples.mean(dim=0) if s.audio.samples.shape[0] > 1 else s.audio.samples[0] for s in samples]
+        for i, x in enumerate(self._to_device(mono, "_staging_audio", torch.float32)):
+            out[int(cu[i]) : int(cu[i + 1])] = x
+        return out
+
+    def _pack_log_mel(self, audio: torch.Tensor, cu_samples: np.ndarray, cu_hops: np.ndarray, num_items: int) -> torch.Tensor:
+        out = torch.zeros((self.cap_hops, self.n_mels), dtype=torch.float32, device=self.device)
+        for i in range(num_items):
+            h0, h1 = int(cu_hops[i]), int(cu_hops[i + 1])
+            if h1 == h0:
+                continue
+            x = F.pad(audio[int(cu_samples[i]) : int(cu_samples[i + 1])], (0, self.n_fft - self.hop_length))
+            mel = self._mel(x)  # [n_mels, h1 - h0]
+            out[h0:h1] = torch.log(mel.clamp_min(1e-10)).T
+        return out
+
+    def _span_rows(self, samples: list[AlignedSample], cu: dict, *, level: str, limit: int) -> tuple[np.ndarray, list[str]]:
+        rows = np.full((limit, len(SPAN_COLUMNS)), -1, dtype=np.int64)
+        texts: list[str] = []
+        r = 0
+        for i, sample in enumerate(samples):
+            f, a, t = int(cu["frames"][i]), int(cu["samples"][i]), int(cu["tokens"][i])
+            for span in sample.words if level == "word" else sample.segments:
+                f0 = f + (span.frame_start or 0)
+                f1 = f + (span.frame_stop or 0)
+                t0 = -1 if span.token_start is None else t + span.token_start
+                t1 = -1 if span.token_stop is None else t + span.token_stop
+                rows[r] = (i, f0, f1, a + span.sample_start, a + span.sample_stop, t0, t1)
+                texts.append(span.text)
+                r += 1
+        return rows, texts
+
+
+def _cu(lengths: np.ndarray, max_items: int) -> np.ndarray:
+    """int32 cumulative lengths ``[0, l0, l0+l1, …]`` padded to ``max_items + 1`` by repeating the last value."""
+    out = np.zeros(max_items + 1, dtype=np.int32)
+    out[1 : len(lengths) + 1] = np.cumsum(lengths)
+    out[len(lengths) + 1 :] = out[len(lengths)]
+    return out
+
+
+def _ids(cu: np.ndarray, num_items: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """int32 position ids (0 on padding) and segment ids (-1 on padding) over a capacity of ``cap``."""
+    positions = np.zeros(cap, dtype=np.int32)
+    segments = np.full(cap, -1, dtype=np.int32)
+    for i in range(num_items):
+        start, stop = int(cu[i]), int(cu[i + 1])
+        positions[start:stop] = np.arange(stop - start, dtype=np.int32)
+        segments[start:stop] = i
+    return positions, segments

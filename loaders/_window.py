@@ -1,0 +1,170 @@
+"""Windowing stage: a clip longer than ``window_seconds`` becomes consecutive windows ``key@0``, ``key@1``, ….
+
+Windows tile the aligned sample's timeline ``[T0, T1)`` with no gap and no overlap::
+
+    video time  T0            T0+W          T0+2W         T1
+                |-------------|-------------|------|
+    windows     [  key@0      )[  key@1     )[key@2)          (the last one may be shorter)
+    frames      pts rule: frame k is in window i iff a_i <= pts[k] < b_i
+    samples     [round((a_i - T0)·sr), round((b_i - T0)·sr))   (half-up; counts add up to the whole)
+    spans       those overlapping [a_i, b_i), clipped to it; frame/sample/token ranges re-based on the window
+
+Nothing is decoded or resampled again: frames and audio are sliced from the aligned sample (whose clock
+values were estimated or given once for the whole clip), so a span's samples are exactly the samples it
+had in the parent, re-based to the window's first sample. A window's audio starts at
+``T0 + round((a_i - T0)·sr) / sr``, within half a sample of ``a_i``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Iterable, Iterator
+from typing import Optional
+
+import numpy as np
+
+from aligner._align import AlignedSample
+from aligner._spans import AlignedSpan
+from aligner._time import frame_range, seconds_to_samples
+from loaders._records import VideoClip
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["split_windows", "windows"]
+
+_TOLERANCE_SECONDS = 1e-9
+"""A clip at most this much longer than ``window_seconds`` is not cut (float noise)."""
+
+
+def windows(samples: Iterable[AlignedSample], *, window_seconds: Optional[float]) -> Iterator[AlignedSample]:
+    """Cuts each sample longer than ``window_seconds`` into consecutive windows (a stage).
+
+    Args:
+        samples: Aligned samples (e.g. from :func:`aligner.align`).
+        window_seconds: Window length in seconds (> 0); None passes samples through unchanged.
+
+    Yields:
+        Samples of at most ``window_seconds``; a cut sample yields ``key@0``, ``key@1``, … in time order,
+        a sample that fits is yielded unchanged (same key).
+
+    Raises:
+        ValueError: ``window_seconds`` is not a positive finite number.
+
+    Example:
+        >>> parts = list(windows([sample_of_25_seconds], window_seconds=10.0))  # doctest: +SKIP
+        >>> [p.key for p in parts]                                              # doctest: +SKIP
+        ['clip@0', 'clip@1', 'clip@2']
+    """
+    for sample in samples:
+        yield from split_windows(sample, window_seconds=window_seconds)
+
+
+def split_windows(sample: AlignedSample, *, window_seconds: Optional[float]) -> list[AlignedSample]:
+    """The windows of one sample (see :func:`windows`)."""
+    if window_seconds is None:
+        return [sample]
+    if not (isinstance(window_seconds, (int, float)) and math.isfinite(window_seconds) and window_seconds > 0):
+        raise ValueError(f"window_seconds must be a positive number of seconds, got {window_seconds = !r}; try 10.0.")
+    start, stop = float(sample.start_seconds), float(sample.stop_seconds)
+    duration = stop - start
+    if duration <= window_seconds + _TOLERANCE_SECONDS:
+        return [sample]
+    num_windows = int(math.ceil((duration - _TOLERANCE_SECONDS) / window_seconds))
+    out = []
+    for index in range(num_windows):
+        window_start = start + index * window_seconds
+        window_stop = min(start + (index + 1) * window_seconds, stop)
+        out.append(_cut(sample, window_start, window_stop, key=f"{sample.key}@{index}"))
+    return out
+
+
+def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key: str) -> AlignedSample:
+    """The part of ``sample`` over ``[window_start, window_stop)`` with re-based index ranges."""
+    sample_rate = sample.audio.sample_rate
+    origin = float(sample.start_seconds)
+    sample_start = min(seconds_to_samples(window_start - origin, sample_rate), sample.audio.num_samples)
+    sample_stop = min(seconds_to_samples(window_stop - origin, sample_rate), sample.audio.num_samples)
+    audio = dataclasses.replace(
+        sample.audio,
+        samples=sample.audio.samples[:, sample_start:sample_stop].clone(),
+        start_seconds=origin + sample_start / sample_rate,
+    )
+    video: Optional[VideoClip] = None
+    frame_start = 0
+    if sample.video is not None:
+        pts = sample.video.pts_seconds.numpy()
+        frame_start, frame_stop = frame_range(pts, window_start, window_stop)
+        video = dataclasses.replace(
+            sample.video,
+            frames=sample.video.frames[frame_start:frame_stop].clone(),
+            pts_seconds=sample.video.pts_seconds[frame_start:frame_stop].clone(),
+        )
+    rebase = dict(
+        window_start=window_start,
+        window_stop=window_stop,
+        origin=origin,
+        sample_rate=sample_rate,
+        sample_offset=sample_start,
+        num_samples=audio.num_samples,
+        pts=None if video is None else video.pts_seconds.numpy(),
+    )
+    words = _clip_spans(sample.words, **rebase)
+    segments = _clip_spans(sample.segments, **rebase)
+    return dataclasses.replace(
+        sample,
+        video=video,
+        audio=audio,
+        words=words,
+        segments=segments,
+        start_seconds=window_start,
+        stop_seconds=window_stop,
+        key=key,
+    )
+
+
+def _clip_spans(
+    spans: tuple[AlignedSpan, ...],
+    *,
+    window_start: float,
+    window_stop: float,
+    origin: float,
+    sample_rate: int,
+    sample_offset: int,
+    num_samples: int,
+    pts: Optional[np.ndarray],
+) -> tuple[AlignedSpan, ...]:
+    """Spans overlapping the window, clipped to it, with frame/sample/token ranges relative to the window."""
+    kept = []
+    for span in spans:
+        s, e = span.start_seconds, span.stop_seconds
+        overlaps = e > window_start and s < window_stop
+        point_inside = s == e and window_start <= s < window_stop
+        if overlaps or point_inside:
+            kept.append(span)
+    token_base = min((span.token_start for span in kept if span.token_start is not None), default=0)
+    out = []
+    for span in kept:
+        s, e = max(span.start_seconds, window_start), min(span.stop_seconds, window_stop)
+        frame_start = frame_stop = None
+        if pts is not None:
+            frame_start, frame_stop = frame_range(pts, s, e)
+        # Same rounding as the parent (relative to the parent's origin), then re-based: a span keeps its samples.
+        sample_start = min(max(seconds_to_samples(s - origin, sample_rate) - sample_offset, 0), num_samples)
+        sample_stop = min(max(seconds_to_samples(e - origin, sample_rate) - sample_offset, sample_start), num_samples)
+        token_start = None if span.token_start is None else span.token_start - token_base
+        token_stop = None if span.token_stop is None else span.token_stop - token_base
+        out.append(
+            dataclasses.replace(
+                span,
+                start_seconds=s,
+                stop_seconds=e,
+                frame_start=frame_start,
+                frame_stop=frame_stop,
+                sample_start=sample_start,
+                sample_stop=sample_stop,
+                token_start=token_start,
+                token_stop=token_stop,
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,148 @@
+"""Packed collate and windowing, checked against closed-form positions of synthetic inputs (no decoding)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from aligner._align import align
+from loaders._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
+from loaders._records import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
+from loaders._window import split_windows, windows
+
+SAMPLE_RATE = 16000
+FPS = 10
+
+
+def make_sample(key: str, *, seconds: float, words: list[tuple[str, float, float]], seed: int, height: int = 8,
+                width: int = 10, audio=None):
+    """An aligned sample with frames at k / FPS, audio at 16 kHz from 0 and the given words (no estimation)."""
+    rng = np.random.default_rng(seed)
+    num_frames = int(round(seconds * FPS))
+    frames = torch.from_numpy(rng.integers(0, 256, size=(num_frames, height, width, 3), dtype=np.uint8))
+    pts = torch.arange(num_frames, dtype=torch.float64) / FPS
+    metadata = VideoMetadata("h264", width, height, float(FPS), num_frames, 0.0, seconds, fps_from_content=float(FPS))
+    video = VideoClip(frames, pts, metadata)
+    if audio is None:
+        audio = rng.uniform(-1, 1, size=(1, int(round(seconds * SAMPLE_RATE)))).astype(np.float32)
+    clip = AudioClip(torch.from_numpy(audio), SAMPLE_RATE, 0.0)
+    spans = tuple(Span(text, s, e, words=(Word(text, s, e),)) for text, s, e in words)
+    return align(video, clip, Transcript(spans), sample_rate=SAMPLE_RATE, estimate=False, key=key)
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return [
+        make_sample("a", seconds=1.0, words=[("hi", 0.25, 0.55), ("there", 0.6, 0.9)], seed=1),
+        make_sample("b", seconds=0.5, words=[], seed=2),
+        make_sample("c", seconds=0.8, words=[("yes", 0.1, 0.45)], seed=3),
+    ]
+
+
+def test_values_in_packed_coordinates(samples):
+    collate = Collator((32, 48000, 8), frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)
+    batch = collate(samples)
+    assert isinstance(batch, PackedBatch)
+    # Closed form: 10, 5, 8 frames; 16000, 8000, 12800 samples; 2, 0, 1 tokens.
+    assert batch.cu_seqlens_frames.tolist() == [0, 10, 15, 23, 23]
+    assert batch.cu_seqlens_samples.tolist() == [0, 16000, 24000, 36800, 36800]
+    assert batch.cu_seqlens_tokens.tolist() == [0, 2, 2, 3, 3]
+    assert batch.cu_seqlens_frames.dtype == torch.int32
+    assert batch.frames.shape == (32, 3, 8, 10) and batch.audio.shape == (48000,)
+    assert batch.segment_ids_frames.tolist() == [0] * 10 + [1] * 5 + [2] * 8 + [-1] * 9
+    assert batch.position_ids_frames.tolist() == list(range(10)) + list(range(5)) + list(range(8)) + [0] * 9
+    assert batch.segment_ids_tokens.tolist() == [0, 0, 2, -1, -1, -1, -1, -1]
+    assert batch.position_ids_tokens.tolist() == [0, 1, 0, 0, 0, 0, 0, 0]
+    assert (batch.segment_ids_samples[36800:] == -1).all() and int(batch.segment_ids_samples[24000]) == 2
+    assert int(batch.position_ids_samples[24000 + 17]) == 17
+    # Pixels: (x / 255 - mean) / std, no resize at the native size.
+    mean, std = np.array(IMAGENET_MEAN).reshape(1, 3, 1, 1), np.array(IMAGENET_STD).reshape(1, 3, 1, 1)
+    for i, sample in enumerate(samples):
+        f0, f1 = int(batch.cu_seqlens_frames[i]), int(batch.cu_seqlens_frames[i + 1])
+        expected = (sample.video.frames.numpy().transpose(0, 3, 1, 2) / 255.0 - mean) / std
+        np.testing.assert_allclose(batch.frames[f0:f1].numpy(), expected, rtol=0, atol=1e-5)
+        a0, a1 = int(batch.cu_seqlens_samples[i]), int(batch.cu_seqlens_samples[i + 1])
+        assert torch.equal(batch.audio[a0:a1], sample.audio.samples[0])
+    assert not batch.frames[23:].any() and not batch.audio[36800:].any()
+    # Words: "hi" [0.25, 0.55) → frames [3, 6), samples [4000, 8800); "yes" of item 2 [0.1, 0.45) → frames [1, 5),
+    # samples [1600, 7200), shifted by item 2's offsets (15 frames, 24000 samples, 2 tokens).
+    assert batch.num_words == 3 and batch.word_texts == ("hi", "there", "yes")
+    assert batch.word_spans.dtype == torch.int64
+    assert batch.word_spans[:3].tolist() == [
+        [0, 3, 6, 4000, 8800, 0, 1],
+        [0, 6, 9, 9600, 14400, 1, 2],
+        [2, 15 + 1, 15 + 5, 24000 + 1600, 24000 + 7200, 2, 3],
+    ]
+    assert (batch.word_spans[3:] == -1).all()
+    assert batch.segment_spans[2].tolist() == [2, 16, 20, 25600, 31200, -1, -1] and batch.num_segments == 3
+    assert batch.sample_keys == ("a", "b", "c") and batch.num_items == 3
+    assert batch.padding == pytest.approx({"frames": 9 / 32, "samples": 1 - 36800 / 48000, "tokens": 5 / 8})
+
+
+def test_resize_keeps_uniform_frames_and_shapes():
+    sample = make_sample("u", seconds=0.3, words=[], seed=0, height=16, width=20)
+    flat = torch.full_like(sample.video.frames, 200)
+    sample = type(sample)(**{**sample.__dict__, "video": VideoClip(flat, sample.video.pts_seconds, sample.video.metadata)})
+    batch = Collator((4, 8000, 2), frame_size=(6, 7), max_items=2, max_words=1, max_segments=1)([sample])
+    assert batch.frames.shape == (4, 3, 6, 7)
+    expected = (200 / 255 - np.array(IMAGENET_MEAN)) / np.array(IMAGENET_STD)  # a flat image stays flat
+    np.testing.assert_allclose(batch.frames[:3].mean(dim=(2, 3)).numpy(), np.tile(expected, (3, 1)), atol=1e-5)
+
+
+def test_empty_batch_is_all_padding():
+    batch = Collator((4, 100, 2), frame_size=(2, 2), max_items=3, max_words=2, max_segments=2).empty()
+    assert batch.num_items == 0 and batch.cu_seqlens_samples.tolist() == [0, 0, 0, 0]
+    assert (batch.segment_ids_frames == -1).all() and (batch.word_spans == -1).all()
+    assert batch.padding == {"frames": 1.0, "samples": 1.0, "tokens": 1.0}
+
+
+def test_over_budget_and_too_many_items_raise(samples):
+    with pytest.raises(ValueError, match="frames: 23 over the budget 20"):
+        Collator((20, 48000, 8), frame_size=(8, 10), max_items=4)(samples)
+    with pytest.raises(ValueError, match="exceed max_items=2"):
+        Collator((32, 48000, 8), frame_size=(8, 10), max_items=2)(samples)
+
+
+def test_repr_shows_shapes_not_values(samples):
+    text = repr(Collator((32, 48000, 8), frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)(samples))
+    assert text.startswith("PackedBatch(frames=(32, 3, 8, 10), audio=(48000,)") and "tensor(" not in text
+
+
+def test_log_mel_peak_at_tone_frequency():
+    import torchaudio
+
+    t = np.arange(SAMPLE_RATE) / SAMPLE_RATE
+    tone = (0.5 * np.sin(2 * math.pi * 1000 * t)).astype(np.float32)[None]
+    sample = make_sample("tone", seconds=1.0, words=[], seed=0, audio=tone)
+    collate = Collator((16, 24000, 2), frame_size=(8, 10), log_mel=True, max_items=2, max_words=1, max_segments=1)
+    batch = collate([sample])
+    assert batch.log_mel.shape == (150, 80) and batch.cu_seqlens_hops.tolist() == [0, 100, 100]
+    assert (batch.segment_ids_hops[100:] == -1).all() and not batch.log_mel[100:].any()
+    fbanks = torchaudio.functional.melscale_fbanks(201, 0.0, 8000.0, 80, SAMPLE_RATE)  # [freqs, mels]
+    centres = torch.linspace(0, 8000, 201)[fbanks.argmax(dim=0)]
+    peak = batch.log_mel[10:90].mean(dim=0).argmax()
+    assert abs(float(centres[peak]) - 1000.0) < 60.0
+
+
+def test_windows_tile_the_clip():
+    sample = make_sample("w", seconds=2.5, words=[("long", 0.9, 1.2), ("end", 2.2, 2.4)], seed=4)
+    parts = list(windows([sample], window_seconds=1.0))
+    assert [p.key for p in parts] == ["w@0", "w@1", "w@2"]
+    assert [p.video.num_frames for p in parts] == [10, 10, 5]
+    assert [p.audio.num_samples for p in parts] == [16000, 16000, 8000]
+    assert torch.equal(torch.cat([p.audio.samples for p in parts], dim=1), sample.audio.samples)
+    assert torch.equal(parts[1].video.pts_seconds, torch.arange(10, 20, dtype=torch.float64) / FPS)
+    assert [(p.start_seconds, p.stop_seconds) for p in parts] == [(0.0, 1.0), (1.0, 2.0), (2.0, 2.5)]
+    first, second = parts[0].words[0], parts[1].words[0]
+    assert (first.start_seconds, first.stop_seconds, first.frame_start, first.frame_stop) == (0.9, 1.0, 9, 10)
+    assert (first.sample_start, first.sample_stop) == (14400, 16000)
+    assert (second.start_seconds, second.stop_seconds, second.frame_start, second.frame_stop) == (1.0, 1.2, 0, 2)
+    assert (second.sample_start, second.sample_stop) == (0, 3200)
+    last = parts[2].words[0]
+    assert (last.text, last.frame_start, last.frame_stop, last.sample_start, last.sample_stop) == ("end", 2, 4, 3200, 6400)
+    assert (last.token_start, last.token_stop) == (0, 1)
+    assert split_windows(sample, window_seconds=5.0) == [sample]
+    with pytest.raises(ValueError, match="window_seconds must be a positive"):
+        split_windows(sample, window_seconds=0.0)

@@ -1,0 +1,235 @@
+"""make_loader: determinism across worker counts, resume at start/middle/end, skipped samples, rank sync."""
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import tarfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from loaders._loader import make_loader
+from loaders.errors import SampleError
+from tests.conftest import ffmpeg
+from tests.resume_helper import assert_same, run_test_save_load_state
+
+FPS = 10
+SAMPLE_RATE = 16000
+BUDGETS = (20, 32000, 16)
+WINDOW_SECONDS = 0.5
+
+
+def _transcript(words: list[tuple[str, float, float]]) -> bytes:
+    segment = {"start": words[0][1], "end": words[-1][2], "text": " ".join(w for w, _, _ in words),
+               "words": [{"word": w, "start": s, "end": e} for w, s, e in words]}
+    return json.dumps({"segments": [segment]}).encode()
+
+
+def _write_tar(path: Path, members: list[tuple[str, bytes]]) -> None:
+    with tarfile.open(path, "w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory) -> dict:
+    """3 shards: 7 good clips (1.0 / 1.3 / 0.7 s at 10 fps, AAC 16 kHz), one corrupt mp4, one bad transcript,
+    one sample without video. Returns the shard paths and the expected windows per key."""
+    d = tmp_path_factory.mktemp("shards")
+    media = {}
+    for seconds in (1.0, 1.3, 0.7):
+        out = d / f"clip{seconds}.mp4"
+        ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-f", "lavfi", "-i", f"sine=f=440:r={SAMPLE_RATE}",
+               "-t", str(seconds), "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(out))
+        media[seconds] = out.read_bytes()
+    words = _transcript([("one", 0.1, 0.3), ("two", 0.4, 0.65), ("three", 0.7, 0.9)])
+    align_json = json.dumps({"av_offset_ms": 0.0, "drift_ppm": 0.0, "text_offset_ms": 0.0}).encode()
+    layout = [
+        [("k00", 1.0, words, True), ("k01", 1.3, words, False), ("bad_mp4", None, words, False)],
+        [("k10", 0.7, words, False), ("k11", 1.0, None, True), ("bad_txt", 1.0, b"{not json", False)],
+        [("k20", 1.3, words, False), ("no_video", "none", words, False), ("k21", 0.7, words, False)],
+    ]
+    paths, expected = [], {}
+    for index, samples in enumerate(layout):
+        members = []
+        for key, seconds, transcript, with_align in samples:
+            if seconds is None:
+                members.append((f"{key}.mp4", b"\x00\x00\x00\x18ftypmp42 this is not a video"))
+            elif seconds != "none":
+                members.append((f"{key}.mp4", media[seconds]))
+                if not key.startswith("bad"):
+                    expected[key] = int(np.ceil(seconds / WINDOW_SECONDS - 1e-9))
+            if transcript is not None:
+                members.append((f"{key}.json", transcript))
+            if with_align:
+                members.append((f"{key}.align.json", align_json))
+        path = d / f"shard-{index:06d}.tar"
+        _write_tar(path, members)
+        paths.append(str(path))
+    return {"paths": paths, "expected": expected}
+
+
+def _loader(shards, **kwargs):
+    options = dict(seed=3, budgets=BUDGETS, window_seconds=WINDOW_SECONDS, buffer_size=4, frame_size=(24, 32),
+                   max_items=8, max_words=16)
+    options.update(kwargs)
+    return make_loader(shards["paths"], **options)
+
+
+def _digest(batches) -> list:
+    return [(b.sample_keys, b.frames.numpy().tobytes(), b.audio.numpy().tobytes(), b.word_spans.numpy().tobytes())
+            for b in batches]
+
+
+def test_every_window_once_and_skips_counted(shards):
+    loader = _loader(shards)
+    batches = list(loader)
+    keys = [k for b in batches for k in b.sample_keys]
+    expected = sorted(f"{k}@{i}" for k, n in shards["expected"].items() for i in range(n))
+    assert sorted(keys) == expected and len(keys) == len(set(keys))
+    for batch in batches:  # budgets hold: the windows of a clip are 5 frames / 8000 samples (the last shorter)
+        assert int(batch.cu_seqlens_frames[-1]) <= BUDGETS[0] and int(batch.cu_seqlens_samples[-1]) <= BUDGETS[1]
+        assert batch.frames.shape == (BUDGETS[0], 3, 24, 32)
+    stats, all_batches = loader.stats, batches
+    assert stats.skipped == {"decode": 1, "transcript": 1, "missing_video": 1}
+    reasons = {key: (Path(shard).name, reason) for shard, key, reason in stats.skipped_samples}
+    assert reasons == {"bad_mp4": ("shard-000000.tar", "decode"), "bad_txt": ("shard-000001.tar", "transcript"),
+                       "no_video": ("shard-000002.tar", "missing_video")}
+    assert stats.samples_read == 9 and stats.batches_yielded == len(batches) and stats.items_yielded == len(expected) == sum(b.num_items for b in all_batches)
+    total_frames = sum(int(b.cu_seqlens_frames[-1]) for b in all_batches)
+    assert stats.padding["frames"] == pytest.approx(1 - total_frames / (len(all_batches) * BUDGETS[0]))
+
+
+def test_window_samples_match_clip_duration(shards):
+    batch_items = {}
+    for batch in _loader(shards):
+        for i, key in enumerate(batch.sample_keys):
+            batch_items[key] = int(batch.cu_seqlens_samples[i + 1] - batch.cu_seqlens_samples[i])
+    # 1.3 s clip → windows of 0.5, 0.5, 0.3 s at 16 kHz (video timeline: 13 frames at 10 fps).
+    assert [batch_items[f"k01@{i}"] for i in range(3)] == [8000, 8000, 4800]
+    assert [batch_items[f"k10@{i}"] for i in range(2)] == [8000, 3200]
+
+
+def test_same_batches_for_0_and_2_workers(shards):
+    reference = _digest(_loader(shards, num_workers=0))
+    assert _digest(_loader(shards, num_workers=2)) == reference
+    assert _digest(_loader(shards, num_workers=1)) == reference
+    other_seed = _digest(_loader(shards, seed=4))
+    assert sorted(k for b in other_seed for k in b[0]) == sorted(k for b in reference for k in b[0])
+
+
+def test_epochs_differ_and_repeat(shards):
+    loader = _loader(shards)
+    first = _digest(loader)
+    second = _digest(loader)  # epoch 1 (advanced automatically)
+    loader.set_epoch(0)
+    assert _digest(loader) == first
+    assert [b[0] for b in second] != [b[0] for b in first]
+
+
+# Small budgets and windows leave items buffered in the packer and packs ready at the save points, so the
+# restore must decode buffered items again (checked below), not only skip ahead.
+RESUME = dict(window_seconds=0.4, buffer_size=8, budgets=(9, 16000, 16))
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_resume_start_middle_end(shards, num_workers):
+    positions = ("start", 1, "middle", 5, "end") if num_workers == 0 else (1, "middle")
+    reference = run_test_save_load_state(
+        lambda: _loader(shards, num_workers=num_workers, **RESUME), (), positions=positions,
+        iterate=lambda stage, _: iter(stage),
+    )
+    assert len(reference) == 7
+    loader = _loader(shards, **RESUME)
+    it = iter(loader)
+    next(it)
+    packer = loader.state_dict()["packer"]
+    assert len(packer["buffer"]) > 0 and len(packer["ready"]) > 0
+
+
+def test_restore_is_fast_and_small(shards):
+    loader = _loader(shards)
+    it = iter(loader)
+    head = [next(it) for _ in range(2)]
+    state = pickle.loads(pickle.dumps(loader.state_dict()))
+    assert len(pickle.dumps(state)) < 20_000  # metadata only: no tensors
+    rest = list(it)
+    restored = _loader(shards)
+    started = time.perf_counter()
+    restored.load_state_dict(state)
+    assert time.perf_counter() - started < 1.0
+    assert_same(list(restored), rest, where="restored")
+    assert head
+
+
+def test_raise_mode_names_shard_key_reason(shards):
+    with pytest.raises(SampleError, match=r"bad_mp4.*reason=decode"):
+        list(_loader(shards, on_error="raise"))
+
+
+def test_over_budget_clip_without_windows_is_skipped(shards):
+    loader = _loader(shards, window_seconds=None, budgets=(12, 32000, 16))
+    keys = [key for batch in loader for key in batch.sample_keys]
+    stats = loader.stats
+    assert stats.skipped["over_budget"] == 2  # the two 1.3 s clips have 13 frames > 12
+    assert sorted(keys) == ["k00", "k10", "k11", "k21"]
+
+
+def _rank_main(rank: int, paths: list, init_file: str, out_dir: str) -> None:
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+    try:
+        result = {}
+        for even_batches in ("drop", "pad"):
+            loader = make_loader(paths, seed=3, budgets=BUDGETS, window_seconds=WINDOW_SECONDS, buffer_size=4,
+                                 frame_size=(24, 32), max_items=8, max_words=16, even_batches=even_batches)
+            keys = [list(batch.sample_keys) for batch in loader]
+            result[even_batches] = {"keys": keys, "dropped": loader.stats.batches_dropped_for_sync}
+        Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_ranks_yield_the_same_number_of_batches(shards, tmp_path):
+    # spawn (as torchrun does): forking a test process that already ran decoders and thread pools can deadlock.
+    torch.multiprocessing.start_processes(
+        _rank_main, args=(shards["paths"], str(tmp_path / "init"), str(tmp_path)), nprocs=2, start_method="spawn"
+    )
+    results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    windows = sum(shards["expected"].values())
+    for mode in ("drop", "pad"):
+        ranks = [result[mode] for result in results]
+        counts = [len(r["keys"]) for r in ranks]
+        assert counts[0] == counts[1] > 0, mode
+        keys = [{k for batch in r["keys"] for k in batch} for r in ranks]
+        assert not keys[0] & keys[1]  # disjoint shards per rank
+        if mode == "pad":  # nothing lost: the short rank yields empty batches
+            assert len(keys[0]) + len(keys[1]) == windows and any(batch == [] for r in ranks for batch in r["keys"])
+        else:  # the long rank's tail is dropped and counted
+            assert len(keys[0]) + len(keys[1]) < windows and max(r["dropped"] for r in ranks) > 0
+
+
+def test_sample_data_shards_every_frame_once():
+    from tests.conftest import SAMPLE_DATA, sample_truth
+
+    truth = sample_truth()
+    paths = sorted(str(p) for p in (SAMPLE_DATA / "shards").glob("*.tar"))
+    if not paths:
+        pytest.skip("sample_data/shards missing: run `make sample-data`")
+    loader = make_loader(paths, seed=0, window_seconds=5.0, budgets=(300, 160_000, 512), buffer_size=8,
+                         frame_size=(16, 16))
+    frames: dict[str, int] = {}
+    for batch in loader:
+        for i, key in enumerate(batch.sample_keys):
+            clip = key.split("@")[0]
+            frames[clip] = frames.get(clip, 0) + int(batch.cu_seqlens_frames[i + 1] - batch.cu_seqlens_frames[i])
+    assert loader.stats.skipped == {}
+    assert frames == {clip: record["num_frames"] for clip, record in truth.items()}  # generator's frame counts
