@@ -27,7 +27,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from aligner._align import AlignedSample
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # aligner imports loaders' records: no runtime import at module level (cycle)
+    from aligner._align import AlignedSample
+
 
 logger = logging.getLogger(__name__)
 

@@ -37,7 +37,6 @@ from typing import Any, Literal, Optional, Union
 
 import torch
 
-from aligner._align import AlignedSample, align
 from loaders._audio import read_audio
 from loaders._collate import Collator, PackedBatch, item_lengths
 from loaders._pack import OnlinePacker, PackItem
@@ -46,6 +45,11 @@ from loaders._transcripts import read_transcript
 from loaders._video import read_video
 from loaders._window import split_windows
 from loaders.errors import DecodeError, SampleError, TranscriptError
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # aligner imports loaders' records: no runtime import at module level (cycle)
+    from aligner._align import AlignedSample
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +153,8 @@ def _decode_sample(sample: dict, options: _Options) -> list[AlignedSample]:
     else:
         kwargs = dict(estimate=options.estimate)
     try:
+        from aligner._align import align
+
         aligned = align(video, audio, transcript, sample_rate=options.sample_rate, key=key, **kwargs)
     except (ValueError, IndexError) as error:
         raise SampleError(f"cannot align: {error}", shard=url, key=key, reason="align") from None

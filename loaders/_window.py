@@ -24,10 +24,14 @@ from typing import Optional
 
 import numpy as np
 
-from aligner._align import AlignedSample
-from aligner._spans import AlignedSpan
 from aligner._time import frame_range, seconds_to_samples
 from loaders._records import VideoClip
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # aligner imports loaders' records: no runtime import at module level (cycle)
+    from aligner._align import AlignedSample
+    from aligner._spans import AlignedSpan
 
 logger = logging.getLogger(__name__)
 
