@@ -18,9 +18,10 @@ own demux index, because decord reports Matroska times from zero and fails on VP
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import math
-from typing import Literal, Optional
+from typing import Iterator, Literal, Optional
 
 import numpy as np
 import torch
@@ -38,6 +39,8 @@ Backend = Literal["auto", "pyav", "decord"]
 _BACKENDS = ("auto", "pyav", "decord")
 DEFAULT_MAX_PIXELS = 3840 * 2160
 """Largest frame (width × height) decoded unless the caller raises it: 4K UHD."""
+_SEEK_RETRIES = 3
+"""Keyframes tried before a target when a seek lands after it, before falling back to the stream start."""
 _VFR_TOLERANCE = 0.10
 """A clip is VFR when some frame duration differs from the median by more than this fraction."""
 
@@ -173,19 +176,47 @@ class _FrameBuffer:
         return out.clone() if self._count < self._data.shape[0] // 2 else out
 
 
-def _decode_range_pyav(container, stream, start: float, stop: float, seek_to: Optional[float], hint: Optional[int]):
+def _timed(decoder, time_base: float, clock: Optional[_BestEffortClock] = None) -> Iterator[tuple[float, object]]:
+    """``(pts_seconds, frame)`` of decoded frames, by FFmpeg's best-effort rule; untimed frames dropped."""
+    clock = clock or _BestEffortClock()
+    for frame in decoder:
+        ts = clock(frame.pts, frame.dts)
+        if ts is not None:
+            yield float(ts * time_base), frame
+
+
+def _frames_from(container, stream, index: FrameIndex, seconds: float) -> Iterator[tuple[float, object]]:
+    """Timed frames from a seek point whose first frame is at or before ``seconds``.
+
+    Some demuxers seek by decode timestamps (AVI with B-frames): asking for the keyframe presented at
+    1.48 s can land on the next one, presented at 1.6 s. Then earlier keyframes are tried, and at
+    last the start of the stream, so no frame before the target is ever silently missed.
+    """
+    time_base = float(stream.time_base)
+    keys = index.keyframe_pts_seconds
+    candidates = [float(k) for k in keys[keys <= seconds][::-1][:_SEEK_RETRIES]] + [None]
+    for keyframe in candidates:
+        target = int(math.floor(keyframe / time_base)) if keyframe is not None else (stream.start_time or 0)
+        container.seek(target, stream=stream, backward=True, any_frame=False)
+        frames = _timed(container.decode(stream), time_base)
+        first = next(frames, None)
+        if first is None:
+            continue
+        if keyframe is None or first[0] <= seconds + 1e-9:
+            return itertools.chain([first], frames)
+        logger.debug("seek to keyframe %.6f s landed at %.6f s (> %.6f s): trying an earlier one", keyframe, first[0], seconds)
+    return iter(())
+
+
+def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int]):
     """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3])."""
-    time_base = stream.time_base
-    if seek_to is not None:
-        container.seek(int(math.floor(seek_to / float(time_base))), stream=stream, backward=True, any_frame=False)
-    clock = _BestEffortClock()
+    if index is None:
+        frames = _timed(container.decode(stream), float(stream.time_base))
+    else:
+        frames = _frames_from(container, stream, index, start)
     pts_out: list[float] = []
     buffer = _FrameBuffer(hint, stream.codec_context.height, stream.codec_context.width)
-    for frame in container.decode(stream):
-        ts = clock(frame.pts, frame.dts)
-        if ts is None:
-            continue
-        t = float(ts * time_base)
+    for t, frame in frames:
         if t >= stop:
             break
         if t < start:
@@ -197,9 +228,7 @@ def _decode_range_pyav(container, stream, start: float, stop: float, seek_to: Op
 
 def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex):
     """For each target time, the frame on screen then; seeks only when the next keyframe is ahead of us."""
-    time_base = float(stream.time_base)
-    decoder = None
-    clock = _BestEffortClock()
+    frames: Optional[Iterator[tuple[float, object]]] = None
     position = -math.inf  # pts of the last decoded frame
     prev: Optional[tuple[float, object]] = None  # last frame with pts <= current target
     pending: Optional[tuple[float, object]] = None  # first frame with pts > current target
@@ -208,25 +237,20 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
     rgb_out: list[np.ndarray] = []
     for t in targets:
         keyframe = index.keyframe_at_or_before(float(t))
-        if decoder is None or keyframe > position + 1e-9:
-            container.seek(int(math.floor(keyframe / time_base)), stream=stream, backward=True, any_frame=False)
-            decoder = container.decode(stream)
-            clock = _BestEffortClock()
+        if frames is None or keyframe > position + 1e-9:
+            frames = _frames_from(container, stream, index, float(t))
             prev = pending = None
         while pending is None or pending[0] <= t:
             if pending is not None:
                 prev, pending = pending, None
-            frame = next(decoder, None)
-            if frame is None:
+            item = next(frames, None)
+            if item is None:
                 break
-            ts = clock(frame.pts, frame.dts)
-            if ts is None:
-                continue
-            position = ts * time_base
+            position = item[0]
             if position <= t:
-                prev = (position, frame)
+                prev = item
             else:
-                pending = (position, frame)
+                pending = item
         if prev is None:
             continue  # target before the first frame: nothing on screen
         if prev[0] not in converted:
@@ -276,7 +300,7 @@ def _read_pyav(source, label, start, stop, fps, max_pixels, num_threads) -> Vide
             pts, frames = (
                 ([], _stack([], meta.height, meta.width))
                 if hi <= lo
-                else _decode_range_pyav(container, stream, lo, hi, index.keyframe_at_or_before(lo), int(b - a))
+                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a))
             )
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
