@@ -142,8 +142,21 @@ def _check_window(start_seconds: Optional[float], stop_seconds: Optional[float],
         raise ValueError(f"fps must be > 0, got {fps = }")
 
 
-def _rgb(frame) -> np.ndarray:
-    return frame.to_ndarray(format="rgb24")
+class _RGB:
+    """Frame → RGB24 array with one reusable swscale context per decode.
+
+    ``frame.to_ndarray(format="rgb24")`` builds a new conversion context for every frame: measured
+    0.59 ms per 160x120 frame here, against 0.11 ms with a reused ``VideoReformatter`` (decode itself:
+    0.15 ms). Not shared between calls or threads.
+    """
+
+    def __init__(self) -> None:
+        from av.video.reformatter import VideoReformatter
+
+        self._reformatter = VideoReformatter()
+
+    def __call__(self, frame) -> np.ndarray:
+        return self._reformatter.reformat(frame, format="rgb24").to_ndarray()
 
 
 class _FrameBuffer:
@@ -215,6 +228,7 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
     else:
         frames = _frames_from(container, stream, index, start)
     pts_out: list[float] = []
+    rgb = _RGB()
     buffer = _FrameBuffer(hint, stream.codec_context.height, stream.codec_context.width)
     for t, frame in frames:
         if t >= stop:
@@ -222,7 +236,7 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
         if t < start:
             continue
         pts_out.append(t)
-        buffer.append(_rgb(frame))
+        buffer.append(rgb(frame))
     return pts_out, buffer.tensor()
 
 
@@ -233,6 +247,7 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
     prev: Optional[tuple[float, object]] = None  # last frame with pts <= current target
     pending: Optional[tuple[float, object]] = None  # first frame with pts > current target
     converted: dict[float, np.ndarray] = {}
+    rgb = _RGB()
     pts_out: list[float] = []
     rgb_out: list[np.ndarray] = []
     for t in targets:
@@ -254,7 +269,7 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
         if prev is None:
             continue  # target before the first frame: nothing on screen
         if prev[0] not in converted:
-            converted = {prev[0]: _rgb(prev[1])}  # keep one: consecutive targets reuse it
+            converted = {prev[0]: rgb(prev[1])}  # keep one: consecutive targets reuse it
         pts_out.append(prev[0])
         rgb_out.append(converted[prev[0]])
     return pts_out, rgb_out
