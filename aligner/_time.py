@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "frame_played_at",
+    "seconds_to_ticks",
+    "ticks_to_seconds",
     "frame_range",
     "sample_range",
     "samples_to_seconds",
@@ -108,6 +110,23 @@ def frame_played_at(pts_seconds: Sequence[float] | np.ndarray, seconds: float | 
             f"valid times are >= {pts[0]:.6f} s"
         )
     return np.searchsorted(pts, times, side="right") - 1
+
+
+def ticks_to_seconds(ticks, time_base) -> float | np.ndarray:
+    """Container ticks → seconds, correctly rounded: ``ticks · num / den``.
+
+    ``ticks * float(time_base)`` is not: with a 1/10 s time base, 4 ticks give 0.39999999999999997,
+    and a frame at 0.4 s would fall into the window that ends at 0.4 s.
+    """
+    num, den = time_base.numerator, time_base.denominator
+    if isinstance(ticks, (int, np.integer)):
+        return int(ticks) * num / den
+    return np.asarray(ticks, dtype=np.int64).astype(np.float64) * num / den
+
+
+def seconds_to_ticks(seconds: float, time_base) -> int:
+    """Seconds → the nearest container tick (the inverse of :func:`ticks_to_seconds` for tick-exact times)."""
+    return int(round(seconds * time_base.denominator / time_base.numerator))
 
 
 def is_close_seconds(a: float, b: float, *, tolerance_seconds: float = 1e-6) -> bool:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aligner._time import ticks_to_seconds
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["FrameIndex", "scan_frame_index"]
@@ -69,7 +71,7 @@ def scan_frame_index(container, stream) -> FrameIndex:
     A packet's time is its pts, or its dts when the container stores none (AVI). Packets without
     either, and empty packets (flush markers, AVI "drop" frames), are not frames and are skipped.
     """
-    time_base = float(stream.time_base)
+    time_base = stream.time_base
     times: list[int] = []
     keys: list[bool] = []
     durations: list[int] = []
@@ -87,9 +89,9 @@ def scan_frame_index(container, stream) -> FrameIndex:
         return FrameIndex(np.zeros(0), np.zeros(0, dtype=bool), 0.0)
     order = np.argsort(np.asarray(times, dtype=np.int64), kind="stable")
     ticks = np.asarray(times, dtype=np.int64)[order]
-    pts = ticks.astype(np.float64) * time_base
+    pts = ticks_to_seconds(ticks, time_base)
     is_key = np.asarray(keys, dtype=bool)[order]
-    last_duration = durations[order[-1]] * time_base
+    last_duration = ticks_to_seconds(int(durations[order[-1]]), time_base)
     if last_duration <= 0 and pts.size > 1:
         last_duration = float(np.median(np.diff(pts)))
     return FrameIndex(pts_seconds=pts, is_keyframe=is_key, end_seconds=float(pts[-1] + last_duration))

@@ -172,7 +172,7 @@ def _shard_events(shard_position: int, url: str, options: _Options, plan: _Resum
     try:
         yield from _shard_samples_events(shard_position, url, options, plan, report, reports)
     except ShardError as error:
-        raise SampleError(str(error), shard=error.shard, key=error.key, reason=error.reason) from None
+        raise SampleError(error.message, shard=error.shard, key=error.key, reason=error.reason) from None
 
 
 def _shard_samples_events(shard_position: int, url: str, options: _Options, plan: _ResumePlan, report: Any,
@@ -187,8 +187,18 @@ def _shard_samples_events(shard_position: int, url: str, options: _Options, plan
             yield ("skip", (shard_position, event_index, 0), shard, name, reason, f"shard problem: {reason}")
             event_index += 1
 
-    members = tar_members(url, on_error=options.on_error, report=report)
-    for sample in group_by_key(members, url=url, on_error=options.on_error, report=report):
+    samples = group_by_key(tar_members(url), url=url, on_error=options.on_error, report=report)
+    while True:
+        try:
+            sample = next(samples, None)
+        except ShardError as error:
+            if options.on_error == "raise" or error.reason != "open":
+                raise
+            logger.warning("skipping shard: %s", error)
+            report(url, "", "open")
+            sample = None
+        if sample is None:
+            break
         yield from drain_reports()
         position = (shard_position, event_index)
         event_index += 1

@@ -15,6 +15,7 @@ import logging
 import os
 import random
 import tarfile
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
 
 logger = logging.getLogger(__name__)
@@ -27,6 +28,7 @@ __all__ = [
     "shuffle_shards",
     "split_shards",
     "tar_members",
+    "TarMember",
 ]
 
 OnError = Literal["skip", "raise"]
@@ -39,7 +41,7 @@ class ShardError(ValueError):
 
     def __init__(self, message: str, *, shard: str, key: str = "", reason: str = "shard") -> None:
         super().__init__(f"{message} [shard={shard!r}, key={key!r}, reason={reason}]")
-        self.shard, self.key, self.reason = shard, key, reason
+        self.message, self.shard, self.key, self.reason = message, shard, key, reason
 
 
 def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
@@ -96,61 +98,57 @@ def _safe_member_name(name: str) -> bool:
     return ".." not in parts
 
 
-def tar_members(
-    url: str,
-    *,
-    on_error: OnError = "skip",
-    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
-    report: Optional[Callable[[str, str, str], None]] = None,
-) -> Iterator[tuple[str, bytes]]:
-    """Yield ``(member_name, bytes)`` of the regular files of a tar shard, streaming.
+@dataclass(frozen=True)
+class TarMember:
+    """One tar member as the shard stage sees it."""
 
-    Hostile or unreadable members are skipped (``report(shard, name, reason)`` is called) or raise
-    :class:`ShardError` with ``on_error="raise"``. A truncated tar ends the shard with a ``truncated``
-    report: the members read before the damage are kept.
+    name: str
+    """The member's name in the tar (never used as a file path)."""
+    data: bytes
+    """Its bytes; empty when ``problem`` is set."""
+    problem: str = ""
+    """Empty for a good member; else a reason code: ``unsafe_name``, ``member_type``, ``too_large``, ``truncated``."""
+    message: str = ""
+    """What is wrong, for logs and errors."""
+
+
+def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES) -> Iterator[TarMember]:
+    """Yield the regular-file members of a tar shard, streaming, flagging the ones that must not be used.
+
+    A hostile member (absolute name, ``..``, link, device, over ``max_member_bytes``) is yielded with its
+    ``problem`` set and no data. A truncated or corrupt tar ends with one ``truncated`` member named
+    after the member being read when the damage was found (``""`` if no member had started).
+
+    Raises:
+        ShardError: the shard cannot be opened (reason ``open``).
     """
-
-    def refuse(name: str, reason: str, message: str) -> None:
-        if on_error == "raise":
-            raise ShardError(message, shard=url, key=name, reason=reason)
-        logger.warning("skipping tar member %r of %s: %s", name, url, message)
-        if report:
-            report(url, name, reason)
-
     try:
         stream = open_shard(url)
     except (OSError, ValueError) as e:
-        if on_error == "raise":
-            raise ShardError(f"cannot open shard: {e}", shard=url, reason="open") from e
-        logger.warning("skipping shard %s: cannot open it: %s", url, e)
-        if report:
-            report(url, "", "open")
-        return
+        raise ShardError(f"cannot open shard: {e}", shard=url, reason="open") from e
+    reading = ""
     with stream:
         try:
             with tarfile.open(fileobj=stream, mode="r|*") as archive:
                 for member in archive:
-                    name = member.name
+                    name = reading = member.name
+                    if member.isdir():
+                        continue
                     if not member.isfile():
-                        if not member.isdir():
-                            refuse(name, "member_type", f"tar member {name!r} is not a regular file (link/device)")
-                        continue
-                    if not _safe_member_name(name):
-                        refuse(name, "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
-                        continue
-                    if member.size > max_member_bytes:
-                        refuse(name, "too_large", f"tar member {name!r} is {member.size} bytes > max_member_bytes={max_member_bytes}")
-                        continue
-                    handle = archive.extractfile(member)
-                    data = handle.read() if handle is not None else b""
-                    if len(data) != member.size:
-                        refuse(name, "truncated", f"tar member {name!r} is truncated ({len(data)} of {member.size} bytes)")
-                        return
-                    yield name, data
+                        yield TarMember(name, b"", "member_type", f"tar member {name!r} is not a regular file (link/device)")
+                    elif not _safe_member_name(name):
+                        yield TarMember(name, b"", "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
+                    elif member.size > max_member_bytes:
+                        yield TarMember(name, b"", "too_large", f"tar member {name!r} is {member.size} bytes > {max_member_bytes = }")
+                    else:
+                        handle = archive.extractfile(member)
+                        data = handle.read() if handle is not None else b""
+                        if len(data) != member.size:
+                            yield TarMember(name, b"", "truncated", f"tar member {name!r} is truncated ({len(data)} of {member.size} bytes)")
+                            return
+                        yield TarMember(name, data)
         except (tarfile.TarError, EOFError, OSError, ValueError) as e:
-            if isinstance(e, ShardError):
-                raise
-            refuse("", "truncated", f"tar stream ended early or is corrupt: {e}")
+            yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}")
 
 
 def _split_key(name: str) -> tuple[str, str]:
@@ -162,41 +160,60 @@ def _split_key(name: str) -> tuple[str, str]:
 
 
 def group_by_key(
-    members: Iterable[tuple[str, bytes]],
+    members: Iterable[Union[TarMember, tuple[str, bytes]]],
     *,
     url: str = "",
     on_error: OnError = "skip",
     report: Optional[Callable[[str, str, str], None]] = None,
 ) -> Iterator[dict]:
-    """Group consecutive members by key into samples; a key seen again later is a duplicate and is dropped."""
+    """Group consecutive members by key into samples.
+
+    A sample is dropped whole, and reported ONCE under its key, when: a member of it has a problem
+    (hostile name, link, too large, truncated), its key was already seen (a non-consecutive repeat:
+    ``duplicate_key``), or one of its extensions repeats. A truncated member ends the shard.
+    """
     seen: set[str] = set()
     current: Optional[dict] = None
+    dropping: Optional[str] = None  # key of the sample being dropped (its later members are ignored silently)
 
-    def duplicate(key: str, what: str) -> None:
+    def drop(key: str, reason: str, message: str) -> None:
         if on_error == "raise":
-            raise ShardError(f"duplicate {what} in shard", shard=url, key=key, reason="duplicate_key")
-        logger.warning("shard %s: duplicate %s %r dropped", url, what, key)
+            raise ShardError(message, shard=url, key=key, reason=reason)
+        logger.warning("shard %s: sample %r dropped (%s): %s", url, key, reason, message)
         if report:
-            report(url, key, "duplicate_key")
+            report(url, key, reason)
 
-    for name, data in members:
-        key, ext = _split_key(name)
+    for member in members:
+        if not isinstance(member, TarMember):
+            member = TarMember(*member)
+        key, ext = _split_key(member.name)
+        if current is not None and key != current["__key__"]:
+            yield current
+            current = None
+        if dropping is not None and key == dropping:
+            continue
+        dropping = None
+        if member.problem:
+            drop(key, member.problem, member.message)
+            current, dropping = None, key
+            seen.add(key)
+            if member.problem == "truncated":
+                return
+            continue
         if not ext:
             continue  # no extension: not part of any sample (e.g. a README in the tar)
-        if current is not None and key == current["__key__"]:
-            if ext in current:
-                duplicate(key, f"member {name!r}")
+        if current is None:
+            if key in seen:
+                drop(key, "duplicate_key", f"key {key!r} appears again after other keys; the first copy is kept")
+                dropping = key
                 continue
-            current[ext] = data
+            seen.add(key)
+            current = {"__key__": key, "__url__": url}
+        elif ext in current:
+            drop(key, "duplicate_key", f"member {member.name!r} appears twice in sample {key!r}")
+            current, dropping = None, key
             continue
-        if current is not None:
-            yield current
-        if key in seen:
-            duplicate(key, "key")
-            current = None
-            continue
-        seen.add(key)
-        current = {"__key__": key, "__url__": url, ext: data}
+        current[ext] = member.data
     if current is not None:
         yield current
 
@@ -225,5 +242,12 @@ def shard_samples(
     if seed is not None:
         shards = shuffle_shards(shards, seed=seed, epoch=epoch)
     for url in split_shards(shards, rank=rank, world_size=world_size, worker_id=worker_id, num_workers=num_workers):
-        members = tar_members(url, on_error=on_error, report=report)
-        yield from group_by_key(members, url=url, on_error=on_error, report=report)
+        try:
+            members = tar_members(url)
+            yield from group_by_key(members, url=url, on_error=on_error, report=report)
+        except ShardError as e:
+            if on_error == "raise" or e.reason != "open":
+                raise
+            logger.warning("skipping shard %s: %s", url, e)
+            if report:
+                report(url, "", "open")

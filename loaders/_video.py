@@ -26,6 +26,7 @@ from typing import Iterator, Literal, Optional
 import numpy as np
 import torch
 
+from aligner._time import seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, scan_frame_index
 from loaders._records import VideoClip, VideoMetadata
 from loaders._source import MediaSource, describe_source, open_for_pyav
@@ -82,11 +83,11 @@ def _open(source: MediaSource, label: str):
 
 
 def _header_metadata(stream, *, backend: str) -> VideoMetadata:
-    time_base = float(stream.time_base) if stream.time_base else 0.0
+    time_base = stream.time_base
     rate = stream.average_rate or stream.guessed_rate or stream.base_rate
     ctx = stream.codec_context
-    start = stream.start_time * time_base if stream.start_time is not None else 0.0
-    duration = stream.duration * time_base if stream.duration else None
+    start = ticks_to_seconds(stream.start_time, time_base) if stream.start_time is not None and time_base else 0.0
+    duration = ticks_to_seconds(stream.duration, time_base) if stream.duration and time_base else None
     return VideoMetadata(
         codec=ctx.name,
         width=int(ctx.width),
@@ -189,13 +190,13 @@ class _FrameBuffer:
         return out.clone() if self._count < self._data.shape[0] // 2 else out
 
 
-def _timed(decoder, time_base: float, clock: Optional[_BestEffortClock] = None) -> Iterator[tuple[float, object]]:
+def _timed(decoder, time_base, clock: Optional[_BestEffortClock] = None) -> Iterator[tuple[float, object]]:
     """``(pts_seconds, frame)`` of decoded frames, by FFmpeg's best-effort rule; untimed frames dropped."""
     clock = clock or _BestEffortClock()
     for frame in decoder:
         ts = clock(frame.pts, frame.dts)
         if ts is not None:
-            yield float(ts * time_base), frame
+            yield ticks_to_seconds(ts, time_base), frame
 
 
 def _frames_from(container, stream, index: FrameIndex, seconds: float) -> Iterator[tuple[float, object]]:
@@ -205,11 +206,11 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float) -> Iterat
     1.48 s can land on the next one, presented at 1.6 s. Then earlier keyframes are tried, and at
     last the start of the stream, so no frame before the target is ever silently missed.
     """
-    time_base = float(stream.time_base)
+    time_base = stream.time_base
     keys = index.keyframe_pts_seconds
     candidates = [float(k) for k in keys[keys <= seconds][::-1][:_SEEK_RETRIES]] + [None]
     for keyframe in candidates:
-        target = int(math.floor(keyframe / time_base)) if keyframe is not None else (stream.start_time or 0)
+        target = seconds_to_ticks(keyframe, time_base) if keyframe is not None else (stream.start_time or 0)
         container.seek(target, stream=stream, backward=True, any_frame=False)
         frames = _timed(container.decode(stream), time_base)
         first = next(frames, None)
@@ -224,7 +225,7 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float) -> Iterat
 def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int]):
     """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3])."""
     if index is None:
-        frames = _timed(container.decode(stream), float(stream.time_base))
+        frames = _timed(container.decode(stream), stream.time_base)
     else:
         frames = _frames_from(container, stream, index, start)
     pts_out: list[float] = []

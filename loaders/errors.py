@@ -27,6 +27,7 @@ class SampleError(ValueError):
 
     def __init__(self, message: str, *, shard: str = "", key: str = "", reason: str = "error") -> None:
         super().__init__(f"{message} [shard={shard!r}, key={key!r}, reason={reason}]")
+        self.message = message
         self.shard = shard
         self.key = key
         self.reason = reason

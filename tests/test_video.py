@@ -123,3 +123,15 @@ def test_bad_inputs_raise_clear_errors(media_dir, tmp_path):
         loaders.read_video(media_dir / "cfr30.mp4", max_pixels=100 * 100)
     with pytest.raises(ValueError, match="backend"):
         loaders.read_video(media_dir / "cfr30.mp4", backend="opencv")
+
+
+def test_pts_are_the_correctly_rounded_tick_times(media_dir):
+    """pts = ticks·num/den exactly: 4 ticks of 1/25 s must be 0.16, not 0.16000000000000003 (window edges)."""
+    from fractions import Fraction
+
+    clip = loaders.read_video(media_dir / "start05.mp4")
+    index = loaders.probe_video(media_dir / "start05.mp4")[1]
+    for t in clip.pts_seconds.tolist():
+        assert t == float(Fraction(t).limit_denominator(10**6))  # exactly the nearest double of a short rational
+    assert clip.pts_seconds.tolist() == index.pts_seconds.tolist()
+    assert loaders.read_video(media_dir / "start05.mp4", start_seconds=0.54, stop_seconds=0.62).pts_seconds.tolist() == [0.54, 0.58]
