@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from dataclasses import dataclass
 import math
 from typing import Iterator, Literal, Optional
 
@@ -151,13 +152,18 @@ class _RGB:
     0.15 ms). Not shared between calls or threads.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, size: Optional[tuple[int, int]] = None) -> None:
         from av.video.reformatter import VideoReformatter
 
         self._reformatter = VideoReformatter()
+        self._size = size
 
     def __call__(self, frame) -> np.ndarray:
-        return self._reformatter.reformat(frame, format="rgb24").to_ndarray()
+        if self._size is None:
+            return self._reformatter.reformat(frame, format="rgb24").to_ndarray()
+        height, width = self._size
+        # One swscale pass converts and scales ("area" averaging: the right filter for downscaling).
+        return self._reformatter.reformat(frame, format="rgb24", width=width, height=height, interpolation="AREA").to_ndarray()
 
 
 class _FrameBuffer:
@@ -222,15 +228,17 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float) -> Iterat
     return iter(())
 
 
-def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int]):
+def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int],
+                       size: Optional[tuple[int, int]] = None):
     """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3])."""
     if index is None:
         frames = _timed(container.decode(stream), stream.time_base)
     else:
         frames = _frames_from(container, stream, index, start)
     pts_out: list[float] = []
-    rgb = _RGB()
-    buffer = _FrameBuffer(hint, stream.codec_context.height, stream.codec_context.width)
+    rgb = _RGB(size)
+    height, width = size or (stream.codec_context.height, stream.codec_context.width)
+    buffer = _FrameBuffer(hint, height, width)
     for t, frame in frames:
         if t >= stop:
             break
@@ -241,14 +249,14 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
     return pts_out, buffer.tensor()
 
 
-def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex):
+def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None):
     """For each target time, the frame on screen then; seeks only when the next keyframe is ahead of us."""
     frames: Optional[Iterator[tuple[float, object]]] = None
     position = -math.inf  # pts of the last decoded frame
     prev: Optional[tuple[float, object]] = None  # last frame with pts <= current target
     pending: Optional[tuple[float, object]] = None  # first frame with pts > current target
     converted: dict[float, np.ndarray] = {}
-    rgb = _RGB()
+    rgb = _RGB(size)
     pts_out: list[float] = []
     rgb_out: list[np.ndarray] = []
     for t in targets:
@@ -282,9 +290,24 @@ def _stack(rgb: list[np.ndarray], height: int, width: int) -> torch.Tensor:
     return torch.from_numpy(np.stack(rgb))
 
 
-def _read_pyav(source, label, start, stop, fps, max_pixels, num_threads) -> VideoClip:
+@dataclass(frozen=True)
+class _Request:
+    """What ``read_video`` was asked for (passed to a backend, and through the watchdog)."""
+
+    start: Optional[float]
+    stop: Optional[float]
+    fps: Optional[float]
+    max_pixels: int
+    num_threads: int
+    size: Optional[tuple[int, int]]
+    index: Optional[FrameIndex]
+
+
+def _read_pyav(source, label: str, request: _Request) -> VideoClip:
     import dataclasses
 
+    start, stop, fps, max_pixels = request.start, request.stop, request.fps, request.max_pixels
+    size = request.size
     container = _open(source, label)
     try:
         stream = container.streams.video[0]
@@ -295,9 +318,9 @@ def _read_pyav(source, label, start, stop, fps, max_pixels, num_threads) -> Vide
                 "raise max_pixels to decode it"
             )
         stream.thread_type = "AUTO"
-        stream.codec_context.thread_count = num_threads
+        stream.codec_context.thread_count = request.num_threads
         whole = start is None and stop is None and fps is None
-        index = None if whole else scan_frame_index(container, stream)
+        index = None if whole else (request.index or scan_frame_index(container, stream))
         if index is not None:
             if index.num_frames == 0:
                 raise DecodeError(f"{label}: the video stream has no frames")
@@ -310,19 +333,20 @@ def _read_pyav(source, label, start, stop, fps, max_pixels, num_threads) -> Vide
                     f"[{first:.6f}, {end:.6f}) s"
                 )
         if whole:
-            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, meta.num_frames_from_header)
+            hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
+            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, size)
         elif fps is None:
             a, b = np.searchsorted(index.pts_seconds, [lo, hi], side="left")
             pts, frames = (
-                ([], _stack([], meta.height, meta.width))
+                ([], _stack([], *(size or (meta.height, meta.width))))
                 if hi <= lo
-                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a))
+                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), size)
             )
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
             targets = lo + np.arange(count, dtype=np.float64) / fps
-            pts, rgb = _decode_played_at_pyav(container, stream, targets, index)
-            frames = _stack(rgb, meta.height, meta.width)
+            pts, rgb = _decode_played_at_pyav(container, stream, targets, index, size)
+            frames = _stack(rgb, *(size or (meta.height, meta.width)))
     except (DecodeError, IndexError):
         raise
     except Exception as e:  # FFmpeg errors, corrupt data mid-stream
@@ -340,21 +364,25 @@ def _read_pyav(source, label, start, stop, fps, max_pixels, num_threads) -> Vide
     return VideoClip(frames=frames, pts_seconds=torch.tensor(pts, dtype=torch.float64), metadata=meta)
 
 
-def _read_decord(source, label, start, stop, fps, max_pixels, num_threads) -> VideoClip:
+def _read_decord(source, label: str, request: _Request) -> VideoClip:
     """decord for pixels, our demux index for time (decord's own times miss Matroska start offsets)."""
     import dataclasses
     import io
 
     import decord
 
+    start, stop, fps, max_pixels, num_threads = request.start, request.stop, request.fps, request.max_pixels, request.num_threads
     meta, index = probe_video(source, name=label)
+    if request.index is not None:
+        index = request.index
     if meta.width * meta.height > max_pixels:
         raise DecodeError(f"{label}: {meta.width}x{meta.height} is over max_pixels={max_pixels}")
     try:
         handle = open_for_pyav(source)
         if isinstance(handle, io.IOBase):
             handle.seek(0)
-        reader = decord.VideoReader(handle, ctx=decord.cpu(0), num_threads=num_threads)
+        height, width = request.size or (-1, -1)
+        reader = decord.VideoReader(handle, ctx=decord.cpu(0), num_threads=num_threads, width=width, height=height)
     except Exception as e:
         raise DecodeError(f"{label}: decord cannot open it: {e}") from e
     if len(reader) != index.num_frames:
@@ -379,7 +407,7 @@ def _read_decord(source, label, start, stop, fps, max_pixels, num_threads) -> Vi
         frames = (
             torch.from_numpy(reader.get_batch(indices.tolist()).asnumpy())
             if indices.size
-            else torch.zeros((0, meta.height, meta.width, 3), dtype=torch.uint8)
+            else torch.zeros((0,) + tuple(request.size or (meta.height, meta.width)) + (3,), dtype=torch.uint8)
         )
     except Exception as e:
         raise DecodeError(f"{label}: decord decode failed: {e}") from e
@@ -398,6 +426,8 @@ def read_video(
     backend: Backend = "auto",
     max_pixels: int = DEFAULT_MAX_PIXELS,
     num_threads: int = 0,
+    frame_size: Optional[tuple[int, int]] = None,
+    frame_index: Optional[FrameIndex] = None,
     name: Optional[str] = None,
     fallback_timeout_seconds: float = 60.0,
 ) -> VideoClip:
@@ -411,6 +441,10 @@ def read_video(
         backend: ``"auto"`` (PyAV, decord fallback), ``"pyav"`` or ``"decord"``.
         max_pixels: refuse frames larger than this (width × height) with a DecodeError.
         num_threads: decoder threads; 0 lets FFmpeg choose.
+        frame_size: ``(height, width)`` to scale frames to while converting to RGB (one swscale pass, area
+            filter); None keeps the stream's size. ``max_pixels`` still applies to the stream's own size.
+        frame_index: the file's :class:`FrameIndex` when already known (e.g. ``frames.json`` written by
+            ``avalign preprocess``): windows and ``fps=`` seek with it instead of scanning the file.
         name: label used in error messages (e.g. the shard key) when ``source`` is bytes.
         fallback_timeout_seconds: time limit of the decord fallback of ``auto`` (run in a watchdog process).
 
@@ -429,8 +463,12 @@ def read_video(
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend = !r}")
     _check_window(start_seconds, stop_seconds, fps)
+    if frame_size is not None and (len(frame_size) != 2 or min(frame_size) <= 0):
+        raise ValueError(f"frame_size must be (height, width) > 0, got {frame_size = }")
     label = describe_source(source, name)
-    args = (source, label, start_seconds, stop_seconds, fps, max_pixels, num_threads)
+    size = None if frame_size is None else (int(frame_size[0]), int(frame_size[1]))
+    request = _Request(start_seconds, stop_seconds, fps, max_pixels, num_threads, size, frame_index)
+    args = (source, label, request)
     if backend == "decord":
         return _read_decord(*args)
     if backend == "pyav":

@@ -135,3 +135,33 @@ def test_pts_are_the_correctly_rounded_tick_times(media_dir):
         assert t == float(Fraction(t).limit_denominator(10**6))  # exactly the nearest double of a short rational
     assert clip.pts_seconds.tolist() == index.pts_seconds.tolist()
     assert loaders.read_video(media_dir / "start05.mp4", start_seconds=0.54, stop_seconds=0.62).pts_seconds.tolist() == [0.54, 0.58]
+
+
+def test_frame_size_scales_in_the_decoder(media_dir):
+    full = loaders.read_video(media_dir / "cfr30.mp4")
+    small = loaders.read_video(media_dir / "cfr30.mp4", frame_size=(60, 80))
+    assert small.frames.shape == (full.num_frames, 60, 80, 3)
+    assert small.pts_seconds.tolist() == full.pts_seconds.tolist()
+    # Area scaling by 2: each output pixel is close to the mean of its 2x2 block of the full-size frame.
+    blocks = full.frames.float().reshape(full.num_frames, 60, 2, 80, 2, 3).mean(dim=(2, 4))
+    assert float((small.frames.float() - blocks).abs().mean()) < 4.0
+    sparse = loaders.read_video(media_dir / "cfr30.mp4", fps=2, frame_size=(60, 80))
+    assert sparse.frames.shape[1:] == (60, 80, 3)
+    with pytest.raises(ValueError, match="frame_size"):
+        loaders.read_video(media_dir / "cfr30.mp4", frame_size=(0, 80))
+
+
+def test_given_frame_index_is_used_instead_of_a_scan(media_dir, monkeypatch):
+    import loaders._video as video_module
+
+    path = media_dir / "cfr30.mp4"
+    _, index = loaders.probe_video(path)
+    reference = loaders.read_video(path, start_seconds=1.0, stop_seconds=2.0)
+
+    def no_scan(*args, **kwargs):
+        raise AssertionError("scanned although an index was given")
+
+    monkeypatch.setattr(video_module, "scan_frame_index", no_scan)
+    clip = loaders.read_video(path, start_seconds=1.0, stop_seconds=2.0, frame_index=index)
+    assert clip.pts_seconds.tolist() == reference.pts_seconds.tolist()
+    assert bool((clip.frames == reference.frames).all())
