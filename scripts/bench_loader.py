@@ -165,10 +165,16 @@ def main() -> int:
     parser.add_argument("--num-workers", type=int, default=2)
     parser.add_argument("--window-seconds", type=float, default=4.0)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--synthetic-shards", type=int, default=0,
+                        help="make this many synthetic shards of 8 testsrc clips instead of reading --shards")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(1)
-    paths = find_shards(args.shards)
+    if args.synthetic_shards:
+        paths = make_demo_shards(Path(tempfile.mkdtemp(prefix="avalign-bench-")), num_shards=args.synthetic_shards,
+                                 clips_per_shard=8)
+    else:
+        paths = find_shards(args.shards)
     budgets = (int(round(30 * args.window_seconds * 2)), int(16000 * args.window_seconds * 2), 512)
     rows = []
     for _ in range(args.repeats):  # alternate to spread the shared machine's load over both
