@@ -290,8 +290,8 @@ def _json_words(
         text = _json_text(item, ("word", "text"), where=at)
         if text is None:
             raise TranscriptError(f"{at}: missing 'word'; hint: each word needs a 'word' (or 'text') string")
-        start = _json_get_seconds(item, ("start",), where=at)
-        stop = _json_get_seconds(item, ("end", "stop"), where=at)
+        start = _json_get_seconds(item, ("start", "start_seconds"), where=at)
+        stop = _json_get_seconds(item, ("end", "stop", "stop_seconds"), where=at)
         if start is not None and stop is not None:
             make_word(text, start, stop, None, where=at)  # reject stop < start before interpolating
         parsed.append((text, start, stop, _json_score(item, where=at)))
@@ -328,8 +328,8 @@ def _json_words(
 def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
     if not isinstance(item, dict):
         raise TranscriptError(f"{where}: expected an object with 'text', 'start', 'end', got {item!r:.80}")
-    start = _json_get_seconds(item, ("start",), where=where)
-    stop = _json_get_seconds(item, ("end", "stop"), where=where)
+    start = _json_get_seconds(item, ("start", "start_seconds"), where=where)
+    stop = _json_get_seconds(item, ("end", "stop", "stop_seconds"), where=where)
     if start is None or stop is None:
         missing = "start" if start is None else "end"
         raise TranscriptError(f"{where}.{missing}: missing; hint: every segment needs 'start' and 'end' (seconds)")
@@ -344,7 +344,8 @@ def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
 
 
 def parse_json(text: str, *, name: str) -> list[Span]:
-    """WhisperX / faster-whisper / OpenAI-whisper ``{"segments": [...]}`` or a plain list of segments.
+    """WhisperX / faster-whisper / OpenAI-whisper ``{"segments": [...]}``, a plain list of segments, or avalign's
+    normalised ``{"spans": [{"text", "start_seconds", "stop_seconds", "words": [...]}]}``.
 
     Segments have ``start``, ``end`` (or ``stop``), ``text`` and optional ``words`` (``word``, ``start``,
     ``end``, ``score`` or ``probability``). When segments carry no words, a top-level ``word_segments``
@@ -364,7 +365,8 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     if isinstance(document, list):
         spans = [_json_segment(item, where=f"{name}: [{i}]", counter=counter) for i, item in enumerate(document)]
     elif isinstance(document, dict):
-        segments = document.get("segments")
+        # "spans" (with start_seconds/stop_seconds) is avalign's normalised form, written by `avalign preprocess`.
+        segments = document.get("segments", document.get("spans"))
         word_segments = document.get("word_segments")
         if segments is None and word_segments is None:
             raise TranscriptError(

@@ -518,3 +518,18 @@ def test_records_reject_stop_before_start_directly() -> None:
     """The wrapper relies on Word/Span raising ValueError; pin that contract."""
     with pytest.raises(ValueError, match="ends before it starts"):
         Span("x", 2.0, 1.0)
+
+
+def test_avalign_normalised_json_round_trips():
+    """The ``transcript.json`` that ``avalign preprocess`` writes reads back to the same spans and words."""
+    doc = (
+        b'{"spans":[{"start_seconds":1.013,"stop_seconds":2.508,"text":"Maps show","words":['
+        b'{"score":0.95,"start_seconds":1.013,"stop_seconds":1.427,"text":"Maps"},'
+        b'{"start_seconds":1.427,"stop_seconds":2.508,"text":"show"}]}]}'
+    )
+    t = read_transcript(doc, format="json", name="k.transcript.json")
+    assert [(s.text, s.start_seconds, s.stop_seconds) for s in t.spans] == [("Maps show", 1.013, 2.508)]
+    assert [(w.text, w.start_seconds, w.stop_seconds, w.score) for w in t.words] == [
+        ("Maps", 1.013, 1.427, 0.95),
+        ("show", 1.427, 2.508, None),
+    ]
