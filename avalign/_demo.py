@@ -43,6 +43,31 @@ def _word_errors_ms(sample, truth: dict, transcript) -> tuple[list[float], list[
     return list(np.abs(np.asarray(aligned[:n]) - t) * 1000), list(np.abs(np.asarray(raw[:n]) - t) * 1000)
 
 
+def _run_loader(shards: list[str], *, sample_rate: int) -> dict:
+    """One epoch of ``make_loader`` (2 s windows, fixed-capacity packed batches) over the shards."""
+    import loaders
+
+    budgets = (240, 4 * sample_rate * 2, 64)
+    loader = loaders.make_loader(shards, seed=0, sample_rate=sample_rate, budgets=budgets, window_seconds=2.0,
+                                 estimate=True, frame_size=(112, 112), max_items=16)
+    t0 = time.perf_counter()
+    batches = list(loader)
+    seconds = time.perf_counter() - t0
+    stats = loader.stats
+    first = batches[0] if batches else None
+    return {
+        "budgets": {"frames": budgets[0], "samples": budgets[1], "tokens": budgets[2]},
+        "batches": len(batches),
+        "items": stats.items_yielded,
+        "seconds": seconds,
+        "frames_shape": list(first.frames.shape) if first is not None else None,
+        "audio_shape": list(first.audio.shape) if first is not None else None,
+        "keys_first_batch": list(first.sample_keys) if first is not None else [],
+        "padding_percent": {k: round(100 * v, 1) for k, v in stats.padding.items()},
+        "skipped": dict(stats.skipped),
+    }
+
+
 def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
     """Run the pipeline over ``data_dir/shards/*.tar`` and return a JSON-able summary."""
     import aligner
@@ -135,8 +160,10 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
             "packs": [[rows[i]["key"] for i in p] for p in packs],
             "padding_percent": [round(100 * (1 - used[j] / (len(packs) * budgets[j])), 1) for j in range(3)],
         }
+    loader_summary = _run_loader(shards, sample_rate=sample_rate)
     return {
         "data_dir": data_dir,
+        "loader": loader_summary,
         "shards": len(shards),
         "samples_aligned": len(rows),
         "skipped": skipped,
@@ -203,6 +230,18 @@ def format_summary(summary: dict) -> str:
             f"{p['padding_percent'][0]} / {p['padding_percent'][1]} / {p['padding_percent'][2]} %",
         ]
         lines += [f"  pack {i}: {', '.join(keys)}" for i, keys in enumerate(p["packs"])]
+    ld = summary.get("loader")
+    if ld:
+        lines += [
+            "",
+            f"load (make_loader: 2 s windows, budgets {ld['budgets']['frames']} frames / {ld['budgets']['samples']} samples"
+            f" / {ld['budgets']['tokens']} tokens, fixed-capacity batches)",
+            f"  {ld['batches']} batches, {ld['items']} windows, {ld['seconds']:.2f} s; frames {ld['frames_shape']}, "
+            f"audio {ld['audio_shape']} in every batch",
+            f"  padding: " + ", ".join(f"{k} {v} %" for k, v in ld["padding_percent"].items())
+            + (f"; skipped {ld['skipped']}" if ld["skipped"] else "; nothing skipped"),
+            f"  first batch: {', '.join(ld['keys_first_batch'])}",
+        ]
     for s in summary["skipped"]:
         lines.append(f"skipped {s['key'] or '(shard)'} in {s['shard']}: {s['reason']}")
     lines += ["", "k/fps err: max distance of the naive 'frame k at k/fps' time from the real pts."]
