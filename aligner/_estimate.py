@@ -19,8 +19,18 @@ Each impulse sits at the frame's real pts (VFR-safe). Where the onset lands: a f
 beep starts at audio time ``a(pts[k])``. Sub-frame precision comes from the audio side (1 ms grid +
 parabolic interpolation); the video side is exact because real pts are used.
 
-With too few windows or too short a span of events the drift is not fitted: ``drift_ppm = 0.0`` and
-``drift_confidence = 0.0``. Below ``min_confidence`` the estimator abstains (``av_offset_ms=None``).
+Drift is reported only where the clip can resolve it. The slope's standard error is computed from the
+line fit's residuals and the windows' time spread (inflated by √2: windows overlap by half, so neighbours
+share events), with a residual floor of 0.05 ms (codec-level onset timing)::
+
+    se_ppm = 1e6 · √2 · max(rms(residuals)·√(n/(n−2)), 0.05 ms) / √(Σ (t_w − mean t)²)
+
+A 5 s clip whose window offsets scatter by 0.5 ms has se_ppm ≈ 250: its slope is noise. With too few
+windows, too short a span of events, or ``se_ppm > max_drift_se_ppm`` (default 60), ``drift_ppm = None``
+and ``drift_confidence = 0.0``; the offset is then the global correlation peak (the offset at the events'
+weighted mean time, which minimises the error over the clip when 0 drift is applied). Otherwise
+``drift_confidence = agreement · min(1, n/8) · min(1, 2·(1 − se_ppm/max_drift_se_ppm))``.
+Below ``min_confidence`` the estimator abstains (``av_offset_ms=None``).
 """
 from __future__ import annotations
 
@@ -56,7 +66,8 @@ class AVEstimate:
     av_offset_ms: Optional[float]
     """Audio lag behind video at video time 0 (ms, > 0 audio late); None when the estimator abstains."""
     drift_ppm: Optional[float]
-    """Audio clock rate error in parts per million; 0.0 when not fitted; None when abstaining."""
+    """Audio clock rate error in parts per million; None when abstaining or when the clip cannot resolve it
+    (too short, too few windows, or slope standard error above ``max_drift_se_ppm``): apply 0 then."""
     confidence: float
     """Confidence in the offset, in [0, 1] (peak-to-sidelobe ratio, times window agreement)."""
     num_events: int
@@ -64,11 +75,13 @@ class AVEstimate:
     method: str
     """How the value was obtained (e.g. ``onset_xcorr+theil_sen``) or why it abstained (``abstain:…``)."""
     drift_confidence: float = 0.0
-    """Confidence in ``drift_ppm`` in [0, 1]; 0.0 when drift was not fitted (too few events or too short)."""
+    """Confidence in ``drift_ppm`` in [0, 1]; 0.0 when drift is not reported."""
     num_windows: int = 0
     """Windows that produced an offset for the drift fit."""
     peak_to_sidelobe: float = 0.0
     """Raw peak-to-sidelobe ratio of the global correlation (robust z-score of the peak)."""
+    drift_se_ppm: Optional[float] = None
+    """Standard error of the fitted slope (ppm); None when no line was fitted."""
 
     @property
     def abstained(self) -> bool:
@@ -109,6 +122,16 @@ def _theil_sen(times: np.ndarray, values: np.ndarray) -> tuple[float, float]:
     return intercept, slope
 
 
+def _slope_standard_error_ppm(times: np.ndarray, residuals: np.ndarray) -> float:
+    """Standard error (ppm) of a line's slope over window times, from its residuals (see module docstring)."""
+    n = residuals.size
+    spread = float(np.sum(np.square(times - times.mean())))
+    if n < 3 or spread <= 0:
+        return math.inf
+    rms = math.sqrt(float(np.sum(np.square(residuals))) / (n - 2))
+    return 1e6 * math.sqrt(2.0) * max(rms, 5e-5) / math.sqrt(spread)
+
+
 def _robust_z(value: float, background: np.ndarray) -> float:
     centre = float(np.median(background))
     spread = 1.4826 * float(np.median(np.abs(background - centre)))
@@ -140,6 +163,7 @@ def estimate_av_offset_from_features(
     max_drift_ppm: float = 3000.0,
     min_drift_span_seconds: float = 2.0,
     min_drift_windows: int = 4,
+    max_drift_se_ppm: float = 60.0,
 ) -> AVEstimate:
     """Estimate offset and drift from cached features (the core of :func:`estimate_av_offset`).
 
@@ -156,11 +180,14 @@ def estimate_av_offset_from_features(
         max_drift_ppm: largest drift searched around the global peak by the windows.
         min_drift_span_seconds: events must span at least this long for drift to be fitted.
         min_drift_windows: at least this many windows must give an offset for drift to be fitted.
+        max_drift_se_ppm: drift is reported only when the slope's standard error is at most this.
 
     Returns:
         An :class:`AVEstimate`.
     """
     _check_options(max_offset_ms, min_confidence, onset_hop_seconds * 1000.0, window_seconds)
+    if not max_drift_se_ppm > 0:
+        raise ValueError(f"max_drift_se_ppm must be > 0, got {max_drift_se_ppm = }; 60 suits 5-10 s clips")
     visual = np.asarray(visual_events, dtype=np.float64)
     pts = np.asarray(pts_seconds, dtype=np.float64)
     onset = np.asarray(audio_onset, dtype=np.float64)
@@ -241,20 +268,27 @@ def estimate_av_offset_from_features(
     times = np.asarray(window_times)
     offsets = np.asarray(window_offsets)
     method = "onset_xcorr"
-    drift_ppm = 0.0
+    drift_ppm: Optional[float] = None
     drift_confidence = 0.0
+    drift_se_ppm: Optional[float] = None
     offset_seconds = global_offset_seconds
     if times.size >= min_drift_windows and float(np.ptp(times)) >= min_drift_span_seconds / 2.0:
         intercept, slope = _theil_sen(times, offsets)
         residuals = offsets - (intercept + slope * times)
         tolerance = max(0.003, 3.0 * hop)
         agreement = float(np.mean(np.abs(residuals) <= tolerance))
-        offset_seconds = intercept
-        drift_ppm = slope * 1e6
-        drift_confidence = agreement * min(1.0, times.size / 8.0)
         confidence *= 0.5 + 0.5 * agreement
+        inliers = np.abs(residuals) <= tolerance
+        drift_se_ppm = _slope_standard_error_ppm(times[inliers], residuals[inliers])
         method = "onset_xcorr+theil_sen"
-        logger.debug("drift fit over %d windows: slope %.1f ppm, agreement %.2f", times.size, drift_ppm, agreement)
+        logger.debug("drift fit over %d windows: slope %.1f ± %.1f ppm, agreement %.2f",
+                     times.size, slope * 1e6, drift_se_ppm, agreement)
+        if drift_se_ppm <= max_drift_se_ppm:
+            offset_seconds = intercept
+            drift_ppm = slope * 1e6
+            drift_confidence = agreement * min(1.0, times.size / 8.0) * min(1.0, 2.0 * (1.0 - drift_se_ppm / max_drift_se_ppm))
+        else:
+            method = "onset_xcorr+drift_unresolved"
     if confidence < min_confidence:
         return _abstain("low_confidence", num_events=num_events, psr=psr, confidence=confidence)
     return AVEstimate(
@@ -266,6 +300,7 @@ def estimate_av_offset_from_features(
         drift_confidence=drift_confidence,
         num_windows=int(times.size),
         peak_to_sidelobe=psr,
+        drift_se_ppm=drift_se_ppm,
     )
 
 
@@ -300,6 +335,7 @@ def estimate_av_offset(
     window_seconds: float = 4.0,
     max_drift_ppm: float = 3000.0,
     min_drift_span_seconds: float = 2.0,
+    max_drift_se_ppm: float = 60.0,
 ) -> AVEstimate:
     """Estimate the A/V offset and drift of a clip from its content (flashes/cuts vs sound onsets).
 
@@ -312,7 +348,8 @@ def estimate_av_offset(
         hop_ms: audio onset grid step.
         window_seconds: longest window for the drift fit (shortened to span / 4 on short clips).
         max_drift_ppm: largest drift the windowed search allows.
-        min_drift_span_seconds: events must span this long for drift to be fitted (else drift 0.0).
+        min_drift_span_seconds: events must span this long for drift to be fitted (else drift None).
+        max_drift_se_ppm: drift is reported only when the slope's standard error is at most this (else None).
 
     Returns:
         :class:`AVEstimate`; ``av_offset_ms > 0`` means audio lags video.
@@ -320,7 +357,7 @@ def estimate_av_offset(
     Example:
         >>> est = estimate_av_offset(video, audio)              # doctest: +SKIP
         >>> est.av_offset_ms, est.drift_ppm, est.confidence     # doctest: +SKIP
-        (40.2, 0.0, 1.0)
+        (40.2, None, 1.0)
     """
     _check_options(max_offset_ms, min_confidence, hop_ms, window_seconds)
     visual = visual_change_events(video.frames, feature=feature)
@@ -336,4 +373,5 @@ def estimate_av_offset(
         window_seconds=window_seconds,
         max_drift_ppm=max_drift_ppm,
         min_drift_span_seconds=min_drift_span_seconds,
+        max_drift_se_ppm=max_drift_se_ppm,
     )

@@ -132,7 +132,7 @@ def read_audio(
         AudioClip whose sample ``n`` is presented at ``start_seconds + n / sample_rate``.
 
     Raises:
-        DecodeError: no audio stream, or nothing decodable.
+        DecodeError: no audio stream (``reason`` ``missing_audio``), or nothing decodable (``decode``).
         IndexError: the window lies entirely outside the audio (the message gives the valid range).
         ValueError: bad arguments.
 
@@ -156,7 +156,7 @@ def read_audio(
         raise DecodeError(f"cannot open {label}: {e}") from e
     try:
         if not container.streams.audio:
-            raise DecodeError(f"{label} has no audio stream (streams: {[s.type for s in container.streams]})")
+            raise DecodeError(f"{label} has no audio stream (streams: {[s.type for s in container.streams]})", reason="missing_audio")
         stream = container.streams.audio[0]
         codec = stream.codec_context.name
         seek = None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue as queue_module
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -43,9 +44,9 @@ from loaders._index import FrameIndex
 from loaders._pack import OnlinePacker, PackItem
 from loaders._shards import ShardError, expand_shard_urls, group_by_key, shuffle_shards, split_shards, tar_members
 from loaders._transcripts import read_transcript
-from loaders._video import read_video
+from loaders._video import DEFAULT_MAX_PIXELS, read_video
 from loaders._window import split_windows
-from loaders.errors import DecodeError, SampleError, TranscriptError
+from loaders.errors import DecodeError, SampleError, TranscriptError, reason_of
 
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,10 @@ TRANSCRIPT_EXTENSIONS = (("srt", "srt"), ("vtt", "vtt"), ("textgrid", "textgrid"
 _STATE_VERSION = 1
 _QUEUE_SIZE = 8
 """Events a worker may run ahead of the main process, per worker."""
+_PARENT_POLL_SECONDS = 0.5
+"""How often a blocked worker checks that the main process is still alive."""
+_SHARD_REASONS_NOT_READ = ("open", "truncated", "member_type", "unsafe_name", "too_large")
+"""Shard-level reports that are not counted in ``samples_read`` (no sample was taken from the shard)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ class _Options:
     on_error: OnError
     budgets: tuple[int, int, int]
     decode_size: Optional[tuple[int, int]] = None
+    max_pixels: int = DEFAULT_MAX_PIXELS
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,8 @@ class LoaderStats:
     batches_yielded: int
     """Batches delivered (including empty ones padded for rank sync)."""
     skipped: dict[str, int]
-    """Skipped samples by reason (``decode``, ``transcript``, ``missing_video``, ``over_budget``, ``align``…)."""
+    """Skipped samples by reason code (``loaders.errors.REASONS``: ``decode``, ``missing_audio``, ``too_large``,
+    ``transcript``, ``duplicate_key``, ``over_budget``…)."""
     skipped_samples: tuple[tuple[str, str, str], ...]
     """``(shard, key, reason)`` of every skipped sample or shard-level problem, in order."""
     padding: dict[str, float]
@@ -118,6 +125,9 @@ class LoaderStats:
     batches_dropped_for_sync: int
     """1 when this rank stopped with a batch in hand because another rank ran out first (``even_batches="drop"``);
     the rest of its epoch is not read, so the batches lost are not counted beyond that one."""
+    spans_outside: int = 0
+    """Transcript words + segments that fell wholly outside their media (dropped by ``align``), summed over the
+    delivered samples (``AlignmentReport.spans_outside``; counted once per sample, with its first window)."""
 
 
 def _decode_sample(sample: dict, options: _Options) -> list[AlignedSample]:
@@ -143,10 +153,12 @@ def _decode_sample(sample: dict, options: _Options) -> list[AlignedSample]:
             logger.warning("%s: ignoring unreadable frames.json (%s); the file is scanned instead", key, error)
     try:
         media = sample[media_ext]
-        video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index, name=f"{key}.{media_ext}")
+        video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index,
+                           max_pixels=options.max_pixels, name=f"{key}.{media_ext}")
         audio = read_audio(media, name=f"{key}.{media_ext}")
     except (DecodeError, IndexError) as error:
-        raise SampleError(f"cannot decode {media_ext}: {error}", shard=url, key=key, reason="decode") from None
+        reason = reason_of(error, default="decode")
+        raise SampleError(f"cannot decode {media_ext}: {error}", shard=url, key=key, reason=reason) from None
     transcript = None
     for ext, fmt in TRANSCRIPT_EXTENSIONS:
         if ext in sample:
@@ -171,7 +183,8 @@ def _decode_sample(sample: dict, options: _Options) -> list[AlignedSample]:
 
 def _shard_events(shard_position: int, url: str, options: _Options, plan: _ResumePlan) -> Iterator[tuple]:
     """Events of one shard in tar order: ``("item", pos, AlignedSample)``, ``("skip", pos, shard, key, reason,
-    message)``, then ``("end", shard_position)``. Samples the plan does not want are read past undecoded."""
+    message, was_read)``, then ``("end", shard_position)``. Samples the plan does not want are read past undecoded.
+    ``was_read`` is False for shard-level reports that took no sample from the shard (``open``, ``truncated``…)."""
     reports: list[tuple[str, str, str]] = []
 
     def report(shard: str, name: str, reason: str) -> None:
@@ -192,7 +205,8 @@ def _shard_samples_events(shard_position: int, url: str, options: _Options, plan
         nonlocal event_index
         while reports:
             shard, name, reason = reports.pop(0)
-            yield ("skip", (shard_position, event_index, 0), shard, name, reason, f"shard problem: {reason}")
+            yield ("skip", (shard_position, event_index, 0), shard, name, reason, f"shard problem: {reason}",
+                   reason not in _SHARD_REASONS_NOT_READ)
             event_index += 1
 
     samples = group_by_key(tar_members(url), url=url, on_error=options.on_error, report=report)
@@ -218,7 +232,7 @@ def _shard_samples_events(shard_position: int, url: str, options: _Options, plan
             if options.on_error == "raise":
                 raise
             logger.warning("skipping sample: %s", error)
-            yield ("skip", position + (0,), error.shard, error.key, error.reason, str(error))
+            yield ("skip", position + (0,), error.shard, error.key, error.reason, str(error), True)
             continue
         for window_index, item in enumerate(items):
             yield ("item", position + (window_index,), item)
@@ -227,16 +241,29 @@ def _shard_samples_events(shard_position: int, url: str, options: _Options, plan
 
 
 def _worker_main(worker_id: int, jobs: list[tuple[int, str]], options: _Options, plan: _ResumePlan, out: Any, stop: Any) -> None:
-    """Worker process: runs :func:`_shard_events` over its shards and puts the events on its queue."""
+    """Worker process: runs :func:`_shard_events` over its shards and puts the events on its queue.
+
+    It exits when ``stop`` is set, and also when the main process is gone (SIGKILLed: then nobody sets
+    ``stop``): every blocking wait polls ``os.getppid()`` and ends once it differs from the parent recorded
+    at start (the orphan has been re-parented).
+    """
     torch.set_num_threads(1)
+    parent = os.getppid()
+
+    def orphaned() -> bool:
+        if os.getppid() == parent:
+            return False
+        out.cancel_join_thread()  # queued events can never be read: do not block the exit flushing them
+        return True
 
     def put(event: tuple) -> bool:
         while not stop.is_set():
             try:
-                out.put(event, timeout=0.1)
+                out.put(event, timeout=_PARENT_POLL_SECONDS)
                 return True
             except queue_module.Full:
-                continue
+                if orphaned():
+                    return False
         return False
 
     try:
@@ -245,11 +272,13 @@ def _worker_main(worker_id: int, jobs: list[tuple[int, str]], options: _Options,
                 if not put(event):
                     return
     except SampleError as error:
-        put(("error", "sample", str(error), error.shard, error.key, error.reason))
+        put(("error", "sample", error.message, error.shard, error.key, error.reason))
     except Exception as error:  # noqa: BLE001 - forwarded to the main process, which raises it
         put(("error", type(error).__name__, f"worker {worker_id}: {error}", "", "", "worker"))
     # Tensors travel as shared-memory handles served by this process: stay alive until the main process is done.
-    stop.wait()
+    while not stop.wait(_PARENT_POLL_SECONDS):
+        if orphaned():
+            return
 
 
 class Loader:
@@ -301,6 +330,7 @@ class Loader:
             skipped_samples=tuple(self._skipped),
             padding=dict(zip(names, pack_stats.padding)),
             batches_dropped_for_sync=self._batches_dropped,
+            spans_outside=self._spans_outside,
         )
 
     def state_dict(self) -> dict[str, Any]:
@@ -319,6 +349,7 @@ class Loader:
             "items_yielded": self._items_yielded,
             "batches_yielded": self._batches_yielded,
             "batches_dropped": self._batches_dropped,
+            "spans_outside": self._spans_outside,
             "completed": self._completed,
         }
 
@@ -343,6 +374,7 @@ class Loader:
         self._items_yielded = int(state["items_yielded"])
         self._batches_yielded = int(state["batches_yielded"])
         self._batches_dropped = int(state["batches_dropped"])
+        self._spans_outside = int(state.get("spans_outside", 0))  # absent from states saved before it existed
         self._completed = bool(state["completed"])
 
     def __iter__(self) -> Iterator[PackedBatch]:
@@ -382,6 +414,7 @@ class Loader:
         self._payloads: dict[Position, AlignedSample] = {}
         self._skipped: list[tuple[str, str, str]] = []
         self._samples_read = self._items_yielded = self._batches_yielded = self._batches_dropped = 0
+        self._spans_outside = 0
         self._completed = False
 
     def _buffered_positions(self) -> set[Position]:
@@ -464,9 +497,9 @@ class Loader:
                 continue
             self._next_position = (position[0], position[1], position[2] + 1)
             if event[0] == "skip":
-                _, _, shard, key, reason, _message = event
+                _, _, shard, key, reason, _message, was_read = event
                 self._skipped.append((shard, key, reason))
-                self._samples_read += int(reason not in ("open", "truncated", "member_type", "unsafe_name", "too_large"))
+                self._samples_read += int(was_read)
                 continue
             item: AlignedSample = event[2]
             self._samples_read += int(position[2] == 0)
@@ -489,7 +522,10 @@ class Loader:
 
     def _collate(self, pack: list[PackItem]) -> PackedBatch:
         samples = [self._payloads.pop(tuple(item.payload)) for item in pack]
-        return self.collator(samples)
+        batch = self.collator(samples)
+        # Windows share their sample's report: count it once, with the first window (window index 0).
+        self._spans_outside += sum(s.report.spans_outside for s, item in zip(samples, pack) if item.payload[2] == 0)
+        return batch
 
     def _synced(self, packs: Iterator[list[PackItem]]) -> Iterator[PackedBatch]:
         """Collated batches; with several ranks, all ranks yield the same number (see the module docstring)."""
@@ -572,6 +608,7 @@ def make_loader(
     world_size: Optional[int] = None,
     multiprocessing_context: str = "fork",
     resize_in_decoder: bool = True,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> Loader:
     """A resumable loader of :class:`PackedBatch` over WebDataset shards of media + transcripts.
 
@@ -591,6 +628,8 @@ def make_loader(
         frame_size: ``(height, width)`` of the frames in batches.
         resize_in_decoder: Scale frames to ``frame_size`` while decoding (one swscale pass: measured the
             fastest on CPU); False decodes full frames and resizes in the collate step, on ``device``.
+        max_pixels: Skip (reason ``too_large``) media whose frames have more pixels (width × height) than
+            this, before decoding them; default 3840 × 2160.
         estimate: Estimate A/V and text offsets for samples without ``align.json`` (slow); False applies 0.
         log_mel: Add per-item log-mel features.
         max_items: Items per batch at most.
@@ -635,9 +674,12 @@ def make_loader(
         world_size = (torch.distributed.get_world_size() if initialised else 1) if world_size is None else world_size
     if not 0 <= rank < world_size:
         raise ValueError(f"rank must be in [0, {world_size}), got {rank = }.")
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
+        raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels = !r}; try {DEFAULT_MAX_PIXELS}.")
     options = _Options(fps=fps, sample_rate=sample_rate, window_seconds=window_seconds, estimate=bool(estimate),
                        on_error=on_error, budgets=budget_row,
-                       decode_size=(int(frame_size[0]), int(frame_size[1])) if resize_in_decoder else None)
+                       decode_size=(int(frame_size[0]), int(frame_size[1])) if resize_in_decoder else None,
+                       max_pixels=max_pixels)
     collator = Collator(budget_row, frame_size=frame_size, device=device, log_mel=log_mel, sample_rate=sample_rate,
                         max_items=max_items, max_words=max_words, max_segments=max_segments)
     return Loader(expand_shard_urls(urls), seed=seed, options=options, collator=collator, num_workers=num_workers,

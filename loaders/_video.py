@@ -79,7 +79,7 @@ def _open(source: MediaSource, label: str):
         raise DecodeError(f"cannot open {label}: {e}") from e
     if not container.streams.video:
         container.close()
-        raise DecodeError(f"{label} has no video stream (streams: {[s.type for s in container.streams]})")
+        raise DecodeError(f"{label} has no video stream (streams: {[s.type for s in container.streams]})", reason="missing_video")
     return container
 
 
@@ -315,7 +315,8 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
         if meta.width * meta.height > max_pixels:
             raise DecodeError(
                 f"{label}: {meta.width}x{meta.height} = {meta.width * meta.height} pixels is over max_pixels={max_pixels}; "
-                "raise max_pixels to decode it"
+                "raise max_pixels to decode it",
+                reason="too_large",
             )
         stream.thread_type = "AUTO"
         stream.codec_context.thread_count = request.num_threads
@@ -376,7 +377,7 @@ def _read_decord(source, label: str, request: _Request) -> VideoClip:
     if request.index is not None:
         index = request.index
     if meta.width * meta.height > max_pixels:
-        raise DecodeError(f"{label}: {meta.width}x{meta.height} is over max_pixels={max_pixels}")
+        raise DecodeError(f"{label}: {meta.width}x{meta.height} is over max_pixels={max_pixels}", reason="too_large")
     try:
         handle = open_for_pyav(source)
         if isinstance(handle, io.IOBase):
@@ -452,7 +453,8 @@ def read_video(
         VideoClip with ``frames`` uint8 ``[T, H, W, 3]`` and ``pts_seconds`` float64 ``[T]``.
 
     Raises:
-        DecodeError: the file cannot be opened or decoded, has no video stream, or is over ``max_pixels``.
+        DecodeError: the file cannot be opened or decoded (``reason`` ``decode``), has no video stream
+            (``missing_video``), or is over ``max_pixels`` (``too_large``).
         IndexError: the window lies entirely outside the stream (the message gives the valid range).
         ValueError: a bad argument (window with stop < start, fps <= 0, unknown backend).
 
@@ -476,7 +478,7 @@ def read_video(
     try:
         return _read_pyav(*args)
     except DecodeError as first_error:
-        if "max_pixels" in str(first_error) or "no video stream" in str(first_error):
+        if first_error.reason in ("too_large", "missing_video"):
             raise
         logger.warning("%s: PyAV failed (%s); trying decord", label, first_error)
         from loaders._watchdog import call_with_timeout

@@ -1,19 +1,74 @@
-"""Errors raised by the loaders: subclasses of built-in types, chosen by meaning."""
+"""Errors raised by the loaders: subclasses of built-in types, chosen by meaning.
+
+Every error about an input carries a short, stable **reason code**. The loader (``LoaderStats.skipped``),
+``avalign preprocess`` (``skipped.jsonl``) and ``avalign report`` (``report.json["skipped"]``) all speak
+the one vocabulary in :data:`REASONS`; :func:`reason_of` maps an exception to its code.
+"""
 from __future__ import annotations
 
-__all__ = ["DecodeError", "DecodeTimeout", "SampleError", "TranscriptError"]
+from typing import Optional
+
+__all__ = ["DecodeError", "DecodeTimeout", "REASONS", "SampleError", "TranscriptError", "reason_of"]
+
+REASONS: dict[str, str] = {
+    # media
+    "decode": "the media cannot be opened or decoded (corrupt, truncated, unsupported codec)",
+    "missing_video": "no video stream in the media (loader: or no video member in the sample); "
+                     "preprocess and report keep audio-only media with a null A/V offset",
+    "missing_audio": "no audio stream in the media",
+    "missing_media": "a key with a transcript or metadata but no media member/file at all (preprocess, report)",
+    "too_large": "frames over max_pixels (width x height), or a tar member over the member size limit",
+    "timeout": "decoding (or measuring) ran past its time limit",
+    # text and records
+    "transcript": "the transcript cannot be parsed or is invalid (e.g. a span whose stop is before its start)",
+    "align_json": "align.json is not JSON or not the measure schema",
+    # shards (reported once per sample key; the whole sample is dropped)
+    "unsafe_name": "a tar member name is absolute or contains '..'",
+    "member_type": "a tar member is not a regular file (link, device)",
+    "duplicate_key": "a key appears again (non-consecutive repeat, repeated extension, or in another shard/file)",
+    "truncated": "the tar ends (or is corrupt) inside this sample",
+    "open": "a shard cannot be opened (key is empty)",
+    # tool specific
+    "over_budget": "loader: an item larger than a batch budget",
+    "align": "loader: aligning the decoded sample failed",
+    "read": "preprocess: a member's bytes could not be read back (I/O error)",
+    "unknown_extension": "report: a stray file in a media directory (listed, never raised)",
+    "error": "an unexpected error (a bug: logged with its traceback)",
+}
+"""Reason code → meaning: the one vocabulary of loader, preprocess and report skips."""
 
 
 class DecodeError(ValueError):
-    """Media that cannot be decoded (corrupt, truncated, unsupported, missing stream)."""
+    """Media that cannot be decoded (corrupt, truncated, unsupported, missing stream, too large).
+
+    Attributes:
+        reason: a reason code from :data:`REASONS`: ``decode`` (default), ``missing_video``,
+            ``missing_audio``, ``too_large`` or ``timeout``.
+
+    Example:
+        >>> DecodeError("clip.mp4 has no audio stream", reason="missing_audio").reason
+        'missing_audio'
+    """
+
+    default_reason = "decode"
+
+    def __init__(self, *args: object, reason: Optional[str] = None) -> None:
+        super().__init__(*args)
+        self.reason = reason or self.default_reason
+        if self.reason not in REASONS:
+            raise ValueError(f"reason must be one of {sorted(REASONS)}, got {self.reason!r}")
 
 
 class DecodeTimeout(DecodeError):
-    """A decoder ran past its time limit (watchdog)."""
+    """A decoder ran past its time limit (watchdog); reason ``timeout``."""
+
+    default_reason = "timeout"
 
 
 class TranscriptError(ValueError):
-    """A transcript that cannot be parsed; the message names the file and the line or field."""
+    """A transcript that cannot be parsed; the message names the file and the line or field. Reason ``transcript``."""
+
+    reason = "transcript"
 
 
 class SampleError(ValueError):
@@ -22,7 +77,7 @@ class SampleError(ValueError):
     Attributes:
         shard: the shard URL the sample came from ('' if unknown).
         key: the sample's ``__key__``.
-        reason: a short, stable reason code (``decode``, ``transcript``, ``missing_video``…).
+        reason: a short, stable reason code from :data:`REASONS` (``decode``, ``transcript``, ``missing_video``…).
     """
 
     def __init__(self, message: str, *, shard: str = "", key: str = "", reason: str = "error") -> None:
@@ -31,3 +86,21 @@ class SampleError(ValueError):
         self.shard = shard
         self.key = key
         self.reason = reason
+
+    def __reduce__(self):
+        return (_rebuild_sample_error, (self.message, self.shard, self.key, self.reason))
+
+
+def _rebuild_sample_error(message: str, shard: str, key: str, reason: str) -> SampleError:
+    return SampleError(message, shard=shard, key=key, reason=reason)
+
+
+def reason_of(error: BaseException, *, default: str = "error") -> str:
+    """The reason code of ``error``: its ``reason`` (DecodeError, TranscriptError, SampleError, ShardError),
+    ``read`` for an OSError, else ``default``."""
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str) and reason in REASONS:
+        return reason
+    if isinstance(error, OSError):
+        return "read"
+    return default

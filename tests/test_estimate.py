@@ -126,13 +126,38 @@ def test_frame_difference_feature_on_moving_content() -> None:
     assert estimate.av_offset_ms == pytest.approx(55.5, abs=2.0)
 
 
-def test_short_clip_reports_zero_drift_without_confidence() -> None:
+def test_short_clip_reports_no_drift_without_confidence() -> None:
     video, audio, _ = make_clip(duration_seconds=2.5, av_offset_ms=20.2, drift_ppm=1000.0, seed=5)
     estimate = estimate_av_offset(video, audio)
     assert estimate.method == "onset_xcorr"
-    assert estimate.drift_ppm == 0.0 and estimate.drift_confidence == 0.0
+    assert estimate.drift_ppm is None and estimate.drift_confidence == 0.0 and estimate.drift_se_ppm is None
     # Without a drift fit the offset is the one at the events' mean time (~1.2 s: +1.2 ms of drift).
     assert estimate.av_offset_ms == pytest.approx(20.2 + 1.2, abs=1.5)
+
+
+def test_unresolvable_drift_is_not_reported() -> None:
+    """5 s clip whose beeps are jittered by ±0.5 ms: the slope's standard error (several hundred ppm) is
+    above the limit, so no drift number is given; the offset is the one at the events' mean time."""
+    video, audio, events = make_clip(duration_seconds=5.0, av_offset_ms=-64.0, drift_ppm=700.0, seed=12)
+    samples = audio.samples.numpy()[0].copy()
+    rng = np.random.default_rng(0)
+    length = int(0.08 * SAMPLE_RATE)
+    for p in events:  # move each beep by a random whole number of samples in [-8, 8] (±0.5 ms)
+        first = int(np.ceil((p * (1 + 700e-6) - 0.064) * SAMPLE_RATE))
+        beep = samples[first : first + length].copy()
+        samples[first : first + length] = rng.normal(0.0, 0.01, length)
+        moved = first + int(rng.integers(-8, 9))
+        samples[moved : moved + length] += beep
+    jittered = AudioClip(torch.from_numpy(samples)[None], SAMPLE_RATE, 0.0)
+    estimate = estimate_av_offset(video, jittered)
+    assert estimate.drift_se_ppm is not None and estimate.drift_se_ppm > 60.0
+    assert estimate.method == "onset_xcorr+drift_unresolved"
+    assert estimate.drift_ppm is None and estimate.drift_confidence == 0.0
+    mean_time = float(np.mean(events))
+    assert estimate.av_offset_ms == pytest.approx(-64.0 + 700e-3 * mean_time, abs=1.0)
+    clean = estimate_av_offset(video, audio)  # the same clip without jitter resolves its drift
+    assert clean.drift_se_ppm is not None and clean.drift_se_ppm <= 60.0
+    assert clean.drift_ppm == pytest.approx(700.0, abs=100.0) and clean.drift_confidence > 0.0
 
 
 def test_median_error_over_seeds_is_sub_millisecond() -> None:

@@ -250,3 +250,39 @@ def test_generated_sample_clips() -> None:
         answered += 1
         assert estimate.text_offset_ms == pytest.approx(clip["text_offset_ms"], abs=15.0), clip["media"]
     assert answered >= len(clips) // 2
+
+
+def _with_beeps(audio: AudioClip, beep_seconds: list[float]) -> AudioClip:
+    """Add 40 ms 1 kHz beeps (as the generated A/V clips carry) at the given audio times."""
+    samples = audio.samples.numpy()[0].copy()
+    length = int(0.04 * SAMPLE_RATE)
+    tone = 0.5 * np.sin(2 * np.pi * 1000 * np.arange(length) / SAMPLE_RATE)
+    for t in beep_seconds:
+        first = int(round((t - audio.start_seconds) * SAMPLE_RATE))
+        if 0 <= first and first + length <= samples.size:
+            samples[first : first + length] += tone
+    return AudioClip(torch.from_numpy(samples)[None], SAMPLE_RATE, audio.start_seconds)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_captions_with_beeps_are_recovered_never_confidently_wrong(seed: int) -> None:
+    """Regression (bench0016): two abutting captions, beeps in the pauses; a beep 232 ms before the first
+    caption's speech used to win the onset correlation (358 ms for a true 126 ms, confidence 0.96)."""
+    audio, transcript, truth = make_speech(duration_seconds=6.0, seed=seed, text_offset_ms=126.2, words_in_spans=False)
+    words = [w for span in transcript.spans for w in span.text.split()]
+    half = len(words) // 2 or 1
+    starts = [s.start_seconds for s in transcript.spans]
+    stops = [s.stop_seconds for s in transcript.spans]
+    middle = float(truth[half, 0]) + 0.1262 if half < len(truth) else max(stops)
+    captions = Transcript((  # abutting captions, as SRT/WebVTT writers split a sentence
+        Span(" ".join(words[:half]), starts[0], middle),
+        Span(" ".join(words[half:]) or "x", middle, max(stops)),
+    ))
+    first = float(truth[0, 0])
+    beeps = [first - 0.232, first - 0.232 - 0.75, float(truth[-1, 1]) + 0.3, float(truth[-1, 1]) + 1.0]
+    estimate = estimate_text_offset(_with_beeps(audio, beeps), captions)
+    assert estimate.method.startswith("span_onsets") or estimate.abstained
+    if estimate.abstained:
+        assert estimate.confidence < 0.3
+    else:
+        assert estimate.text_offset_ms == pytest.approx(126.2, abs=15.0)

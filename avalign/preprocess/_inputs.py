@@ -13,6 +13,14 @@ others. Keys::
 A JSON member or sidecar is a transcript when it holds ``"segments"`` (Whisper, WhisperX, faster-whisper)
 or is a list of ``{"text", "start", "end"}``; anything else (video2dataset's url/caption/status
 record) is kept as metadata (``meta.json``).
+
+Shards are scanned with the loader's rules (``loaders._shards.group_by_key``): a sample with a hostile
+member (absolute or ``..`` name, link, device, over the member size limit) or a repeated key/extension
+is dropped whole, and a truncated tar drops the sample being read; each is reported ONCE under its
+sample key with the shared reason codes (``loaders.errors.REASONS``: ``unsafe_name``, ``member_type``,
+``too_large``, ``duplicate_key``, ``truncated``, ``open``). With ``on_error="raise"`` the first such
+problem raises :class:`~loaders.errors.SampleError` naming the shard, the key and the reason; a key
+without media (``missing_media``) or a duplicate key in a directory is listed, never raised.
 """
 from __future__ import annotations
 
@@ -22,9 +30,19 @@ import os
 import re
 import tarfile
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import IO, Iterator, Literal, Optional, Union
 
-from loaders._shards import _safe_member_name, _split_key, expand_shard_urls, open_shard
+from loaders._shards import (
+    DEFAULT_MAX_MEMBER_BYTES,
+    ShardError,
+    TarMember,
+    _safe_member_name,
+    _split_key,
+    expand_shard_urls,
+    group_by_key,
+    open_shard,
+)
+from loaders.errors import SampleError
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +68,8 @@ MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 _PASS_THROUGH = ("txt",)
 """Members copied as they are (video2dataset's caption)."""
 _KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-]")
+_READ_CHUNK_BYTES = 1 << 20
+OnError = Literal["skip", "raise"]
 
 
 @dataclass(frozen=True)
@@ -144,11 +164,8 @@ def _assemble(
         transcripts.remove("json")
     source = source or (found[media[0]].path if media else found[sorted(found)[0]].path)
     if not media:
-        reason = "no_media"
-        skipped.append(
-            {"input": source, "key": key, "reason": reason,
-             "message": f"no media member/file for key {key!r} (found: {sorted(found)}); media extensions: {list(MEDIA_EXTENSIONS)}"}
-        )
+        _skip(skipped, source, key, "missing_media",
+              f"no media member/file for key {key!r} (found: {sorted(found)}); media extensions: {list(MEDIA_EXTENSIONS)}")
         return None
     if len(media) > 1:
         logger.warning("%s: several media for key %r (%s); using %s", source, key, media, media[0])
@@ -182,8 +199,7 @@ def _list_directory(root: str) -> InputPlan:
             key = _clean_key(rel)
             group = groups.setdefault(key, {})
             if ext in group or origin.setdefault(key, rel) != rel:
-                skipped.append({"input": path, "key": key, "reason": "duplicate_key",
-                                "message": f"{path}: key {key!r} already used by {origin[key]!r}; rename one of them"})
+                _skip(skipped, path, key, "duplicate_key", f"{path}: key {key!r} already used by {origin[key]!r}; rename one of them")
                 continue
             group[ext] = Locator(path=path, stamp=_file_stamp(path))
 
@@ -212,51 +228,107 @@ def _seekable_plain_tar(stream) -> bool:
     return not head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ"))
 
 
-def _scan_shard(url: str, skipped: list[dict]) -> dict[str, dict[str, Locator]]:
-    """Key → extension → locator for one shard, reading tar headers (data is skipped when seekable)."""
+def _skip(skipped: list[dict], source: str, key: str, reason: str, message: str, *, log: bool = True) -> None:
+    """Record an input refused at planning time (logged once unless the shard reader has logged it)."""
+    if log:
+        logger.warning("%s: key %r skipped (%s): %s", source, key, reason, message)
+    skipped.append({"input": source, "key": key, "reason": reason, "message": message})
+
+
+def _shard_problem(skipped: list[dict], url: str, key: str, reason: str, message: str, on_error: OnError) -> None:
+    if on_error == "raise":
+        raise SampleError(message, shard=url, key=key, reason=reason)
+    _skip(skipped, url, key, reason, message)
+
+
+def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
+                  max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES) -> Iterator[TarMember]:
+    """The members of a tar as ``loaders._shards.tar_members`` flags them, but each good member's ``data`` is
+    its :class:`Locator` instead of its bytes: a seekable plain tar is read header by header (the media
+    bytes are skipped by seeking, a member running past the end of the file is ``truncated``); a stream
+    is read through in chunks to find where it ends."""
+    total = -1
+    if seekable:
+        total = stream.seek(0, os.SEEK_END)
+        stream.seek(0)
+    reading = ""
+    try:
+        with tarfile.open(fileobj=stream, mode="r:" if seekable else "r|*") as archive:
+            for member in archive:
+                name = reading = member.name
+                if member.isdir():
+                    continue
+                if not member.isfile():
+                    yield TarMember(name, b"", "member_type", f"tar member {name!r} is not a regular file (link/device)")
+                    continue
+                if not _safe_member_name(name):
+                    yield TarMember(name, b"", "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
+                    continue
+                if member.size > max_member_bytes:
+                    yield TarMember(name, b"", "too_large", f"tar member {name!r} is {member.size} bytes > {max_member_bytes = }")
+                    continue
+                if seekable:
+                    available = max(0, min(member.size, total - member.offset_data))
+                else:
+                    handle, available = archive.extractfile(member), 0
+                    while handle is not None and (chunk := handle.read(_READ_CHUNK_BYTES)):
+                        available += len(chunk)
+                if available != member.size:
+                    yield TarMember(name, b"", "truncated", f"tar member {name!r} is truncated ({available} of {member.size} bytes)")
+                    return
+                locator = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
+                                  member=name, stamp=f"{member.offset_data}:{member.size}")
+                yield TarMember(name, locator)  # group_by_key only looks at names and problems, never at data
+    except (tarfile.TarError, EOFError, OSError, ValueError) as e:
+        yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}")
+
+
+def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") -> dict[str, dict[str, Locator]]:
+    """Key → extension → locator for one shard, with the loader's drop rules (see the module docstring).
+
+    Raises:
+        SampleError: a shard-level problem with ``on_error="raise"``.
+    """
     groups: dict[str, dict[str, Locator]] = {}
     try:
         stream = open_shard(url)
     except (OSError, ValueError) as e:
-        skipped.append({"input": url, "key": "", "reason": "open", "message": f"cannot open shard {url}: {e}"})
+        _shard_problem(skipped, url, "", "open", f"cannot open shard {url}: {e}", on_error)
         return groups
+    details: dict[str, str] = {}
+
+    def noted(members: Iterator[TarMember]) -> Iterator[TarMember]:
+        for member in members:
+            if member.problem:
+                details.setdefault(_split_key(member.name)[0], member.message)
+            yield member
+
+    def report(shard: str, key: str, reason: str) -> None:  # group_by_key has logged it
+        detail = details.get(key, "the key appears again in the shard; the first copy is used")
+        _skip(skipped, shard, key, reason, f"{shard}: sample {key!r} dropped ({reason}): {detail}", log=False)
+
+    known = MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH
     with stream:
-        seekable = _seekable_plain_tar(stream)
+        members = noted(_tar_locators(url, stream, seekable=_seekable_plain_tar(stream)))
         try:
-            with tarfile.open(fileobj=stream, mode="r:" if seekable else "r|*") as archive:
-                for member in archive:
-                    name = member.name
-                    if not member.isfile():
-                        continue
-                    if not _safe_member_name(name):
-                        skipped.append({"input": url, "key": name, "reason": "unsafe_name",
-                                        "message": f"{url}: tar member {name!r} is absolute or contains '..'"})
-                        continue
-                    key, ext = _split_key(name)
-                    if ext not in MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
-                        continue
-                    group = groups.setdefault(key, {})
-                    if ext in group:
-                        skipped.append({"input": url, "key": key, "reason": "duplicate_key",
-                                        "message": f"{url}: member {name!r} appears twice; the first is used"})
-                        continue
-                    group[ext] = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
-                                         member=name, stamp=f"{member.offset_data}:{member.size}")
-        except (tarfile.TarError, EOFError, OSError) as e:
-            skipped.append({"input": url, "key": "", "reason": "truncated",
-                            "message": f"{url}: tar stream ended early or is corrupt ({e}); members read before it are kept"})
+            for sample in group_by_key(members, url=url, on_error=on_error, report=report):
+                found = {ext: loc for ext, loc in sample.items() if ext in known}
+                if found:
+                    groups[sample["__key__"]] = found
+        except ShardError as e:
+            raise SampleError(e.message, shard=e.shard, key=e.key, reason=e.reason) from None
     return groups
 
 
-def _list_shards(urls: list[str]) -> InputPlan:
+def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
     skipped: list[dict] = []
     by_key: dict[str, tuple[str, str, dict[str, Locator]]] = {}
     for url in urls:
-        for raw_key, found in _scan_shard(url, skipped).items():
+        for raw_key, found in _scan_shard(url, skipped, on_error=on_error).items():
             key = _clean_key(raw_key)
             if key in by_key:
-                skipped.append({"input": url, "key": raw_key, "reason": "duplicate_key",
-                                "message": f"{url}: key {raw_key!r} already seen in {by_key[key][0]}; the first is used"})
+                _shard_problem(skipped, url, raw_key, "duplicate_key",
+                               f"{url}: key {raw_key!r} already seen in {by_key[key][0]}; the first is used", on_error)
                 continue
             by_key[key] = (url, raw_key, found)
 
@@ -272,14 +344,23 @@ def _list_shards(urls: list[str]) -> InputPlan:
     return InputPlan(samples=tuple(samples), skipped=tuple(skipped), kind="shards", shard_urls=tuple(urls))
 
 
-def list_inputs(source: str) -> InputPlan:
+def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
     """Find the samples of ``source``: a directory, a tar path, a brace pattern or an fsspec/pipe URL.
+
+    Args:
+        source: the input.
+        on_error: ``"skip"`` lists shard-level problems in ``InputPlan.skipped`` (each logged once);
+            ``"raise"`` raises at the first one.
 
     Raises:
         FileNotFoundError: a local input that does not exist.
         PermissionError: a directory that cannot be listed.
-        ValueError: an empty pattern.
+        ValueError: an empty pattern, or a bad ``on_error``.
+        SampleError: a shard-level problem (hostile or duplicate member, truncated tar, shard that cannot be
+            opened) with ``on_error="raise"``; it names the shard, the sample key and the reason.
     """
+    if on_error not in ("skip", "raise"):
+        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
     if not isinstance(source, (str, os.PathLike)) or not os.fspath(source):
         raise ValueError(f"input must be a directory or shard URL(s), got {source!r}")
     source = os.fspath(source)
@@ -295,7 +376,7 @@ def list_inputs(source: str) -> InputPlan:
                 f"input {url!r} does not exist; hint: pass a directory of media files or WebDataset shards "
                 "(path, brace pattern like data-{000..009}.tar, or an fsspec URL)"
             )
-    return _list_shards(urls)
+    return _list_shards(urls, on_error=on_error)
 
 
 def read_members(locators: list[Locator]) -> list[bytes]:
