@@ -26,7 +26,7 @@ from loaders.errors import TranscriptError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TranscriptFormat", "read_transcript"]
+__all__ = ["TranscriptFormat", "is_transcript_json", "read_transcript"]
 
 TranscriptFormat = Literal["srt", "vtt", "json", "textgrid"]
 _FORMATS: tuple[str, ...] = get_args(TranscriptFormat)
@@ -97,6 +97,29 @@ def sniff_format(text: str) -> Optional[str]:
     if "-->" in head:
         return "srt"
     return None
+
+
+def is_transcript_json(data: Union[bytes, str]) -> bool:
+    """Whether a ``.json`` member is a transcript (Whisper/WhisperX ``segments``, avalign ``spans``, a list of
+    ``{text, start, end}``) rather than metadata, e.g. video2dataset's ``key.json`` (url, caption, status…).
+
+    Malformed JSON counts as a transcript, so that the transcript reader reports it with its line.
+    """
+    import json
+
+    try:
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return True
+    if isinstance(value, dict):
+        return any(k in value for k in ("segments", "spans", "word_segments"))
+    if isinstance(value, list):
+        return all(
+            isinstance(v, dict) and "text" in v and any(k in v for k in ("start", "start_seconds"))
+            and any(k in v for k in ("end", "stop", "stop_seconds"))
+            for v in value
+        )
+    return False
 
 
 def read_transcript(

@@ -533,3 +533,15 @@ def test_avalign_normalised_json_round_trips():
         ("Maps", 1.013, 1.427, 0.95),
         ("show", 1.427, 2.508, None),
     ]
+
+
+def test_is_transcript_json_tells_metadata_from_transcripts():
+    from loaders._transcripts import is_transcript_json
+
+    assert is_transcript_json(b'{"segments": []}')
+    assert is_transcript_json(b'{"spans": [{"text": "a", "start_seconds": 0, "stop_seconds": 1}]}')
+    assert is_transcript_json(b'[{"text": "a", "start": 0, "end": 1}]')
+    assert is_transcript_json(b"{not json")  # malformed: the reader will name the line
+    # video2dataset's per-sample metadata
+    assert not is_transcript_json(b'{"url": "http://x/v.mp4", "key": "000000001", "status": "success", "caption": "hi"}')
+    assert not is_transcript_json(b'[{"text": "a"}]')
