@@ -75,7 +75,7 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     try:
         video = loaders.read_video(media, name=media)
     except loaders.DecodeError as e:
-        if "no video stream" not in str(e):
+        if e.reason != "missing_video":
             raise
         video = None
     text = loaders.read_transcript(transcript) if transcript else None

@@ -9,7 +9,7 @@ from loaders._transcripts import read_transcript
 from loaders._video import probe_video, read_video
 from loaders._watchdog import call_with_timeout
 from loaders._window import windows
-from loaders.errors import DecodeError, DecodeTimeout, SampleError, TranscriptError
+from loaders.errors import REASONS, DecodeError, DecodeTimeout, SampleError, TranscriptError, reason_of
 
 __all__ = [
     "AudioClip",
@@ -23,6 +23,7 @@ __all__ = [
     "PackItem",
     "PackStats",
     "PackedBatch",
+    "REASONS",
     "SampleError",
     "Span",
     "Transcript",
@@ -38,5 +39,6 @@ __all__ = [
     "read_audio",
     "read_transcript",
     "read_video",
+    "reason_of",
     "windows",
 ]

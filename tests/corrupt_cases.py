@@ -1,20 +1,21 @@
 """Corrupt and hostile inputs, built at test time: one shard per case holding ONE good sample and the bad one.
 
-Each :class:`Case` says what every tool must do with its bad sample, using the reason codes the code
-actually emits (they differ per tool; the table below is the contract the reliability matrix checks)::
+Each :class:`Case` says what every tool must do with its bad sample, using the one vocabulary of reason
+codes the three tools share (``loaders.errors.REASONS``; the table below is the contract the reliability
+matrix checks)::
 
     case                 loader (make_loader)       preprocess (skipped.jsonl)   report (report.json skipped)
-    truncated_media      skip  decode               skip  decode                 skip  corrupt_media
-    empty_media          skip  decode               skip  decode                 skip  corrupt_media
-    random_bytes         skip  decode               skip  decode                 skip  corrupt_media
-    video_only           skip  missing_audio        skip  no_audio               skip  missing_audio
+    truncated_media      skip  decode               skip  decode                 skip  decode
+    empty_media          skip  decode               skip  decode                 skip  decode
+    random_bytes         skip  decode               skip  decode                 skip  decode
+    video_only           skip  missing_audio        skip  missing_audio          skip  missing_audio
     audio_only           skip  missing_video        kept  (av_offset_ms None)    kept  (av_offset_ms None)
     missing_transcript   kept  (no words)           kept  (no transcript.json)   kept  (has_transcript False)
-    malformed_json       skip  transcript           skip  transcript             skip  corrupt_transcript
-    malformed_srt        skip  transcript           skip  transcript             skip  corrupt_transcript
-    malformed_vtt        skip  transcript           skip  transcript             skip  corrupt_transcript
-    malformed_textgrid   skip  transcript           skip  transcript             skip  corrupt_transcript
-    stop_before_start    skip  transcript           skip  transcript             skip  corrupt_transcript
+    malformed_json       skip  transcript           skip  transcript             skip  transcript
+    malformed_srt        skip  transcript           skip  transcript             skip  transcript
+    malformed_vtt        skip  transcript           skip  transcript             skip  transcript
+    malformed_textgrid   skip  transcript           skip  transcript             skip  transcript
+    stop_before_start    skip  transcript           skip  transcript             skip  transcript
     spans_beyond_media   kept  (clipped, counted)   kept  (spans_outside = 2)    kept  (spans_outside = 2)
     duplicate_key        skip  duplicate_key        skip  duplicate_key          skip  duplicate_key
     dotdot_name          skip  unsafe_name          skip  unsafe_name            skip  unsafe_name
@@ -159,17 +160,17 @@ def build_cases(root: Path) -> tuple[str, dict[str, Case]]:
         cases[name] = Case(name, write_tar(root / f"{name}.tar", members), expect, note)
 
     add("truncated_media", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", other[: len(other) // 2])],
-        {"loader": skip("decode"), "preprocess": skip("decode"), "report": skip("corrupt_media")},
+        same(skip("decode")),
         "an MP4 cut in half (its moov index is at the end)")
     add("empty_media", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", b"")],
-        {"loader": skip("decode"), "preprocess": skip("decode"), "report": skip("corrupt_media")},
+        same(skip("decode")),
         "a zero-byte .mp4 member")
     noise = bytes((i * 7919 + 13) % 251 for i in range(20_000))
     add("random_bytes", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", noise)],
-        {"loader": skip("decode"), "preprocess": skip("decode"), "report": skip("corrupt_media")},
+        same(skip("decode")),
         "20 kB of pseudo-random bytes named .mp4")
     add("video_only", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", media["video_only.mp4"])],
-        {"loader": skip("missing_audio"), "preprocess": skip("no_audio"), "report": skip("missing_audio")},
+        same(skip("missing_audio")),
         "an H.264 MP4 without an audio stream")
     add("audio_only", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", media["audio_only.mp4"])],
         {"loader": skip("missing_video"), "preprocess": Expect("kept", flagged="no_video"),
@@ -179,11 +180,11 @@ def build_cases(root: Path) -> tuple[str, dict[str, Case]]:
         "media without any transcript member")
     for name, (ext, data) in _MALFORMED.items():
         add(name, [(f"{BAD_KEY}.{ext}", data), (f"{BAD_KEY}.mp4", other)],
-            {"loader": skip("transcript"), "preprocess": skip("transcript"), "report": skip("corrupt_transcript")},
+            same(skip("transcript")),
             f"a malformed .{ext} transcript")
     backwards = json.dumps({"segments": [{"start": 0.8, "end": 0.2, "text": "backwards"}]}).encode()
     add("stop_before_start", [(f"{BAD_KEY}.json", backwards), (f"{BAD_KEY}.mp4", other)],
-        {"loader": skip("transcript"), "preprocess": skip("transcript"), "report": skip("corrupt_transcript")},
+        same(skip("transcript")),
         "a segment whose stop (0.2 s) is before its start (0.8 s)")
     beyond = json.dumps({"segments": [
         {"start": 0.2, "end": 0.4, "text": "inside", "words": [{"word": "inside", "start": 0.2, "end": 0.4}]},

@@ -168,9 +168,39 @@ def test_restore_is_fast_and_small(shards):
     assert head
 
 
-def test_raise_mode_names_shard_key_reason(shards):
-    with pytest.raises(SampleError, match=r"bad_mp4.*reason=decode"):
-        list(_loader(shards, on_error="raise"))
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_raise_mode_names_shard_key_reason(shards, num_workers):
+    with pytest.raises(SampleError, match=r"bad_mp4.*reason=decode") as info:
+        list(_loader(shards, on_error="raise", num_workers=num_workers))
+    error = info.value
+    assert (Path(error.shard).name, error.key, error.reason) == ("shard-000000.tar", "bad_mp4", "decode")
+    assert str(error).count("reason=") == 1  # the worker's error is not wrapped twice
+
+
+def test_errors_carry_reason_codes_through_pickle():
+    """Reason codes survive the trip from a worker or watchdog process (pickle), and map to the vocabulary."""
+    from loaders.errors import REASONS, DecodeError, DecodeTimeout, TranscriptError, reason_of
+
+    missing = DecodeError("x.mp4 has no audio stream", reason="missing_audio")
+    back = pickle.loads(pickle.dumps(missing))
+    assert (type(back), back.reason, str(back)) == (DecodeError, "missing_audio", "x.mp4 has no audio stream")
+    assert isinstance(missing, ValueError) and DecodeError("corrupt").reason == "decode"
+    assert pickle.loads(pickle.dumps(DecodeTimeout("slow"))).reason == "timeout"
+    sample = SampleError("boom", shard="s.tar", key="k", reason="too_large")
+    back = pickle.loads(pickle.dumps(sample))
+    assert (str(back), back.message, back.shard, back.key, back.reason) == (str(sample), "boom", "s.tar", "k", "too_large")
+    assert [reason_of(e) for e in (missing, TranscriptError("t"), sample, OSError("io"), RuntimeError("bug"))] == [
+        "missing_audio", "transcript", "too_large", "read", "error"]
+    assert reason_of(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), default="decode") == "decode"
+    with pytest.raises(ValueError, match="reason must be one of"):
+        DecodeError("x", reason="corrupt_media")
+    assert {"decode", "missing_video", "missing_audio", "missing_media", "too_large", "transcript", "unsafe_name",
+            "member_type", "duplicate_key", "truncated", "open", "align_json", "over_budget", "timeout"} <= set(REASONS)
+
+
+def test_max_pixels_is_checked(shards):
+    with pytest.raises(ValueError, match="max_pixels must be a positive int"):
+        _loader(shards, max_pixels=0)
 
 
 def test_over_budget_clip_without_windows_is_skipped(shards):

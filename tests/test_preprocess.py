@@ -73,7 +73,7 @@ def test_output_values_against_ffprobe(clips, reference):
     # bad, c0 → shard 0; c1, c2 → shard 1; d3 → shard 2 (empty after the skip): assignment by key order.
     assert [r["shard"] for r in manifest] == ["shard-000000.tar", "shard-000001.tar", "shard-000001.tar"]
     skipped = {r["key"]: r["reason"] for r in map(json.loads, (reference / "skipped.jsonl").read_text().splitlines())}
-    assert skipped == {"bad": "decode", "d3": "transcript", "orphan": "no_media"}
+    assert skipped == {"bad": "decode", "d3": "transcript", "orphan": "missing_media"}
 
     with tarfile.open(reference / "shard-000000.tar") as tar:
         members = tar.getmembers()
@@ -151,6 +151,21 @@ def test_sigkill_then_rerun_matches_clean_run(clips, tmp_path):
     assert "shard-000000.tar" in result["shards_reused"]
     assert not list(killed.glob(".*.tmp"))
     assert _outputs(killed) == reference
+
+
+def test_cli_max_pixels(clips, tmp_path, capsys):
+    import argparse
+
+    from avalign.preprocess._cli import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["preprocess", str(clips), str(tmp_path / "out"), "--no-progress", "--json",
+                              "--max-pixels", str(64 * 48 - 1)])  # one pixel under the clips' 64x48
+    assert args.func(args) == 0 and json.loads(capsys.readouterr().out)["num_samples"] == 0
+    skipped = {r["key"]: r["reason"] for r in map(json.loads, (tmp_path / "out" / "skipped.jsonl").read_text().splitlines())}
+    assert skipped == {"bad": "decode", "c0": "too_large", "c1": "too_large", "c2": "too_large", "d3": "transcript",
+                       "orphan": "missing_media"}
 
 
 def _tar(path: Path, members: dict[str, bytes]) -> None:

@@ -8,8 +8,10 @@ Known library gaps are strict xfails listed in ``KNOWN_FAILURES`` (flip them whe
 """
 from __future__ import annotations
 
+import io
 import json
 import logging
+import pickle
 import tarfile
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 
+from loaders.errors import SampleError
 from tests.corrupt_cases import BAD_KEY, GOOD_KEY, TOOLS, build_cases
 
 MODES = ("skip", "raise")
@@ -29,34 +32,8 @@ HEADER_FRAMES = 1_000_000_000
 SAMPLE_KEY = {"dotdot_name": "../bad", "absolute_name": "/tmp/bad"}
 """The sample key of the bad members when it is not ``bad`` (their member names minus the extension)."""
 
-_REPORT_NO_RAISE = "run_report has no on_error parameter: report can only skip (TypeError); add on_error='skip'|'raise'"
-_PER_MEMBER = "counted/logged once per tar MEMBER (2 entries keyed by member name), not once per sample key"
-KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
-    **{(case, "report", "raise"): _REPORT_NO_RAISE for case in (
-        "truncated_media", "empty_media", "random_bytes", "video_only", "audio_only", "missing_transcript",
-        "malformed_json", "malformed_srt", "malformed_vtt", "malformed_textgrid", "stop_before_start",
-        "spans_beyond_media", "duplicate_key", "dotdot_name", "absolute_name", "truncated_tar",
-        "lying_frame_count", "over_max_pixels")},
-    ("video_only", "loader", "skip"): "no audio stream is reported as reason 'decode', not 'missing_audio'",
-    ("video_only", "loader", "raise"): "no audio stream is reported as reason 'decode', not 'missing_audio'",
-    ("video_only", "report", "skip"): "no audio stream is reported as 'corrupt_media', not 'missing_audio'",
-    ("audio_only", "loader", "skip"): "an audio-only .mp4 is reported as reason 'decode', not 'missing_video'",
-    ("audio_only", "loader", "raise"): "an audio-only .mp4 is reported as reason 'decode', not 'missing_video'",
-    ("spans_beyond_media", "loader", "skip"): "spans outside the media are dropped but not counted in LoaderStats",
-    ("spans_beyond_media", "loader", "raise"): "spans outside the media are dropped but not counted in LoaderStats",
-    ("duplicate_key", "preprocess", "skip"): "a duplicate key is counted once per member of the second copy (2x)",
-    ("duplicate_key", "preprocess", "raise"): "shard-level problems never raise with on_error='raise'",
-    **{(case, "preprocess", "skip"): _PER_MEMBER for case in ("dotdot_name", "absolute_name")},
-    ("dotdot_name", "preprocess", "raise"): "shard-level problems never raise with on_error='raise'",
-    ("absolute_name", "preprocess", "raise"): "shard-level problems never raise with on_error='raise'",
-    ("truncated_tar", "preprocess", "skip"): "counted twice: ('', truncated) + (bad, read)",
-    ("truncated_tar", "preprocess", "raise"): "raises reason 'read' for the partial sample, not 'truncated'",
-    ("over_max_pixels", "loader", "skip"): "over max_pixels is reported as 'decode', not 'too_large'",
-    ("over_max_pixels", "loader", "raise"): "over max_pixels is reported as 'decode', not 'too_large'",
-    ("over_max_pixels", "preprocess", "skip"): "over max_pixels is reported as 'decode', not 'too_large'",
-    ("over_max_pixels", "preprocess", "raise"): "over max_pixels is reported as 'decode', not 'too_large'",
-    ("over_max_pixels", "report", "skip"): "over max_pixels is reported as 'corrupt_media', not 'too_large'",
-}
+KNOWN_FAILURES: dict[tuple[str, str, str], str] = {}
+"""(case, tool, mode) → why it fails: strict xfails for known library gaps (none left)."""
 CASE_NAMES = (
     "truncated_media", "empty_media", "random_bytes", "video_only", "audio_only", "missing_transcript",
     "malformed_json", "malformed_srt", "malformed_vtt", "malformed_textgrid", "stop_before_start",
@@ -70,8 +47,7 @@ def _params():
         for tool in TOOLS:
             for mode in MODES:
                 reason = KNOWN_FAILURES.get((case, tool, mode))
-                raises = TypeError if reason == _REPORT_NO_RAISE else None
-                marks = [pytest.mark.xfail(strict=True, reason=reason, raises=raises)] if reason else []
+                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
                 yield pytest.param(case, tool, mode, marks=marks, id=f"{case}-{tool}-{mode}")
 
 
@@ -115,8 +91,7 @@ def _preprocess(shard: str, out: Path, on_error: str) -> tuple[dict[str, bytes],
 def _report(shard: str, out: Path, on_error: str) -> dict:
     from avalign.report import run_report
 
-    kwargs = {} if on_error == "skip" else {"on_error": on_error}
-    run_report(shard, out_dir=str(out), **kwargs)
+    run_report(shard, out_dir=str(out), on_error=on_error)
     return json.loads((out / "report.json").read_text())
 
 
@@ -294,3 +269,111 @@ def test_clean_run_is_the_oracle(built):
     assert clean["frames"].shape[0] == 10 and clean["audio"].shape[0] == 16000
     assert clean["words"] == [("one", 1, 3, 1600, 4800), ("two", 4, 6, 6400, 9600), ("three", 7, 9, 11200, 14400)]
     assert float(np.abs(clean["audio"].numpy()).max()) > 0.1
+
+
+# -- the fixes behind the matrix, checked directly ------------------------------------------------------
+
+
+def test_expected_reasons_are_the_shared_vocabulary(built):
+    """Every reason the matrix expects, from any tool, is a code of the one documented vocabulary."""
+    from loaders.errors import REASONS
+
+    expected = {e.reason for case in built["cases"].values() for e in case.expect.values() if e.reason}
+    assert expected <= set(REASONS), expected - set(REASONS)
+    assert {"decode", "missing_audio", "transcript", "duplicate_key", "unsafe_name", "truncated", "too_large"} <= expected
+
+
+GOOD_PIXELS = 32 * 24
+"""The good clip's frame size (generator ground truth)."""
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_max_pixels_is_an_option_of_every_tool(built, tool, tmp_path):
+    """One pixel under the good clip's 32x24 skips it as too_large; a limit at the huge clip's 4096x2176 lets its
+    one frame (0.1 s at 10 fps) through."""
+    clean, huge = built["clean"], built["cases"]["over_max_pixels"].shard
+    if tool == "loader":
+        from loaders._loader import make_loader
+
+        loader = make_loader(clean, **LOADER_OPTIONS, max_pixels=GOOD_PIXELS - 1)
+        assert list(loader) == [] and loader.stats.skipped_samples == ((clean, GOOD_KEY, "too_large"),)
+        items: dict[str, int] = {}
+        for batch in make_loader(huge, **LOADER_OPTIONS, max_pixels=4096 * 2176):
+            cu = batch.cu_seqlens_frames.tolist()
+            items.update({key: cu[i + 1] - cu[i] for i, key in enumerate(batch.sample_keys)})
+        assert items == {GOOD_KEY: CLIP_FRAMES, BAD_KEY: 1}
+    elif tool == "preprocess":
+        from avalign.preprocess import preprocess
+
+        preprocess(clean, str(tmp_path / "low"), progress=False, max_pixels=GOOD_PIXELS - 1)
+        skipped = [json.loads(line) for line in (tmp_path / "low" / "skipped.jsonl").read_text().splitlines()]
+        assert [(row["key"], row["reason"]) for row in skipped] == [(GOOD_KEY, "too_large")]
+        preprocess(huge, str(tmp_path / "high"), progress=False, max_pixels=4096 * 2176)
+        record = json.loads(_read_tar(tmp_path / "high" / "shard-000000.tar")[f"{BAD_KEY}.align.json"])
+        assert record["video"]["num_frames"] == 1
+    else:
+        from avalign.report import run_report
+
+        low = run_report(clean, out_dir=str(tmp_path / "low"), max_pixels=GOOD_PIXELS - 1).report
+        assert [(s["key"], s["reason"]) for s in low["skipped"]] == [(GOOD_KEY, "too_large")]
+        assert low["summary"]["corrupt"] == 1
+        high = run_report(huge, out_dir=str(tmp_path / "high"), max_pixels=4096 * 2176).report
+        rows = {row["key"]: row for row in high["clips"]}
+        assert rows[BAD_KEY]["container"]["num_frames_from_content"] == 1 and high["skipped"] == []
+
+
+def test_spans_outside_counted_once_per_sample_and_restored(built):
+    """The 1 s clip cut into two 0.5 s windows still counts its 2 outside spans once; a loader restored after
+    each batch ends the epoch with the same count."""
+    from loaders._loader import make_loader
+
+    shard = built["cases"]["spans_beyond_media"].shard
+    options = dict(LOADER_OPTIONS, max_items=1, window_seconds=0.5)
+    full = make_loader(shard, **options)
+    num_batches = len(list(full))
+    assert num_batches == 4 and full.stats.spans_outside == 2  # 2 clips x 2 windows, one item per batch
+    for saved_after in range(num_batches + 1):
+        first = make_loader(shard, **options)
+        batches = iter(first)
+        for _ in range(saved_after):
+            next(batches)
+        state = pickle.loads(pickle.dumps(first.state_dict()))
+        restored = make_loader(shard, **options)
+        restored.load_state_dict(state)
+        assert len(list(restored)) == num_batches - saved_after
+        assert restored.stats.spans_outside == 2, saved_after
+
+
+def _link_shard(root: Path) -> str:
+    """good + a sample whose media member is a symlink (member_type) + a key with only a caption."""
+    path = root / "link_case.tar"
+    with tarfile.open(path, "w") as tar:
+        for name, data in [(f"{GOOD_KEY}.json", b'{"segments": []}'), (f"{GOOD_KEY}.mp4", b"x" * 100),
+                           (f"{BAD_KEY}.json", b'{"segments": []}')]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo(f"{BAD_KEY}.mp4")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+    return str(path)
+
+
+@pytest.mark.parametrize("case_name", ["duplicate_key", "dotdot_name", "absolute_name", "truncated_tar", "link"])
+def test_preprocess_scan_agrees_with_the_shard_reader(built, case_name):
+    """preprocess plans a shard (seekable file, or streamed through ``pipe:``) with the loader's drop rules:
+    the same samples kept and the same (key, reason) reports, once per sample key."""
+    from avalign.preprocess import list_inputs
+    from loaders._shards import shard_samples
+
+    shard = _link_shard(built["root"]) if case_name == "link" else built["cases"][case_name].shard
+    reports: list[tuple[str, str, str]] = []
+    kept = sorted(s["__key__"] for s in shard_samples(shard, report=lambda *r: reports.append(r)))
+    assert reports and all(url == shard for url, _, _ in reports)
+    for source in (shard, f"pipe:cat {shard}"):
+        plan = list_inputs(source)
+        assert sorted(s.key for s in plan.samples) == kept, source
+        assert [(row["key"], row["reason"]) for row in plan.skipped] == [(key, reason) for _, key, reason in reports]
+        with pytest.raises(SampleError) as info:
+            list_inputs(source, on_error="raise")
+        assert (info.value.key, info.value.reason) == reports[0][1:] and info.value.shard == source

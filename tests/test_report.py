@@ -166,9 +166,9 @@ def test_residuals_against_truth(dir_report):
 
 def test_corrupt_and_stray_inputs_are_counted(dir_report):
     summary = dir_report.report["summary"]
-    assert summary["skipped_by_reason"] == {"corrupt_media": 1, "unknown_extension": 1}
+    assert summary["skipped_by_reason"] == {"decode": 1, "unknown_extension": 1}
     assert summary["corrupt"] == 1 and summary["num_clips"] == 2
-    corrupt = next(s for s in dir_report.report["skipped"] if s["reason"] == "corrupt_media")
+    corrupt = next(s for s in dir_report.report["skipped"] if s["reason"] == "decode")
     assert corrupt["key"] == "corrupt" and "DecodeError" in corrupt["message"]
 
 
@@ -240,7 +240,7 @@ def test_html_holds_the_numbers_and_is_self_contained(dir_report):
     assert clips["late100"][8:11] == ["within", "within", "outside"]  # BT.1359 det., acc., EBU R37
     largest = {k: max(abs(r[f]) for f in ("av_offset_ms", "text_offset_ms") if r[f] is not None) for k, r in rows.items()}
     assert [c[0] for c in page.tables["clips"] if c] == sorted(largest, key=lambda k: -largest[k])  # worst first
-    assert {c[2] for c in page.tables["skipped"] if c} == {"corrupt_media", "unknown_extension"}
+    assert {c[2] for c in page.tables["skipped"] if c} == {"decode", "unknown_extension"}
     assert page.links and all(link.startswith("data:image/png;base64,") for link in page.links)
 
 
@@ -304,7 +304,7 @@ def test_preprocessed_shards_use_align_json(preprocessed_dir, tmp_path):
     assert a["lipsync"] == {"bt1359_detectability": True, "bt1359_acceptability": True, "ebu_r37": False}
     assert rows["d"]["av_offset_ms"] == 1.0 and "container probe failed" in rows["d"]["problems"][0]
     reasons = result.report["summary"]["skipped_by_reason"]
-    assert reasons == {"bad_align_json": 1, "truncated": 1}
+    assert reasons == {"align_json": 1, "truncated": 1}
     assert result.report["summary"]["gate"]["abstained"] == [{"key": "b", "shard": str(preprocessed_dir / "shard-000000.tar"), "fields": ["av_offset_ms"]}]
     html_text = (tmp_path / "report.html").read_text()
     assert "<img src=x" not in html_text and "x&lt;img src=x onerror=alert(1)&gt;&amp;" in html_text
@@ -348,7 +348,23 @@ def test_raw_shard_is_measured_like_the_file(clips_dir, tmp_path):
     (row,) = result.report["clips"]
     assert row["key"] == "clip" and row["source"] == "measured"
     assert (row["av_offset_ms"], row["drift_ppm"]) == (direct["av_offset_ms"], direct["drift_ppm"])
-    assert result.report["summary"]["skipped_by_reason"] == {"corrupt_media": 1, "no_media": 1}
+    assert result.report["summary"]["skipped_by_reason"] == {"decode": 1, "missing_media": 1}
+
+
+def test_cli_on_error_raise_and_max_pixels(clips_dir, tmp_path):
+    from loaders.errors import SampleError
+
+    shard = _tar(tmp_path / "raw-000000.tar", {
+        "bad.mp4": b"\x00\x00\x00\x18ftypmp42 definitely not a movie",
+        "clip.mp4": (clips_dir / "late100.mp4").read_bytes(),
+    })
+    with pytest.raises(SampleError, match=r"reason=decode") as info:
+        _cli(["report", str(shard), "--out", str(tmp_path / "raise"), "--no-progress", "--on-error", "raise"])
+    assert (info.value.shard, info.value.key, info.value.reason) == (str(shard), "bad", "decode")
+    assert not (tmp_path / "raise" / "report.json").exists()
+    assert _cli(["report", str(shard), "--out", str(tmp_path / "small"), "--no-progress", "--max-pixels", str(160 * 120 - 1)]) == 0
+    skipped = json.loads((tmp_path / "small" / "report.json").read_text())["skipped"]
+    assert [(s["key"], s["reason"]) for s in skipped] == [("bad", "decode"), ("clip", "too_large")]  # 160x120 frames
 
 
 def test_missing_input_raises(tmp_path):

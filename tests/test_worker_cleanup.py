@@ -114,8 +114,6 @@ def killed_run(shards) -> dict:
 
 
 @pytest.mark.timeout(90)
-@pytest.mark.xfail(strict=True, reason="workers block in stop.wait()/queue put forever once the main process is "
-                   "SIGKILLed (no parent-death check): loaders/_loader.py _worker_main")
 def test_sigkill_mid_epoch_leaves_no_orphaned_workers(killed_run):
     assert not killed_run["orphans"], (
         f"loader workers {killed_run['orphans']} of {killed_run['workers']} still running 5 s after their parent "

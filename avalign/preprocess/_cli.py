@@ -12,6 +12,8 @@ import json
 import logging
 import sys
 
+from loaders._video import DEFAULT_MAX_PIXELS
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["add_parser", "run_command"]
@@ -25,7 +27,8 @@ EPILOG = """examples:
 
 output: out/shard-000000.tar … (<key>.<media>, <key>.align.json, <key>.frames.json, <key>.transcript.json),
 out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words), out/skipped.jsonl (input, key,
-reason), out/state.jsonl (resume state). Same inputs and options give byte-identical shards for any --workers.
+reason: decode, missing_audio, too_large, transcript, unsafe_name, duplicate_key, truncated…), out/state.jsonl
+(resume state). Same inputs and options give byte-identical shards for any --workers.
 """
 
 
@@ -43,6 +46,7 @@ def _call(preprocess, args: argparse.Namespace):
         on_error=args.on_error,
         progress=not args.no_progress and sys.stderr.isatty(),
         timeout_seconds=args.timeout if args.timeout > 0 else None,
+        max_pixels=args.max_pixels,
     )
 
 
@@ -57,18 +61,6 @@ def run_command(args: argparse.Namespace) -> int:
             raise
         print(f"avalign preprocess: error: {e}", file=sys.stderr)
         return 2
-
-        args.input,
-        args.output_dir,
-        workers=args.workers,
-        backend=args.backend,
-        ray_address=args.ray_address,
-        samples_per_shard=args.samples_per_shard,
-        sample_rate=args.sample_rate,
-        reencode=args.reencode,
-        dry_run=args.dry_run,
-        on_error=args.on_error,
-        progress=not args.no_progress and sys.stderr.isatty(),
     if args.json:
         print(json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in result.__dict__.items()}, indent=2))
     elif result.dry_run:
@@ -109,6 +101,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--reencode", choices=["mp4"], default=None, help="re-encode media to H.264/AAC MP4 (default: keep bytes)")
     parser.add_argument("--on-error", choices=["skip", "raise"], default="skip",
                         help="skip bad samples into skipped.jsonl (default) or stop at the first")
+    parser.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, metavar="N",
+                        help=f"skip media whose frames have more than N pixels (width x height) as too_large "
+                             f"(default {DEFAULT_MAX_PIXELS} = 3840x2160)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per sample before giving up (0: none; default 300)")
     parser.add_argument("--dry-run", action="store_true", help="list what would be done; write nothing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -304,7 +304,7 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
             yield member
 
     def report(shard: str, key: str, reason: str) -> None:  # group_by_key has logged it
-        detail = details.get(key, "the key appears again in the shard; the first copy is used")
+        detail = details.get(key, "the key (or one of its extensions) appears again; an earlier complete copy is kept")
         _skip(skipped, shard, key, reason, f"{shard}: sample {key!r} dropped ({reason}): {detail}", log=False)
 
     known = MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH

@@ -25,6 +25,7 @@ from avalign.preprocess._sample import SampleOptions, dumps, run_config
 from avalign.preprocess._shard import ShardTask, process_shard
 from avalign.preprocess._state import RunState, plan_sha256
 from avalign.preprocess._writer import atomic_write_bytes, remove_stale_temporaries, shard_name
+from loaders._video import DEFAULT_MAX_PIXELS
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class PreprocessResult:
 
 
 def _check_options(workers: int, backend: str, samples_per_shard: int, sample_rate: int, reencode, on_error: str,
-                   timeout_seconds) -> None:
+                   timeout_seconds, max_pixels) -> None:
     if backend not in ("local", "ray"):
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     if not isinstance(workers, int) or workers < 1:
@@ -76,6 +77,8 @@ def _check_options(workers: int, backend: str, samples_per_shard: int, sample_ra
         raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
     if timeout_seconds is not None and not timeout_seconds > 0:
         raise ValueError(f"timeout_seconds must be > 0 or None, got {timeout_seconds = !r}")
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
+        raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels = !r}; try {DEFAULT_MAX_PIXELS}")
 
 
 def _inside(path: str, root: str) -> bool:
@@ -174,6 +177,7 @@ def preprocess(
     on_error: Literal["skip", "raise"] = "skip",
     progress: bool = True,
     timeout_seconds: Optional[float] = 300.0,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> PreprocessResult:
     """Measure every sample of ``input`` once and write aligned WebDataset shards to ``output_dir``.
 
@@ -181,7 +185,7 @@ def preprocess(
     measure`` record plus ``config``), ``<key>.frames.json`` (frame index, video only) and
     ``<key>.transcript.json`` (normalised, original clock), in ``shard-000000.tar``…; plus
     ``manifest.jsonl`` (key, shard, duration, num_frames, num_samples, num_words), ``skipped.jsonl``
-    (input, key, reason, message) and ``state.jsonl`` (for resuming).
+    (input, key, reason, message; reason codes from ``loaders.errors.REASONS``) and ``state.jsonl`` (for resuming).
 
     Args:
         input: a directory of media with same-stem transcripts (``.srt .vtt .json .TextGrid``), or
@@ -194,10 +198,13 @@ def preprocess(
         sample_rate: rate for the sample indices in ``align.json`` and ``num_samples`` in the manifest.
         reencode: None keeps the media bytes; ``"mp4"`` re-encodes to H.264 + AAC (deterministic flags).
         dry_run: list what would be done, write nothing.
-        on_error: ``"skip"`` records bad samples in ``skipped.jsonl``; ``"raise"`` stops at the first,
-            naming the input.
+        on_error: ``"skip"`` records bad samples in ``skipped.jsonl`` (each logged once); ``"raise"`` stops at
+            the first, naming the input: shard-level problems (hostile or duplicate members, truncated tar) raise
+            while planning, before anything is written. Keys without media are listed in either mode.
         progress: show a tqdm bar (ETA, done and skipped counts).
         timeout_seconds: per-sample limit for decode + measure (None: no limit).
+        max_pixels: skip media whose frames have more pixels (width × height) with reason ``too_large``
+            (default 3840 × 2160).
 
     Returns:
         PreprocessResult with the shards written and reused, counts and timings.
@@ -207,20 +214,20 @@ def preprocess(
         PermissionError: ``input`` unreadable or ``output_dir`` unwritable.
         ValueError: bad options, output inside input, or an output directory from a run with other options.
         OSError: disk full (errno ENOSPC; the message says so; completed shards stay, a rerun resumes).
-        SampleError: a bad sample with ``on_error="raise"``.
+        SampleError: a bad sample with ``on_error="raise"`` (its ``shard``, ``key`` and ``reason`` attached).
 
     Example:
         >>> result = preprocess("clips/", "shards/", workers=4, samples_per_shard=500)   # doctest: +SKIP
         >>> result.shards[:2], result.num_samples, result.num_skipped                    # doctest: +SKIP
     """
     start = time.monotonic()
-    _check_options(workers, backend, samples_per_shard, sample_rate, reencode, on_error, timeout_seconds)
+    _check_options(workers, backend, samples_per_shard, sample_rate, reencode, on_error, timeout_seconds, max_pixels)
     input, output_dir = os.fspath(input), os.fspath(output_dir)
-    plan = list_inputs(input)
+    plan = list_inputs(input, on_error=on_error)
     _check_output_location(input, output_dir, plan)
-    options = SampleOptions(sample_rate=sample_rate, reencode=reencode, timeout_seconds=timeout_seconds)
+    options = SampleOptions(sample_rate=sample_rate, reencode=reencode, timeout_seconds=timeout_seconds, max_pixels=max_pixels)
     config = run_config(options)
-    state_config = dict(config, samples_per_shard=samples_per_shard)
+    state_config = dict(config, samples_per_shard=samples_per_shard, max_pixels=max_pixels)
     tasks = plan_shards(plan, samples_per_shard=samples_per_shard, config=state_config)
     keys_by_shard = {t.name: [s.key for s in t.samples] for t in tasks}
     logger.info("%s: %d sample(s), %d skipped up front, %d shard(s)", input, len(plan.samples), len(plan.skipped), len(tasks))

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from avalign.preprocess._inputs import InputSample, read_members
-from loaders.errors import DecodeError, DecodeTimeout, SampleError, TranscriptError
+from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.errors import DecodeError, DecodeTimeout, SampleError, reason_of
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class SampleOptions:
-    """Options that decide a sample's output bytes (all of them go into ``align.json``'s config)."""
+    """Options that decide a sample's output (all but ``max_pixels`` go into ``align.json``'s config)."""
 
     sample_rate: int = 16000
     """Rate for sample indices and ``num_samples`` in the record (Hz)."""
@@ -45,6 +46,9 @@ class SampleOptions:
     """Give up on one sample's decode + measure after this long (watchdog child); None: no limit."""
     seed: int = 0
     """Recorded in the config; the estimators are deterministic and draw no random numbers."""
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    """Skip media whose frames are larger (width × height) with reason ``too_large``. It decides which samples
+    are written, not their bytes: recorded in ``state.jsonl``'s options, not in ``align.json``."""
 
 
 def dumps(value) -> bytes:
@@ -115,7 +119,8 @@ def _transcript_json(transcript) -> dict:
     }
 
 
-def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str, transcript_name: str, sample_rate: int) -> dict:
+def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str, transcript_name: str, sample_rate: int,
+             max_pixels: int = DEFAULT_MAX_PIXELS) -> dict:
     """Decode and measure (runs in the watchdog child when there is a time limit). Single-threaded for reproducibility."""
     import torch
 
@@ -137,10 +142,10 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
             audio = loaders.read_audio(media, name=media_name)
             try:
-                video = loaders.read_video(media, name=media_name, num_threads=1)
+                video = loaders.read_video(media, name=media_name, num_threads=1, max_pixels=max_pixels)
                 index = loaders.probe_video(media, name=media_name)[1]
             except DecodeError as e:
-                if "no video stream" not in str(e):
+                if e.reason != "missing_video":  # audio-only media are kept, with a null A/V offset
                     raise
                 video, index = None, None
             record = measure_sample(video, audio, transcript, sample_rate=sample_rate)
@@ -162,24 +167,13 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
     }
 
 
-def _reason(error: BaseException) -> str:
-    if isinstance(error, DecodeTimeout):
-        return "timeout"
-    if isinstance(error, TranscriptError):
-        return "transcript"
-    if isinstance(error, DecodeError):
-        return "no_audio" if "no audio stream" in str(error) else "decode"
-    if isinstance(error, OSError):
-        return "read"
-    return "error"
-
-
 def process_sample(sample: InputSample, options: SampleOptions, config: dict) -> tuple[dict[str, bytes], dict]:
     """Output members (``<key>.<ext>`` → bytes) and the manifest row of one sample.
 
     Raises:
-        SampleError: the sample cannot be used; ``reason`` is ``decode``, ``no_audio``, ``transcript``,
-            ``timeout``, ``read`` or ``error``, and the message names the input.
+        SampleError: the sample cannot be used; ``reason`` (``loaders.errors.REASONS``) is ``decode``,
+            ``missing_audio``, ``too_large``, ``transcript``, ``timeout``, ``read`` or ``error``, and the
+            message names the input.
     """
     from loaders._watchdog import call_with_timeout
 
@@ -192,7 +186,8 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         if options.reencode == "mp4":
             media = _reencode_mp4(media, label=sample.source, timeout_seconds=options.timeout_seconds)
         media_ext = "mp4" if options.reencode == "mp4" else sample.media_ext
-        kwargs = dict(media_name=sample.source, transcript_name=f"{sample.key}.{sample.transcript_format}", sample_rate=options.sample_rate)
+        kwargs = dict(media_name=sample.source, transcript_name=f"{sample.key}.{sample.transcript_format}",
+                      sample_rate=options.sample_rate, max_pixels=options.max_pixels)
         if options.timeout_seconds:
             result = call_with_timeout(_analyse, media, transcript_bytes, timeout_seconds=options.timeout_seconds,
                                        label=sample.source, **kwargs)
@@ -213,10 +208,11 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
     except SampleError:
         raise
     except Exception as e:  # anything an input can cause becomes a typed, named skip
-        if _reason(e) == "error":
+        reason = reason_of(e)
+        if reason == "error":
             logger.error("%s: unexpected %s while processing", sample.source, type(e).__name__, exc_info=True)
         raise SampleError(f"{sample.source}: {type(e).__name__}: {e}", shard=sample.media.path if sample.media.member else "",
-                          key=sample.key, reason=_reason(e)) from e
+                          key=sample.key, reason=reason) from e
     aligned = record["aligned"]
     row = {
         "key": sample.key,

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from loaders._video import DEFAULT_MAX_PIXELS
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["add_parser"]
@@ -16,7 +18,9 @@ EPILOG = """examples:
 
 signs: av_offset_ms > 0 = audio late; the BT.1359 / EBU R37 columns convert to their + = audio early.
 gate: a clip fails when |av_offset_ms| or |text_offset_ms| > X (see --gate-on); null (abstained)
-offsets never fail and are listed; skipped/corrupt inputs are counted. exit 0 pass, 1 fail, 2 error.
+offsets never fail and are listed; skipped/corrupt inputs are counted (reasons: decode, missing_audio,
+too_large, transcript, missing_media, align_json, unsafe_name, duplicate_key, truncated…), or with
+--on-error raise the first one stops the report. exit 0 pass, 1 fail, 2 error.
 """
 
 
@@ -31,6 +35,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         truth_path=args.truth,
         sample_rate=args.sample_rate,
         progress=not args.no_progress,
+        on_error=args.on_error,
+        max_pixels=args.max_pixels,
     )
     print(result.terminal_summary)
     return result.exit_code
@@ -55,6 +61,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--gate-on", choices=["av", "text", "any"], default="any", help="offsets the gate checks (default any)")
     parser.add_argument("--truth", metavar="FILE", help='truth JSON {"clips": {key: {"av_offset_ms", ...}}}: adds residuals')
     parser.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices when measuring (default 16000)")
+    parser.add_argument("--on-error", choices=["skip", "raise"], default="skip",
+                        help="count bad inputs in the report (default) or stop at the first")
+    parser.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, metavar="N",
+                        help=f"skip media whose frames have more than N pixels (width x height) as too_large "
+                             f"(default {DEFAULT_MAX_PIXELS} = 3840x2160)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=_cmd_report)
     return parser

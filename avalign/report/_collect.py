@@ -16,32 +16,40 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Iterable, Optional, Union
+from typing import Iterable, Literal, Optional, Union
 
 from avalign.report._inputs import ClipInput, Skipped, iter_inputs
 from avalign.report._standards import lipsync_status, to_standard_offset_ms
+from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.errors import SampleError, reason_of
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["clip_row", "collect", "measure_clip", "residual"]
 
 _MEASURED_FIELDS = ("av_offset_ms", "drift_ppm", "text_offset_ms")
+_NEVER_RAISED = ("unknown_extension",)
+"""Skip reasons that ``on_error="raise"`` still only lists: stray files that are not inputs."""
+OnError = Literal["skip", "raise"]
 
 
-def measure_clip(clip: ClipInput, *, sample_rate: int = 16000) -> dict:
+def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int = DEFAULT_MAX_PIXELS) -> dict:
     """Decode ``clip``'s media (path or bytes) and return its ``measure`` record (as ``avalign measure``).
 
+    Audio-only media (no video stream) are measured with a null A/V offset.
+
     Raises:
-        DecodeError, TranscriptError, IndexError, ValueError: unreadable media or transcript.
+        DecodeError, TranscriptError, IndexError, ValueError: unreadable media or transcript (``DecodeError.reason``
+            ``missing_audio`` without an audio stream, ``too_large`` over ``max_pixels``).
     """
     import loaders
     from avalign._measure import measure_sample
 
     audio = loaders.read_audio(clip.media, name=clip.media_name)
     try:
-        video = loaders.read_video(clip.media, name=clip.media_name)
+        video = loaders.read_video(clip.media, name=clip.media_name, max_pixels=max_pixels)
     except loaders.DecodeError as e:
-        if "no video stream" not in str(e):
+        if e.reason != "missing_video":
             raise
         video = None
     text = loaders.read_transcript(clip.transcript, name=clip.transcript_name) if clip.transcript is not None else None
@@ -97,8 +105,13 @@ def _container_facts(record: dict, probe: Optional[dict]) -> dict:
     return facts
 
 
-def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict] = None) -> Union[dict, Skipped]:
-    """The report row of one clip, or a :class:`Skipped` when its media cannot be read (never raises for bad data)."""
+def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict] = None,
+             max_pixels: int = DEFAULT_MAX_PIXELS) -> Union[dict, Skipped]:
+    """The report row of one clip, or a :class:`Skipped` when its media cannot be read (never raises for bad data).
+
+    The skip reason is the error's code (``loaders.errors.REASONS``): ``decode``, ``missing_audio``, ``too_large``,
+    ``timeout``, ``transcript``; ``read`` for an I/O error; ``error`` (logged with its traceback) for anything else.
+    """
     from avalign.report._probe import probe_container
 
     problems: list[str] = []
@@ -106,10 +119,10 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
         record, source = clip.align, "align.json"
     else:
         try:
-            record, source = measure_clip(clip, sample_rate=sample_rate), "measured"
+            record, source = measure_clip(clip, sample_rate=sample_rate, max_pixels=max_pixels), "measured"
         except Exception as e:  # corrupt media must be counted, never stop the report
-            reason = "corrupt_transcript" if type(e).__name__ == "TranscriptError" else "corrupt_media"
-            logger.warning("%s: %s: %s", clip.media_name or clip.key, reason, e)
+            reason = reason_of(e, default="decode" if isinstance(e, (ValueError, IndexError)) else "error")
+            logger.warning("%s: %s: %s", clip.media_name or clip.key, reason, e, exc_info=reason == "error")
             return Skipped(clip.key, clip.shard, reason, f"{type(e).__name__}: {e}")
     probe = None
     if clip.media is not None:
@@ -173,6 +186,8 @@ def collect(
     sample_rate: int = 16000,
     truth: Optional[dict] = None,
     progress: bool = False,
+    on_error: OnError = "skip",
+    max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> tuple[list[dict], list[Skipped]]:
     """Rows and skip records for every input of ``path`` (see :func:`avalign.report._inputs.iter_inputs`).
 
@@ -181,8 +196,16 @@ def collect(
         sample_rate: the rate of the ``aligned`` sample indices when measuring.
         truth: ``{key: {"av_offset_ms", "drift_ppm", "text_offset_ms", …}}`` to compute residuals.
         progress: show a tqdm progress bar on stderr.
+        on_error: ``"skip"`` lists bad inputs; ``"raise"`` raises at the first (stray files in a media
+            directory, reason ``unknown_extension``, are still only listed).
+        max_pixels: media with larger frames (width × height) are skipped as ``too_large``.
+
+    Raises:
+        SampleError: the first bad input with ``on_error="raise"``, naming its shard, key and reason.
     """
-    items: Iterable = iter_inputs(path)
+    if on_error not in ("skip", "raise"):
+        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
+    items: Iterable = iter_inputs(path, on_error=on_error)
     if progress:
         from tqdm import tqdm
 
@@ -190,10 +213,12 @@ def collect(
     rows: list[dict] = []
     skipped: list[Skipped] = []
     for item in items:
-        if isinstance(item, Skipped):
-            skipped.append(item)
-            continue
-        result = clip_row(item, sample_rate=sample_rate, truth=truth)
-        (skipped if isinstance(result, Skipped) else rows).append(result)
+        result = item if isinstance(item, Skipped) else clip_row(item, sample_rate=sample_rate, truth=truth, max_pixels=max_pixels)
+        if isinstance(result, Skipped):
+            if on_error == "raise" and result.reason not in _NEVER_RAISED:
+                raise SampleError(result.message, shard=result.shard, key=result.key, reason=result.reason)
+            skipped.append(result)
+        else:
+            rows.append(result)
     return rows, skipped
 

@@ -1,7 +1,8 @@
 """What ``avalign report`` reads: preprocessed shards, raw WebDataset shards, or a media directory.
 
 Every input becomes a :class:`ClipInput` (something to report) or a :class:`Skipped` (why not),
-so that a corrupt shard, a stray file or a broken ``align.json`` is counted and never stops the report.
+so that a corrupt shard, a stray file or a broken ``align.json`` is counted (``run_report(on_error="raise")``
+stops at the first instead). Reasons are the shared codes of ``loaders.errors.REASONS``.
 
     INPUT                                   →  ClipInput
     dir/clip.mp4 + dir/clip.srt             →  key "clip", media path, transcript path
@@ -15,7 +16,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass
-from typing import Iterator, Optional, Union
+from typing import Iterator, Literal, Optional, Union
 
 from loaders._source import MediaSource
 
@@ -59,7 +60,9 @@ class Skipped:
     shard: str
     """Shard URL or directory."""
     reason: str
-    """Short machine-readable reason (``corrupt_media``, ``no_media``, ``truncated``, ``bad_align_json``…)."""
+    """Reason code from ``loaders.errors.REASONS`` (``decode``, ``missing_audio``, ``too_large``, ``transcript``,
+    ``missing_media``, ``align_json``, ``truncated``, ``unsafe_name``, ``duplicate_key``…; ``unknown_extension``
+    for a stray file in a media directory)."""
     message: str = ""
     """Human-readable detail."""
 
@@ -68,31 +71,45 @@ class Skipped:
 
 
 Item = Union[ClipInput, Skipped]
+OnError = Literal["skip", "raise"]
+
+
+def _skipped(key: str, shard: str, reason: str, message: str) -> Skipped:
+    """A skip record, logged once (stray files at INFO: they are not inputs)."""
+    level = logging.INFO if reason == "unknown_extension" else logging.WARNING
+    logger.log(level, "%s: %r skipped (%s): %s", shard, key, reason, message)
+    return Skipped(key, shard, reason, message)
 
 
 def _is_shard_spec(path: str) -> bool:
     return path.endswith((".tar", ".tar.gz", ".tgz")) or "{" in path or "::" in path or path.startswith("pipe:") or "://" in path
 
 
-def iter_inputs(path: str) -> Iterator[Item]:
+def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
     """Clips (or skip records) of ``path``: a media directory, a single media file, a directory of ``.tar``
     shards, or a shard spec (path, brace pattern, fsspec URL, ``pipe:``).
 
+    Args:
+        path: the input.
+        on_error: passed to the shard reader: ``"raise"`` makes shard-level problems (hostile or duplicate
+            members, truncated tar, a shard that cannot be opened) raise instead of yielding a skip record.
+
     Raises:
         FileNotFoundError: ``path`` is a local path that does not exist.
+        SampleError: a shard-level problem with ``on_error="raise"`` (shard, key and reason attached).
     """
     if os.path.isdir(path):
         tars = sorted(glob.glob(os.path.join(path, "*.tar")) + glob.glob(os.path.join(path, "*.tar.gz")))
         media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
         if tars and not media:
-            yield from _shard_inputs(tars)
+            yield from _shard_inputs(tars, on_error=on_error)
         else:
             yield from _directory_inputs(path)
         return
     if _is_shard_spec(path):
         if "://" not in path and not path.startswith("pipe:") and "{" not in path and "::" not in path and not os.path.exists(path):
             raise FileNotFoundError(f"input not found: {path!r}; hint: give a media directory, a .tar shard or a brace pattern")
-        yield from _shard_inputs(path)
+        yield from _shard_inputs(path, on_error=on_error)
         return
     if os.path.isfile(path):
         stem = os.path.splitext(path)[0]
@@ -141,30 +158,34 @@ def _directory_inputs(directory: str) -> Iterator[Item]:
         ext, stem = _ext(f), os.path.splitext(f)[0]
         if ext in MEDIA_EXTENSIONS:
             if stem in seen:
-                yield Skipped(os.path.relpath(f, directory), directory, "duplicate_key", "another media file has the same stem")
+                yield _skipped(os.path.relpath(f, directory), directory, "duplicate_key", "another media file has the same stem")
                 continue
             seen.add(stem)
             yield from _directory_clip(directory, stem, f)
         elif ext in TRANSCRIPT_EXTENSIONS and stem in media_stems:
             continue  # a sidecar, reported with its media
         elif ext in TRANSCRIPT_EXTENSIONS:
-            yield Skipped(os.path.relpath(f, directory), directory, "no_media", "transcript without a media file of the same stem")
+            yield _skipped(os.path.relpath(f, directory), directory, "missing_media", "transcript without a media file of the same stem")
         else:
-            yield Skipped(os.path.relpath(f, directory), directory, "unknown_extension", f"not media or a transcript: .{ext}")
+            yield _skipped(os.path.relpath(f, directory), directory, "unknown_extension", f"not media or a transcript: .{ext}")
 
 
-def _shard_inputs(urls) -> Iterator[Item]:
-    from loaders._shards import shard_samples
+def _shard_inputs(urls, *, on_error: OnError = "skip") -> Iterator[Item]:
+    from loaders._shards import ShardError, shard_samples
+    from loaders.errors import SampleError
 
     problems: list[Skipped] = []
 
-    def report(shard: str, name: str, reason: str) -> None:
+    def report(shard: str, name: str, reason: str) -> None:  # the shard reader has logged it
         problems.append(Skipped(name, shard, reason, f"shard reader: {reason}"))
 
-    for sample in shard_samples(urls, on_error="skip", report=report):
-        while problems:
-            yield problems.pop(0)
-        yield _sample_input(sample)
+    try:
+        for sample in shard_samples(urls, on_error=on_error, report=report):
+            while problems:
+                yield problems.pop(0)
+            yield _sample_input(sample)
+    except ShardError as e:
+        raise SampleError(e.message, shard=e.shard, key=e.key, reason=e.reason) from None
     yield from problems
 
 
@@ -177,12 +198,12 @@ def _sample_input(sample: dict) -> Item:
         try:
             align = json.loads(sample["align.json"])
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            return Skipped(key, url, "bad_align_json", f"align.json is not valid JSON: {e}")
+            return _skipped(key, url, "align_json", f"align.json is not valid JSON: {e}")
         if not isinstance(align, dict) or "av_offset_ms" not in align:
-            return Skipped(key, url, "bad_align_json", "align.json has no 'av_offset_ms' (not the measure schema)")
+            return _skipped(key, url, "align_json", "align.json has no 'av_offset_ms' (not the measure schema)")
     if align is None and media is None:
         members = sorted(k for k in sample if not k.startswith("__"))
-        return Skipped(key, url, "no_media", f"no media member (has {members}); expected one of {list(MEDIA_EXTENSIONS)}")
+        return _skipped(key, url, "missing_media", f"no media member (has {members}); expected one of {list(MEDIA_EXTENSIONS)}")
     transcript_ext = "transcript.json" if "transcript.json" in sample else next((e for e in TRANSCRIPT_EXTENSIONS if e in sample), None)
     return ClipInput(
         key=key,

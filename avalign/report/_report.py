@@ -5,10 +5,11 @@ import json
 import logging
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Literal, Optional
 
 from avalign.report._collect import collect
 from avalign.report._summary import GateOn, format_terminal_summary, gate, summarize
+from loaders._video import DEFAULT_MAX_PIXELS
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ def run_report(
     truth_path: Optional[str] = None,
     sample_rate: int = 16000,
     progress: bool = False,
+    on_error: Literal["skip", "raise"] = "skip",
+    max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> ReportResult:
     """Report on every clip of ``input_path`` and write ``out_dir/report.{json,html}`` and ``out_dir/*.png``.
 
@@ -74,6 +77,13 @@ def run_report(
         truth_path: a truth file; adds ``residual = measured − true`` per clip.
         sample_rate: rate of the sample indices when clips are measured.
         progress: show a progress bar on stderr.
+        on_error: ``"skip"`` counts bad inputs in ``report.json["skipped"]`` (each logged once, reason codes of
+            ``loaders.errors.REASONS``); ``"raise"`` raises at the first one and writes nothing.
+        max_pixels: skip media whose frames have more pixels (width × height) as ``too_large`` (default 3840 × 2160).
+
+    Raises:
+        SampleError: with ``on_error="raise"``, the first bad input (its shard, key and reason attached).
+        ValueError: a bad option (``gate_on``, ``fail_over_ms``, ``on_error``, ``max_pixels``) or truth file.
 
     Example:
         >>> result = run_report("sample_data/shards", out_dir="/tmp/report", fail_over_ms=60)  # doctest: +SKIP
@@ -82,9 +92,14 @@ def run_report(
     from avalign.report._html import render_html
     from avalign.report._plots import make_plots
 
+    if on_error not in ("skip", "raise"):
+        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
+        raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels = !r}; try {DEFAULT_MAX_PIXELS}")
     truth = load_truth(truth_path) if truth_path else None
     gate_check = gate([], fail_over_ms=fail_over_ms, gate_on=gate_on)  # validates the options before any work
-    rows, skipped = collect(input_path, sample_rate=sample_rate, truth=truth, progress=progress)
+    rows, skipped = collect(input_path, sample_rate=sample_rate, truth=truth, progress=progress, on_error=on_error,
+                            max_pixels=max_pixels)
     gate_check = gate(rows, fail_over_ms=fail_over_ms, gate_on=gate_on)
     report = {
         "input": input_path,

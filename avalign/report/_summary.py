@@ -18,11 +18,13 @@ from avalign.report._standards import STANDARDS
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GateOn", "badness_ms", "format_terminal_summary", "gate", "summarize"]
+__all__ = ["CORRUPT_REASONS", "GateOn", "badness_ms", "format_terminal_summary", "gate", "summarize"]
 
 GateOn = Literal["av", "text", "any"]
 _GATE_FIELDS = {"av": ("av_offset_ms",), "text": ("text_offset_ms",), "any": ("av_offset_ms", "text_offset_ms")}
 _WORST_COUNT = 10
+CORRUPT_REASONS = ("decode", "error", "missing_audio", "missing_video", "read", "timeout", "too_large", "transcript")
+"""Skip reasons counted as ``corrupt`` in the summary: media or a transcript that was found but cannot be used."""
 
 
 def _stats(values: Sequence[Optional[float]]) -> dict:
@@ -101,7 +103,7 @@ def summarize(rows: Sequence[dict], skipped: Sequence[Skipped], gate_result: dic
         "num_clips": len(rows),
         "num_skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.reason for s in skipped).items())),
-        "corrupt": sum(s.reason.startswith("corrupt") for s in skipped),
+        "corrupt": sum(s.reason in CORRUPT_REASONS for s in skipped),
         "sources": dict(sorted(Counter(r["source"] for r in rows).items())),
         "av_offset_ms": _stats([r["av_offset_ms"] for r in rows]),
         "drift_ppm": _stats([r["drift_ppm"] for r in rows]),
