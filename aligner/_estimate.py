@@ -31,6 +31,15 @@ and ``drift_confidence = 0.0``; the offset is then the global correlation peak (
 weighted mean time, which minimises the error over the clip when 0 drift is applied). Otherwise
 ``drift_confidence = agreement · min(1, n/8) · min(1, 2·(1 − se_ppm/max_drift_se_ppm))``.
 Below ``min_confidence`` the estimator abstains (``av_offset_ms=None``).
+
+Smooth motion without cuts (Big Buck Bunny, 5.3 s, 720p: a pan with the bunny emerging) gives no
+event above the threshold, so ``frame_difference`` abstains (``no_visual_events``). Motion-onset
+features do not rescue it: the positive change of per-region frame-difference energy (max over a
+1x1, 4x4 or 6x8 grid, duplicated frames removed) peaks at -110, +242 and -174 ms with
+peak-to-sidelobe 3.2-4.6 (noise < 8), and none rises within ±150 ms of the clip's one strong sound
+(1.08 s, +24 dB). That clip also repeats every 25th frame (difference ≈ 0.1 between 3-7 luma
+levels): any positive-change feature must drop such repeats, else it spikes on the frame after each
+one, a 1 s periodic train that matches any periodic sound.
 """
 from __future__ import annotations
 
