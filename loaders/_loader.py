@@ -43,7 +43,7 @@ from loaders._collate import Collator, PackedBatch, item_lengths
 from loaders._index import FrameIndex
 from loaders._pack import OnlinePacker, PackItem
 from loaders._shards import ShardError, expand_shard_urls, group_by_key, shuffle_shards, split_shards, tar_members
-from loaders._transcripts import read_transcript
+from loaders._transcripts import is_transcript_json, read_transcript
 from loaders._video import DEFAULT_MAX_PIXELS, read_video
 from loaders._window import split_windows
 from loaders.errors import DecodeError, SampleError, TranscriptError, reason_of
@@ -162,6 +162,8 @@ def _decode_sample(sample: dict, options: _Options) -> list[AlignedSample]:
     transcript = None
     for ext, fmt in TRANSCRIPT_EXTENSIONS:
         if ext in sample:
+            if ext == "json" and not is_transcript_json(sample[ext]):
+                continue  # metadata (video2dataset's key.json: url, caption, status), not a transcript
             try:
                 transcript = read_transcript(sample[ext], format=fmt, name=f"{key}.{ext}")
             except (TranscriptError, ValueError) as error:

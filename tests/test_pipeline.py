@@ -43,3 +43,29 @@ def test_preprocessed_shards_load_like_raw_ones(tmp_path):
         for (text, f0, _, _, _), true in zip(from_align_json[key], truth[key]["words"]):
             expected = int(np.searchsorted(pts, true["start_seconds"] - 0.002, side="left"))
             assert abs(f0 - expected) <= 1, (key, text, f0, expected)
+
+
+def test_video2dataset_layout_reads_as_it_is(tmp_path, media_dir):
+    """video2dataset writes key.mp4 + key.json (metadata, not a transcript) + key.txt (caption): the loader
+    and the report take the clip, and no sample is skipped as a bad transcript."""
+    import io
+    import json
+    import tarfile
+
+    from avalign.report import run_report
+
+    meta = json.dumps({"url": "http://example.invalid/v.mp4", "key": "000000000", "status": "success",
+                       "caption": "a test pattern", "error_message": None}).encode()
+    shard = tmp_path / "00000.tar"
+    with tarfile.open(shard, "w") as tar:
+        for name, data in (("000000000.mp4", (media_dir / "cfr30.mp4").read_bytes()), ("000000000.json", meta),
+                           ("000000000.txt", b"a test pattern")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    loader = loaders.make_loader(str(shard), seed=0, budgets=(200, 100_000, 64), window_seconds=None)
+    keys = [k for batch in loader for k in batch.sample_keys]
+    assert keys == ["000000000"] and not loader.stats.skipped
+    run_report(str(shard), out_dir=str(tmp_path / "report"), progress=False)
+    rows = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert [r["key"] for r in rows["clips"]] == ["000000000"] and not rows["skipped"]

@@ -42,6 +42,7 @@ from loaders._shards import (
     group_by_key,
     open_shard,
 )
+from loaders._transcripts import is_transcript_json
 from loaders.errors import SampleError
 
 logger = logging.getLogger(__name__)
@@ -127,19 +128,6 @@ class InputPlan:
     """``directory`` or ``shards``."""
     shard_urls: tuple[str, ...] = ()
     """The expanded shard list (shard input only)."""
-
-
-def is_transcript_json(data: Union[bytes, str]) -> bool:
-    """True for Whisper-style JSON (``"segments"``) or a list of ``{text, start, end}``; False for metadata."""
-    try:
-        value = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return True  # malformed: let the transcript reader report it (it names the line)
-    if isinstance(value, dict):
-        return "segments" in value
-    if isinstance(value, list):
-        return all(isinstance(v, dict) and "text" in v and "start" in v and "end" in v for v in value)
-    return False
 
 
 def _clean_key(key: str) -> str:

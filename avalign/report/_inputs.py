@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
 from loaders._source import MediaSource
+from loaders._transcripts import is_transcript_json
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +205,9 @@ def _sample_input(sample: dict) -> Item:
     if align is None and media is None:
         members = sorted(k for k in sample if not k.startswith("__"))
         return _skipped(key, url, "missing_media", f"no media member (has {members}); expected one of {list(MEDIA_EXTENSIONS)}")
-    transcript_ext = "transcript.json" if "transcript.json" in sample else next((e for e in TRANSCRIPT_EXTENSIONS if e in sample), None)
+    transcript_ext = "transcript.json" if "transcript.json" in sample else next(
+        (e for e in TRANSCRIPT_EXTENSIONS if e in sample and (e != "json" or is_transcript_json(sample[e]))), None
+    )  # a key.json that is metadata (video2dataset) is not a transcript
     return ClipInput(
         key=key,
         shard=url,
