@@ -238,7 +238,7 @@ def format_summary(summary: dict) -> str:
             f" / {ld['budgets']['tokens']} tokens, fixed-capacity batches)",
             f"  {ld['batches']} batches, {ld['items']} windows, {ld['seconds']:.2f} s; frames {ld['frames_shape']}, "
             f"audio {ld['audio_shape']} in every batch",
-            f"  padding: " + ", ".join(f"{k} {v} %" for k, v in ld["padding_percent"].items())
+            "  padding: " + ", ".join(f"{k} {v} %" for k, v in ld["padding_percent"].items())
             + (f"; skipped {ld['skipped']}" if ld["skipped"] else "; nothing skipped"),
             f"  first batch: {', '.join(ld['keys_first_batch'])}",
         ]

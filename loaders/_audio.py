@@ -24,7 +24,7 @@ import torch
 
 from aligner._time import seconds_to_samples
 from loaders._records import AudioClip
-from loaders._source import MediaSource, describe_source, open_for_pyav
+from loaders._source import MediaSource, describe_source, open_container
 from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
@@ -141,22 +141,13 @@ def read_audio(
         >>> clip.start_seconds                                             # doctest: +SKIP
         0.0
     """
-    import av
-
     label = describe_source(source, name)
     if sample_rate is not None and (not isinstance(sample_rate, int) or sample_rate <= 0):
         raise ValueError(f"sample_rate must be a positive int, got {sample_rate = !r}")
     if start_seconds is not None and stop_seconds is not None and stop_seconds < start_seconds:
         raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
+    container = open_container(source, label, kind="audio")
     try:
-        container = av.open(open_for_pyav(source), mode="r", metadata_errors="ignore")
-    except (FileNotFoundError, TypeError):
-        raise
-    except (av.error.FFmpegError, ValueError, OSError) as e:
-        raise DecodeError(f"cannot open {label}: {e}") from e
-    try:
-        if not container.streams.audio:
-            raise DecodeError(f"{label} has no audio stream (streams: {[s.type for s in container.streams]})", reason="missing_audio")
         stream = container.streams.audio[0]
         codec = stream.codec_context.name
         seek = None

@@ -8,7 +8,7 @@ from typing import BinaryIO, Union
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MediaSource", "describe_source", "open_for_pyav"]
+__all__ = ["MediaSource", "describe_source", "open_container", "open_for_pyav"]
 
 MediaSource = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO]
 """What the decoders accept: a file path, the file's bytes, or a binary file-like object."""
@@ -44,3 +44,28 @@ def open_for_pyav(source: MediaSource) -> Union[str, BinaryIO]:
                 pass
         return source
     raise TypeError(f"source must be a path, bytes or a binary file object, got {type(source).__name__}")
+
+
+def open_container(source: MediaSource, label: str, *, kind: str):
+    """``av.open`` the source and check it has a stream of ``kind`` (``"video"`` or ``"audio"``).
+
+    Raises:
+        DecodeError: the container cannot be opened (reason ``decode``) or has no such stream
+            (reason ``missing_video`` / ``missing_audio``).
+        FileNotFoundError, TypeError: a missing path or an unsupported source type.
+    """
+    import av
+
+    from loaders.errors import DecodeError
+
+    try:
+        container = av.open(open_for_pyav(source), mode="r", metadata_errors="ignore")
+    except (FileNotFoundError, TypeError):
+        raise
+    except (av.error.FFmpegError, ValueError, OSError) as e:
+        raise DecodeError(f"cannot open {label}: {e}") from e
+    if not getattr(container.streams, kind):
+        types = [s.type for s in container.streams]
+        container.close()
+        raise DecodeError(f"{label} has no {kind} stream (streams: {types})", reason=f"missing_{kind}")
+    return container

@@ -30,7 +30,7 @@ import torch
 from aligner._time import seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, scan_frame_index
 from loaders._records import VideoClip, VideoMetadata
-from loaders._source import MediaSource, describe_source, open_for_pyav
+from loaders._source import MediaSource, describe_source, open_container, open_for_pyav
 from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
@@ -69,18 +69,7 @@ class _BestEffortClock:
 
 
 def _open(source: MediaSource, label: str):
-    import av
-
-    try:
-        container = av.open(open_for_pyav(source), mode="r", metadata_errors="ignore")
-    except (FileNotFoundError, TypeError):
-        raise
-    except (av.error.FFmpegError, ValueError, OSError) as e:
-        raise DecodeError(f"cannot open {label}: {e}") from e
-    if not container.streams.video:
-        container.close()
-        raise DecodeError(f"{label} has no video stream (streams: {[s.type for s in container.streams]})", reason="missing_video")
-    return container
+    return open_container(source, label, kind="video")
 
 
 def _header_metadata(stream, *, backend: str) -> VideoMetadata:

@@ -24,13 +24,12 @@ without media (``missing_media``) or a duplicate key in a directory is listed, n
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import tarfile
 from dataclasses import dataclass, field
-from typing import IO, Iterator, Literal, Optional, Union
+from typing import IO, Iterator, Literal, Optional
 
 from loaders._shards import (
     DEFAULT_MAX_MEMBER_BYTES,
