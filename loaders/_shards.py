@@ -112,6 +112,19 @@ class TarMember:
     """What is wrong, for logs and errors."""
 
 
+def refuse_member(member: tarfile.TarInfo, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES) -> Optional[TarMember]:
+    """The flagged :class:`TarMember` for a member that must not be read (link/device, hostile name, too large),
+    else None. One rule for every reader of shards (the loader's stream and preprocess's header scan)."""
+    name = member.name
+    if not member.isfile():
+        return TarMember(name, b"", "member_type", f"tar member {name!r} is not a regular file (link/device)")
+    if not _safe_member_name(name):
+        return TarMember(name, b"", "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
+    if member.size > max_member_bytes:
+        return TarMember(name, b"", "too_large", f"tar member {name!r} is {member.size} bytes > {max_member_bytes = }")
+    return None
+
+
 def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES) -> Iterator[TarMember]:
     """Yield the regular-file members of a tar shard, streaming, flagging the ones that must not be used.
 
@@ -134,12 +147,9 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES) -
                     name = reading = member.name
                     if member.isdir():
                         continue
-                    if not member.isfile():
-                        yield TarMember(name, b"", "member_type", f"tar member {name!r} is not a regular file (link/device)")
-                    elif not _safe_member_name(name):
-                        yield TarMember(name, b"", "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
-                    elif member.size > max_member_bytes:
-                        yield TarMember(name, b"", "too_large", f"tar member {name!r} is {member.size} bytes > {max_member_bytes = }")
+                    refused = refuse_member(member, max_member_bytes=max_member_bytes)
+                    if refused is not None:
+                        yield refused
                     else:
                         handle = archive.extractfile(member)
                         data = handle.read() if handle is not None else b""

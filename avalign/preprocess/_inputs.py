@@ -35,7 +35,7 @@ from loaders._shards import (
     DEFAULT_MAX_MEMBER_BYTES,
     ShardError,
     TarMember,
-    _safe_member_name,
+    refuse_member,
     _split_key,
     expand_shard_urls,
     group_by_key,
@@ -245,14 +245,9 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
                 name = reading = member.name
                 if member.isdir():
                     continue
-                if not member.isfile():
-                    yield TarMember(name, b"", "member_type", f"tar member {name!r} is not a regular file (link/device)")
-                    continue
-                if not _safe_member_name(name):
-                    yield TarMember(name, b"", "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
-                    continue
-                if member.size > max_member_bytes:
-                    yield TarMember(name, b"", "too_large", f"tar member {name!r} is {member.size} bytes > {max_member_bytes = }")
+                refused = refuse_member(member, max_member_bytes=max_member_bytes)
+                if refused is not None:
+                    yield refused
                     continue
                 if seekable:
                     available = max(0, min(member.size, total - member.offset_data))
