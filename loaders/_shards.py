@@ -21,14 +21,16 @@ from typing import Callable, Iterable, Iterator, Literal, Optional, Sequence, Un
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "ShardError",
+    "TarMember",
     "expand_shard_urls",
     "group_by_key",
     "open_shard",
+    "refuse_member",
     "shard_samples",
     "shuffle_shards",
     "split_shards",
     "tar_members",
-    "TarMember",
 ]
 
 OnError = Literal["skip", "raise"]
