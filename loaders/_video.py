@@ -170,19 +170,66 @@ class _FrameBuffer:
         self._data = torch.empty((capacity, height, width, 3), dtype=torch.uint8)
         self._count = 0
 
-    def append(self, rgb: np.ndarray) -> None:
-        if self._count == self._data.shape[0] or rgb.shape != tuple(self._data.shape[1:]):
-            if rgb.shape != tuple(self._data.shape[1:]):
-                raise DecodeError(f"frame size changed mid-stream: {tuple(self._data.shape[1:])} -> {rgb.shape}")
-            grown = torch.empty((2 * self._data.shape[0],) + tuple(self._data.shape[1:]), dtype=torch.uint8)
-            grown[: self._count] = self._data[: self._count]
-            self._data = grown
-        self._data[self._count].numpy()[...] = rgb
+    @property
+    def full(self) -> bool:
+        return self._count == self._data.shape[0]
+
+    def grow(self) -> None:
+        """Double the capacity (no write may be in flight: views of the old storage become stale)."""
+        grown = torch.empty((2 * self._data.shape[0],) + tuple(self._data.shape[1:]), dtype=torch.uint8)
+        grown[: self._count] = self._data[: self._count]
+        self._data = grown
+
+    def take_slot(self) -> torch.Tensor:
+        """The ``[H, W, 3]`` view the next frame goes to."""
+        slot = self._data[self._count]
         self._count += 1
+        return slot
 
     def tensor(self) -> torch.Tensor:
         out = self._data[: self._count]
         return out.clone() if self._count < self._data.shape[0] // 2 else out
+
+
+class _RGBWriter:
+    """Converts decoded frames to RGB into a :class:`_FrameBuffer` on one helper thread.
+
+    The decoder (FFmpeg's own threads, driven from this thread) and the conversion + copy then overlap:
+    measured on a 10 s 720p H.264 clip with 2 cores, 0.80 s serial vs 0.55-0.58 s overlapped (ffmpeg's
+    CLI to /dev/null: 0.63-0.72 s). swscale and torch's copy release the GIL. At most ``depth`` frames
+    are in flight, which bounds the memory held by decoded frames.
+    """
+
+    def __init__(self, buffer: _FrameBuffer, rgb: "_RGB", *, depth: int = 8) -> None:
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._buffer, self._rgb, self._depth = buffer, rgb, depth
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avalign-rgb")
+        self._pending: "deque" = deque()
+
+    def _convert(self, frame, slot: torch.Tensor) -> None:
+        array = self._rgb(frame)
+        if array.shape != tuple(slot.shape):
+            raise DecodeError(f"frame size changed mid-stream: {tuple(slot.shape)} -> {array.shape}")
+        slot.numpy()[...] = array  # numpy: single-threaded, GIL released (torch.copy_ would start OpenMP threads)
+
+    def put(self, frame) -> None:
+        if self._buffer.full:
+            self.drain()
+            self._buffer.grow()
+        self._pending.append(self._pool.submit(self._convert, frame, self._buffer.take_slot()))
+        if len(self._pending) > self._depth:
+            self._pending.popleft().result()
+
+    def drain(self) -> None:
+        while self._pending:
+            self._pending.popleft().result()
+
+    def close(self) -> None:
+        for future in self._pending:
+            future.cancel()
+        self._pool.shutdown(wait=True)
 
 
 def _timed(decoder, time_base, clock: Optional[_BestEffortClock] = None) -> Iterator[tuple[float, object]]:
@@ -225,16 +272,20 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
     else:
         frames = _frames_from(container, stream, index, start)
     pts_out: list[float] = []
-    rgb = _RGB(size)
     height, width = size or (stream.codec_context.height, stream.codec_context.width)
     buffer = _FrameBuffer(hint, height, width)
-    for t, frame in frames:
-        if t >= stop:
-            break
-        if t < start:
-            continue
-        pts_out.append(t)
-        buffer.append(rgb(frame))
+    writer = _RGBWriter(buffer, _RGB(size))
+    try:
+        for t, frame in frames:
+            if t >= stop:
+                break
+            if t < start:
+                continue
+            pts_out.append(t)
+            writer.put(frame)
+        writer.drain()
+    finally:
+        writer.close()
     return pts_out, buffer.tensor()
 
 
