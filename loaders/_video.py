@@ -241,7 +241,23 @@ def _timed(decoder, time_base, clock: Optional[_BestEffortClock] = None) -> Iter
             yield ticks_to_seconds(ts, time_base), frame
 
 
-def _frames_from(container, stream, index: FrameIndex, seconds: float) -> Iterator[tuple[float, object]]:
+def _decode_packets(container, stream, needed_ticks: Optional[frozenset]) -> Iterator[object]:
+    """Decoded frames of ``stream`` from the current position; with ``needed_ticks``, non-reference frames
+    whose packet time is not needed are not decoded at all (``skip_frame``, set per packet).
+
+    Skipping is exact: a non-reference frame is by definition never used to decode another frame, and
+    every frame that will be returned is decoded. Packet times are the frame index's own times.
+    """
+    ctx = stream.codec_context
+    for packet in container.demux(stream):
+        if needed_ticks is not None:
+            ts = packet.pts if packet.pts is not None else packet.dts
+            ctx.skip_frame = "DEFAULT" if packet.size == 0 or ts is None or ts in needed_ticks else "NONREF"
+        yield from ctx.decode(packet)
+
+
+def _frames_from(container, stream, index: FrameIndex, seconds: float,
+                 needed_ticks: Optional[frozenset] = None) -> Iterator[tuple[float, object]]:
     """Timed frames from a seek point whose first frame is at or before ``seconds``.
 
     Some demuxers seek by decode timestamps (AVI with B-frames): asking for the keyframe presented at
@@ -254,7 +270,7 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float) -> Iterat
     for keyframe in candidates:
         target = seconds_to_ticks(keyframe, time_base) if keyframe is not None else (stream.start_time or 0)
         container.seek(target, stream=stream, backward=True, any_frame=False)
-        frames = _timed(container.decode(stream), time_base)
+        frames = _timed(_decode_packets(container, stream, needed_ticks), time_base)
         first = next(frames, None)
         if first is None:
             continue
@@ -290,7 +306,10 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
 
 
 def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None):
-    """For each target time, the frame on screen then; seeks only when the next keyframe is ahead of us."""
+    """For each target time, the frame on screen then; seeks only when the next keyframe is ahead of us,
+    and decodes no non-reference frame that is not one of the answers (known in advance from the index)."""
+    played = np.searchsorted(index.pts_seconds, targets, side="right") - 1
+    needed = frozenset(seconds_to_ticks(float(index.pts_seconds[i]), stream.time_base) for i in played[played >= 0])
     frames: Optional[Iterator[tuple[float, object]]] = None
     position = -math.inf  # pts of the last decoded frame
     prev: Optional[tuple[float, object]] = None  # last frame with pts <= current target
@@ -302,7 +321,7 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
     for t in targets:
         keyframe = index.keyframe_at_or_before(float(t))
         if frames is None or keyframe > position + 1e-9:
-            frames = _frames_from(container, stream, index, float(t))
+            frames = _frames_from(container, stream, index, float(t), needed)
             prev = pending = None
         while pending is None or pending[0] <= t:
             if pending is not None:
@@ -358,7 +377,8 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
                 "raise max_pixels to decode it",
                 reason="too_large",
             )
-        stream.thread_type = "AUTO"
+        # Sparse sampling skips frames per packet, which frame threading would apply out of order: slices only.
+        stream.thread_type = "SLICE" if fps is not None else "AUTO"
         stream.codec_context.thread_count = request.num_threads
         whole = start is None and stop is None and fps is None
         index = None if whole else (request.index or scan_frame_index(container, stream))
