@@ -7,7 +7,24 @@ from typing import Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["format_measurement", "measure", "measure_sample"]
+__all__ = ["ESTIMATION_MAX_WIDTH", "format_measurement", "measure", "measure_sample", "read_video_for_estimation"]
+
+ESTIMATION_MAX_WIDTH = 256
+"""Frames are decoded at most this wide for estimation: the estimators use per-frame luma changes only,
+so a 1080p clip need not be held at full size (1 min of 1080p RGB is ~11 GB; at 256 wide, ~0.4 GB)."""
+
+
+def read_video_for_estimation(media, *, name: str, max_width: int = ESTIMATION_MAX_WIDTH, **options):
+    """``read_video`` scaled down (aspect kept, even sizes) to at most ``max_width``; pts and metadata are
+    those of the full stream (scaling happens in the RGB conversion). Returns ``(VideoClip, FrameIndex)``."""
+    import loaders
+
+    meta, index = loaders.probe_video(media, name=name)
+    size = None
+    if meta.width > max_width:
+        height = max(2, int(round(meta.height * max_width / meta.width / 2)) * 2)
+        size = (height, max_width)
+    return loaders.read_video(media, name=name, frame_size=size, frame_index=index, **options), index
 
 
 def _round(x: Optional[float], digits: int = 3) -> Optional[float]:
@@ -73,7 +90,7 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
         raise FileNotFoundError(f"media file not found: {media!r}")
     audio = loaders.read_audio(media, name=media)
     try:
-        video = loaders.read_video(media, name=media)
+        video, _ = read_video_for_estimation(media, name=media)
     except loaders.DecodeError as e:
         if e.reason != "missing_video":
             raise

@@ -24,6 +24,7 @@ from typing import Literal, Optional
 from avalign.preprocess._inputs import InputSample, read_members
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, reason_of
+from avalign._measure import read_video_for_estimation
 
 logger = logging.getLogger(__name__)
 
@@ -142,8 +143,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
             audio = loaders.read_audio(media, name=media_name)
             try:
-                video = loaders.read_video(media, name=media_name, num_threads=1, max_pixels=max_pixels)
-                index = loaders.probe_video(media, name=media_name)[1]
+                video, index = read_video_for_estimation(media, name=media_name, num_threads=1, max_pixels=max_pixels)
             except DecodeError as e:
                 if e.reason != "missing_video":  # audio-only media are kept, with a null A/V offset
                     raise

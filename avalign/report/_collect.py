@@ -43,11 +43,11 @@ def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int =
             ``missing_audio`` without an audio stream, ``too_large`` over ``max_pixels``).
     """
     import loaders
-    from avalign._measure import measure_sample
+    from avalign._measure import measure_sample, read_video_for_estimation
 
     audio = loaders.read_audio(clip.media, name=clip.media_name)
     try:
-        video = loaders.read_video(clip.media, name=clip.media_name, max_pixels=max_pixels)
+        video, _ = read_video_for_estimation(clip.media, name=clip.media_name, max_pixels=max_pixels)
     except loaders.DecodeError as e:
         if e.reason != "missing_video":
             raise

@@ -1,0 +1,51 @@
+"""`avalign measure`: the DESIGN schema on sample clips against truth, audio-only input, estimation decode size."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from avalign._measure import read_video_for_estimation
+from conftest import REPO, SAMPLE_DATA, ffmpeg, sample_truth
+
+
+def test_measure_json_schema_and_values():
+    truth = sample_truth()["clip00"]
+    out = subprocess.run([sys.executable, "-m", "avalign", "measure", str(SAMPLE_DATA / truth["media"]),
+                          "--transcript", str(SAMPLE_DATA / truth["transcript"]), "--json"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    for field in ("av_offset_ms", "drift_ppm", "av_confidence", "text_offset_ms", "text_confidence", "video", "audio", "words"):
+        assert field in record
+    assert record["av_offset_ms"] == pytest.approx(truth["av_offset_ms"], abs=5)
+    assert record["text_offset_ms"] == pytest.approx(truth["text_offset_ms"], abs=15)
+    assert record["video"]["num_frames"] == truth["num_frames"]
+    assert set(record["video"]) >= {"num_frames", "fps_from_header", "fps_from_content", "vfr", "start_seconds"}
+    assert set(record["audio"]) >= {"sample_rate", "start_seconds", "num_samples"}
+    words = record["words"]
+    assert [w["text"] for w in words] == [w["text"] for w in truth["words"]]
+    for w, t in zip(words, truth["words"]):
+        assert w["start_seconds"] == pytest.approx(t["start_seconds"], abs=0.015)
+        assert set(w) >= {"frame_start", "frame_stop", "sample_start", "sample_stop"}
+
+
+def test_measure_audio_only_has_null_av_fields(tmp_path):
+    truth = sample_truth()["clip00"]
+    m4a = tmp_path / "speech.m4a"
+    ffmpeg("-i", str(SAMPLE_DATA / truth["media"]), "-vn", "-c:a", "copy", str(m4a))
+    out = subprocess.run([sys.executable, "-m", "avalign", "measure", str(m4a), "--transcript",
+                          str(SAMPLE_DATA / truth["transcript"]), "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    assert record["av_offset_ms"] is None and record["video"] is None
+    assert all(w["frame_start"] is None for w in record["words"]) and record["words"]
+
+
+def test_estimation_decode_is_small_and_keeps_times(tmp_path):
+    clip = tmp_path / "wide.mp4"
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=640x360:rate=25", "-t", "1", "-c:v", "libx264", str(clip))
+    small, index = read_video_for_estimation(clip, name="wide.mp4")
+    assert small.frames.shape[1:] == (144, 256, 3)
+    assert small.metadata.width == 640  # metadata describes the stream, not the scaled frames
+    assert small.pts_seconds.tolist() == index.pts_seconds.tolist()
