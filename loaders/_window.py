@@ -91,7 +91,7 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
     sample_stop = min(seconds_to_samples(window_stop - origin, sample_rate), sample.audio.num_samples)
     audio = dataclasses.replace(
         sample.audio,
-        samples=sample.audio.samples[:, sample_start:sample_stop].clone(),
+        samples=sample.audio.samples[:, sample_start:sample_stop].contiguous(),
         start_seconds=origin + sample_start / sample_rate,
     )
     video: Optional[VideoClip] = None
@@ -101,8 +101,10 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
         frame_start, frame_stop = frame_range(pts, window_start, window_stop)
         video = dataclasses.replace(
             sample.video,
-            frames=sample.video.frames[frame_start:frame_stop].clone(),
-            pts_seconds=sample.video.pts_seconds[frame_start:frame_stop].clone(),
+            # Views, not copies: a window's frames are a contiguous run of the clip's (the clip's storage is
+            # shared by its windows, and by the worker->main transfer, instead of being copied per window).
+            frames=sample.video.frames[frame_start:frame_stop],
+            pts_seconds=sample.video.pts_seconds[frame_start:frame_stop],
         )
     rebase = dict(
         window_start=window_start,
