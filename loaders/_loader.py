@@ -43,7 +43,7 @@ from loaders._collate import Collator, PackedBatch, item_lengths
 from loaders._index import FrameIndex
 from loaders._pack import OnlinePacker, PackItem
 from loaders._shards import ShardError, expand_shard_urls, group_by_key, shuffle_shards, split_shards, tar_members
-from loaders._transcripts import is_transcript_json, read_transcript
+from loaders._transcripts import pick_transcript, read_transcript
 from loaders._video import DEFAULT_MAX_PIXELS, read_video
 from loaders._window import split_windows
 from loaders.errors import DecodeError, SampleError, TranscriptError, reason_of
@@ -62,7 +62,6 @@ EvenBatches = Literal["drop", "pad"]
 Position = tuple[int, int, int]
 VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v")
 """Tar member extensions read as the sample's media, first match wins."""
-TRANSCRIPT_EXTENSIONS = (("srt", "srt"), ("vtt", "vtt"), ("textgrid", "textgrid"), ("transcript.json", "json"), ("json", "json"))
 """(member extension, transcript format) tried in order."""
 _STATE_VERSION = 1
 _QUEUE_SIZE = 8
@@ -160,15 +159,12 @@ def _decode_sample(sample: dict, options: _Options) -> list[AlignedSample]:
         reason = reason_of(error, default="decode")
         raise SampleError(f"cannot decode {media_ext}: {error}", shard=url, key=key, reason=reason) from None
     transcript = None
-    for ext, fmt in TRANSCRIPT_EXTENSIONS:
-        if ext in sample:
-            if ext == "json" and not is_transcript_json(sample[ext]):
-                continue  # metadata (video2dataset's key.json: url, caption, status), not a transcript
-            try:
-                transcript = read_transcript(sample[ext], format=fmt, name=f"{key}.{ext}")
-            except (TranscriptError, ValueError) as error:
-                raise SampleError(f"bad transcript {ext}: {error}", shard=url, key=key, reason="transcript") from None
-            break
+    ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
+    if ext is not None:
+        try:
+            transcript = read_transcript(sample[ext], format="json" if ext.endswith("json") else ext, name=f"{key}.{ext}")
+        except (TranscriptError, ValueError) as error:
+            raise SampleError(f"bad transcript {ext}: {error}", shard=url, key=key, reason="transcript") from None
     if given:
         values = {name: float(value or 0.0) for name, value in given.items()}
         kwargs: dict[str, Any] = dict(estimate=False, **values)

@@ -26,7 +26,12 @@ from loaders.errors import TranscriptError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TranscriptFormat", "is_transcript_json", "read_transcript"]
+__all__ = ["TRANSCRIPT_EXTENSIONS", "TranscriptFormat", "is_transcript_json", "pick_transcript", "read_transcript"]
+
+TRANSCRIPT_EXTENSIONS = ("transcript.json", "json", "textgrid", "vtt", "srt")
+"""Transcript members / sidecar extensions, in order of preference: avalign's normalised transcript, then the
+formats that can carry word times. The loader, ``preprocess`` and ``report`` all choose with
+:func:`pick_transcript`, so one sample always gets the same transcript whichever tool reads it."""
 
 TranscriptFormat = Literal["srt", "vtt", "json", "textgrid"]
 _FORMATS: tuple[str, ...] = get_args(TranscriptFormat)
@@ -120,6 +125,18 @@ def is_transcript_json(data: Union[bytes, str]) -> bool:
             for v in value
         )
     return False
+
+
+def pick_transcript(available, read) -> Optional[str]:
+    """The extension of the transcript to use among ``available`` extensions (lower case), or None.
+
+    ``read(ext)`` returns a member's bytes; it is called only for a ``json`` member, to tell a transcript
+    from metadata (:func:`is_transcript_json`). For a WebDataset sample: ``pick_transcript(sample, sample.__getitem__)``.
+    """
+    for ext in TRANSCRIPT_EXTENSIONS:
+        if ext in available and (ext != "json" or is_transcript_json(read(ext))):
+            return ext
+    return None
 
 
 def read_transcript(

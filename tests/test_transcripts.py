@@ -545,3 +545,16 @@ def test_is_transcript_json_tells_metadata_from_transcripts():
     # video2dataset's per-sample metadata
     assert not is_transcript_json(b'{"url": "http://x/v.mp4", "key": "000000001", "status": "success", "caption": "hi"}')
     assert not is_transcript_json(b'[{"text": "a"}]')
+
+
+def test_pick_transcript_one_choice_for_every_tool():
+    from loaders._transcripts import pick_transcript
+
+    meta = b'{"url": "http://x/v.mp4", "status": "success"}'
+    whisper = b'{"segments": []}'
+    pick = lambda sample: pick_transcript(sample, sample.__getitem__)  # noqa: E731
+    assert pick({"mp4": b"", "srt": b"", "json": meta}) == "srt"  # metadata json is passed over
+    assert pick({"mp4": b"", "srt": b"", "json": whisper}) == "json"  # word-capable format first
+    assert pick({"transcript.json": b"{}", "json": whisper, "vtt": b""}) == "transcript.json"
+    assert pick({"textgrid": b"", "vtt": b"", "srt": b""}) == "textgrid"
+    assert pick({"mp4": b"", "json": meta}) is None

@@ -41,7 +41,7 @@ from loaders._shards import (
     group_by_key,
     open_shard,
 )
-from loaders._transcripts import is_transcript_json
+from loaders._transcripts import TRANSCRIPT_EXTENSIONS, is_transcript_json, pick_transcript
 from loaders.errors import SampleError
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,6 @@ VIDEO_EXTENSIONS = ("mp4", "m4v", "mov", "mkv", "webm", "avi")
 """Media with (usually) a video stream, by file suffix / tar member extension."""
 AUDIO_EXTENSIONS = ("m4a", "mp3", "wav", "flac", "ogg", "opus")
 """Audio-only media."""
-TRANSCRIPT_EXTENSIONS = ("json", "textgrid", "vtt", "srt")
 """Transcript sidecars, in order of preference when a key has several (word times first)."""
 MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 _PASS_THROUGH = ("txt",)
@@ -144,11 +143,10 @@ def _assemble(
 ) -> Optional[InputSample]:
     """One sample from the members of one key (extension → locator); None (and a skip) if there is no media."""
     media = [ext for ext in MEDIA_EXTENSIONS if ext in found]
-    transcripts = [ext for ext in TRANSCRIPT_EXTENSIONS if ext in found]
+    t = pick_transcript(found, lambda ext: read_json(found[ext])) or ""
     extras: list[tuple[str, Locator]] = []
-    if "json" in found and not is_transcript_json(read_json(found["json"])):
-        extras.append(("meta.json", found["json"]))
-        transcripts.remove("json")
+    if "json" in found and t != "json" and not is_transcript_json(read_json(found["json"])):
+        extras.append(("meta.json", found["json"]))  # video2dataset's metadata, kept as is
     source = source or (found[media[0]].path if media else found[sorted(found)[0]].path)
     if not media:
         _skip(skipped, source, key, "missing_media",
@@ -157,7 +155,6 @@ def _assemble(
     if len(media) > 1:
         logger.warning("%s: several media for key %r (%s); using %s", source, key, media, media[0])
     extras.extend((ext, found[ext]) for ext in _PASS_THROUGH if ext in found)
-    t = transcripts[0] if transcripts else ""
     return InputSample(
         key=key,
         media_ext=media[0],

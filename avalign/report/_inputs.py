@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
 from loaders._source import MediaSource
-from loaders._transcripts import is_transcript_json
+from loaders._transcripts import TRANSCRIPT_EXTENSIONS, pick_transcript
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +27,6 @@ __all__ = ["ClipInput", "Skipped", "iter_inputs", "MEDIA_EXTENSIONS", "TRANSCRIP
 
 MEDIA_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v", "m4a", "mp3", "wav", "flac", "ogg", "opus", "aac")
 """Media file extensions recognised in directories and shards (lower case)."""
-TRANSCRIPT_EXTENSIONS = ("srt", "vtt", "textgrid", "json")
-"""Sidecar transcript extensions, in order of preference (``json`` last: in shards it may be metadata)."""
 _PREPROCESSED_KEYS = ("align.json", "frames.json", "transcript.json")
 
 
@@ -133,10 +131,13 @@ def _files(directory: str) -> list[str]:
 
 def _sidecar(stem: str) -> Optional[str]:
     candidates = {_ext(f): f for f in glob.glob(glob.escape(stem) + ".*") if os.path.splitext(f)[0] == stem}
-    for ext in TRANSCRIPT_EXTENSIONS:
-        if ext in candidates:
-            return candidates[ext]
-    return None
+
+    def read(ext: str) -> bytes:
+        with open(candidates[ext], "rb") as f:
+            return f.read()
+
+    ext = pick_transcript(candidates, read)
+    return candidates[ext] if ext else None
 
 
 def _directory_clip(directory: str, stem: str, media_path: str) -> Iterator[Item]:
@@ -205,9 +206,7 @@ def _sample_input(sample: dict) -> Item:
     if align is None and media is None:
         members = sorted(k for k in sample if not k.startswith("__"))
         return _skipped(key, url, "missing_media", f"no media member (has {members}); expected one of {list(MEDIA_EXTENSIONS)}")
-    transcript_ext = "transcript.json" if "transcript.json" in sample else next(
-        (e for e in TRANSCRIPT_EXTENSIONS if e in sample and (e != "json" or is_transcript_json(sample[e]))), None
-    )  # a key.json that is metadata (video2dataset) is not a transcript
+    transcript_ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
     return ClipInput(
         key=key,
         shard=url,
