@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from aligner._clock import ClockModel
-from aligner._time import frame_range, sample_range
+from aligner._time import clip_to_window, frame_range, sample_range
 from aligner._tokens import Tokenizer, word_token_ranges
 
 logger = logging.getLogger(__name__)
@@ -82,12 +82,11 @@ def map_spans(
     stops = clock.stamp_to_video([it.stop_seconds for it in items]) if items else np.zeros(0)
     kept, outside = [], 0
     for it, s, e in zip(items, starts, stops):
-        s, e = float(s), float(e)
-        if e <= window_start_seconds or s >= window_stop_seconds:
-            if not (s == e and window_start_seconds <= s < window_stop_seconds):
-                outside += 1
-                continue
-        kept.append((it.text, max(s, window_start_seconds), min(e, window_stop_seconds)))
+        clipped = clip_to_window(float(s), float(e), window_start_seconds, window_stop_seconds)
+        if clipped is None:
+            outside += 1
+            continue
+        kept.append((it.text, *clipped))
     tokens: list[tuple[Optional[int], Optional[int]]] = [(None, None)] * len(kept)
     if level == "word":
         tokens = list(word_token_ranges([t for t, _, _ in kept], tokenizer)[0])

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "clip_to_window",
     "frame_played_at",
     "seconds_to_ticks",
     "ticks_to_seconds",
@@ -110,6 +111,18 @@ def frame_played_at(pts_seconds: Sequence[float] | np.ndarray, seconds: float | 
             f"valid times are >= {pts[0]:.6f} s"
         )
     return np.searchsorted(pts, times, side="right") - 1
+
+
+def clip_to_window(start: float, stop: float, window_start: float, window_stop: float) -> Optional[tuple[float, float]]:
+    """``[start, stop)`` clipped to the window ``[window_start, window_stop)``; None when they do not overlap.
+
+    An empty span (``start == stop``, e.g. a point event) belongs to the window iff ``window_start <= start < window_stop``.
+    """
+    if stop > window_start and start < window_stop:
+        return max(start, window_start), min(stop, window_stop)
+    if start == stop and window_start <= start < window_stop:
+        return start, stop
+    return None
 
 
 def ticks_to_seconds(ticks, time_base) -> float | np.ndarray:

@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from aligner._time import frame_range, seconds_to_samples
+from aligner._time import clip_to_window, frame_range, seconds_to_samples
 from loaders._records import VideoClip
 
 from typing import TYPE_CHECKING
@@ -143,15 +143,12 @@ def _clip_spans(
     """Spans overlapping the window, clipped to it, with frame/sample/token ranges relative to the window."""
     kept = []
     for span in spans:
-        s, e = span.start_seconds, span.stop_seconds
-        overlaps = e > window_start and s < window_stop
-        point_inside = s == e and window_start <= s < window_stop
-        if overlaps or point_inside:
-            kept.append(span)
-    token_base = min((span.token_start for span in kept if span.token_start is not None), default=0)
+        clipped = clip_to_window(span.start_seconds, span.stop_seconds, window_start, window_stop)
+        if clipped is not None:
+            kept.append((span, *clipped))
+    token_base = min((span.token_start for span, _, _ in kept if span.token_start is not None), default=0)
     out = []
-    for span in kept:
-        s, e = max(span.start_seconds, window_start), min(span.stop_seconds, window_stop)
+    for span, s, e in kept:
         frame_start = frame_stop = None
         if pts is not None:
             frame_start, frame_stop = frame_range(pts, s, e)

@@ -75,3 +75,13 @@ def test_frame_played_at():
     assert frame_played_at(pts, [0.5, 0.59, 0.6, 0.79, 0.8, 9.0]).tolist() == [0, 0, 1, 1, 2, 2]
     with pytest.raises(IndexError, match=r"before the first frame.*0\.5"):
         frame_played_at(pts, 0.4)
+
+
+def test_clip_to_window():
+    from aligner._time import clip_to_window
+
+    assert clip_to_window(0.5, 2.0, 1.0, 3.0) == (1.0, 2.0)
+    assert clip_to_window(0.0, 1.0, 1.0, 3.0) is None  # touches the start: half-open, no overlap
+    assert clip_to_window(3.0, 4.0, 1.0, 3.0) is None
+    assert clip_to_window(1.0, 1.0, 1.0, 3.0) == (1.0, 1.0)  # an empty span at the window start is inside
+    assert clip_to_window(3.0, 3.0, 1.0, 3.0) is None  # ... at the window stop it is not
