@@ -30,7 +30,8 @@ windows, too short a span of events, or ``se_ppm > max_drift_se_ppm`` (default 6
 and ``drift_confidence = 0.0``; the offset is then the global correlation peak (the offset at the events'
 weighted mean time, which minimises the error over the clip when 0 drift is applied). Otherwise
 ``drift_confidence = agreement · min(1, n/8) · min(1, 2·(1 − se_ppm/max_drift_se_ppm))``.
-Below ``min_confidence`` the estimator abstains (``av_offset_ms=None``).
+Below ``min_confidence`` the estimator abstains (``av_offset_ms=None``); fewer than three visual
+events give confidence 0 (``abstain:too_few_events``): one event-onset coincidence is no evidence.
 
 Smooth motion without cuts (Big Buck Bunny, 5.3 s, 720p: a pan with the bunny emerging) gives no
 event above the threshold, so ``frame_difference`` abstains (``no_visual_events``). Motion-onset
@@ -66,6 +67,11 @@ __all__ = [
 # Peak-to-sidelobe ratios at or below this are what pure noise gives; at or above _PSR_FULL is certain.
 _PSR_NOISE = 8.0
 _PSR_FULL = 20.0
+# Fewer visual events than this give no confidence, however high their peak-to-sidelobe ratio: with one
+# event the lag curve is the audio onset envelope itself, whose loudest onset within the search range
+# always "wins" (a real talking head, whose largest motion frame passed the event threshold, once gave
+# confidence 1.0 at -176 ms from one such event). Two or more independent coincidences at one lag are evidence.
+_MIN_EVENTS = 3
 
 
 @dataclass(frozen=True)
@@ -244,6 +250,10 @@ def estimate_av_offset_from_features(
     confidence = float(np.clip((psr - _PSR_NOISE) / (_PSR_FULL - _PSR_NOISE), 0.0, 1.0))
     if peak_index < 2 or peak_index > curve.size - 3:
         return _abstain("peak_at_search_edge", num_events=num_events, psr=psr)
+    if num_events < _MIN_EVENTS:
+        confidence = 0.0
+        if min_confidence > 0.0:
+            return _abstain("too_few_events", num_events=num_events, psr=psr)
     global_offset_seconds = (_parabolic(curve, peak_index) - half_lags) * hop
 
     # Windowed offsets for the drift fit, searched near the global peak.

