@@ -12,6 +12,7 @@ from aligner._forced import forced_align_words
 from aligner._interpolate import interpolate_features
 from aligner._signals import audio_onset_envelope, visual_change_events
 from aligner._spans import AlignedSpan, map_spans
+from aligner._text_forced import TEXT_METHODS, estimate_text_offset_forced, estimate_transcript_offset
 from aligner._text_offset import TextEstimate, estimate_text_offset, refine_word_times
 from aligner._time import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
 from aligner._tokens import word_token_ranges
@@ -22,6 +23,7 @@ __all__ = [
     "AlignedSpan",
     "AlignmentReport",
     "ClockModel",
+    "TEXT_METHODS",
     "TextEstimate",
     "align",
     "audio_on_video_clock",
@@ -30,6 +32,8 @@ __all__ = [
     "estimate_av_offset_from_arrays",
     "estimate_av_offset_from_features",
     "estimate_text_offset",
+    "estimate_text_offset_forced",
+    "estimate_transcript_offset",
     "forced_align_words",
     "frame_played_at",
     "frame_range",

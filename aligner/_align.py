@@ -116,6 +116,7 @@ def align(
     stop_seconds: Optional[float] = None,
     max_offset_ms: float = 500.0,
     min_confidence: float = 0.3,
+    text_method: str = "auto",
     key: str = "",
 ) -> AlignedSample:
     """Put ``audio`` and ``transcript`` on ``video``'s presentation timeline.
@@ -132,6 +133,9 @@ def align(
         start_seconds, stop_seconds: the window on the video timeline; default: the whole media.
         max_offset_ms: estimator search range.
         min_confidence: estimators abstain below this.
+        text_method: transcript offset estimator: ``"energy"`` (speech onsets and activity), ``"forced"``
+            (pocketsphinx forced alignment) or ``"auto"`` (energy, then forced alignment when energy abstains
+            and pocketsphinx is installed).
         key: sample key, carried into the result.
 
     Returns:
@@ -142,7 +146,8 @@ def align(
         >>> sample.report.av_offset_ms, sample.words[0].frame_start             # doctest: +SKIP
     """
     from aligner._estimate import estimate_av_offset
-    from aligner._text_offset import estimate_text_offset, refine_word_times
+    from aligner._text_forced import estimate_transcript_offset
+    from aligner._text_offset import refine_word_times
 
     av_method, av_conf = "none", 0.0
     est_offset, est_drift = av_offset_ms, drift_ppm
@@ -153,13 +158,14 @@ def align(
         est_offset, est_drift, av_conf, av_method = est.av_offset_ms, est.drift_ppm, est.confidence, est.method
     clock = ClockModel(av_offset_ms=est_offset or 0.0, drift_ppm=est_drift or 0.0)
 
-    text_method, text_conf, est_text = "none", 0.0, text_offset_ms
+    text_how, text_conf, est_text = "none", 0.0, text_offset_ms
     if transcript is not None:
         if text_offset_ms is not None:
-            text_method, text_conf = "given", 1.0
+            text_how, text_conf = "given", 1.0
         elif estimate and transcript.spans:
-            t = estimate_text_offset(audio, transcript, max_offset_ms=max_offset_ms, min_confidence=min_confidence)
-            est_text, text_conf, text_method = t.text_offset_ms, t.confidence, t.method
+            t = estimate_transcript_offset(audio, transcript, method=text_method, max_offset_ms=max_offset_ms,
+                                           min_confidence=min_confidence)
+            est_text, text_conf, text_how = t.text_offset_ms, t.confidence, t.method
     clock = dataclasses.replace(clock, text_offset_ms=est_text or 0.0)
 
     lo, hi = _media_window(video, audio, clock)
@@ -192,7 +198,7 @@ def align(
         text_confidence=float(text_conf),
         clock=clock,
         av_method=av_method,
-        text_method=text_method,
+        text_method=text_how,
         spans_outside=out_w + out_s,
         words_refined=refined,
     )

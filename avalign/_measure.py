@@ -79,8 +79,10 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
     }
 
 
-def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000) -> dict:
+def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto") -> dict:
     """Decode ``media`` (and ``transcript``), estimate offsets and drift, return the ``measure`` record.
+
+    ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``).
 
     Audio-only media are accepted: the A/V fields are then null and words are on the audio timeline.
     """
@@ -96,7 +98,7 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
             raise
         video = None
     text = loaders.read_transcript(transcript) if transcript else None
-    record = measure_sample(video, audio, text, sample_rate=sample_rate)
+    record = measure_sample(video, audio, text, sample_rate=sample_rate, text_method=text_method)
     record["media"] = media
     record["transcript"] = transcript
     if video is None:

@@ -38,7 +38,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_measure(args: argparse.Namespace) -> int:
     from avalign._measure import format_measurement, measure
 
-    record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate)
+    record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate, text_method=args.text_method)
     print(json.dumps(record, indent=2) if args.json else format_measurement(record))
     return 0
 
@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "examples:\n  avalign measure clip.mp4\n  avalign measure clip.mkv --transcript clip.vtt --json\n"
-            "  avalign measure speech.m4a --transcript speech.json --sample-rate 16000   # audio-only"
+            "  avalign measure speech.m4a --transcript speech.json --sample-rate 16000   # audio-only\n"
+            "  avalign measure talk.mp4 --transcript talk.whisperx.json --text-method forced   # real speech"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -99,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--transcript", help="SRT, WebVTT, Whisper/WhisperX JSON or TextGrid file")
     measure.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices (default 16000)")
     measure.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    measure.add_argument("--text-method", choices=("auto", "energy", "forced"), default="auto",
+                         help="transcript offset: speech energy, pocketsphinx forced alignment, or auto = energy, then "
+                              "forced alignment when energy abstains (default auto; forced needs avalign[align])")
     measure.set_defaults(func=_cmd_measure)
 
     bench = sub.add_parser(

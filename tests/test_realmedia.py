@@ -99,7 +99,19 @@ def test_text_offset_recovered_or_abstains(text):
             assert abs(row["estimate_ms"] - row["injected_ms"]) <= TARGETS["real_text_offset_error_ms"], row
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: on real read speech the text-offset estimator abstains "
+def test_auto_text_offset_recovers_injections_on_real_speech(text):
+    """The energy estimator abstains on read speech, so ``auto`` force-aligns: every injection within 10 ms.
+
+    The stamps themselves come from pocketsphinx (per utterance); the estimate re-aligns the joined clip in
+    chunks. This checks that real-speech stamps get a confident answer that follows the injection, and that
+    the chunked alignment agrees with the per-utterance one; it is not an independent accuracy figure.
+    """
+    for row in text["rows"]:
+        assert row["auto_method"] == "forced_words", row
+        assert row["auto_error_ms"] <= TARGETS["real_av_shift_error_ms"], row
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: on real read speech the energy text-offset estimator abstains "
                    "(peak-to-sidelobe 3.7 < 4.5) and, unthresholded, sits 23 ms from pocketsphinx's word starts")
 def test_text_offset_absolute_within_target(text):
     errors = [r["error_ms"] for r in text["rows"]]
