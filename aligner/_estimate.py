@@ -41,6 +41,8 @@ peak-to-sidelobe 3.2-4.6 (noise < 8), and none rises within ±150 ms of the clip
 (1.08 s, +24 dB). That clip also repeats every 25th frame (difference ≈ 0.1 between 3-7 luma
 levels): any positive-change feature must drop such repeats, else it spikes on the frame after each
 one, a 1 s periodic train that matches any periodic sound.
+Talking heads (PsychoPy's ``jwpIntro.mp4``, ``testMovie.mp4``: static camera, real speech) have no events
+either: their largest motion frames pass the event threshold one to four at a time, without confidence.
 """
 from __future__ import annotations
 

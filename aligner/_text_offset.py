@@ -41,7 +41,8 @@ words (four matched) at -6 to +39 ms from pocketsphinx's starts (3 dB; /h/, stop
 none within ±10 ms of their median, which (17.5-30 ms, by threshold) is no closer. Pocketsphinx itself
 dates words early: on espeak-ng speech, whose first-phoneme sample is known, its starts are a median
 17.4 ms early (56 words, range -124 to +7 ms), partly because a word is dated at the first sample
-of its first 25.6 ms analysis frame.
+of its first 25.6 ms analysis frame. For such speech ``align(text_method="auto")`` falls back to forced
+alignment (``aligner._text_forced``) when this estimator abstains.
 """
 from __future__ import annotations
 

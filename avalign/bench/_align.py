@@ -225,6 +225,12 @@ def _measure_clip(record: dict, clip_dir: Path, *, sample_rate: int, repeats: in
         row["caption_error_naive_ms"] = [abs(a - t) * 1000 for a, t in raw]
         if forced_decoder is not None:
             row["forced_word_error_ms"] = _forced_word_errors(audio, transcript, truth_words, r.clock, forced_decoder)
+    if forced_decoder is not None:
+        from aligner._text_forced import estimate_text_offset_forced
+
+        forced = estimate_text_offset_forced(audio, transcript, decoder=forced_decoder)
+        row["text_forced_ms"] = forced.text_offset_ms
+        row["text_forced_error_ms"] = None if forced.abstained else abs(forced.text_offset_ms - true_text)
     return row
 
 
@@ -500,6 +506,7 @@ def bench_align(
         "av_offset_error_ms": error_stats([r["av_error_ms"] for r in rows]),
         "drift_error_ppm": error_stats([r["drift_error_ppm"] for r in rows]),
         "text_offset_error_ms": error_stats([r["text_error_ms"] for r in rows]),
+        "text_offset_forced_error_ms": error_stats([r["text_forced_error_ms"] for r in rows if "text_forced_error_ms" in r]),
         "naive_av_offset_error_ms": error_stats([r["naive_av_error_ms"] for r in rows]),
         "naive_drift_error_ppm": error_stats([abs(r["true_drift_ppm"]) for r in rows]),
         "naive_text_offset_error_ms": error_stats([r["naive_text_error_ms"] for r in rows]),
@@ -579,6 +586,7 @@ def format_align_table(result: dict) -> str:
         ("A/V offset error (ms)", "av_offset_error_ms", "naive_av_offset_error_ms"),
         ("drift error (ppm)", "drift_error_ppm", "naive_drift_error_ppm"),
         ("transcript offset error (ms)", "text_offset_error_ms", "naive_text_offset_error_ms"),
+        ("transcript offset error (ms), forced alignment alone", "text_offset_forced_error_ms", "naive_text_offset_error_ms"),
         ("word start error (ms), no refinement", "word_start_error_ms", "naive_word_start_error_ms"),
         ("word start error (ms), refine_word_times", "word_start_error_refined_ms", "naive_word_start_error_ms"),
         ("caption start error (ms), SRT/VTT", "caption_start_error_ms", "naive_caption_start_error_ms"),
