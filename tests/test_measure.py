@@ -30,6 +30,19 @@ def test_measure_json_schema_and_values():
         assert set(w) >= {"frame_start", "frame_stop", "sample_start", "sample_stop"}
 
 
+@pytest.mark.parametrize("method", ["energy", "forced"])
+def test_measure_text_method(method):
+    pytest.importorskip("pocketsphinx")
+    truth = sample_truth()["clip03"]  # TextGrid with word times
+    out = subprocess.run([sys.executable, "-m", "avalign", "measure", str(SAMPLE_DATA / truth["media"]),
+                          "--transcript", str(SAMPLE_DATA / truth["transcript"]), "--json", "--text-method", method],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    assert record["text_method"].startswith("forced_words" if method == "forced" else "word_onsets+activity")
+    assert record["text_offset_ms"] == pytest.approx(truth["text_offset_ms"], abs=15)
+
+
 def test_measure_audio_only_has_null_av_fields(tmp_path):
     truth = sample_truth()["clip00"]
     m4a = tmp_path / "speech.m4a"
