@@ -10,8 +10,8 @@ read speech is split between "word start" and "vowel onset" lags (LibriVox: per-
     audio        forced alignment of the same words      acoustic starts a_i (audio clock)
     d_i = stamp_i - a_i         offset = median(d_i)      (> 0: stamps late, DESIGN.md's sign)
 
-Words are aligned in chunks: consecutive words closer than ``2·max_offset + 0.2 s`` share a chunk,
-aligned over ``[first stamp - max_offset, last stop + max_offset]`` of the audio, so a chunk's audio
+Words are aligned in chunks: consecutive words closer than ``2·max_offset + 0.2 s`` share a chunk (at
+most 30 s of stamps each), aligned over ``[first stamp - max_offset, last stop + max_offset]`` of the audio, so a chunk's audio
 holds its own speech for any offset in the search range. Words that are not in the dictionary are
 left out (logged by the aligner); words of a chunk whose alignment fails are left out.
 
@@ -46,6 +46,10 @@ __all__ = ["TEXT_METHODS", "estimate_text_offset_forced", "estimate_transcript_o
 
 _FULL_EVIDENCE_WORDS = 8
 _CHUNK_GAP_EXTRA_SECONDS = 0.2
+# Longer stretches of connected speech are cut into chunks of at most this many seconds of stamps, so that
+# the aligner's search stays small (time and memory grow with the chunk); words at a cut share the margin
+# with their neighbours' speech, which the median absorbs.
+_MAX_CHUNK_SECONDS = 30.0
 # Forcing an unrelated transcript onto speech still places its words somewhere; 20-50 % of the
 # differences then fall within ±40 ms of their median by chance (LibriVox utterances swapped).
 _CHANCE_AGREEMENT = 0.3
@@ -135,7 +139,8 @@ def estimate_text_offset_forced(
     margin = max_offset_ms / 1000.0
     chunks: list[list[tuple[str, float, float]]] = [[items[0]]]
     for item in items[1:]:
-        if item[1] - max(i[2] for i in chunks[-1]) >= 2 * margin + _CHUNK_GAP_EXTRA_SECONDS:
+        pause = item[1] - max(i[2] for i in chunks[-1]) >= 2 * margin + _CHUNK_GAP_EXTRA_SECONDS
+        if pause or item[1] - chunks[-1][0][1] > _MAX_CHUNK_SECONDS:
             chunks.append([item])
         else:
             chunks[-1].append(item)
@@ -208,8 +213,14 @@ def estimate_transcript_offset(
         if method == "forced":
             raise
         return energy
-    forced = estimate_text_offset_forced(audio, transcript, max_offset_ms=max_offset_ms, min_confidence=min_confidence,
-                                         decoder=decoder)
+    try:
+        forced = estimate_text_offset_forced(audio, transcript, max_offset_ms=max_offset_ms,
+                                             min_confidence=min_confidence, decoder=decoder)
+    except (RuntimeError, ValueError) as e:  # the decoder refused the input; auto keeps the energy answer
+        if method == "forced":
+            raise
+        logger.warning("forced alignment failed (%s); keeping the energy estimate", e)
+        return energy
     if method == "auto" and forced.abstained:
         return energy
     return forced

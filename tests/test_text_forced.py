@@ -128,3 +128,20 @@ def test_forced_without_pocketsphinx(monkeypatch) -> None:
         aligner.estimate_transcript_offset(audio, truth, method="forced")
     auto = aligner.estimate_transcript_offset(audio, truth, method="auto")  # energy's answer, no error
     assert auto.method.startswith(("word_onsets", "abstain:"))
+
+
+def test_long_speech_is_aligned_in_bounded_chunks(monkeypatch) -> None:
+    """Connected speech longer than the chunk limit is cut into several alignments; the offset still holds."""
+    audio, truth = _espeak(SENTENCES, gap_seconds=0.1)
+    calls = []
+    original = _text_forced.forced_align_words
+
+    def counting(*args, **kwargs):
+        calls.append(args[2:4])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_text_forced, "forced_align_words", counting)
+    monkeypatch.setattr(_text_forced, "_MAX_CHUNK_SECONDS", 1.5)
+    estimate = aligner.estimate_text_offset_forced(audio, _late(truth, 0.06))
+    assert len(calls) >= 3 and all(hi - lo <= 1.5 + 2 * 0.5 + 1.0 for lo, hi in calls)
+    assert not estimate.abstained and estimate.text_offset_ms == pytest.approx(60.0, abs=15.0)
