@@ -138,12 +138,15 @@ def estimate_text_offset_forced(
         decoder = _new_decoder()
     margin = max_offset_ms / 1000.0
     chunks: list[list[tuple[str, float, float]]] = [[items[0]]]
+    chunk_stop = items[0][2]
     for item in items[1:]:
-        pause = item[1] - max(i[2] for i in chunks[-1]) >= 2 * margin + _CHUNK_GAP_EXTRA_SECONDS
+        pause = item[1] - chunk_stop >= 2 * margin + _CHUNK_GAP_EXTRA_SECONDS
         if pause or item[1] - chunks[-1][0][1] > _MAX_CHUNK_SECONDS:
             chunks.append([item])
+            chunk_stop = item[2]
         else:
             chunks[-1].append(item)
+            chunk_stop = max(chunk_stop, item[2])
     differences: list[float] = []
     for chunk in chunks:
         found = _chunk_differences(audio, chunk, margin, decoder)
