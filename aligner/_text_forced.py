@@ -37,7 +37,7 @@ from typing import Any, Optional
 import numpy as np
 
 from aligner._forced import forced_align_words, normalise_words
-from aligner._text_offset import TextEstimate
+from aligner._text_offset import TextEstimate, _abstain, _check_search
 from loaders._records import AudioClip, Transcript
 
 logger = logging.getLogger(__name__)
@@ -53,11 +53,6 @@ _MAX_CHUNK_SECONDS = 30.0
 # Forcing an unrelated transcript onto speech still places its words somewhere; 20-50 % of the
 # differences then fall within ±40 ms of their median by chance (LibriVox utterances swapped).
 _CHANCE_AGREEMENT = 0.3
-
-
-def _abstain(reason: str, *, num_onsets: int = 0, confidence: float = 0.0) -> TextEstimate:
-    logger.info("forced-alignment text offset abstains: %s", reason)
-    return TextEstimate(None, float(confidence), f"abstain:{reason}", num_onsets, 0.0)
 
 
 def _items(transcript: Transcript) -> tuple[list[tuple[str, float, float]], bool]:
@@ -122,10 +117,7 @@ def estimate_text_offset_forced(
         >>> est = estimate_text_offset_forced(audio, transcript)   # doctest: +SKIP
         >>> transcript.shifted(-est.text_offset_ms / 1000)         # doctest: +SKIP
     """
-    if not (0 < max_offset_ms <= 10_000):
-        raise ValueError(f"max_offset_ms must be in (0, 10000], got {max_offset_ms = }")
-    if not (0.0 <= min_confidence <= 1.0):
-        raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence = }")
+    _check_search(max_offset_ms, min_confidence)
     if not agree_ms > 0:
         raise ValueError(f"agree_ms must be > 0, got {agree_ms = }")
     items, use_words = _items(transcript)

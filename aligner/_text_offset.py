@@ -166,6 +166,14 @@ def _abstain(reason: str, *, num_onsets: int = 0, psr: float = 0.0, confidence: 
     return TextEstimate(None, float(confidence), f"abstain:{reason}", num_onsets, float(psr))
 
 
+def _check_search(max_offset_ms: float, min_confidence: float) -> None:
+    """The options every transcript-offset estimator shares."""
+    if not (0 < max_offset_ms <= 10_000):
+        raise ValueError(f"max_offset_ms must be in (0, 10000], got {max_offset_ms = }")
+    if not (0.0 <= min_confidence <= 1.0):
+        raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence = }")
+
+
 def estimate_text_offset(
     audio: AudioClip,
     transcript: Transcript,
@@ -190,10 +198,7 @@ def estimate_text_offset(
         >>> est = estimate_text_offset(audio, transcript)       # doctest: +SKIP
         >>> transcript.shifted(-est.text_offset_ms / 1000)      # doctest: +SKIP
     """
-    if not (0 < max_offset_ms <= 10_000):
-        raise ValueError(f"max_offset_ms must be in (0, 10000], got {max_offset_ms = }")
-    if not (0.0 <= min_confidence <= 1.0):
-        raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence = }")
+    _check_search(max_offset_ms, min_confidence)
     if not (0.5 <= hop_ms <= 20.0):
         raise ValueError(f"hop_ms must be in [0.5, 20], got {hop_ms = }; 2.5 ms is the default")
     starts, weights, use_words = _onsets(transcript)
