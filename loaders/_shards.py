@@ -16,7 +16,7 @@ import os
 import random
 import tarfile
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
+from typing import IO, Any, Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
 
 logger = logging.getLogger(__name__)
 
@@ -141,26 +141,47 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES) -
         stream = open_shard(url)
     except (OSError, ValueError) as e:
         raise ShardError(f"cannot open shard: {e}", shard=url, reason="open") from e
-    reading = ""
     with stream:
-        try:
-            with tarfile.open(fileobj=stream, mode="r|*") as archive:
-                for member in archive:
-                    name = reading = member.name
-                    if member.isdir():
-                        continue
-                    refused = refuse_member(member, max_member_bytes=max_member_bytes)
-                    if refused is not None:
-                        yield refused
-                    else:
-                        handle = archive.extractfile(member)
-                        data = handle.read() if handle is not None else b""
-                        if len(data) != member.size:
-                            yield TarMember(name, b"", "truncated", f"tar member {name!r} is truncated ({len(data)} of {member.size} bytes)")
-                            return
-                        yield TarMember(name, data)
-        except (tarfile.TarError, EOFError, OSError, ValueError) as e:
-            yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}")
+        yield from scan_tar(stream, "r|*", _read_bytes, max_member_bytes=max_member_bytes)
+
+
+def _read_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[bytes, int]:
+    handle = archive.extractfile(member)
+    data = handle.read() if handle is not None else b""
+    return data, len(data)
+
+
+def scan_tar(
+    stream: IO[bytes],
+    mode: str,
+    read: Callable[[tarfile.TarFile, tarfile.TarInfo], tuple[Any, int]],
+    *,
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+) -> Iterator[TarMember]:
+    """The member loop every shard reader shares (the loader's stream and preprocess's header scan).
+
+    Directories are skipped; hostile members are yielded flagged (:func:`refuse_member`); each good member
+    is ``read(archive, member) -> (data, bytes_available)`` and yielded with that data; a member with fewer
+    bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member.
+    """
+    reading = ""
+    try:
+        with tarfile.open(fileobj=stream, mode=mode) as archive:
+            for member in archive:
+                name = reading = member.name
+                if member.isdir():
+                    continue
+                refused = refuse_member(member, max_member_bytes=max_member_bytes)
+                if refused is not None:
+                    yield refused
+                    continue
+                data, available = read(archive, member)
+                if available != member.size:
+                    yield TarMember(name, b"", "truncated", f"tar member {name!r} is truncated ({available} of {member.size} bytes)")
+                    return
+                yield TarMember(name, data)
+    except (tarfile.TarError, EOFError, OSError, ValueError) as e:
+        yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}")
 
 
 def _split_key(name: str) -> tuple[str, str]:

@@ -35,11 +35,11 @@ from loaders._shards import (
     DEFAULT_MAX_MEMBER_BYTES,
     ShardError,
     TarMember,
-    refuse_member,
     _split_key,
     expand_shard_urls,
     group_by_key,
     open_shard,
+    scan_tar,
 )
 from loaders._transcripts import TRANSCRIPT_EXTENSIONS, is_transcript_json, pick_transcript
 from loaders.errors import SampleError
@@ -235,31 +235,19 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
     if seekable:
         total = stream.seek(0, os.SEEK_END)
         stream.seek(0)
-    reading = ""
-    try:
-        with tarfile.open(fileobj=stream, mode="r:" if seekable else "r|*") as archive:
-            for member in archive:
-                name = reading = member.name
-                if member.isdir():
-                    continue
-                refused = refuse_member(member, max_member_bytes=max_member_bytes)
-                if refused is not None:
-                    yield refused
-                    continue
-                if seekable:
-                    available = max(0, min(member.size, total - member.offset_data))
-                else:
-                    handle, available = archive.extractfile(member), 0
-                    while handle is not None and (chunk := handle.read(_READ_CHUNK_BYTES)):
-                        available += len(chunk)
-                if available != member.size:
-                    yield TarMember(name, b"", "truncated", f"tar member {name!r} is truncated ({available} of {member.size} bytes)")
-                    return
-                locator = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
-                                  member=name, stamp=f"{member.offset_data}:{member.size}")
-                yield TarMember(name, locator)  # group_by_key only looks at names and problems, never at data
-    except (tarfile.TarError, EOFError, OSError, ValueError) as e:
-        yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}")
+
+    def locate(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[Locator, int]:
+        if seekable:
+            available = max(0, min(member.size, total - member.offset_data))
+        else:
+            handle, available = archive.extractfile(member), 0
+            while handle is not None and (chunk := handle.read(_READ_CHUNK_BYTES)):
+                available += len(chunk)
+        locator = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
+                          member=member.name, stamp=f"{member.offset_data}:{member.size}")
+        return locator, available  # group_by_key only looks at names and problems, never at data
+
+    yield from scan_tar(stream, "r:" if seekable else "r|*", locate, max_member_bytes=max_member_bytes)
 
 
 def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") -> dict[str, dict[str, Locator]]:
