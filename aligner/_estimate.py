@@ -10,11 +10,13 @@ Method::
                       background, steady motion removed) ─► events t_k = pts[k] (real pts, VFR-safe)
     audio   samples ─► audio_onsets: events dated at the start of their rise (any attack shape) ─► a_j
     match   G(x) = max_j exp(−(x − a_j)² / 2σ²)     σ = 2.5 ms: how close an audio event is to time x
-            c(L, d) = Σ_k G(t_k + L + d·(t_k − t_c))      L: lag at the events' centre t_c, d: drift
+            c(L, d) = Σ_k w_k G(t_k + L + d·(t_k − t_c))  L: lag at the events' centre t_c, d: drift
             over L ∈ ±max_offset_ms (1 ms) and d ∈ ±max_drift_ppm (steps keep d·span/2 ≤ σ);
-            c counts the visual events that have an audio event where the lag puts them
+            c counts the visual events that have an audio event where the lag puts them, each weighted
+            w_k = min(1, √(strength_k / (0.5 · 90th percentile of the clip's event strengths))): weak
+            "events" beside strong flashes are mostly motion; audio events weigh min(1, z / (1.5 · median z))
     score   match significance S = −log10 P(≥ c(peak) of n events match at one lag by chance) − log10(cells)
-            (binomial tail; chance rate = mean of c over all cells / n; cells = lags × drifts / 6σ);
+            (binomial tail, n = Σ w_k; chance rate = mean of c over all cells / n; cells = lags × drifts / 6σ);
             "5.0 of 5 visual events matched at the best lag, 0.9 by chance: significance 2.7"
             peak_to_sidelobe = c(peak) / max(1, max c outside ±(20 ms + max_drift·span/2) of the peak lag);
             a second lag with ≥ 0.8 of the peak's matches is ambiguous (periodic content): abstain
@@ -27,8 +29,8 @@ Method::
 Confidence, calibrated against null pairings: ``NULL_THRESHOLD`` is the match significance that at most
 1 % of null pairings reach. Derivation (``avalign bench align --calibrate``): tune set only
 (``avalign.synth.wild_specs(TUNE_SEEDS)``, 24 clips); every ordered pair (video of clip i, audio of clip j),
-i ≠ j: 552 null pairings; their significance has 99th percentile 0.53 and maximum 1.04; the threshold is the
-99th percentile rounded up to a multiple of 0.1: 0.6. The held-out set (``HELDOUT_SEEDS``) was never used.
+i ≠ j: 552 null pairings; their significance has 99th percentile 0.46 and maximum 1.01; the threshold is the
+99th percentile rounded up to a multiple of 0.1: 0.5. The held-out set (``HELDOUT_SEEDS``) was never used.
 ``confidence`` maps the significance linearly: 0.3 at ``NULL_THRESHOLD``, 1.0 four decades above it, 0 two
 decades below it; the default ``min_confidence = 0.3`` answers exactly when the significance reaches the
 null threshold.
@@ -63,13 +65,15 @@ __all__ = [
     "estimate_av_offset_from_features",
 ]
 
-NULL_THRESHOLD = 0.6
+NULL_THRESHOLD = 0.5
 """Match significance reached by at most 1 % of null pairings on the tune set (see module docstring)."""
 _SIGMA_SECONDS = 0.0025
 _MATCH_SECONDS = 0.008
 _WEIGHT_REFERENCE = 1.5
 # A second lag matching this share of the best one's events: periodic events, the peak is a guess.
 _AMBIGUOUS_RATIO = 0.8
+# Visual event weight: sqrt(strength / (this x the 90th percentile of the clip's event strengths)), at most 1.
+_VISUAL_REFERENCE = 0.5
 _MIN_EVENTS = 3
 _MIN_VISUAL_LEVEL = 4.0  # luma levels: weaker "events" are codec flicker, not datable
 _RESIDUAL_FLOOR_SECONDS = 0.0003
@@ -243,7 +247,7 @@ def _select_events(visual: np.ndarray) -> np.ndarray:
     return np.flatnonzero(visual > threshold)
 
 
-def _significance(matches: np.ndarray, num_events: int, chance: float, num_cells: float) -> np.ndarray:
+def _significance(matches: np.ndarray, num_events: float, chance: float, num_cells: float) -> np.ndarray:
     """``−log10`` of the chance of matching at least ``matches`` of ``num_events`` events at one lag (binomial
     tail with the clip's own chance rate ``chance / num_events``), minus ``log10(num_cells)`` lags × drifts tried."""
     from scipy.special import betainc
@@ -308,6 +312,10 @@ def estimate_av_offset_from_features(
         return _abstain("no_audio_events", found="0 audio events", needed=f"{_MIN_EVENTS} audio events", **common)
 
     event_t = pts[selected]
+    strength = visual[selected]
+    # Weak "events" beside strong ones are mostly motion (objects, mouths): they count less.
+    event_w = np.minimum(1.0, np.sqrt(strength / (_VISUAL_REFERENCE * float(np.percentile(strength, 90)))))
+    weight_total = float(event_w.sum())
     centre_t = 0.5 * (float(event_t[0]) + float(event_t[-1]))
     half_span = 0.5 * float(event_t[-1] - event_t[0])
     step = 0.001
@@ -324,7 +332,7 @@ def estimate_av_offset_from_features(
         positions = (event_t + drift * (event_t - centre_t) - grid_lo)[:, None] / (step / 2) + lags[None, :] / (step / 2)
         base = np.clip(np.floor(positions).astype(np.int64), 0, grid.size - 2)
         frac = np.clip(positions - base, 0.0, 1.0)
-        surface[row] = (grid[base] * (1.0 - frac) + grid[base + 1] * frac).sum(axis=0)
+        surface[row] = event_w @ (grid[base] * (1.0 - frac) + grid[base + 1] * frac)
     best_d, best_l = np.unravel_index(int(np.argmax(surface)), surface.shape)
     exclusion = int(math.ceil((0.02 + max_drift_ppm * 1e-6 * half_span) / step))
     outside = np.abs(np.arange(lags.size) - best_l) > exclusion
@@ -332,7 +340,7 @@ def estimate_av_offset_from_features(
     peak = float(surface[best_d, best_l])
     chance = float(surface.mean())
     num_cells = surface.size / (6.0 * _SIGMA_SECONDS / step)
-    curve = _significance(surface[best_d], num_events, chance, num_cells)
+    curve = _significance(surface[best_d], weight_total, chance, num_cells)
     score = float(curve[best_l])
     drift0 = float(drifts[best_d])
     # Offsets at video time 0: a = t + L + d (t - t_c)  →  offset = L − d·t_c.
