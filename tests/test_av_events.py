@@ -163,6 +163,19 @@ def test_abstentions_explain_themselves() -> None:
     assert isinstance(two.abstain.best_guess_ms, float)  # given, though two coincidences prove nothing
 
 
+def test_measure_record_carries_the_abstention() -> None:
+    """``measure`` JSON (DESIGN.md): an abstention is null with ``av_abstain`` {reason, found, needed, best_guess_ms, hint}."""
+    from avalign._measure import measure_sample
+
+    video, audio = _clip(4, offset_ms=50.0, with_events=False)
+    record = measure_sample(video, audio)
+    assert record["av_offset_ms"] is None and record["av_method"].startswith("abstain:")
+    assert set(record["av_abstain"]) == {"reason", "found", "needed", "best_guess_ms", "hint"}
+    assert record["av_method"] == "abstain:" + record["av_abstain"]["reason"]
+    answered = measure_sample(*_clip(6, offset_ms=-40.0))
+    assert answered["av_abstain"] is None and answered["av_offset_ms"] == pytest.approx(-40.0, abs=3.0)
+
+
 def test_lag_curve_and_null_threshold_are_exposed() -> None:
     video, audio = _clip(6, offset_ms=-40.0)
     estimate = estimate_av_offset(video, audio)
