@@ -25,6 +25,7 @@ import logging
 import math
 import subprocess
 import tempfile
+import types
 from pathlib import Path
 
 import numpy as np
@@ -350,9 +351,10 @@ def make_wild_clip(spec: WildSpec, out_dir: Path) -> dict:
                          "-map", "0:v:0", "-map", "1:a:0", "-c:v", "copy", *_AUDIO_ARGS[spec.audio_codec],
                          "-ar", str(spec.sample_rate), *_BITEXACT, str(media)])
             final_pts, _ = decode_video(media)
-            first_pts, rate_hz, decoded = decode_audio(media)
-            fake = dataclasses.make_dataclass("S", ["sample_rate", "audio_start_seconds"])(spec.sample_rate, 0.0)
-            measured = _measure_shift_samples(source, decoded, first_pts, fake)
+            first_pts, _, decoded = decode_audio(media)
+            # The audio track starts at presentation time 0 (no stream delay is requested).
+            clock = types.SimpleNamespace(sample_rate=spec.sample_rate, audio_start_seconds=0.0)
+            measured = _measure_shift_samples(source, decoded, first_pts, clock)
             moved = final_pts.shape != video_pts.shape or np.max(np.abs(final_pts - video_pts)) > 1e-9
             if not moved and abs(measured) <= 0.25:
                 break
