@@ -10,7 +10,10 @@ Audio onset grid (``hop`` = ``hop_samples / sample_rate``)::
     rise          ^d1  ^d2  ^d3  ^d4           d[m] = max(E[m] - E[m-1], 0) placed at start + m*hop
 
 A sound starting at time ``t0`` makes a bell-shaped ``d`` centred on ``t0`` (the smoothing kernel is
-symmetric and the energy is linear, not log, so the bell's centre is not pulled early).
+symmetric and the energy is linear, not log, so the bell's centre is not pulled early) — for a sharp
+attack. A smooth attack moves the bell late by about half the attack, which is why the A/V estimator no
+longer uses this envelope but dated events (``aligner._onsets.audio_onsets``); the envelope is kept for
+callers that cache it.
 
 Visual events: the value for frame ``k`` measures the change *entering* frame ``k`` (from ``k-1``), and it
 happens at ``pts_seconds[k]``: the frame is shown over ``[pts[k], pts[k+1])`` and a flash or cut
