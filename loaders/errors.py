@@ -67,9 +67,20 @@ class DecodeTimeout(DecodeError):
 
 
 class TranscriptError(ValueError):
-    """A transcript that cannot be parsed; the message names the file and the line or field. Reason ``transcript``."""
+    """A transcript that cannot be parsed; the message names the file and the line or field.
+
+    Attributes:
+        reason: ``transcript`` (default), or ``too_large`` for one over ``max_cues`` / ``max_words``.
+    """
 
     reason = "transcript"
+
+    def __init__(self, *args: object, reason: Optional[str] = None) -> None:
+        super().__init__(*args)
+        if reason is not None:
+            if reason not in REASONS:
+                raise ValueError(f"reason must be one of {sorted(REASONS)}, got {reason!r}")
+            self.reason = reason
 
 
 class SampleError(ValueError):
