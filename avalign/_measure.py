@@ -50,6 +50,7 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
             "codec": m.codec,
             "width": m.width,
             "height": m.height,
+            "stream_index": m.stream_index,
         }
     return {
         "av_offset_ms": _round(r.av_offset_ms),
@@ -65,6 +66,7 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
             "start_seconds": _round(audio.start_seconds, 6),
             "num_samples": audio.num_samples,
             "codec": audio.codec,
+            "stream_index": audio.stream_index,
         },
         "aligned": {
             "sample_rate": sample_rate,

@@ -23,7 +23,7 @@ from typing import Literal, Optional
 
 from avalign.preprocess._inputs import InputSample, read_members
 from loaders._video import DEFAULT_MAX_PIXELS
-from loaders.errors import DecodeError, DecodeTimeout, SampleError, reason_of
+from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
 from avalign._measure import read_video_for_estimation
 
 logger = logging.getLogger(__name__)
@@ -53,8 +53,14 @@ class SampleOptions:
 
 
 def dumps(value) -> bytes:
-    """Canonical JSON bytes: sorted keys, no spaces, UTF-8, NaN refused."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    """Canonical JSON bytes: sorted keys, no spaces, UTF-8, NaN refused.
+
+    Any string can be written: a name that is not valid Unicode (a tar member name with undecodable bytes,
+    held as lone surrogates such as ``\\udcff``) is written as the JSON escape ``\\udcff``, which reads back
+    as the same string (``json.loads``); valid text is written as UTF-8, unchanged.
+    """
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8", "backslashreplace")
 
 
 def run_config(options: SampleOptions) -> dict:
@@ -148,7 +154,10 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
                 if e.reason != "missing_video":  # audio-only media are kept, with a null A/V offset
                     raise
                 video, index = None, None
-            record = measure_sample(video, audio, transcript, sample_rate=sample_rate)
+            try:
+                record = measure_sample(video, audio, transcript, sample_rate=sample_rate)
+            except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
+                raise sample_error(e, stage="align") from e  # the key is filled in by process_sample
         finally:
             if limits is not None:
                 limits.unregister()
@@ -177,9 +186,14 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
     """
     from loaders._watchdog import call_with_timeout
 
+    shard = sample.media.path if sample.media.member else ""
     try:
         locators = [sample.media] + ([sample.transcript] if sample.transcript else []) + [loc for _, loc in sample.extras]
         data = read_members(locators)
+    except Exception as e:  # noqa: BLE001 - I/O errors reading the input back
+        error = sample_error(e, key=sample.key, shard=shard, stage="read")
+        raise SampleError(f"{sample.source}: {error.message}", shard=shard, key=sample.key, reason=error.reason) from e
+    try:
         media = data[0]
         transcript_bytes = data[1] if sample.transcript else None
         extras = data[1 + bool(sample.transcript):]
@@ -205,14 +219,11 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
             members[f"{sample.key}.transcript.json"] = dumps(result["transcript"])
         for (ext, _), blob in zip(sample.extras, extras):
             members[f"{sample.key}.{ext}"] = blob
-    except SampleError:
-        raise
-    except Exception as e:  # anything an input can cause becomes a typed, named skip
-        reason = reason_of(e)
-        if reason == "error":
+    except Exception as e:  # anything an input can cause becomes a typed, named skip (loaders.errors.sample_error)
+        error = sample_error(e, key=sample.key, shard=shard, stage="sample")
+        if error.reason == "error":
             logger.error("%s: unexpected %s while processing", sample.source, type(e).__name__, exc_info=True)
-        raise SampleError(f"{sample.source}: {type(e).__name__}: {e}", shard=sample.media.path if sample.media.member else "",
-                          key=sample.key, reason=reason) from e
+        raise SampleError(f"{sample.source}: {error.message}", shard=error.shard, key=error.key, reason=error.reason) from e
     aligned = record["aligned"]
     row = {
         "key": sample.key,
