@@ -299,13 +299,13 @@ def strictly_increasing(timed: Iterator[tuple[Optional[float], object]], frame_s
     A time that breaks the order is a timestamp the container or decoder got wrong; the rule (``d`` is one
     frame duration, ``prev`` the time given to the frame before)::
 
-        no time at all                      -> prev + d          (never a copy of prev)
-        time <= prev                        -> prev + d
-        time >= the next frame's time       -> prev + d when that lies before the next frame's time,
-          (it took its successor's time:       else the midpoint; with no prev: next - d
-           packed B-frames, ``stts`` of 0)
+        no time at all                      -> prev + d          (never a copy of prev; first frame: next - d)
+        time <= prev                        -> prev + d          (``stts`` deltas of 0: 0 0 0 -> 0 d 2d)
+        time >= the next frame's time       -> prev + d, when that lies before the next frame's time
+          (it took its successor's time:       (else it keeps its time and the next frame moves up)
+           packed B-frames)
 
-        packed B-frames (DivX):  in  0.000 0.042 0.083 0.209 0.209 0.250      out  ... 0.083 0.125 0.209 0.250
+        packed B-frames (DivX):  in  0.000 0.042 0.083 0.209 0.209 0.250      out  0.000 0.042 0.083 0.125 0.209 0.250
         last frame, no stamp:    in  ... 1.918 None                            out  ... 1.918 1.960
 
     Times that are already strictly increasing pass unchanged (every well-formed stream).
@@ -313,22 +313,23 @@ def strictly_increasing(timed: Iterator[tuple[Optional[float], object]], frame_s
     if not frame_seconds > 0:
         raise ValueError(f"frame_seconds must be > 0, got {frame_seconds = }")
     prev: Optional[float] = None
+    anchor, steps = 0.0, 0  # prev == anchor + steps * d: repaired times are counted in steps, not summed
     pending = next(timed, None)
     while pending is not None:
         upcoming = next(timed, None)
         t, frame = pending
         following = upcoming[0] if upcoming is not None else None
-        if t is None or (prev is not None and t <= prev):
-            t = (prev + frame_seconds) if prev is not None else (following - frame_seconds if following is not None else 0.0)
-        elif following is not None and t >= following:
-            if prev is None:
-                t = following - frame_seconds
-            elif prev + frame_seconds < following:
-                t = prev + frame_seconds
-            elif prev < following:
-                t = 0.5 * (prev + following)
-        if prev is not None and t <= prev:  # nothing fitted before the next frame: it will move up instead
-            t = prev + frame_seconds
+        stepped = prev is not None and (
+            t is None or t <= prev
+            or (following is not None and t >= following and anchor + (steps + 1) * frame_seconds < following)
+        )
+        if stepped:
+            steps += 1
+            t = anchor + steps * frame_seconds
+        elif t is None:  # the first frame has no time
+            t = following - frame_seconds if following is not None else 0.0
+        if not stepped:
+            anchor, steps = t, 0
         yield t, frame
         prev = t
         pending = upcoming
