@@ -380,12 +380,24 @@ def _decode_packets(container, stream, needed_ticks: Optional[frozenset]) -> Ite
     Skipping is exact: a non-reference frame is by definition never used to decode another frame, and
     every frame that will be returned is decoded. Packet times are the frame index's own times.
     """
+    import av
+
     ctx = stream.codec_context
+    rejected = 0
     for packet in _packets(container, stream):
         if needed_ticks is not None:
             ts = packet.pts if packet.pts is not None else packet.dts
             ctx.skip_frame = "DEFAULT" if packet.size == 0 or ts is None or ts in needed_ticks else "NONREF"
-        yield from ctx.decode(packet)
+        try:
+            frames = ctx.decode(packet)
+        except av.error.InvalidDataError:
+            # A corrupt packet: FFmpeg (the CLI, and frame-threaded decoding) drops it and decodes on; so do we,
+            # whatever the thread count. A file whose every packet is corrupt decodes to no frames (DecodeError).
+            rejected += 1
+            continue
+        yield from frames
+    if rejected:
+        logger.warning("%s: %d corrupt video packet(s) dropped by the decoder", getattr(container, "name", ""), rejected)
 
 
 def _frames_from(container, stream, index: FrameIndex, seconds: float,
