@@ -85,20 +85,22 @@ def _mutate_text(rng: random.Random) -> tuple[str, bytes]:
     return ext, bytes(out)
 
 
-def _build(tmp_path: Path) -> tuple[list[str], dict[str, set], set, dict[str, str]]:
-    """Shards, their keys, the good keys, and for the cut shard the key whose sample is cut (truncated)."""
-    rng = random.Random(SEED)
+def build(tmp_path: Path, *, seed: int = SEED, media_mutants: int = MEDIA_MUTANTS,
+          text_mutants: int = TEXT_MUTANTS) -> tuple[list[str], dict[str, set], set, dict[str, str]]:
+    """Shards, their keys, the good keys, and for the cut shard the key whose sample is cut (truncated).
+    (Also used by ``scripts/adversarial_matrix.py`` with more mutants and seeds.)"""
+    rng = random.Random(seed)
     base = {
         "mp4": hostile.clip(tmp_path / "base.mp4"),
         "mkv": hostile.clip(tmp_path / "base.mkv", container_args=("-c:a", "libopus", "-ar", "48000")),
     }
     good = lambda k, ext="mp4": [(f"{k}.json", good_transcript()), (f"{k}.{ext}", base[ext])]  # noqa: E731
     media_members, text_members = [], []
-    for i in range(MEDIA_MUTANTS):
+    for i in range(media_mutants):
         ext = rng.choice(sorted(base))
         media_members += good(f"g{i:02d}", ext) if i % 4 == 0 else []
         media_members += [(f"m{i:02d}.json", good_transcript()), (f"m{i:02d}.{ext}", _mutate_media(rng, base[ext]))]
-    for i in range(TEXT_MUTANTS):
+    for i in range(text_mutants):
         ext, data = _mutate_text(rng)
         text_members += good(f"h{i:02d}") if i % 4 == 0 else []
         text_members += [(f"t{i:02d}.{ext}", data), (f"t{i:02d}.mp4", base["mp4"])]
@@ -120,7 +122,7 @@ def _build(tmp_path: Path) -> tuple[list[str], dict[str, set], set, dict[str, st
 
 @pytest.mark.timeout(300)
 def test_fuzzed_media_transcripts_and_tars_lose_nothing_silently(tmp_path):
-    shards, keys_by_shard, good_keys, cut = _build(tmp_path)
+    shards, keys_by_shard, good_keys, cut = build(tmp_path)
     cut_shard, cut_key = next(iter(cut.items()))
     lost_to_cut = {k for k in keys_by_shard[cut_shard] if k > cut_key}  # never reached: no record can exist
 
