@@ -491,3 +491,25 @@ def test_preprocess_refuses_an_over_limit_transcript(tmp_path):
 def test_strict_subtitle_parsing(content, fmt, match):
     with pytest.raises(TranscriptError, match=match):
         loaders.read_transcript(content.encode(), format=fmt, name=f"t.{fmt}")
+
+
+@pytest.mark.parametrize("container", ["mkv", "mp4"])
+def test_damaged_headers_raise_only_decode_errors(tmp_path, container):
+    """An EBML byte flip gave AttributeError, an mkv cut at 1445 bytes av.error.PermissionError from the decord
+    fallback: each damaged copy must decode or raise DecodeError, from both readers."""
+    data = hostile.clip(tmp_path / f"c.{container}")
+    copies = [data[:1445], data[:len(data) // 3]]
+    for at in range(4, 200, 13):  # the EBML header / ftyp+moov start
+        damaged = bytearray(data)
+        damaged[at] ^= 0xFF
+        copies.append(bytes(damaged))
+    outcomes = []
+    for copy in copies:
+        for read in (loaders.read_video, loaders.read_audio):
+            try:
+                read(copy, name=f"bad.{container}")
+                outcomes.append("ok")
+            except DecodeError as e:
+                assert e.reason in REASONS
+                outcomes.append(e.reason)
+    assert len(outcomes) == 2 * len(copies) and "decode" in outcomes
