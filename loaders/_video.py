@@ -78,9 +78,17 @@ def _open(source: MediaSource, label: str):
 
 
 def check_time_base(stream, label: str) -> None:
-    """Refuse a stream whose time base cannot time its frames (ticks of 1 s: a corrupt timescale)."""
+    """Refuse a stream whose time base cannot time its frames: ticks over 0.5 s in an MP4/MOV (whose ``mdhd``
+    timescale is a free field that muxers set to 1000 or more: 0 or 1 is a corrupt header), or elsewhere
+    ticks over 0.5 s that are also longer than one frame at the declared rate. A 1 fps AVI, whose time base
+    is its frame duration (1 s), is fine."""
     time_base = stream.time_base
-    if time_base is None or not 0 < float(time_base) <= _MAX_TICK_SECONDS:
+    tick = float(time_base) if time_base is not None else 0.0
+    try:
+        mov = "mov" in stream.container.format.name
+    except AttributeError:
+        mov = False
+    if not tick > 0 or (tick > _MAX_TICK_SECONDS and (mov or tick > 1.5 * _frame_seconds(stream))):
         raise DecodeError(
             f"{label}: the {stream.type} stream's time base is {time_base} s per tick, too coarse to time its frames "
             f"(limit {_MAX_TICK_SECONDS} s): a corrupt header (mdhd timescale 0 or 1?)"

@@ -513,3 +513,12 @@ def test_damaged_headers_raise_only_decode_errors(tmp_path, container):
                 assert e.reason in REASONS
                 outcomes.append(e.reason)
     assert len(outcomes) == 2 * len(copies) and "decode" in outcomes
+
+
+def test_a_one_fps_avi_is_not_a_corrupt_timescale(tmp_path):
+    """AVI's video time base is its frame duration: 1 s ticks at 1 fps are right, not a broken header."""
+    path = tmp_path / "slow.avi"
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=32x24:rate=1", "-t", "5", "-c:v", "mpeg4", str(path))
+    clip = loaders.read_video(path)
+    np.testing.assert_allclose(clip.pts_seconds.numpy(), ffprobe_frame_times(path), atol=1e-6)
+    assert clip.num_frames == 5
