@@ -19,7 +19,7 @@ def read_video_for_estimation(media, *, name: str, max_width: int = ESTIMATION_M
     those of the full stream (scaling happens in the RGB conversion). Returns ``(VideoClip, FrameIndex)``."""
     import loaders
 
-    meta, index = loaders.probe_video(media, name=name)
+    meta, index = loaders.probe_video(media, name=name, max_duration_seconds=options.get("max_duration_seconds"))
     size = None
     if meta.width > max_width:
         height = max(2, int(round(meta.height * max_width / meta.width / 2)) * 2)

@@ -537,6 +537,9 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
         stream.codec_context.thread_count = request.num_threads
         whole = start is None and stop is None and fps is None
         index = None if whole else (request.index or scan_frame_index(container, stream))
+        known = request.index if whole else None
+        if known is not None and known.num_frames:  # refuse before decoding what the caller's index says is too long
+            check_duration(float(known.pts_seconds[0]), known.end_seconds, known.num_frames, label, request.max_duration_seconds)
         if index is not None:
             if index.num_frames == 0:
                 raise DecodeError(f"{label}: the video stream has no frames")

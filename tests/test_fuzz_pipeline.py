@@ -25,7 +25,7 @@ import pytest
 
 from loaders.errors import REASONS
 from tests import hostile_inputs as hostile
-from tests.conftest import REPO, ffmpeg
+from tests.conftest import REPO
 from tests.corrupt_cases import good_transcript
 
 SEED = 13

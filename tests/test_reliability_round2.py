@@ -386,7 +386,6 @@ import sys, time
 from concurrent.futures import ProcessPoolExecutor
 import multiprocessing
 from loaders._watchdog import exit_with_parent
-import avalign.preprocess._run as run
 pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"), initializer=exit_with_parent)
 futures = [pool.submit(time.sleep, 120) for _ in range(2)]
 time.sleep(1.0)
@@ -522,3 +521,15 @@ def test_a_one_fps_avi_is_not_a_corrupt_timescale(tmp_path):
     clip = loaders.read_video(path)
     np.testing.assert_allclose(clip.pts_seconds.numpy(), ffprobe_frame_times(path), atol=1e-6)
     assert clip.num_frames == 5
+
+
+def test_preprocess_max_duration(tmp_path):
+    from avalign.preprocess import preprocess
+
+    src = tmp_path / "in"
+    src.mkdir()
+    hostile.clip(src / "short.mp4", seconds=1.0)
+    hostile.clip(src / "long.mp4", seconds=3.0)
+    result = preprocess(str(src), str(tmp_path / "out"), progress=False, timeout_seconds=None, max_duration_seconds=2.0)
+    rows = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    assert result.num_samples == 1 and [(r["key"], r["reason"]) for r in rows] == [("long", "too_large")]

@@ -183,6 +183,7 @@ def preprocess(
     progress: bool = True,
     timeout_seconds: Optional[float] = 300.0,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    max_duration_seconds: Optional[float] = None,
 ) -> PreprocessResult:
     """Measure every sample of ``input`` once and write aligned WebDataset shards to ``output_dir``.
 
@@ -210,6 +211,8 @@ def preprocess(
         timeout_seconds: per-sample limit for decode + measure (None: no limit).
         max_pixels: skip media whose frames have more pixels (width × height) with reason ``too_large``
             (default 3840 × 2160).
+        max_duration_seconds: skip media whose video or audio spans longer (reason ``too_large``); None: no
+            limit. Timestamps that cannot be right (a corrupt ``mdhd`` timescale) are refused (``decode``) anyway.
 
     Returns:
         PreprocessResult with the shards written and reused, counts and timings.
@@ -231,9 +234,13 @@ def preprocess(
     input, output_dir = os.fspath(input), os.fspath(output_dir)
     plan = list_inputs(input, on_error=on_error)
     _check_output_location(input, output_dir, plan)
-    options = SampleOptions(sample_rate=sample_rate, reencode=reencode, timeout_seconds=timeout_seconds, max_pixels=max_pixels)
+    if max_duration_seconds is not None and not max_duration_seconds > 0:
+        raise ValueError(f"max_duration_seconds must be > 0 or None, got {max_duration_seconds = !r}")
+    options = SampleOptions(sample_rate=sample_rate, reencode=reencode, timeout_seconds=timeout_seconds, max_pixels=max_pixels,
+                            max_duration_seconds=max_duration_seconds)
     config = run_config(options)
-    state_config = dict(config, samples_per_shard=samples_per_shard, max_pixels=max_pixels)
+    state_config = dict(config, samples_per_shard=samples_per_shard, max_pixels=max_pixels,
+                        **({"max_duration_seconds": max_duration_seconds} if max_duration_seconds is not None else {}))
     tasks = plan_shards(plan, samples_per_shard=samples_per_shard, config=state_config)
     keys_by_shard = {t.name: [s.key for s in t.samples] for t in tasks}
     logger.info("%s: %d sample(s), %d skipped up front, %d shard(s)", input, len(plan.samples), len(plan.skipped), len(tasks))

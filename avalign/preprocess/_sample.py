@@ -47,6 +47,9 @@ class SampleOptions:
     """Give up on one sample's decode + measure after this long (watchdog child); None: no limit."""
     seed: int = 0
     """Recorded in the config; the estimators are deterministic and draw no random numbers."""
+    max_duration_seconds: Optional[float] = None
+    """Skip media spanning longer than this with reason ``too_large`` (None: no limit); like ``max_pixels``,
+    recorded in ``state.jsonl``'s options (when set), not in ``align.json``."""
     max_pixels: int = DEFAULT_MAX_PIXELS
     """Skip media whose frames are larger (width × height) with reason ``too_large``. It decides which samples
     are written, not their bytes: recorded in ``state.jsonl``'s options, not in ``align.json``."""
@@ -127,7 +130,7 @@ def _transcript_json(transcript) -> dict:
 
 
 def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str, transcript_name: str, sample_rate: int,
-             max_pixels: int = DEFAULT_MAX_PIXELS) -> dict:
+             max_pixels: int = DEFAULT_MAX_PIXELS, max_duration_seconds: Optional[float] = None) -> dict:
     """Decode and measure (runs in the watchdog child when there is a time limit). Single-threaded for reproducibility."""
     import torch
 
@@ -147,9 +150,10 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
             transcript = None
             if transcript_bytes is not None:
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
-            audio = loaders.read_audio(media, name=media_name)
+            audio = loaders.read_audio(media, name=media_name, max_duration_seconds=max_duration_seconds)
             try:
-                video, index = read_video_for_estimation(media, name=media_name, num_threads=1, max_pixels=max_pixels)
+                video, index = read_video_for_estimation(media, name=media_name, num_threads=1, max_pixels=max_pixels,
+                                                         max_duration_seconds=max_duration_seconds)
             except DecodeError as e:
                 if e.reason != "missing_video":  # audio-only media are kept, with a null A/V offset
                     raise
@@ -201,7 +205,8 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
             media = _reencode_mp4(media, label=sample.source, timeout_seconds=options.timeout_seconds)
         media_ext = "mp4" if options.reencode == "mp4" else sample.media_ext
         kwargs = dict(media_name=sample.source, transcript_name=f"{sample.key}.{sample.transcript_format}",
-                      sample_rate=options.sample_rate, max_pixels=options.max_pixels)
+                      sample_rate=options.sample_rate, max_pixels=options.max_pixels,
+                      max_duration_seconds=options.max_duration_seconds)
         if options.timeout_seconds:
             result = call_with_timeout(_analyse, media, transcript_bytes, timeout_seconds=options.timeout_seconds,
                                        label=sample.source, **kwargs)
