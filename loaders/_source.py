@@ -76,7 +76,8 @@ def pick_stream(container, kind: str, label: str, *, stream_index: int | None = 
         best = container.streams.best(kind)
     except Exception:  # noqa: BLE001 - an old PyAV or an odd container: the first stream is FFmpeg's fallback too
         best = None
-    return best if best is not None and best in candidates else candidates[0]
+    by_index = {s.index: s for s in candidates}
+    return by_index.get(getattr(best, "index", None), candidates[0])
 
 
 def open_for_pyav(source: MediaSource) -> Union[str, BinaryIO]:

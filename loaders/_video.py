@@ -11,6 +11,11 @@ Windows are half-open: ``read_video(src, start_seconds=a, stop_seconds=b)`` retu
 ``a <= pts < b``. ``fps=N`` returns, for each time ``t = a + i/N < b`` of a grid, the frame *played* at
 ``t`` (the last frame with ``pts <= t``), decoding only the GOPs that hold those frames.
 
+Stream: the one FFmpeg picks by default (``av_find_best_stream``; never an attached picture), or
+``stream_index=``; recorded in ``metadata.stream_index``. Times that break presentation order (``stts``
+deltas of 0, DivX packed B-frames, a last frame without a timestamp) are repaired by one rule
+(:func:`strictly_increasing`); headers whose timescale cannot time the frames are refused.
+
 Backends: ``pyav`` (FFmpeg through PyAV) is exact on every container we test and, measured on these
 machines, the fastest full decode (see BENCHMARKS.md); ``auto`` uses it and falls back to ``decord``
 when PyAV fails on a file. ``decord`` can be forced; its pixels are used with timestamps from our
