@@ -69,9 +69,10 @@ def _planar(frame, packer: list) -> np.ndarray:
     if frame.format.is_planar and channels > 2:
         import av
 
-        if not packer:
-            packer.append(av.AudioResampler(format="flt", layout=frame.layout, rate=frame.rate))
-        packed = packer[0].resample(frame)
+        setup = (frame.layout.name, frame.rate)
+        if not packer or packer[0] != setup:  # the first frame, or the layout/rate changed mid-stream
+            packer[:] = [setup, av.AudioResampler(format="flt", layout=frame.layout, rate=frame.rate)]
+        packed = packer[1].resample(frame)
         array = np.concatenate([p.to_ndarray().reshape(-1) for p in packed]) if packed else np.zeros(0, np.float32)
         return np.ascontiguousarray(array.reshape(-1, channels).T, dtype=np.float32)
     array = frame.to_ndarray()
@@ -132,6 +133,8 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
         decoded += data.shape[1]
         if filled > decoded + _GAP_FILL_ALLOWANCE_SECONDS * rate and filled > decoded * 8:
             break  # already hopeless: stop decoding (refused below)
+        if max_duration_seconds is not None and written > max_duration_seconds * rate:
+            break  # over the limit: refused below, without decoding the rest
     if start is None:
         raise DecodeError(f"{label}: the audio stream decoded to no samples (corrupt or truncated?)")
     if filled > decoded + _GAP_FILL_ALLOWANCE_SECONDS * rate:
