@@ -69,7 +69,8 @@ def test_accuracy_meets_targets(result):
     assert s["av_offset_error_ms"]["median"] <= TARGETS["av_offset_error_ms_median"]
     for row in result["clips"]:
         assert row["av_error_ms"] <= row["frame_ms"], row["key"]
-        assert row["drift_error_ppm"] <= TARGETS["drift_error_ppm_max"], row["key"]
+        # 5-8 s clips: drift is reported only when the clip resolves it (else None, 0 applied)
+        assert row["drift_error_ppm"] is None or row["drift_error_ppm"] <= TARGETS["drift_error_ppm_max"], row["key"]
         assert row["text_error_ms"] <= TARGETS["text_offset_error_ms_max"], row["key"]
     words = s["word_start_error_ms"]
     assert words["count"] >= 5
