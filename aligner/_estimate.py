@@ -114,9 +114,10 @@ _HINTS = {
     "too_few_events": "fewer than 3 visual events cannot be told from chance coincidences; use a longer clip with more "
                       "flashes/claps, or pass the offset.",
     "no_audio_events": "the audio has no sound that starts suddenly (clap, knock, beep); content alignment is not possible.",
-    "below_null_threshold": "the visual events do not line up with audio events better than another clip's audio would; "
-                            "if the events are silent (cuts without sound, talking heads) the offset cannot be estimated "
-                            "from content. best_guess_ms is unreliable.",
+    "below_null_threshold": "no datable events: the visual events do not line up with sounds better than another clip's "
+                            "audio would (at most 1 % of such null pairings pass the threshold). Talking heads, steady "
+                            "motion and silent cuts have no datable events, and lip-sync is not estimated; best_guess_ms "
+                            "is unreliable. Pass the offset if you know it (align(av_offset_ms=...)).",
     "ambiguous_peak": "two lags match the events almost equally well (periodic flashes or sounds?); "
                       "best_guess_ms may be off by the period.",
     "too_few_matches": "fewer than 3 visual events have an audio event at the best lag; check that the events make a sound.",
