@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from aligner._time import seconds_to_ticks, ticks_to_seconds
-from loaders._index import FrameIndex, scan_frame_index
+from loaders._index import FrameIndex, frame_index
 from loaders._records import VideoClip, VideoMetadata
 from loaders._source import MediaSource, check_source, describe_source, open_container, open_for_pyav, pick_stream
 from loaders.errors import DecodeError
@@ -155,8 +155,9 @@ def _content_facts(pts_seconds: np.ndarray) -> dict:
 
 def probe_video(source: MediaSource, *, name: str | None = None, stream_index: Optional[int] = None,
                 max_duration_seconds: Optional[float] = None) -> tuple[VideoMetadata, FrameIndex]:
-    """Header facts and the demux frame index of ``source``'s video stream (chosen as ``read_video`` chooses
-    it), without decoding pixels.
+    """Header facts and the frame index of ``source``'s video stream (chosen as ``read_video`` chooses it),
+    without decoding pixels. The index comes from the MP4/MOV header where that is exact, else from a demux
+    scan (:func:`loaders._index.frame_index`), and is cached per path within the process.
 
     Raises:
         DecodeError: as ``read_video`` (any failure of the file: ``decode``, ``missing_video``, ``too_large``).
@@ -169,7 +170,7 @@ def probe_video(source: MediaSource, *, name: str | None = None, stream_index: O
             stream = pick_stream(container, "video", label, stream_index=stream_index)
             check_time_base(stream, label)
             header = _header_metadata(stream, backend="")
-            index = scan_frame_index(container, stream)
+            index = frame_index(source, container, stream)
         finally:
             container.close()
         if index.num_frames:
@@ -541,7 +542,7 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
         stream.thread_type = "SLICE" if fps is not None else "AUTO"
         stream.codec_context.thread_count = request.num_threads
         whole = start is None and stop is None and fps is None
-        index = None if whole else (request.index or scan_frame_index(container, stream))
+        index = None if whole else (request.index or frame_index(source, container, stream))
         known = request.index if whole else None
         if known is not None and known.num_frames:  # refuse before decoding what the caller's index says is too long
             check_duration(float(known.pts_seconds[0]), known.end_seconds, known.num_frames, label, request.max_duration_seconds)
@@ -679,7 +680,7 @@ def read_video(
         frame_size: ``(height, width)`` to scale frames to while converting to RGB (one swscale pass, area
             filter); None keeps the stream's size. ``max_pixels`` still applies to the stream's own size.
         frame_index: the file's :class:`FrameIndex` when already known (e.g. ``frames.json`` written by
-            ``avalign preprocess``): windows and ``fps=`` seek with it instead of scanning the file.
+            ``avalign preprocess``): windows and ``fps=`` seek with it instead of indexing the file.
         name: label used in error messages (e.g. the shard key) when ``source`` is bytes.
         fallback_timeout_seconds: time limit of the decord fallback of ``auto`` (run in a watchdog process).
         stream_index: the container index of the video stream to decode (``ffprobe``'s ``index``); default:
