@@ -538,8 +538,10 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
                 "raise max_pixels to decode it",
                 reason="too_large",
             )
-        # Sparse sampling skips frames per packet, which frame threading would apply out of order: slices only.
-        stream.thread_type = "SLICE" if fps is not None else "AUTO"
+        # Frame threading also for sparse sampling: FFmpeg copies ``skip_frame`` into the worker thread's context
+        # when a packet is submitted (``update_context_from_user``), so a per-packet skip applies to exactly that
+        # packet. Slice threading alone leaves the second core idle on x264 output (one slice per frame).
+        stream.thread_type = "AUTO"
         stream.codec_context.thread_count = request.num_threads
         whole = start is None and stop is None and fps is None
         index = None if whole else (request.index or frame_index(source, container, stream))
