@@ -242,6 +242,11 @@ class _FrameBuffer:
         grown[: self._count] = self._data[: self._count]
         self._data = grown
 
+    @property
+    def count(self) -> int:
+        """Frames written (or being written) so far."""
+        return self._count
+
     def take_slot(self) -> torch.Tensor:
         """The ``[H, W, 3]`` view the next frame goes to."""
         slot = self._data[self._count]
@@ -464,41 +469,54 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
 
 
 def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None):
-    """For each target time, the frame on screen then; seeks only when the next keyframe is ahead of us,
-    and decodes no non-reference frame that is not one of the answers (known in advance from the index)."""
+    """For each target time, the frame on screen then: (pts_seconds list, uint8 tensor [T, H, W, 3]).
+
+    Seeks only when the next keyframe is ahead of us, and decodes no non-reference frame that is not one of
+    the answers (known in advance from the index). Each distinct answer is converted to RGB once, on the
+    helper thread of :class:`_RGBWriter`, while the decoder's threads go on."""
     played = np.searchsorted(index.pts_seconds, targets, side="right") - 1
     needed = frozenset(seconds_to_ticks(float(index.pts_seconds[i]), stream.time_base) for i in played[played >= 0])
     frames: Optional[Iterator[tuple[float, object]]] = None
     position = -math.inf  # pts of the last decoded frame
     prev: Optional[tuple[float, object]] = None  # last frame with pts <= current target
     pending: Optional[tuple[float, object]] = None  # first frame with pts > current target
-    converted: dict[float, np.ndarray] = {}
-    rgb = _RGB(size)
+    height, width = size or (stream.codec_context.height, stream.codec_context.width)
+    buffer = _FrameBuffer(len(targets), height, width)
+    writer = _RGBWriter(buffer, _RGB(size))
     pts_out: list[float] = []
-    rgb_out: list[np.ndarray] = []
-    for t in targets:
-        keyframe = index.keyframe_at_or_before(float(t))
-        if frames is None or keyframe > position + 1e-9:
-            frames = _frames_from(container, stream, index, float(t), needed)
-            prev = pending = None
-        while pending is None or pending[0] <= t:
-            if pending is not None:
-                prev, pending = pending, None
-            item = next(frames, None)
-            if item is None:
-                break
-            position = item[0]
-            if position <= t:
-                prev = item
-            else:
-                pending = item
-        if prev is None:
-            continue  # target before the first frame: nothing on screen
-        if prev[0] not in converted:
-            converted = {prev[0]: rgb(prev[1])}  # keep one: consecutive targets reuse it
-        pts_out.append(prev[0])
-        rgb_out.append(converted[prev[0]])
-    return pts_out, rgb_out
+    rows: list[int] = []  # the buffer row of each answer (consecutive targets may share one frame)
+    last: Optional[float] = None
+    try:
+        for t in targets:
+            keyframe = index.keyframe_at_or_before(float(t))
+            if frames is None or keyframe > position + 1e-9:
+                frames = _frames_from(container, stream, index, float(t), needed)
+                prev = pending = None
+            while pending is None or pending[0] <= t:
+                if pending is not None:
+                    prev, pending = pending, None
+                item = next(frames, None)
+                if item is None:
+                    break
+                position = item[0]
+                if position <= t:
+                    prev = item
+                else:
+                    pending = item
+            if prev is None:
+                continue  # target before the first frame: nothing on screen
+            if prev[0] != last:
+                writer.put(prev[1])
+                last = prev[0]
+            pts_out.append(prev[0])
+            rows.append(buffer.count - 1)
+        writer.drain()
+    finally:
+        writer.close()
+    out = buffer.tensor()
+    if rows != list(range(out.shape[0])):
+        out = out[torch.as_tensor(rows, dtype=torch.long)]
+    return pts_out, out
 
 
 def _stack(rgb: list[np.ndarray], height: int, width: int) -> torch.Tensor:
@@ -573,8 +591,7 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
             targets = lo + np.arange(count, dtype=np.float64) / fps
-            pts, rgb = _decode_played_at_pyav(container, stream, targets, index, size)
-            frames = _stack(rgb, *(size or (meta.height, meta.width)))
+            pts, frames = _decode_played_at_pyav(container, stream, targets, index, size)
     except (DecodeError, IndexError):
         raise
     except Exception as e:  # FFmpeg errors, corrupt data mid-stream
