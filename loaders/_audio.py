@@ -12,6 +12,10 @@ Resampling uses soxr (the SoX resampler, "HQ": linear phase, its delay removed),
 output is still at ``start_seconds``; the output length is the half-up count of the input duration
 at the new rate. Gaps between decoded frames are filled with silence and overlaps trimmed, so
 sample ``n`` is always at ``start_seconds + n / sample_rate``.
+
+Speed: frames are copied into large blocks as they are decoded (no per-frame arrays), and with
+``mono=True`` and a new rate each full block is downmixed and resampled on a helper thread while
+decoding goes on (the result is bit-identical to resampling the whole at once).
 """
 from __future__ import annotations
 

@@ -1,9 +1,17 @@
-"""Frame index from a demux-only scan: every frame's presentation time and keyframe flag, no decoding.
+"""Frame index: every frame's presentation time and keyframe flag, without decoding.
 
-The scan reads packets (cheap: no pixels are decoded) so that windows and sparse requests can
-seek straight to the keyframe before a target, and so the metadata can state the real frame count
-and rate of the whole file even when only a few frames are decoded. Preprocessing stores it in
-shards (``frames.json``) so training-time loading skips the scan.
+Windows and sparse requests seek straight to the keyframe before a target with it, and the metadata
+states the real frame count and rate of the whole file even when only a few frames are decoded.
+:func:`frame_index` takes it from where it is cheapest and still exact:
+
+1. the container's own tables (MP4/MOV ``moov``: ``stts``/``ctts``/``stss``/``elst``, read by
+   :mod:`loaders._mp4_index` in a few ms whatever the file's length, checked against what FFmpeg read
+   from the same header);
+2. else a demux-only scan (:func:`scan_frame_index`: every packet read, no pixels decoded; Matroska
+   cues list only keyframes, so Matroska/WebM, AVI and MPEG-TS are scanned), 120 ms for a 600 s file;
+
+and caches it per path within the process. Preprocessing stores it in shards (``frames.json``) so
+training-time loading skips both.
 """
 from __future__ import annotations
 

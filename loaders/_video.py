@@ -9,7 +9,10 @@ and what players show), never ``k / fps``::
 
 Windows are half-open: ``read_video(src, start_seconds=a, stop_seconds=b)`` returns the frames with
 ``a <= pts < b``. ``fps=N`` returns, for each time ``t = a + i/N < b`` of a grid, the frame *played* at
-``t`` (the last frame with ``pts <= t``), decoding only the GOPs that hold those frames.
+``t`` (the last frame with ``pts <= t``), decoding only the GOPs that hold those frames, skipping every
+non-reference frame that is not an answer, with FFmpeg's frame threads (a skip is set per packet, and
+frame threading applies it to that packet). Windows and ``fps=`` locate frames with the file's frame index
+(:func:`loaders._index.frame_index`: from the MP4 header where exact, else a demux scan; cached per path).
 
 Stream: the one FFmpeg picks by default (``av_find_best_stream``; never an attached picture), or
 ``stream_index=``; recorded in ``metadata.stream_index``. Times that break presentation order (``stts``
