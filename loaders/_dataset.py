@@ -1,0 +1,485 @@
+"""``make_dataset``: the pipeline as a ``torch.utils.data.IterableDataset`` of :class:`PackedBatch`, resumable.
+
+::
+
+    shards ─ shuffle(seed, epoch) ─ split by rank ─ split by DataLoader worker (shard p → worker p % num_workers)
+      └─ each worker: shard loop → items (decode, align, window, tokenize) → OnlinePacker → Collator → batches
+    DataLoader(ds, batch_size=None, num_workers=N, pin_memory=True): batches taken from the workers in turn
+
+Use::
+
+    ds = make_dataset("shards/train-{000000..000099}.tar", seed=0, tokenizer=tok)
+    dl = DataLoader(ds, batch_size=None, num_workers=2, pin_memory=True)          # or torchdata's
+    dl = StatefulDataLoader(ds, batch_size=None, num_workers=2)                     # StatefulDataLoader
+    for epoch in range(E):
+        ds.set_epoch(epoch)            # reshuffles the shards (needed: DataLoader workers get a fresh copy)
+        for batch in dl:
+            batch = batch.to("cuda", non_blocking=True)
+
+Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
+run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together and
+the batch order (each worker packs the items of its own shards; the DataLoader takes batches from the workers
+in turn). What does not: the set of items of an epoch, each item's frames, audio, words, segments and tokens,
+the shard order, and the skip records. (``make_loader`` merges its workers' items into one global order
+before packing, so there even the batches do not depend on ``num_workers``.)
+
+Resume: ``state_dict()`` / ``load_state_dict()`` (torchdata's Stateful protocol) hold one worker's position
+(see ``loaders._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
+yields exactly the batches the uninterrupted run would have. With several ranks (``torch.distributed``), each
+rank takes every ``world_size``-th shard; ranks are kept in step (``even_batches``) only when the dataset is
+iterated in the main process (``num_workers=0``) or through ``make_loader``: DataLoader workers cannot join a
+collective, so with workers the ranks may yield different numbers of batches.
+
+Failures: a bad sample is a named skip (``stats.skipped``); an epoch where no shard could be opened raises
+``FileNotFoundError`` naming the URLs; an epoch where shards were read but every sample was skipped raises
+``RuntimeError`` with the counts by reason, unless ``allow_empty_epoch=True``.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Optional, Union
+
+import torch
+
+from loaders._collate import Collator, PackedBatch
+from loaders._items import pack_lengths
+from loaders._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, check_choice, check_window_seconds
+from loaders._pack import OnlinePacker, PackItem
+from loaders._records import BatchItem
+from loaders._resume import STATE_VERSION, EpochCounters, ResumePlan, buffered_positions, mix_seed
+from loaders._shard_loop import Event, ItemEvent, Position, ShardEnd, SkipEvent, shard_events
+from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
+from loaders._video import DEFAULT_MAX_PIXELS
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AVDataset", "LoaderStats", "make_dataset"]
+
+EvenBatches = Literal["drop", "pad"]
+
+
+@dataclass(frozen=True)
+class LoaderStats:
+    """Counters of the current epoch (restored with the state); per worker when read inside a DataLoader worker."""
+
+    samples_read: int
+    """Samples taken from the shards (decoded, or skipped as bad)."""
+    items_yielded: int
+    """Items (samples or windows) delivered inside batches."""
+    batches_yielded: int
+    """Batches delivered (including empty ones padded for rank sync)."""
+    skipped: dict[str, int]
+    """Skipped samples by reason code (``loaders.errors.REASONS``)."""
+    skipped_samples: tuple[tuple[str, str, str], ...]
+    """``(shard, key, reason)`` of every skipped sample or shard-level problem, in order."""
+    padding: dict[str, float]
+    """Fraction of the emitted capacity that is padding, per modality (``frames``, ``samples``, ``tokens``)."""
+    batches_dropped_for_sync: int
+    """1 when this rank stopped with a batch in hand because another rank ran out first (``even_batches="drop"``)."""
+    spans_outside: int = 0
+    """Transcript words + segments that fell wholly outside their media (counted once per sample)."""
+    decode_errors: int = 0
+    """Packets the decoders skipped in delivered samples (the timeline is kept: see ``read_video``)."""
+
+
+class AVDataset(torch.utils.data.IterableDataset):
+    """An ``IterableDataset`` of :class:`PackedBatch`, one epoch per ``iter()``; build it with :func:`make_dataset`."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        seed: int,
+        options: SampleOptions,
+        collator: Collator,
+        buffer_size: int = 64,
+        min_fill: float = 0.9,
+        rank: int = 0,
+        world_size: int = 1,
+        even_batches: EvenBatches = "drop",
+        allow_empty_epoch: bool = False,
+    ) -> None:
+        super().__init__()
+        self._urls = list(urls)
+        self._seed = int(seed)
+        self._options = options
+        self.collator = collator
+        self._buffer_size = int(buffer_size)
+        self._min_fill = float(min_fill)
+        self._rank, self._world_size = int(rank), int(world_size)
+        self._even_batches = even_batches
+        self._allow_empty_epoch = bool(allow_empty_epoch)
+        self._epoch = 0
+        self._reset_epoch_state()
+
+    # -- public -------------------------------------------------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Starts epoch ``epoch`` afresh at the next ``iter()`` (shards reshuffled with ``(seed, epoch)``)."""
+        self._epoch = int(epoch)
+        self._reset_epoch_state()
+
+    @property
+    def stats(self) -> LoaderStats:
+        """Counters of the current epoch so far."""
+        c = self._counters
+        skipped = dict(Counter(reason for _, _, reason in c.skipped))
+        names = ("frames", "samples", "tokens")
+        return LoaderStats(samples_read=c.samples_read, items_yielded=c.items_yielded, batches_yielded=c.batches_yielded,
+                           skipped=skipped, skipped_samples=tuple(tuple(s) for s in c.skipped),
+                           padding=dict(zip(names, self._packer.stats().padding)),
+                           batches_dropped_for_sync=c.batches_dropped, spans_outside=c.spans_outside,
+                           decode_errors=c.decode_errors)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain, picklable state after the last yielded batch (no tensors)."""
+        return {
+            "version": STATE_VERSION,
+            "seed": self._seed,
+            "epoch": self._epoch,
+            "rank": self._rank,
+            "world_size": self._world_size,
+            "worker": list(self._worker_slot()),
+            "num_shards": len(self._urls),
+            "next_position": list(self._next_position),
+            "packer": self._packer.state_dict(),
+            "counters": self._counters.to_state(),
+            "completed": self._completed,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores a state from :meth:`state_dict`; the next ``iter()`` continues that epoch exactly.
+
+        Raises:
+            ValueError: The state has another version, seed, rank, world size, worker slot or shard count.
+        """
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"unsupported loader state version {state.get('version')!r}; expected {STATE_VERSION}.")
+        mine = {"seed": self._seed, "world_size": self._world_size, "num_shards": len(self._urls), "rank": self._rank,
+                "worker": list(self._worker_slot())}
+        for name, value in mine.items():
+            if state[name] != value:
+                raise ValueError(f"state {name} = {state[name]!r} but this dataset has {value!r}; "
+                                 "build it with the same settings (and the same num_workers).")
+        self._epoch = int(state["epoch"])
+        self._reset_epoch_state()
+        self._packer.load_state_dict(state["packer"])
+        self._next_position = tuple(int(v) for v in state["next_position"])
+        self._counters = EpochCounters.from_state(state["counters"])
+        self._completed = bool(state["completed"])
+
+    def __iter__(self) -> Iterator[PackedBatch]:
+        """Yields the rest of the current epoch (all of it when fresh or restored at its start).
+
+        After a completed epoch the next ``iter()`` moves to the following one (with ``persistent_workers`` or
+        in the main process); ``set_epoch`` picks one explicitly.
+        """
+        if self._completed:
+            self._epoch += 1
+            self._reset_epoch_state()
+        plan = ResumePlan(next_position=tuple(self._next_position),
+                          needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)))
+        worker_id, num_workers = self._worker_slot()
+        jobs = [(p, url) for p, url in enumerate(self._rank_shards())
+                if p % num_workers == worker_id and p >= plan.first_shard]
+        source = self._event_source(jobs, plan)
+        try:
+            events = self._reattach_buffered(source)
+            packs = self._packer.pack(self._pack_items(events))
+            yield from self._synced(packs)
+        finally:
+            source.close()
+        self._completed = True
+        self._check_epoch(jobs)
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _worker_slot(self) -> tuple[int, int]:
+        """``(worker_id, num_workers)`` of the DataLoader worker running this copy; ``(0, 1)`` in the main process."""
+        info = torch.utils.data.get_worker_info()
+        return (0, 1) if info is None else (int(info.id), int(info.num_workers))
+
+    def _rank_shards(self) -> list[str]:
+        return split_shards(shuffle_shards(self._urls, seed=self._seed, epoch=self._epoch),
+                            rank=self._rank, world_size=self._world_size)
+
+    def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
+        """Events of ``jobs`` (``(shard_position, url)``) in order, without :class:`ShardEnd`; decoded here."""
+        for p, url in jobs:
+            yield from (event for event in shard_events(p, url, self._options, plan) if not isinstance(event, ShardEnd))
+
+    def _reset_epoch_state(self) -> None:
+        self._packer = OnlinePacker(self._options.limits, buffer_size=self._buffer_size, min_fill=self._min_fill,
+                                    seed=mix_seed(self._seed, self._epoch, self._rank, *self._worker_slot()))
+        self._next_position: Position = (0, 0, 0)
+        self._payloads: dict[Position, BatchItem] = {}
+        self._counters = EpochCounters()
+        self._completed = False
+
+    def _buffered(self) -> set[Position]:
+        return buffered_positions(self._packer.state_dict())
+
+    def _reattach_buffered(self, events: Iterator[Event]) -> Iterator[Event]:
+        """After a restore, takes the buffered items (decoded again: they precede ``next_position``) from the stream."""
+        missing = self._buffered() - set(self._payloads)
+        if not missing:
+            return events
+        for event in events:
+            if event.position >= self._next_position:
+                return _chain_front(event, events)
+            if isinstance(event, ItemEvent) and event.position in missing:
+                self._payloads[event.position] = event.item
+                missing.discard(event.position)
+                if not missing:
+                    break
+        if missing:
+            raise RuntimeError(f"could not re-read {len(missing)} buffered item(s) {sorted(missing)[:3]} while resuming "
+                               f"epoch {self._epoch}; the shards changed since the state was saved?")
+        return events
+
+    def _pack_items(self, events: Iterator[Event]) -> Iterator[PackItem]:
+        """Pack items from events at or after ``next_position``; counts samples and skips."""
+        c = self._counters
+        for event in events:
+            position = event.position
+            if position < self._next_position:
+                continue
+            self._next_position = (position[0], position[1], position[2] + 1)
+            if isinstance(event, SkipEvent):
+                c.skipped.append((event.shard, event.key, event.reason))
+                c.samples_read += int(event.was_read)
+                if event.reason == "open":
+                    c.shards_failed.append(event.shard)
+                continue
+            c.samples_read += int(position[2] == 0)
+            self._payloads[position] = event.item
+            yield PackItem(event.item.key, pack_lengths(event.item), payload=list(position))
+
+    def _collate(self, pack: list[PackItem]) -> PackedBatch:
+        items = [self._payloads.pop(tuple(p.payload)) for p in pack]
+        batch = self.collator(items)
+        first = [item for item, p in zip(items, pack) if p.payload[2] == 0]  # windows share their sample's report
+        self._counters.spans_outside += sum(item.sample.report.spans_outside for item in first)
+        self._counters.decode_errors += sum(item.decode_errors for item in items)
+        return batch
+
+    def _synced(self, packs: Iterator[list[PackItem]]) -> Iterator[PackedBatch]:
+        """Collated batches; with several ranks in the main process, all ranks yield the same number."""
+        c = self._counters
+        distributed = (self._world_size > 1 and torch.utils.data.get_worker_info() is None
+                       and torch.distributed.is_available() and torch.distributed.is_initialized())
+        while True:
+            pack = next(packs, None)
+            if distributed:
+                have = _all_reduce_flags(pack is not None)
+                if self._even_batches == "drop" and not have["all"]:
+                    if pack is not None:
+                        c.batches_dropped += 1  # the rest of this rank's epoch is not read (nor counted)
+                    return
+                if self._even_batches == "pad" and not have["any"]:
+                    return
+                if pack is None:
+                    c.batches_yielded += 1
+                    yield self.collator.empty()
+                    continue
+            elif pack is None:
+                return
+            batch = self._collate(pack)
+            c.batches_yielded += 1
+            c.items_yielded += batch.num_items
+            yield batch
+
+    def _check_epoch(self, jobs: list[tuple[int, str]]) -> None:
+        """Fails loudly where nothing could work (see the module docstring). Inside a DataLoader worker, which sees
+        only its own shards, the same findings are logged as warnings instead (another worker may have data)."""
+        c = self._counters
+        urls = [url for _, url in jobs]
+        problem = None
+        if urls and set(urls) <= set(c.shards_failed):
+            shown = ", ".join(repr(u) for u in urls[:5]) + (f" … ({len(urls)} in all)" if len(urls) > 5 else "")
+            problem = FileNotFoundError(
+                f"none of the shards could be opened: {shown}; check the paths (a glob or a directory is not "
+                "expanded: pass a brace pattern like 'train-{000000..000099}.tar' or a list of files).")
+        elif c.samples_read and not c.items_yielded and not self._allow_empty_epoch:
+            counts = dict(Counter(reason for _, _, reason in c.skipped))
+            problem = RuntimeError(
+                f"every sample of epoch {self._epoch} was skipped ({c.samples_read} read; skipped by reason: {counts}); "
+                "see stats.skipped_samples for the keys, or pass allow_empty_epoch=True.")
+        if problem is None:
+            return
+        if torch.utils.data.get_worker_info() is not None:
+            logger.warning("DataLoader worker %d: %s", self._worker_slot()[0], problem)
+            return
+        raise problem
+
+
+def _all_reduce_flags(have: bool) -> dict[str, bool]:
+    """Whether all / any ranks have a batch (one all-reduce of two ints)."""
+    import torch.distributed as dist
+
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    flags = torch.tensor([int(have), -int(have)], dtype=torch.int64, device=device)
+    dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+    return {"all": bool(flags[0].item() == 1), "any": bool(flags[1].item() == -1)}
+
+
+def _chain_front(first: Event, rest: Iterator[Event]) -> Iterator[Event]:
+    yield first
+    yield from rest
+
+
+def make_dataset(
+    urls: Union[str, Sequence[str]],
+    *,
+    seed: int,
+    tokenizer: Any = None,
+    fps: Optional[float] = None,
+    sample_rate: int = 16000,
+    budgets: Sequence[int] = (300, 160_000, 512),
+    window_seconds: WindowSeconds = AUTO,
+    buffer_size: int = 64,
+    min_fill: float = 0.9,
+    on_error: OnError = "skip",
+    device: Union[str, torch.device] = "cpu",
+    frame_size: tuple[int, int] = (112, 112),
+    estimate: bool = False,
+    log_mel: bool = False,
+    max_items: int = 64,
+    max_words: int = 1024,
+    max_segments: int = 256,
+    even_batches: EvenBatches = "drop",
+    rank: Optional[int] = None,
+    world_size: Optional[int] = None,
+    resize_in_decoder: bool = True,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    missing_audio: MissingAudio = "empty",
+    sample_timeout_seconds: Optional[float] = None,
+    allow_empty_epoch: bool = False,
+    pad_token_id: int = 0,
+) -> AVDataset:
+    """An ``IterableDataset`` of :class:`PackedBatch` over WebDataset shards of media + text (see the module
+    docstring for DataLoader use, determinism and resume).
+
+    Args:
+        urls: Shards: paths, a brace pattern, ``::``-joined lists, fsspec URLs or ``pipe:``.
+        seed: Seeds the per-epoch shard shuffle and the packer (same seed → same batches).
+        tokenizer: A ``tokenizers.Tokenizer``, a Hugging Face fast tokenizer or a callable ``text -> (ids,
+            offsets)``: batches then carry ``token_ids`` and text budgets count its tokens. None counts
+            whitespace-separated words (no ids).
+        fps: Sample frames at this rate (the frame played at each grid time); None keeps every frame.
+        sample_rate: Audio rate of the batches.
+        budgets: ``(frames, audio samples, tokens)`` per batch; also the fixed tensor capacities.
+        window_seconds: ``"auto"`` (default) cuts a clip over a budget into the fewest equal windows that fit;
+            a number cuts every clip longer than it; None keeps clips whole (over budget: skipped, ``over_budget``).
+        buffer_size: Items the packer looks ahead over (more: tighter packs, more memory).
+        min_fill: Pack fill at which the packer emits before the end of the epoch.
+        on_error: ``"skip"`` bad samples (counted in ``stats``) or ``"raise"`` :class:`SampleError`.
+        device: Where batches are built; keep ``"cpu"`` with DataLoader workers and move with ``batch.to``.
+        frame_size: ``(height, width)`` of the frames in batches.
+        estimate: Estimate A/V and text offsets for samples without ``align.json`` (slow); False applies 0.
+        log_mel: Add per-item log-mel features.
+        max_items, max_words, max_segments: Items, word rows and segment rows per batch at most.
+        even_batches: With several ranks, ``"drop"`` the tail or ``"pad"`` with empty batches.
+        rank, world_size: Default from ``torch.distributed`` when initialised, else 0 and 1.
+        resize_in_decoder: Scale frames to ``frame_size`` while decoding (fastest on CPU).
+        max_pixels: Skip (``too_large``) media whose frames have more pixels than this, before decoding.
+        missing_audio: A video-only clip gets an ``"empty"`` audio span or ``"silence"`` over its duration.
+        sample_timeout_seconds: Skip (``timeout``) a sample whose decode + align takes longer; None: no limit.
+        allow_empty_epoch: Do not raise when every sample of an epoch was skipped.
+        pad_token_id: Value of ``token_ids`` on padding.
+
+    Raises:
+        ValueError: A bad option; the message names it, the valid range and a hint.
+        FileNotFoundError: Every URL is a local path and none exists.
+
+    Example:
+        >>> ds = make_dataset("sample_data/shards/shard-{000000..000001}.tar", seed=0)       # doctest: +SKIP
+        >>> for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2):  # doctest: +SKIP
+        ...     print(batch.sample_keys, batch.segment_texts[:1])
+    """
+    return build(AVDataset, urls, seed=seed, tokenizer=tokenizer, fps=fps, sample_rate=sample_rate, budgets=budgets,
+                 window_seconds=window_seconds, buffer_size=buffer_size, min_fill=min_fill, on_error=on_error,
+                 device=device, frame_size=frame_size, estimate=estimate, log_mel=log_mel, max_items=max_items,
+                 max_words=max_words, max_segments=max_segments, even_batches=even_batches, rank=rank,
+                 world_size=world_size, resize_in_decoder=resize_in_decoder, max_pixels=max_pixels,
+                 missing_audio=missing_audio, sample_timeout_seconds=sample_timeout_seconds,
+                 allow_empty_epoch=allow_empty_epoch, pad_token_id=pad_token_id)
+
+
+def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: Any) -> Any:
+    """Validates the options of :func:`make_dataset` and builds ``cls`` (AVDataset or a subclass) with them;
+    ``kwargs`` beyond make_dataset's options are passed to ``cls``."""
+    o = dict(_DEFAULTS)
+    unknown = set(kwargs) - set(o) - {"num_workers", "multiprocessing_context"}
+    if unknown:
+        raise TypeError(f"unknown option(s) {sorted(unknown)}; see make_dataset for the valid ones.")
+    extra = {k: kwargs.pop(k) for k in ("num_workers", "multiprocessing_context") if k in kwargs}
+    o.update(kwargs)
+    check_choice("on_error", o["on_error"], ("skip", "raise"))
+    check_choice("even_batches", o["even_batches"], ("drop", "pad"))
+    check_choice("missing_audio", o["missing_audio"], ("empty", "silence"))
+    check_window_seconds(o["window_seconds"])
+    if int(o["buffer_size"]) < 1:
+        raise ValueError(f"buffer_size must be >= 1, got {o['buffer_size']!r}; try 64.")
+    if o["fps"] is not None and not o["fps"] > 0:
+        raise ValueError(f"fps must be > 0 or None, got {o['fps']!r}.")
+    if not (isinstance(o["sample_rate"], int) and o["sample_rate"] > 0):
+        raise ValueError(f"sample_rate must be a positive int, got {o['sample_rate']!r}; try 16000.")
+    budget_row = tuple(int(b) for b in o["budgets"])
+    if len(budget_row) != 3 or min(budget_row) <= 0:
+        raise ValueError(f"budgets must be 3 positive ints (frames, samples, tokens), got {o['budgets']!r}.")
+    max_pixels = o["max_pixels"]
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
+        raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels!r}; try {DEFAULT_MAX_PIXELS}.")
+    timeout = o["sample_timeout_seconds"]
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ValueError(f"sample_timeout_seconds must be > 0 or None, got {timeout!r}; try 60.")
+    rank, world_size = o["rank"], o["world_size"]
+    if rank is None or world_size is None:
+        initialised = torch.distributed.is_available() and torch.distributed.is_initialized()
+        rank = (torch.distributed.get_rank() if initialised else 0) if rank is None else rank
+        world_size = (torch.distributed.get_world_size() if initialised else 1) if world_size is None else world_size
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank must be in [0, {world_size}), got {rank = }.")
+    collator = Collator(budget_row, frame_size=o["frame_size"], device=o["device"], log_mel=o["log_mel"],
+                        sample_rate=o["sample_rate"], max_items=o["max_items"], max_words=o["max_words"],
+                        max_segments=o["max_segments"], pad_token_id=o["pad_token_id"],
+                        with_token_ids=o["tokenizer"] is not None)
+    frame_size = (int(o["frame_size"][0]), int(o["frame_size"][1]))
+    options = SampleOptions(
+        sample_rate=o["sample_rate"], limits=budget_row + (collator.max_items, collator.max_words, collator.max_segments),
+        fps=o["fps"], window_seconds=o["window_seconds"], estimate=bool(o["estimate"]), on_error=o["on_error"],
+        decode_size=frame_size if o["resize_in_decoder"] else None, max_pixels=max_pixels, tokenizer=o["tokenizer"],
+        missing_audio=o["missing_audio"], sample_timeout_seconds=timeout)
+    shard_urls = expand_shard_urls(urls)
+    _check_local_paths(shard_urls)
+    return cls(shard_urls, seed=seed, options=options, collator=collator, buffer_size=o["buffer_size"],
+               min_fill=o["min_fill"], rank=rank, world_size=world_size, even_batches=o["even_batches"],
+               allow_empty_epoch=o["allow_empty_epoch"], **extra)
+
+
+_DEFAULTS: dict[str, Any] = {
+    name: parameter.default for name, parameter in inspect.signature(make_dataset).parameters.items()
+    if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name != "seed"
+}
+
+
+def _check_local_paths(urls: list[str]) -> None:
+    """Raises FileNotFoundError when every URL is a plain local path and none exists (a typo, a glob, a dir)."""
+    local = [u for u in urls if "://" not in u and not u.startswith("pipe:")]
+    if len(local) != len(urls) or any(os.path.exists(u) for u in local):
+        return
+    shown = ", ".join(repr(u) for u in urls[:5]) + (f" … ({len(urls)} in all)" if len(urls) > 5 else "")
+    hint = ""
+    if any(any(c in u for c in "*?[") for u in urls) or any(os.path.isdir(u) for u in urls):
+        hint = " (a glob or a directory is not expanded: pass a brace pattern or a list of .tar files)"
+    raise FileNotFoundError(f"no shard exists: {shown}{hint}.")
