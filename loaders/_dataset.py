@@ -90,6 +90,9 @@ class LoaderStats:
 class AVDataset(torch.utils.data.IterableDataset):
     """An ``IterableDataset`` of :class:`PackedBatch`, one epoch per ``iter()``; build it with :func:`make_dataset`."""
 
+    _advance_epoch_on_iter = False
+    """Whether ``iter()`` after a completed epoch moves to the next epoch (``make_loader``) or repeats it."""
+
     def __init__(
         self,
         urls: Sequence[str],
@@ -180,11 +183,11 @@ class AVDataset(torch.utils.data.IterableDataset):
     def __iter__(self) -> Iterator[PackedBatch]:
         """Yields the rest of the current epoch (all of it when fresh or restored at its start).
 
-        After a completed epoch the next ``iter()`` moves to the following one (with ``persistent_workers`` or
-        in the main process); ``set_epoch`` picks one explicitly.
+        After a completed epoch the next ``iter()`` repeats it (the same in the main process and in DataLoader
+        workers, which get a fresh copy per epoch): ``set_epoch`` moves to another, as with ``DistributedSampler``.
         """
         if self._completed:
-            self._epoch += 1
+            self._epoch += int(self._advance_epoch_on_iter)
             self._reset_epoch_state()
         plan = ResumePlan(next_position=tuple(self._next_position),
                           needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)))
@@ -309,6 +312,10 @@ class AVDataset(torch.utils.data.IterableDataset):
             problem = FileNotFoundError(
                 f"none of the shards could be opened: {shown}; check the paths (a glob or a directory is not "
                 "expanded: pass a brace pattern like 'train-{000000..000099}.tar' or a list of files).")
+        elif urls and not c.samples_read and not c.items_yielded and not self._allow_empty_epoch:
+            shown = ", ".join(repr(u) for u in urls[:5]) + (f" … ({len(urls)} in all)" if len(urls) > 5 else "")
+            problem = RuntimeError(f"no sample could be read from the shards of epoch {self._epoch}: {shown}; they are "
+                                   "empty or their source failed (pass allow_empty_epoch=True to allow it).")
         elif c.samples_read and not c.items_yielded and not self._allow_empty_epoch:
             counts = dict(Counter(reason for _, _, reason in c.skipped))
             problem = RuntimeError(

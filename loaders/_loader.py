@@ -55,7 +55,12 @@ class WorkerFailure:
 
 
 class Loader(AVDataset):
-    """:class:`AVDataset` whose samples are decoded by ``num_workers`` processes of its own; see :func:`make_loader`."""
+    """:class:`AVDataset` whose samples are decoded by ``num_workers`` processes of its own; see :func:`make_loader`.
+
+    Iterating it again after a completed epoch moves to the next epoch (shards reshuffled).
+    """
+
+    _advance_epoch_on_iter = True
 
     def __init__(self, urls: Sequence[str], *, num_workers: int = 0, multiprocessing_context: str = "fork",
                  **kwargs: Any) -> None:

@@ -1,0 +1,261 @@
+"""make_dataset as a torch IterableDataset: DataLoader with workers, StatefulDataLoader resume, killed workers,
+loud failures, PackedBatch.to / pin_memory."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import signal
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from loaders import make_dataset, make_loader
+from tests.conftest import ffmpeg
+from tests.resume_helper import assert_same
+
+FPS = 10
+SAMPLE_RATE = 16000
+OPTIONS = dict(budgets=(20, 32000, 16), window_seconds=0.5, buffer_size=4, frame_size=(24, 32), max_items=8,
+               max_words=16)
+
+
+def _write_tar(path: Path, members: list[tuple[str, bytes]]) -> None:
+    with tarfile.open(path, "w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory) -> dict:
+    """4 shards of 2–3 clips (0.7–1.3 s at 10 fps, AAC 16 kHz) with a WhisperX-style transcript; one corrupt mp4.
+    Returns the paths and the expected windows (0.5 s) per key."""
+    d = tmp_path_factory.mktemp("dataset_shards")
+    media = {}
+    for seconds in (0.7, 1.0, 1.3):
+        out = d / f"clip{seconds}.mp4"
+        ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-f", "lavfi", "-i", f"sine=f=440:r={SAMPLE_RATE}",
+               "-t", str(seconds), "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(out))
+        media[seconds] = out.read_bytes()
+    words = [("one", 0.1, 0.3), ("two", 0.4, 0.65)]
+    transcript = json.dumps({"segments": [{"start": 0.1, "end": 0.65, "text": "one two",
+                                           "words": [{"word": w, "start": s, "end": e} for w, s, e in words]}]}).encode()
+    layout = [[1.0, 1.3, None], [0.7, 1.0], [1.3, 0.7, 1.0], [1.0, 1.3]]
+    paths, expected = [], {}
+    for index, clips in enumerate(layout):
+        members = []
+        for j, seconds in enumerate(clips):
+            key = f"s{index}c{j}"
+            if seconds is None:
+                members.append((f"{key}.mp4", b"\x00\x00\x00\x18ftypmp42 not a video"))
+            else:
+                members.append((f"{key}.mp4", media[seconds]))
+                expected[key] = int(np.ceil(seconds / 0.5 - 1e-9))
+            members.append((f"{key}.json", transcript))
+        path = d / f"shard-{index:06d}.tar"
+        _write_tar(path, members)
+        paths.append(str(path))
+    return {"paths": paths, "expected": expected}
+
+
+def _digest(batch) -> tuple:
+    return (batch.sample_keys, batch.frames.numpy().tobytes(), batch.audio.numpy().tobytes(),
+            batch.word_spans.numpy().tobytes(), batch.token_spans.numpy().tobytes(), batch.word_texts)
+
+
+def _windows(shards) -> list[str]:
+    return sorted(f"{k}@{i}" for k, n in shards["expected"].items() for i in range(n))
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_dataloader_delivers_every_window_once(shards, num_workers):
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    assert isinstance(ds, torch.utils.data.IterableDataset)
+    loader = DataLoader(ds, batch_size=None, num_workers=num_workers, pin_memory=torch.cuda.is_available())
+    first = [_digest(b) for b in loader]
+    keys = [k for d in first for k in d[0]]
+    assert sorted(keys) == _windows(shards)  # every window exactly once, the corrupt clip skipped
+    again = [_digest(b) for b in DataLoader(ds, batch_size=None, num_workers=num_workers)]
+    assert again == first  # same seed, same num_workers, same epoch: identical batches
+
+
+def test_items_do_not_depend_on_num_workers(shards):
+    """Items (keys, frames, audio) are the same for 0 and 2 workers; only their grouping into batches differs."""
+    def items(num_workers):
+        out = {}
+        for b in DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None, num_workers=num_workers):
+            cu_f, cu_s = b.cu_seqlens_frames.tolist(), b.cu_seqlens_samples.tolist()
+            for i, key in enumerate(b.sample_keys):
+                out[key] = (b.frames[cu_f[i]:cu_f[i + 1]].numpy().tobytes(), b.audio[cu_s[i]:cu_s[i + 1]].numpy().tobytes())
+        return out
+
+    assert items(0) == items(2)
+
+
+def test_set_epoch_reshuffles(shards):
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    order0 = [k for b in DataLoader(ds, batch_size=None, num_workers=2) for k in b.sample_keys]
+    ds.set_epoch(1)
+    order1 = [k for b in DataLoader(ds, batch_size=None, num_workers=2) for k in b.sample_keys]
+    assert sorted(order0) == sorted(order1) and order0 != order1
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_stateful_dataloader_resumes_byte_identical(shards, num_workers):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    def build():
+        return StatefulDataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None,
+                                  num_workers=num_workers)
+
+    reference = [_digest(b) for b in build()]
+    assert len(reference) >= 4
+    for cut in (0, 1, len(reference) // 2, len(reference) - 1, len(reference)):
+        loader = build()
+        iterator = iter(loader)
+        head = [_digest(next(iterator)) for _ in range(cut)]
+        assert head == reference[:cut]
+        state = pickle.loads(pickle.dumps(loader.state_dict()))
+        del iterator
+        restored = build()
+        restored.load_state_dict(state)
+        rest = [_digest(b) for b in restored]
+        assert_same(rest, reference[cut:], where=f"resumed after {cut} batches")
+
+
+def test_dataset_state_is_per_worker_and_checked(shards):
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    state = ds.state_dict()
+    assert state["worker"] == [0, 1]
+    state["worker"] = [1, 2]
+    with pytest.raises(ValueError, match="worker"):
+        make_dataset(shards["paths"], seed=5, **OPTIONS).load_state_dict(state)
+
+
+def _kill_on(key: str):
+    """A sample_items replacement that SIGKILLs its process on ``key`` (inherited by forked workers)."""
+    from loaders import _shard_loop
+
+    original = _shard_loop.sample_items
+
+    def items(sample, options):
+        if sample["__key__"] == key:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(sample, options)
+
+    return items
+
+
+def test_killed_dataloader_worker_is_named(shards, monkeypatch):
+    from loaders import _shard_loop
+
+    monkeypatch.setattr(_shard_loop, "sample_items", _kill_on("s1c1"))
+    loader = DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None, num_workers=2)
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\)? \d+\) exited unexpectedly|"
+                                           r"DataLoader worker \(pid \d+\) is killed by signal: Killed"):
+        list(loader)
+
+
+def test_killed_loader_worker_is_named(shards, monkeypatch):
+    from loaders import _shard_loop
+
+    monkeypatch.setattr(_shard_loop, "sample_items", _kill_on("s1c1"))
+    with pytest.raises(RuntimeError, match=r"loader worker \d \(pid \d+\) was killed by signal 9 without finishing"):
+        list(make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS))
+
+
+def test_no_shard_opens_names_the_urls(tmp_path):
+    missing = [str(tmp_path / f"train-{i:06d}.tar") for i in range(3)]
+    with pytest.raises(FileNotFoundError, match=r"no shard exists: .*train-000000\.tar.*train-000002\.tar"):
+        make_dataset(str(tmp_path / "train-{000000..000002}.tar"), seed=0)
+    with pytest.raises(FileNotFoundError, match=r"glob or a directory is not expanded"):
+        make_loader(str(tmp_path / "*.tar"), seed=0)
+    assert not any(os.path.exists(p) for p in missing)
+
+
+def test_unreadable_remote_shards_raise_after_the_epoch(tmp_path):
+    """URLs that are not plain paths are only tried when read: an epoch where none opens raises, naming them."""
+    urls = [f"file://{tmp_path}/none-{i}.tar" for i in range(2)]
+    with pytest.raises(FileNotFoundError, match=r"none of the shards could be opened: ") as info:
+        list(make_loader(urls, seed=0))
+    assert all(repr(url) in str(info.value) for url in urls)
+    pipes = [f"pipe:cat {tmp_path}/none-{i}.tar 2>/dev/null" for i in range(2)]  # an empty stream: no sample
+    with pytest.raises(RuntimeError, match=r"no sample could be read from the shards of epoch 0: .*none-0\.tar"):
+        list(make_loader(pipes, seed=0))
+    assert list(make_loader(pipes, seed=0, allow_empty_epoch=True)) == []
+
+
+def test_over_budget_clips_are_windowed_by_default(shards):
+    """With window_seconds left at 'auto', the 1.3 s clips (13 frames) are cut to fit a 10-frame budget."""
+    options = dict(OPTIONS, window_seconds="auto", budgets=(10, 32000, 16))
+    batches = list(make_loader(shards["paths"], seed=5, **options))
+    frames: dict[str, int] = {}
+    for b in batches:
+        cu = b.cu_seqlens_frames.tolist()
+        for i, key in enumerate(b.sample_keys):
+            assert cu[i + 1] - cu[i] <= 10
+            frames[key.split("@")[0]] = frames.get(key.split("@")[0], 0) + cu[i + 1] - cu[i]
+    clip_frames = {k: round(10 * s) for k, s in [("s0c0", 1.0), ("s0c1", 1.3), ("s1c0", 0.7), ("s1c1", 1.0),
+                                                  ("s2c0", 1.3), ("s2c1", 0.7), ("s2c2", 1.0), ("s3c0", 1.0),
+                                                  ("s3c1", 1.3)]}
+    assert frames == clip_frames  # every frame once; the windows tile each clip
+    keys = [k for b in batches for k in b.sample_keys]
+    assert "s0c1@0" in keys and "s0c1@1" in keys and "s0c0" in keys  # only the clips over budget are cut
+
+
+def test_sample_timeout_is_a_named_skip(shards, monkeypatch):
+    """A sample stuck past sample_timeout_seconds is skipped as 'timeout'; the samples after it are delivered."""
+    import time
+
+    import aligner
+
+    original = aligner.align
+
+    def stuck(video, audio, transcript=None, **kwargs):
+        if kwargs.get("key") == "s0c1":
+            time.sleep(30)
+        return original(video, audio, transcript, **kwargs)
+
+    monkeypatch.setattr(aligner, "align", stuck)
+    loader = make_loader(shards["paths"][:2], seed=5, sample_timeout_seconds=2.0, num_workers=1, **OPTIONS)
+    keys = {k.split("@")[0] for b in loader for k in b.sample_keys}
+    assert keys == {"s0c0", "s1c0", "s1c1"}
+    assert loader.stats.skipped == {"timeout": 1, "decode": 1}
+    assert [s[1] for s in loader.stats.skipped_samples if s[2] == "timeout"] == ["s0c1"]
+
+
+def test_any_exception_in_a_sample_is_a_named_skip(shards, monkeypatch):
+    """An unforeseen exception inside one sample's alignment skips that sample only (reason 'align')."""
+    import aligner
+
+    original = aligner.align
+
+    def flaky(video, audio, transcript=None, **kwargs):
+        if kwargs.get("key") == "s2c1":
+            raise AttributeError("'NoneType' object has no attribute 'x'")
+        return original(video, audio, transcript, **kwargs)
+
+    monkeypatch.setattr(aligner, "align", flaky)
+    loader = make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS)
+    keys = {k.split("@")[0] for b in loader for k in b.sample_keys}
+    assert keys == set(shards["expected"]) - {"s2c1"}
+    assert loader.stats.skipped == {"decode": 1, "align": 1}
+    assert [s[1:] for s in loader.stats.skipped_samples if s[2] == "align"] == [("s2c1", "align")]
+
+
+def test_packed_batch_to_and_pin_memory(shards):
+    batch = next(iter(make_loader(shards["paths"], seed=5, **OPTIONS)))
+    moved = batch.to("cpu", non_blocking=True)
+    assert_same(_digest(moved), _digest(batch))
+    if torch.cuda.is_available():
+        pinned = batch.pin_memory()
+        assert pinned.frames.is_pinned() and pinned.token_spans.is_pinned()
+        on_gpu = pinned.to("cuda", non_blocking=True)
+        assert on_gpu.frames.device.type == "cuda" and torch.equal(on_gpu.frames.cpu(), batch.frames)
