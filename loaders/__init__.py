@@ -6,6 +6,7 @@ from loaders._dataset import AVDataset, LoaderStats, make_dataset
 from loaders._loader import Loader, make_loader
 from loaders._pack import OnlinePacker, PackItem, PackStats, lower_bound_num_packs, plan_packs
 from loaders._records import AudioClip, BatchItem, Span, TextTokens, Transcript, VideoClip, VideoMetadata, Word
+from loaders._stages import decode_items, pack_batches
 from loaders._transcripts import read_transcript
 from loaders._video import probe_video, read_video
 from loaders._watchdog import call_with_timeout
@@ -36,9 +37,11 @@ __all__ = [
     "VideoMetadata",
     "Word",
     "call_with_timeout",
+    "decode_items",
     "lower_bound_num_packs",
     "make_dataset",
     "make_loader",
+    "pack_batches",
     "plan_packs",
     "probe_video",
     "read_audio",

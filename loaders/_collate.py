@@ -363,6 +363,17 @@ class Collator:
             if video is not None and video.num_frames and video.frames.shape[-1] != 3:
                 raise ValueError(f"item {sample.key!r}: frames must be RGB [T, H, W, 3], got {tuple(video.frames.shape)}.")
 
+    def _empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """An uninitialised tensor on the device; inside a DataLoader worker, allocated in shared memory, so that
+        sending the batch to the main process does not copy it (a worker's tensors otherwise move there on send)."""
+        if self.device.type != "cpu" or torch.utils.data.get_worker_info() is None:
+            return torch.empty(shape, dtype=dtype, device=self.device)
+        numel = 1
+        for n in shape:
+            numel *= n
+        storage = torch.UntypedStorage._new_shared(numel * dtype.itemsize)
+        return torch.empty(0, dtype=dtype).set_(storage, 0, shape)
+
     def _wait_staging(self) -> None:
         """Blocks until the previous batch's copies have left the pinned staging buffers."""
         if self._staging_ready is not None:
@@ -394,7 +405,7 @@ class Collator:
 
     def _pack_frames(self, samples: list[AlignedSample], cu: np.ndarray, cap: int) -> torch.Tensor:
         height, width = self.frame_size
-        out = torch.empty((cap, 3, height, width), dtype=torch.float32, device=self.device)
+        out = self._empty((cap, 3, height, width), torch.float32)
         used = int(cu[len(samples)])
         out[used:].zero_()
         pieces = [s.video.frames for s in samples if s.video is not None and s.video.num_frames]
@@ -413,7 +424,7 @@ class Collator:
         return out
 
     def _pack_audio(self, samples: list[AlignedSample], cu: np.ndarray, cap: int) -> torch.Tensor:
-        out = torch.zeros(cap, dtype=torch.float32, device=self.device)
+        out = self._empty((cap,), torch.float32).zero_()
         mono = [s.audio.samples.mean(dim=0) if s.audio.samples.shape[0] > 1 else s.audio.samples[0] for s in samples]
         for i, x in enumerate(self._to_device(mono, "_staging_audio", torch.float32)):
             out[int(cu[i]) : int(cu[i + 1])] = x

@@ -210,3 +210,34 @@ def test_token_budget_counts_tokenizer_tokens(shards, tokenizer):
     assert len(keys) > 1 and all(k.startswith("whisperx@") for k in keys)
     assert all(int(b.cu_seqlens_tokens[-1]) <= num_tokens - 1 for b in batches)
     assert [w for b in batches for w in b.word_texts] == [w for w, _, _ in WORDS]  # each word in one window
+
+
+def test_webdataset_stages_give_the_same_items(shards, tokenizer):
+    """wds.WebDataset(urls).compose(decode_items).compose(pack_batches): the same text, tokens, frames and audio
+    per key as make_loader (batches may group items differently)."""
+    from functools import partial
+
+    import webdataset as wds
+
+    from loaders import decode_items, pack_batches
+
+    options = dict(budgets=(64, 64000, 64), window_seconds=None, frame_size=(24, 32))
+    urls = [shards[layout] for layout in sorted(EXPECTED)]
+
+    def per_key(batches) -> dict:
+        out = {}
+        for b in batches:
+            cu = {name: getattr(b, f"cu_seqlens_{name}").tolist() for name in ("frames", "samples", "tokens")}
+            for i, key in enumerate(b.sample_keys):
+                f, s, t = ((cu[n][i], cu[n][i + 1]) for n in ("frames", "samples", "tokens"))
+                segments = [b.segment_texts[r] for r, row in enumerate(b.segment_spans[: b.num_segments].tolist()) if row[0] == i]
+                out[key] = (b.frames[f[0]:f[1]].numpy().tobytes(), b.audio[s[0]:s[1]].numpy().tobytes(),
+                            b.token_ids[t[0]:t[1]].tolist(), segments)
+        return out
+
+    pipeline = (wds.WebDataset(urls, shardshuffle=False, empty_check=False)
+                .compose(partial(decode_items, tokenizer=tokenizer, **options))
+                .compose(partial(pack_batches, budgets=options["budgets"], frame_size=options["frame_size"], buffer_size=4)))
+    ours = per_key(make_loader(urls, seed=0, tokenizer=tokenizer, buffer_size=4, **options))
+    theirs = per_key(pipeline)
+    assert sorted(theirs) == sorted(EXPECTED) and theirs == ours
