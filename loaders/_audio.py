@@ -65,8 +65,25 @@ def _planar(frame) -> np.ndarray:
     return array.astype(np.float32, copy=False)
 
 
-def _decode_all(container, stream, label: str, seek_seconds: Optional[float]) -> tuple[np.ndarray, float, int]:
-    """Decode the stream: (samples [C, N], time of sample 0, rate), repairing gaps and overlaps."""
+def _tolerant_frames(container, stream, label: str, bad_packets: list[int]):
+    """Decoded frames of ``stream``; a packet the decoder rejects is skipped and counted in ``bad_packets`` (as
+    ``ffmpeg -i`` does), so its time becomes a gap that :func:`_decode_all` fills with silence."""
+    import av
+
+    for packet in container.demux(stream):
+        try:
+            frames = packet.decode()
+        except (av.error.EOFError, av.error.ExitError):
+            raise
+        except av.FFmpegError as error:
+            bad_packets.append(1)
+            logger.info("%s: skipping an undecodable audio packet at pts %s: %s", label, packet.pts, error)
+            continue
+        yield from frames
+
+
+def _decode_all(container, stream, label: str, seek_seconds: Optional[float]) -> tuple[np.ndarray, float, int, int]:
+    """Decode the stream: (samples [C, N], time of sample 0, rate, packets skipped), repairing gaps and overlaps."""
     rate = int(stream.codec_context.sample_rate or stream.rate or 0)
     if rate <= 0:
         raise DecodeError(f"{label}: audio stream has no sample rate")
@@ -76,7 +93,8 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float]) ->
     start: Optional[float] = None
     written = 0
     gaps = overlaps = 0
-    for frame in container.decode(stream):
+    bad_packets: list[int] = []
+    for frame in _tolerant_frames(container, stream, label, bad_packets):
         if frame.samples == 0:
             continue
         data = _planar(frame)
@@ -106,7 +124,7 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float]) ->
     if len(channels) > 1:
         width = max(channels)
         chunks = [c if c.shape[0] == width else np.repeat(c[:1], width, axis=0) for c in chunks]
-    return np.concatenate(chunks, axis=1), start, rate
+    return np.concatenate(chunks, axis=1), start, rate, len(bad_packets)
 
 
 def read_audio(
@@ -153,7 +171,7 @@ def read_audio(
         seek = None
         if start_seconds is not None and start_seconds > 2 * _SEEK_MARGIN_SECONDS:
             seek = start_seconds - _SEEK_MARGIN_SECONDS
-        samples, first_seconds, rate = _decode_all(container, stream, label, seek)
+        samples, first_seconds, rate, decode_errors = _decode_all(container, stream, label, seek)
     except (DecodeError, IndexError):
         raise
     except Exception as e:
@@ -183,4 +201,5 @@ def read_audio(
         start_seconds=float(first_seconds),
         source_sample_rate=rate,
         codec=codec,
+        decode_errors=decode_errors,
     )

@@ -44,6 +44,8 @@ class VideoMetadata:
     """True when frame durations vary by more than 10 % of the median (variable frame rate)."""
     backend: str = ""
     """Which decoder produced the frames: ``decord`` or ``pyav``."""
+    decode_errors: int = 0
+    """Packets the decoder rejected and that were skipped (the frames after them keep their own pts)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,8 @@ class AudioClip:
     """The stream's own rate before any resampling."""
     codec: str = ""
     """Codec name as FFmpeg spells it (``aac``, ``opus``…)."""
+    decode_errors: int = 0
+    """Packets the decoder rejected and that were skipped; their time is silence, so the timeline stays exact."""
 
     def __post_init__(self) -> None:
         if self.samples.dtype != torch.float32 or self.samples.ndim != 2:

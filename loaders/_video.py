@@ -241,9 +241,11 @@ def _timed(decoder, time_base, clock: Optional[_BestEffortClock] = None) -> Iter
             yield ticks_to_seconds(ts, time_base), frame
 
 
-def _decode_packets(container, stream, needed_ticks: Optional[frozenset]) -> Iterator[object]:
+def _decode_packets(container, stream, needed_ticks: Optional[frozenset], bad_packets: Optional[list] = None) -> Iterator[object]:
     """Decoded frames of ``stream`` from the current position; with ``needed_ticks``, non-reference frames
-    whose packet time is not needed are not decoded at all (``skip_frame``, set per packet).
+    whose packet time is not needed are not decoded at all (``skip_frame``, set per packet). With a
+    ``bad_packets`` list, a packet the decoder rejects is skipped and appended to it (as ``ffmpeg -i`` does:
+    the frames after it keep their own pts); without, the decoder's error propagates.
 
     Skipping is exact: a non-reference frame is by definition never used to decode another frame, and
     every frame that will be returned is decoded. Packet times are the frame index's own times.
@@ -253,11 +255,24 @@ def _decode_packets(container, stream, needed_ticks: Optional[frozenset]) -> Ite
         if needed_ticks is not None:
             ts = packet.pts if packet.pts is not None else packet.dts
             ctx.skip_frame = "DEFAULT" if packet.size == 0 or ts is None or ts in needed_ticks else "NONREF"
-        yield from ctx.decode(packet)
+        if bad_packets is None:
+            yield from ctx.decode(packet)
+            continue
+        import av
+
+        try:
+            frames = ctx.decode(packet)
+        except (av.error.EOFError, av.error.ExitError):
+            raise
+        except av.FFmpegError as error:
+            bad_packets.append(packet.pts)
+            logger.info("skipping an undecodable video packet at pts %s: %s", packet.pts, error)
+            continue
+        yield from frames
 
 
 def _frames_from(container, stream, index: FrameIndex, seconds: float,
-                 needed_ticks: Optional[frozenset] = None) -> Iterator[tuple[float, object]]:
+                 needed_ticks: Optional[frozenset] = None, bad_packets: Optional[list] = None) -> Iterator[tuple[float, object]]:
     """Timed frames from a seek point whose first frame is at or before ``seconds``.
 
     Some demuxers seek by decode timestamps (AVI with B-frames): asking for the keyframe presented at
@@ -270,7 +285,7 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float,
     for keyframe in candidates:
         target = seconds_to_ticks(keyframe, time_base) if keyframe is not None else (stream.start_time or 0)
         container.seek(target, stream=stream, backward=True, any_frame=False)
-        frames = _timed(_decode_packets(container, stream, needed_ticks), time_base)
+        frames = _timed(_decode_packets(container, stream, needed_ticks, bad_packets), time_base)
         first = next(frames, None)
         if first is None:
             continue
@@ -281,12 +296,12 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float,
 
 
 def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int],
-                       size: Optional[tuple[int, int]] = None):
+                       size: Optional[tuple[int, int]] = None, bad_packets: Optional[list] = None):
     """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3])."""
     if index is None:
-        frames = _timed(container.decode(stream), stream.time_base)
+        frames = _timed(_decode_packets(container, stream, None, bad_packets), stream.time_base)
     else:
-        frames = _frames_from(container, stream, index, start)
+        frames = _frames_from(container, stream, index, start, bad_packets=bad_packets)
     pts_out: list[float] = []
     height, width = size or (stream.codec_context.height, stream.codec_context.width)
     buffer = _FrameBuffer(hint, height, width)
@@ -305,7 +320,8 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
     return pts_out, buffer.tensor()
 
 
-def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None):
+def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None,
+                           bad_packets: Optional[list] = None):
     """For each target time, the frame on screen then; seeks only when the next keyframe is ahead of us,
     and decodes no non-reference frame that is not one of the answers (known in advance from the index)."""
     played = np.searchsorted(index.pts_seconds, targets, side="right") - 1
@@ -321,7 +337,7 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
     for t in targets:
         keyframe = index.keyframe_at_or_before(float(t))
         if frames is None or keyframe > position + 1e-9:
-            frames = _frames_from(container, stream, index, float(t), needed)
+            frames = _frames_from(container, stream, index, float(t), needed, bad_packets)
             prev = pending = None
         while pending is None or pending[0] <= t:
             if pending is not None:
@@ -368,6 +384,7 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
     start, stop, fps, max_pixels = request.start, request.stop, request.fps, request.max_pixels
     size = request.size
     container = _open(source, label)
+    bad_packets: list = []  # undecodable packets skipped (VideoMetadata.decode_errors)
     try:
         stream = container.streams.video[0]
         meta = _header_metadata(stream, backend="pyav")
@@ -395,18 +412,18 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
                 )
         if whole:
             hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
-            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, size)
+            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, size, bad_packets)
         elif fps is None:
             a, b = np.searchsorted(index.pts_seconds, [lo, hi], side="left")
             pts, frames = (
                 ([], _stack([], *(size or (meta.height, meta.width))))
                 if hi <= lo
-                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), size)
+                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), size, bad_packets)
             )
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
             targets = lo + np.arange(count, dtype=np.float64) / fps
-            pts, rgb = _decode_played_at_pyav(container, stream, targets, index, size)
+            pts, rgb = _decode_played_at_pyav(container, stream, targets, index, size, bad_packets)
             frames = _stack(rgb, *(size or (meta.height, meta.width)))
     except (DecodeError, IndexError):
         raise
@@ -420,6 +437,7 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
     meta = dataclasses.replace(
         meta,
         num_frames_from_content=len(pts) if whole else index.num_frames,
+        decode_errors=len(bad_packets),
         **_content_facts(all_pts),
     )
     return VideoClip(frames=frames, pts_seconds=torch.tensor(pts, dtype=torch.float64), metadata=meta)
