@@ -33,7 +33,7 @@ from loaders._text import caption_transcript, tokenize_item
 from loaders._transcripts import pick_transcript, read_transcript
 from loaders._video import read_video
 from loaders._window import split_windows
-from loaders.errors import DecodeError, SampleError, reason_of
+from loaders.errors import REASONS, DecodeError, SampleError
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,6 @@ def sample_items(sample: dict, options: SampleOptions) -> list[BatchItem]:
         SampleError: the sample cannot be used; ``reason`` says why (see the module docstring).
     """
     key, url = sample.get("__key__", ""), sample.get("__url__", "")
-    stage = "decode"
     try:
         with _time_limit(options.sample_timeout_seconds):
             return _items(sample, options, key)
@@ -89,7 +88,8 @@ def sample_items(sample: dict, options: SampleOptions) -> list[BatchItem]:
     except MemoryError as error:
         raise SampleError(f"out of memory ({error})", shard=url, key=key, reason="too_large") from None
     except Exception as error:  # noqa: BLE001 - the one rule: a sample's failure is a named skip
-        reason = reason_of(error, default=getattr(error, "_avalign_stage", stage))
+        own = getattr(error, "reason", None)  # DecodeError, TranscriptError… carry theirs; an OSError from a
+        reason = own if isinstance(own, str) and own in REASONS else getattr(error, "_avalign_stage", "error")
         logger.debug("sample %s failed", key, exc_info=True)
         raise SampleError(f"{type(error).__name__}: {error}", shard=url, key=key, reason=reason) from None
 

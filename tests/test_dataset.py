@@ -259,3 +259,24 @@ def test_packed_batch_to_and_pin_memory(shards):
         assert pinned.frames.is_pinned() and pinned.token_spans.is_pinned()
         on_gpu = pinned.to("cuda", non_blocking=True)
         assert on_gpu.frames.device.type == "cuda" and torch.equal(on_gpu.frames.cpu(), batch.frames)
+
+
+@pytest.mark.parametrize("error", [PermissionError(1, "Operation not permitted"), AttributeError("'NoneType' object"),
+                                   ValueError("pts_seconds must be non-decreasing"), AssertionError("daemonic processes")])
+def test_any_decoder_exception_is_a_decode_skip(shards, monkeypatch, error):
+    """What #13 found escaping read_video (av.PermissionError from the decord fallback, AttributeError after a byte
+    flip, ValueError from a zero stts delta, the daemonic-child assertion) is a 'decode' skip of that key only."""
+    from loaders import _items
+
+    original = _items.read_video
+
+    def broken(media, **kwargs):
+        if kwargs.get("name") == "s3c0.mp4":
+            raise error
+        return original(media, **kwargs)
+
+    monkeypatch.setattr(_items, "read_video", broken)
+    loader = make_loader(shards["paths"], seed=5, **OPTIONS)
+    keys = {k.split("@")[0] for b in loader for k in b.sample_keys}
+    assert keys == set(shards["expected"]) - {"s3c0"}
+    assert sorted(s[1:] for s in loader.stats.skipped_samples) == [("s0c2", "decode"), ("s3c0", "decode")]
