@@ -48,7 +48,7 @@ import torch
 
 from loaders._collate import Collator, PackedBatch
 from loaders._items import pack_lengths
-from loaders._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, check_choice, check_window_seconds
+from loaders._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
 from loaders._pack import OnlinePacker, PackItem
 from loaders._records import BatchItem
 from loaders._resume import STATE_VERSION, EpochCounters, ResumePlan, buffered_positions, mix_seed
@@ -431,47 +431,12 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
         raise TypeError(f"unknown option(s) {sorted(unknown)}; see make_dataset for the valid ones.")
     extra = {k: kwargs.pop(k) for k in ("num_workers", "multiprocessing_context") if k in kwargs}
     o.update(kwargs)
-    check_choice("on_error", o["on_error"], ("skip", "raise"))
-    check_choice("even_batches", o["even_batches"], ("drop", "pad"))
-    check_choice("missing_audio", o["missing_audio"], ("empty", "silence"))
-    check_window_seconds(o["window_seconds"])
-    if int(o["buffer_size"]) < 1:
-        raise ValueError(f"buffer_size must be >= 1, got {o['buffer_size']!r}; try 64.")
-    if o["fps"] is not None and not o["fps"] > 0:
-        raise ValueError(f"fps must be > 0 or None, got {o['fps']!r}.")
-    if not (isinstance(o["sample_rate"], int) and o["sample_rate"] > 0):
-        raise ValueError(f"sample_rate must be a positive int, got {o['sample_rate']!r}; try 16000.")
-    budget_row = tuple(int(b) for b in o["budgets"])
-    if len(budget_row) != 3 or min(budget_row) <= 0:
-        raise ValueError(f"budgets must be 3 positive ints (frames, samples, tokens), got {o['budgets']!r}.")
-    max_pixels = o["max_pixels"]
-    if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
-        raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels!r}; try {DEFAULT_MAX_PIXELS}.")
-    timeout = o["sample_timeout_seconds"]
-    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"sample_timeout_seconds must be > 0 or None, got {timeout!r}; try 60.")
-    rank, world_size = o["rank"], o["world_size"]
-    if rank is None or world_size is None:
-        initialised = torch.distributed.is_available() and torch.distributed.is_initialized()
-        rank = (torch.distributed.get_rank() if initialised else 0) if rank is None else rank
-        world_size = (torch.distributed.get_world_size() if initialised else 1) if world_size is None else world_size
-    if not 0 <= rank < world_size:
-        raise ValueError(f"rank must be in [0, {world_size}), got {rank = }.")
-    collator = Collator(budget_row, frame_size=o["frame_size"], device=o["device"], log_mel=o["log_mel"],
-                        sample_rate=o["sample_rate"], max_items=o["max_items"], max_words=o["max_words"],
-                        max_segments=o["max_segments"], pad_token_id=o["pad_token_id"],
-                        with_token_ids=o["tokenizer"] is not None)
-    frame_size = (int(o["frame_size"][0]), int(o["frame_size"][1]))
-    options = SampleOptions(
-        sample_rate=o["sample_rate"], limits=budget_row + (collator.max_items, collator.max_words, collator.max_segments),
-        fps=o["fps"], window_seconds=o["window_seconds"], estimate=bool(o["estimate"]), on_error=o["on_error"],
-        decode_size=frame_size if o["resize_in_decoder"] else None, max_pixels=max_pixels, tokenizer=o["tokenizer"],
-        missing_audio=o["missing_audio"], sample_timeout_seconds=timeout)
+    resolved = resolve_options(o)
     shard_urls = expand_shard_urls(urls)
     _check_local_paths(shard_urls)
-    return cls(shard_urls, seed=seed, options=options, collator=collator, buffer_size=o["buffer_size"],
-               min_fill=o["min_fill"], rank=rank, world_size=world_size, even_batches=o["even_batches"],
-               allow_empty_epoch=o["allow_empty_epoch"], **extra)
+    return cls(shard_urls, seed=seed, options=resolved.sample, collator=resolved.collator, buffer_size=o["buffer_size"],
+               min_fill=o["min_fill"], rank=resolved.rank, world_size=resolved.world_size,
+               even_batches=o["even_batches"], allow_empty_epoch=o["allow_empty_epoch"], **extra)
 
 
 _DEFAULTS: dict[str, Any] = {

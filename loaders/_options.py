@@ -10,9 +10,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
+import torch
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["AUTO", "MissingAudio", "OnError", "SampleOptions", "WindowSeconds", "check_choice", "check_window_seconds"]
+__all__ = ["AUTO", "MissingAudio", "OnError", "ResolvedOptions", "SampleOptions", "WindowSeconds", "check_choice",
+           "check_window_seconds", "resolve_options"]
 
 OnError = Literal["skip", "raise"]
 MissingAudio = Literal["empty", "silence"]
@@ -68,3 +71,63 @@ def check_window_seconds(window_seconds: object) -> None:
     ):
         raise ValueError(f"window_seconds must be 'auto', None or a positive number of seconds, got {window_seconds = !r}; "
                          "try 10.0.")
+
+
+@dataclass(frozen=True)
+class ResolvedOptions:
+    """The options of ``make_dataset`` checked and turned into the parts that use them."""
+
+    sample: SampleOptions
+    """What turns a sample into items (sent to workers)."""
+    collator: Any
+    """The :class:`~loaders.Collator` (fixed capacities, device)."""
+    rank: int
+    world_size: int
+
+
+def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
+    """Checks ``make_dataset``'s options (``o``: every option by name) and builds the sample options and collator.
+
+    Raises:
+        ValueError: a bad option; the message names it, the value, the valid range and a hint.
+    """
+    from loaders._collate import Collator
+    from loaders._video import DEFAULT_MAX_PIXELS
+
+    check_choice("on_error", o["on_error"], ("skip", "raise"))
+    check_choice("even_batches", o["even_batches"], ("drop", "pad"))
+    check_choice("missing_audio", o["missing_audio"], ("empty", "silence"))
+    check_window_seconds(o["window_seconds"])
+    if int(o["buffer_size"]) < 1:
+        raise ValueError(f"buffer_size must be >= 1, got {o['buffer_size']!r}; try 64.")
+    if o["fps"] is not None and not o["fps"] > 0:
+        raise ValueError(f"fps must be > 0 or None, got {o['fps']!r}.")
+    if not (isinstance(o["sample_rate"], int) and o["sample_rate"] > 0):
+        raise ValueError(f"sample_rate must be a positive int, got {o['sample_rate']!r}; try 16000.")
+    budget_row = tuple(int(b) for b in o["budgets"])
+    if len(budget_row) != 3 or min(budget_row) <= 0:
+        raise ValueError(f"budgets must be 3 positive ints (frames, samples, tokens), got {o['budgets']!r}.")
+    max_pixels = o["max_pixels"]
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
+        raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels!r}; try {DEFAULT_MAX_PIXELS}.")
+    timeout = o["sample_timeout_seconds"]
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ValueError(f"sample_timeout_seconds must be > 0 or None, got {timeout!r}; try 60.")
+    rank, world_size = o["rank"], o["world_size"]
+    if rank is None or world_size is None:
+        initialised = torch.distributed.is_available() and torch.distributed.is_initialized()
+        rank = (torch.distributed.get_rank() if initialised else 0) if rank is None else rank
+        world_size = (torch.distributed.get_world_size() if initialised else 1) if world_size is None else world_size
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank must be in [0, {world_size}), got {rank = }.")
+    collator = Collator(budget_row, frame_size=o["frame_size"], device=o["device"], log_mel=o["log_mel"],
+                        sample_rate=o["sample_rate"], max_items=o["max_items"], max_words=o["max_words"],
+                        max_segments=o["max_segments"], pad_token_id=o["pad_token_id"],
+                        with_token_ids=o["tokenizer"] is not None)
+    frame_size = (int(o["frame_size"][0]), int(o["frame_size"][1]))
+    options = SampleOptions(
+        sample_rate=o["sample_rate"], limits=budget_row + (collator.max_items, collator.max_words, collator.max_segments),
+        fps=o["fps"], window_seconds=o["window_seconds"], estimate=bool(o["estimate"]), on_error=o["on_error"],
+        decode_size=frame_size if o["resize_in_decoder"] else None, max_pixels=max_pixels, tokenizer=o["tokenizer"],
+        missing_audio=o["missing_audio"], sample_timeout_seconds=timeout)
+    return ResolvedOptions(sample=options, collator=collator, rank=int(rank), world_size=int(world_size))
