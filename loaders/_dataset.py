@@ -426,10 +426,11 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     """Validates the options of :func:`make_dataset` and builds ``cls`` (AVDataset or a subclass) with them;
     ``kwargs`` beyond make_dataset's options are passed to ``cls``."""
     o = dict(_DEFAULTS)
-    unknown = set(kwargs) - set(o) - {"num_workers", "multiprocessing_context"}
+    loader_only = ("num_workers", "multiprocessing_context", "pin_memory")
+    unknown = set(kwargs) - set(o) - set(loader_only)
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; see make_dataset for the valid ones.")
-    extra = {k: kwargs.pop(k) for k in ("num_workers", "multiprocessing_context") if k in kwargs}
+    extra = {k: kwargs.pop(k) for k in loader_only if k in kwargs}
     o.update(kwargs)
     resolved = resolve_options(o)
     shard_urls = expand_shard_urls(urls)

@@ -27,6 +27,7 @@ from typing import Any, Union
 
 import torch
 
+from loaders._collate import PackedBatch
 from loaders._dataset import AVDataset, LoaderStats, build
 from loaders._options import SampleOptions
 from loaders._resume import ResumePlan
@@ -63,12 +64,17 @@ class Loader(AVDataset):
     _advance_epoch_on_iter = True
 
     def __init__(self, urls: Sequence[str], *, num_workers: int = 0, multiprocessing_context: str = "fork",
-                 **kwargs: Any) -> None:
+                 pin_memory: bool = False, **kwargs: Any) -> None:
         if int(num_workers) < 0:
             raise ValueError(f"num_workers must be >= 0, got {num_workers = }.")
         super().__init__(urls, **kwargs)
         self._num_workers = int(num_workers)
         self._context = multiprocessing_context
+        self._pin_memory = bool(pin_memory)
+
+    def __iter__(self) -> Iterator[PackedBatch]:
+        for batch in super().__iter__():
+            yield batch.pin_memory() if self._pin_memory else batch
 
     def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
         if self._num_workers == 0:
@@ -171,7 +177,7 @@ def _died(process: Any, worker_id: int, detail: str = "") -> RuntimeError:
 
 
 def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int = 0,
-                multiprocessing_context: str = "fork", **options: Any) -> Loader:
+                multiprocessing_context: str = "fork", pin_memory: bool = False, **options: Any) -> Loader:
     """A resumable loader of :class:`PackedBatch` over WebDataset shards, decoding in ``num_workers`` processes.
 
     Args:
@@ -179,6 +185,7 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
         seed: Seeds the per-epoch shard shuffle and the packer (same seed → same batches).
         num_workers: Decoding processes (0: decode in this process). Results do not depend on it.
         multiprocessing_context: ``"fork"``, ``"spawn"`` or ``"forkserver"`` for the workers.
+        pin_memory: Yield batches in pinned host memory (for ``batch.to("cuda", non_blocking=True)``; needs CUDA).
         **options: Every option of :func:`~loaders.make_dataset` (``tokenizer``, ``budgets``, ``window_seconds``…).
 
     Returns:
@@ -195,4 +202,4 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
         ...     print(batch.sample_keys, batch.padding)
     """
     return build(Loader, urls, seed=seed, num_workers=num_workers, multiprocessing_context=multiprocessing_context,
-                 **options)
+                 pin_memory=pin_memory, **options)

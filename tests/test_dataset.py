@@ -280,3 +280,25 @@ def test_any_decoder_exception_is_a_decode_skip(shards, monkeypatch, error):
     keys = {k.split("@")[0] for b in loader for k in b.sample_keys}
     assert keys == set(shards["expected"]) - {"s3c0"}
     assert sorted(s[1:] for s in loader.stats.skipped_samples) == [("s0c2", "decode"), ("s3c0", "decode")]
+
+
+def test_pin_memory_is_what_dataloader_calls(shards, monkeypatch):
+    """DataLoader(pin_memory=True) pins a PackedBatch through its pin_memory(); make_loader(pin_memory=True) too.
+    (Pinning itself needs CUDA: here Tensor.pin_memory is replaced by a marker copy.)"""
+    from torch.utils.data._utils.pin_memory import pin_memory as dataloader_pin
+
+    pinned = []
+
+    def fake_pin(tensor, *args, **kwargs):
+        pinned.append(tensor.shape)
+        return tensor.clone()
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", fake_pin)
+    loader = make_loader(shards["paths"], seed=5, pin_memory=True, **OPTIONS)
+    batch = next(iter(loader))
+    tensors = [f for f in ("frames", "audio", "token_spans", "cu_seqlens_frames") if getattr(batch, f) is not None]
+    assert len(pinned) >= len(tensors) and batch.frames.shape in pinned
+    pinned.clear()
+    again = dataloader_pin(batch)
+    assert type(again).__name__ == "PackedBatch" and batch.frames.shape in pinned
+    assert_same(_digest(again), _digest(batch))
