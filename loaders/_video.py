@@ -250,6 +250,8 @@ def _decode_packets(container, stream, needed_ticks: Optional[frozenset], bad_pa
     Skipping is exact: a non-reference frame is by definition never used to decode another frame, and
     every frame that will be returned is decoded. Packet times are the frame index's own times.
     """
+    import av
+
     ctx = stream.codec_context
     for packet in container.demux(stream):
         if needed_ticks is not None:
@@ -258,8 +260,6 @@ def _decode_packets(container, stream, needed_ticks: Optional[frozenset], bad_pa
         if bad_packets is None:
             yield from ctx.decode(packet)
             continue
-        import av
-
         try:
             frames = ctx.decode(packet)
         except (av.error.EOFError, av.error.ExitError):
