@@ -13,17 +13,19 @@ workers (unlike a ``DataLoader`` over :func:`make_dataset`, where each worker pa
 rank sync and failure rules are those of :class:`~loaders._dataset.AVDataset`.
 
 A worker that dies (killed, segfault in a native decoder) ends the epoch with ``RuntimeError("loader worker
-N (pid P) exited with code C …")``; a worker's own exception reaches the caller as the same type when it can
-be rebuilt, with the worker named.
+N (pid P) was killed by signal 9 …")``; a failure of the loader itself inside a worker reaches the caller as
+``RuntimeError("loader worker N failed: …")`` chained to the worker's exception (a ``SampleError`` under
+``on_error="raise"`` is re-raised as is).
 """
 from __future__ import annotations
 
 import logging
 import os
+import pickle
 import queue as queue_module
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 import torch
 
@@ -53,6 +55,8 @@ class WorkerFailure:
     message: str
     sample_error: Any = None
     """The SampleError itself (``on_error="raise"``), re-raised as is."""
+    cause: Any = None
+    """The worker's exception when it pickles (the ``__cause__`` of the RuntimeError raised here)."""
 
 
 class Loader(AVDataset):
@@ -98,7 +102,7 @@ class Loader(AVDataset):
                     if isinstance(event, WorkerFailure):
                         if event.sample_error is not None:
                             raise event.sample_error
-                        raise RuntimeError(f"loader worker {w} failed: {event.error_type}: {event.message}")
+                        raise RuntimeError(f"loader worker {w} failed: {event.error_type}: {event.message}") from event.cause
                     if isinstance(event, ShardEnd):
                         break
                     yield event
@@ -149,11 +153,19 @@ def _worker_main(worker_id: int, jobs: list[tuple[int, str]], options: SampleOpt
     except SampleError as error:
         put(WorkerFailure(worker_id, "SampleError", error.message, sample_error=error))
     except Exception as error:  # noqa: BLE001 - forwarded to the main process, which raises it
-        put(WorkerFailure(worker_id, type(error).__name__, str(error)))
+        put(WorkerFailure(worker_id, type(error).__name__, str(error), cause=_picklable(error)))
     # Tensors travel as shared-memory handles served by this process: stay alive until the main process is done.
     while not stop.wait(_PARENT_POLL_SECONDS):
         if orphaned():
             return
+
+
+def _picklable(error: BaseException) -> Optional[BaseException]:
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:  # noqa: BLE001 - an exception that does not survive pickling is sent as text only
+        return None
 
 
 def _get(source: Any, process: Any, worker_id: int) -> Any:

@@ -302,3 +302,18 @@ def test_pin_memory_is_what_dataloader_calls(shards, monkeypatch):
     again = dataloader_pin(batch)
     assert type(again).__name__ == "PackedBatch" and batch.frames.shape in pinned
     assert_same(_digest(again), _digest(batch))
+
+
+def test_loader_failure_in_a_worker_names_it_and_chains_the_cause(shards, monkeypatch):
+    """A failure of the loader itself in a worker (here: the shard loop breaks) ends the epoch with a RuntimeError
+    naming the worker, chained to the original exception."""
+    from loaders import _loader
+
+    def broken(shard_position, url, options, plan):
+        raise KeyError("shard loop bug")
+        yield  # a generator, as the real one
+
+    monkeypatch.setattr(_loader, "shard_events", broken)
+    with pytest.raises(RuntimeError, match=r"loader worker [01] failed: KeyError: 'shard loop bug'") as info:
+        list(make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS))
+    assert isinstance(info.value.__cause__, KeyError)

@@ -241,3 +241,29 @@ def test_webdataset_stages_give_the_same_items(shards, tokenizer):
     ours = per_key(make_loader(urls, seed=0, tokenizer=tokenizer, buffer_size=4, **options))
     theirs = per_key(pipeline)
     assert sorted(theirs) == sorted(EXPECTED) and theirs == ours
+
+
+def test_token_owner_rules_on_plain_lists():
+    """A token belongs to the first unit whose characters it overlaps; specials (0, 0) to none; a unit without
+    tokens gets an empty range at the next token; a token across two units belongs to the first."""
+    from loaders._text import _join, _token_owners, _unit_token_ranges
+
+    text, chars = _join(["hello", "", "big", "world"])
+    assert text == "hello  big world" and chars == [(0, 5), (6, 6), (7, 10), (11, 16)]
+    offsets = [(0, 0), (0, 3), (3, 5), (7, 10), (9, 13), (13, 16), (0, 0)]  # [CLS] hel lo big g-wo rld [SEP]
+    owners = _token_owners(offsets, chars)
+    assert owners == [-1, 0, 0, 2, 2, 3, -1]
+    assert _unit_token_ranges(owners, 4) == [(1, 3), (3, 3), (3, 5), (5, 6)]
+    assert _token_owners([(0, 0)], []) == [-1] and _unit_token_ranges([], 2) == [(0, 0), (0, 0)]
+
+
+def test_encode_text_rejects_bad_tokenizer_output():
+    from loaders._text import encode_text
+
+    with pytest.raises(ValueError, match="outside the text"):
+        encode_text(lambda text: ([1], [(0, len(text) + 1)]), "abc")
+    with pytest.raises(ValueError, match="2 ids but 1 offsets"):
+        encode_text(lambda text: ([1, 2], [(0, 1)]), "abc")
+    with pytest.raises(TypeError, match="ids and character offsets"):
+        encode_text(lambda text: 42, "abc")
+    assert encode_text(None, " a  bc ") == (None, [(1, 2), (4, 6)])
