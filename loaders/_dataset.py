@@ -16,6 +16,9 @@ Use::
         for batch in dl:
             batch = batch.to("cuda", non_blocking=True)
 
+(With ``persistent_workers=True`` the workers keep the copy they were started with, so ``set_epoch`` does not
+reach them and every epoch repeats the first one's order: leave it off.)
+
 Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
 run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together and
 the batch order (each worker packs the items of its own shards; the DataLoader takes batches from the workers

@@ -317,3 +317,28 @@ def test_loader_failure_in_a_worker_names_it_and_chains_the_cause(shards, monkey
     with pytest.raises(RuntimeError, match=r"loader worker [01] failed: KeyError: 'shard loop bug'") as info:
         list(make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS))
     assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_ranks_and_workers_split_the_shards(shards):
+    """Two ranks x two DataLoader workers: every window exactly once over the four (rank, worker) slots."""
+    seen = []
+    for rank in (0, 1):
+        ds = make_dataset(shards["paths"], seed=5, rank=rank, world_size=2, **OPTIONS)
+        keys = [k for b in DataLoader(ds, batch_size=None, num_workers=2) for k in b.sample_keys]
+        assert keys
+        seen.append(keys)
+    assert not set(seen[0]) & set(seen[1])
+    assert sorted(seen[0] + seen[1]) == _windows(shards)
+
+
+def test_video_only_clip_with_silence_option(tmp_path):
+    """missing_audio='silence': a video-only clip gets silence over its frames' duration (default: 0 samples)."""
+    clip = tmp_path / "v.mp4"
+    ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-t", "1", "-c:v", "libx264", "-g", "5", str(clip))
+    shard = tmp_path / "shard-000000.tar"
+    _write_tar(shard, [("v.mp4", clip.read_bytes())])
+    for mode, num_samples in (("empty", 0), ("silence", SAMPLE_RATE)):
+        batch = next(iter(make_loader(str(shard), seed=0, missing_audio=mode, frame_size=(24, 32),
+                                      budgets=(20, 32000, 16))))
+        assert batch.sample_keys == ("v",) and int(batch.cu_seqlens_frames[1]) == 10
+        assert int(batch.cu_seqlens_samples[1]) == num_samples and float(batch.audio.abs().max()) == 0.0
