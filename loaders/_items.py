@@ -29,7 +29,7 @@ from loaders._audio import read_audio
 from loaders._index import FrameIndex
 from loaders._options import AUTO, SampleOptions
 from loaders._records import AudioClip, BatchItem
-from loaders._text import caption_transcript, tokenize_item
+from loaders._text import caption_text, tokenize_item, with_caption
 from loaders._transcripts import pick_transcript, read_transcript
 from loaders._video import read_video
 from loaders._window import split_windows
@@ -114,6 +114,7 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
     video, audio, decode_errors = _decode(sample[media_ext], media_ext, key, options, _frame_index(sample, key))
     try:
         transcript = _transcript(sample, key)
+        caption = caption_text(sample) if transcript is None else None
     except Exception as error:
         raise _staged("transcript", error)
     kwargs: dict[str, Any]
@@ -121,8 +122,6 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         kwargs = dict(estimate=False, **{name: float(value or 0.0) for name, value in given.items()})
     else:
         kwargs = dict(estimate=options.estimate and audio is not None)
-    if transcript is not None and transcript.format == "caption":
-        kwargs["text_offset_ms"] = 0.0  # a clip-level caption has no times to estimate
     empty_audio = audio is None
     if empty_audio:  # video-only: align on a 0-sample track at the video's start
         start = float(video.pts_seconds[0]) if video is not None and video.num_frames else 0.0
@@ -133,6 +132,8 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         aligned = align(video, audio, transcript, sample_rate=options.sample_rate, key=key, **kwargs)
     except Exception as error:
         raise _staged("align", error)
+    if caption is not None:
+        aligned = with_caption(aligned, caption)
     if empty_audio and options.missing_audio == "empty":
         aligned = _without_audio(aligned)
     items = _windowed_items(aligned, options)
@@ -188,9 +189,9 @@ def _decode(media: bytes, ext: str, key: str, options: SampleOptions, index: Opt
 
 def _transcript(sample: dict, key: str):
     ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
-    if ext is not None:
-        return read_transcript(sample[ext], format="json" if ext.endswith("json") else ext, name=f"{key}.{ext}")
-    return caption_transcript(sample, key=key)
+    if ext is None:
+        return None
+    return read_transcript(sample[ext], format="json" if ext.endswith("json") else ext, name=f"{key}.{ext}")
 
 
 def _without_audio(aligned: Any) -> Any:

@@ -1,8 +1,9 @@
 """Text of a batch item: clip-level captions, and token ids mapped onto the item's frames and samples.
 
 Captions: a video2dataset sample carries its text as ``KEY.txt`` (the caption) or in ``KEY.json`` metadata
-(``{"caption": …}``); neither has times. :func:`caption_transcript` turns it into one segment that spans the
-whole clip (``[-inf, inf)``, clipped to the media window by the aligner, so it covers every frame and sample).
+(``{"caption": …}``); neither has times. :func:`caption_text` reads it and :func:`with_caption` makes it one
+segment spanning the whole aligned item (every frame and sample); it does not go through the aligner, which
+has nothing to estimate or force-align on a description of the clip.
 
 Tokens: the item's text units (its words when it has any, else its segments: caption lines, cues) are joined
 with single spaces and tokenized once; each unit owns the characters ``[c0, c1)``; a token belongs to the first
@@ -22,18 +23,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import re
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from loaders._records import BatchItem, Span, TextTokens, Transcript
+from loaders._records import BatchItem, TextTokens
 from loaders._transcripts import is_transcript_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["caption_transcript", "encode_text", "tokenize_item"]
+__all__ = ["caption_text", "encode_text", "tokenize_item", "with_caption"]
 
 CAPTION_EXTENSIONS = ("txt", "caption", "json")
 """Members read as a clip-level caption when the sample has no transcript: ``txt`` / ``caption`` (the text),
@@ -41,8 +41,8 @@ CAPTION_EXTENSIONS = ("txt", "caption", "json")
 _WHITESPACE_TOKEN = re.compile(r"\S+")
 
 
-def caption_transcript(sample: dict, *, key: str = "") -> Optional[Transcript]:
-    """A one-segment transcript spanning the clip from a caption member, or None when the sample has none.
+def caption_text(sample: dict) -> Optional[str]:
+    """The clip-level caption of a sample (whitespace collapsed), or None when it has none.
 
     Raises:
         UnicodeDecodeError: a caption member that is not UTF-8.
@@ -63,8 +63,18 @@ def caption_transcript(sample: dict, *, key: str = "") -> Optional[Transcript]:
         text = " ".join(text.split())
         if not text:
             continue
-        return Transcript(spans=(Span(text, -math.inf, math.inf),), source=f"{key}.{ext}", format="caption")
+        return text
     return None
+
+
+def with_caption(aligned: Any, text: str) -> Any:
+    """``aligned`` (an ``aligner.AlignedSample`` without transcript) with one segment ``text`` over all of it."""
+    from aligner import AlignedSpan
+
+    num_frames = None if aligned.video is None else aligned.video.num_frames
+    span = AlignedSpan(text, "segment", float(aligned.start_seconds), float(aligned.stop_seconds),
+                       None if num_frames is None else 0, num_frames, 0, aligned.audio.num_samples)
+    return dataclasses.replace(aligned, segments=(span,))
 
 
 def encode_text(tokenizer: Any, text: str) -> tuple[Optional[list[int]], list[tuple[int, int]]]:
