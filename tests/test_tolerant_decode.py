@@ -8,7 +8,6 @@ packet's payload is replaced by zeros (no sync word / start code). Oracles: the 
 from __future__ import annotations
 
 import io
-import subprocess
 import tarfile
 from pathlib import Path
 
