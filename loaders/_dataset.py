@@ -195,6 +195,10 @@ class AVDataset(torch.utils.data.IterableDataset):
         plan = ResumePlan(next_position=tuple(self._next_position),
                           needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)))
         worker_id, num_workers = self._worker_slot()
+        if torch.utils.data.get_worker_info() is not None and self.collator.device.type != "cpu":
+            raise ValueError(f"device={str(self.collator.device)!r} cannot be used inside DataLoader workers; build "
+                             "batches on 'cpu' (with pin_memory=True) and move them with batch.to(device, "
+                             "non_blocking=True), or use make_loader(device=...).")
         jobs = [(p, url) for p, url in enumerate(self._rank_shards())
                 if p % num_workers == worker_id and p >= plan.first_shard]
         source = self._event_source(jobs, plan)

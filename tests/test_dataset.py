@@ -342,3 +342,10 @@ def test_video_only_clip_with_silence_option(tmp_path):
                                       budgets=(20, 32000, 16))))
         assert batch.sample_keys == ("v",) and int(batch.cu_seqlens_frames[1]) == 10
         assert int(batch.cu_seqlens_samples[1]) == num_samples and float(batch.audio.abs().max()) == 0.0
+
+
+def test_cuda_device_inside_workers_is_refused(shards):
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    ds.collator.device = torch.device("cuda")  # as make_dataset(device="cuda") would set it, without needing a GPU
+    with pytest.raises(ValueError, match=r"cannot be used inside DataLoader workers; build batches on 'cpu'"):
+        list(DataLoader(ds, batch_size=None, num_workers=1))
