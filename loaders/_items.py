@@ -46,8 +46,9 @@ AUDIO_EXTENSIONS = ("flac", "wav", "mp3", "m4a", "ogg", "opus", "aac")
 MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 
 
-class _SampleTimeout(Exception):
-    """Raised inside a sample by the SIGALRM handler of :func:`_time_limit`."""
+class _SampleTimeout(BaseException):
+    """Raised inside a sample by the SIGALRM handler of :func:`_time_limit`; a ``BaseException`` (as
+    ``KeyboardInterrupt``) so that the decoders' ``except Exception`` handlers do not turn it into a decode error."""
 
 
 @contextlib.contextmanager
@@ -88,7 +89,7 @@ def sample_items(sample: dict, options: SampleOptions) -> list[BatchItem]:
     except MemoryError as error:
         raise SampleError(f"out of memory ({error})", shard=url, key=key, reason="too_large") from None
     except Exception as error:  # noqa: BLE001 - the one rule: a sample's failure is a named skip
-        own = getattr(error, "reason", None)  # DecodeError, TranscriptError… carry theirs; an OSError from a
+        own = getattr(error, "reason", None)  # DecodeError, TranscriptError… carry their own reason
         reason = own if isinstance(own, str) and own in REASONS else getattr(error, "_avalign_stage", "error")
         logger.debug("sample %s failed", key, exc_info=True)
         raise SampleError(f"{type(error).__name__}: {error}", shard=url, key=key, reason=reason) from None

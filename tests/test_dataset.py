@@ -220,7 +220,10 @@ def test_sample_timeout_is_a_named_skip(shards, monkeypatch):
 
     def stuck(video, audio, transcript=None, **kwargs):
         if kwargs.get("key") == "s0c1":
-            time.sleep(30)
+            try:
+                time.sleep(30)
+            except Exception:  # noqa: BLE001 - as broad handlers in decoders do: the limit must get through
+                pass
         return original(video, audio, transcript, **kwargs)
 
     monkeypatch.setattr(aligner, "align", stuck)
