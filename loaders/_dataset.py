@@ -229,7 +229,7 @@ class AVDataset(torch.utils.data.IterableDataset):
 
     def _reset_epoch_state(self) -> None:
         self._packer = OnlinePacker(self._options.limits, buffer_size=self._buffer_size, min_fill=self._min_fill,
-                                    seed=mix_seed(self._seed, self._epoch, self._rank, *self._worker_slot()))
+                                    seed=mix_seed(self._seed, self._epoch, self._rank))
         self._next_position: Position = (0, 0, 0)
         self._payloads: dict[Position, BatchItem] = {}
         self._counters = EpochCounters()
