@@ -46,6 +46,12 @@ AUDIO_EXTENSIONS = ("flac", "wav", "mp3", "m4a", "ogg", "opus", "aac")
 MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 
 
+_MAX_TEXT_WINDOWS_FACTOR = 8
+"""``window_seconds="auto"`` cuts a clip into more windows than its frames and samples need only for its text, and
+at most this many times more; denser text (e.g. a 10^6-cue SRT on a short clip) is skipped as ``over_budget``
+without cutting (cutting costs windows x spans)."""
+
+
 class _SampleTimeout(BaseException):
     """Raised inside a sample by the SIGALRM handler of :func:`_time_limit`; a ``BaseException`` (as
     ``KeyboardInterrupt``) so that the decoders' ``except Exception`` handlers do not turn it into a decode error."""
@@ -222,6 +228,9 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
     duration = float(aligned.stop_seconds - aligned.start_seconds)
     if over <= 1.0 or duration <= 0:
         return whole
+    media_windows = max(1, math.ceil(_overshoot(whole, options, columns=(0, 1))))
+    if math.ceil(over) > _MAX_TEXT_WINDOWS_FACTOR * media_windows:
+        return whole  # text far denser than any window can hold (a hostile transcript): over_budget, uncut
     items = whole
     for count in range(math.ceil(over), math.ceil(over) + 4):  # rounding can put one frame or sample more in a window
         items = [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=duration / count)]
@@ -230,9 +239,9 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
     return items
 
 
-def _overshoot(items: list[BatchItem], options: SampleOptions) -> float:
-    """The largest ``length / limit`` over the items and columns (> 1: something does not fit)."""
-    return max(n / limit for item in items for n, limit in zip(pack_lengths(item), options.limits))
+def _overshoot(items: list[BatchItem], options: SampleOptions, columns: tuple[int, ...] = (0, 1, 2, 3, 4, 5)) -> float:
+    """The largest ``length / limit`` over the items and the given columns (> 1: something does not fit)."""
+    return max(pack_lengths(item)[j] / options.limits[j] for item in items for j in columns)
 
 
 def _check_budgets(items: list[BatchItem], options: SampleOptions, url: str) -> None:
