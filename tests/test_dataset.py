@@ -354,7 +354,7 @@ def test_cuda_device_inside_workers_is_refused(shards):
         list(DataLoader(ds, batch_size=None, num_workers=1))
 
 
-def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path):
+def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path, monkeypatch):
     """A 20 000-cue SRT on a 1 s clip needs thousands of windows for its text: over_budget at once, not cut into
     windows (cutting costs windows x spans; the bound is loaders._items._MAX_TEXT_WINDOWS_FACTOR)."""
     clip = tmp_path / "c.mp4"
@@ -363,7 +363,13 @@ def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path):
     srt = "".join(f"{i + 1}\n00:00:00,{i % 900:03d} --> 00:00:00,{i % 900 + 50:03d}\nw{i}\n\n" for i in range(20_000))
     shard = tmp_path / "shard-000000.tar"
     _write_tar(shard, [("h.mp4", clip.read_bytes()), ("h.srt", srt.encode()), ("ok.mp4", clip.read_bytes())])
+    from loaders import _items
+
+    cuts = []
+    original = _items.split_windows
+    monkeypatch.setattr(_items, "split_windows", lambda sample, **kw: cuts.append(sample.key) or original(sample, **kw))
     loader = make_loader(str(shard), seed=0, frame_size=(24, 32), budgets=(20, 32000, 64), max_segments=16)
     keys = [k for b in loader for k in b.sample_keys]
+    assert cuts == []  # neither clip was cut: "ok" fits, "h" is refused before any cutting
     assert keys == ["ok"] and loader.stats.skipped == {"over_budget": 1}
     assert [s[1] for s in loader.stats.skipped_samples] == ["h"]
