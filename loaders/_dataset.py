@@ -33,9 +33,13 @@ rank takes every ``world_size``-th shard; ranks are kept in step (``even_batches
 iterated in the main process (``num_workers=0``) or through ``make_loader``: DataLoader workers cannot join a
 collective, so with workers the ranks may yield different numbers of batches.
 
-Failures: a bad sample is a named skip (``stats.skipped``); an epoch where no shard could be opened raises
-``FileNotFoundError`` naming the URLs; an epoch where shards were read but every sample was skipped raises
-``RuntimeError`` with the counts by reason, unless ``allow_empty_epoch=True``.
+Failures: a bad sample is a named skip (``stats.skipped``, ``stats.skipped_samples``). Where nothing can work
+it raises: ``make_dataset`` when every URL is a local path and none exists (``FileNotFoundError`` naming them,
+with a hint when it is a glob or a directory); an epoch where no shard could be opened (``FileNotFoundError``),
+or shards were read but held no sample, or every sample was skipped (``RuntimeError`` with the counts by
+reason), unless ``allow_empty_epoch=True``. A DataLoader worker sees only its own shards, so there the epoch
+checks log a warning instead of raising (another worker may have data). A worker killed by a signal is
+reported by PyTorch (``DataLoader worker (pid N) exited unexpectedly`` / ``is killed by signal``).
 """
 from __future__ import annotations
 
