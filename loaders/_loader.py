@@ -20,6 +20,7 @@ N (pid P) was killed by signal 9 …")``; a failure of the loader itself inside 
 from __future__ import annotations
 
 import logging
+import inspect
 import os
 import pickle
 import queue as queue_module
@@ -30,7 +31,7 @@ from typing import Any, Optional, Union
 import torch
 
 from loaders._collate import PackedBatch
-from loaders._dataset import AVDataset, LoaderStats, build
+from loaders._dataset import AVDataset, LoaderStats, build, make_dataset
 from loaders._options import SampleOptions
 from loaders._resume import ResumePlan
 from loaders._shard_loop import Event, ShardEnd, shard_events
@@ -215,3 +216,14 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
     """
     return build(Loader, urls, seed=seed, num_workers=num_workers, multiprocessing_context=multiprocessing_context,
                  pin_memory=pin_memory, **options)
+
+
+def _full_signature() -> inspect.Signature:
+    """make_loader's own parameters followed by every option of make_dataset (what ``help(make_loader)`` shows)."""
+    own = list(inspect.signature(make_loader).parameters.values())[:-1]  # without **options
+    names = {p.name for p in own}
+    shared = [p for p in inspect.signature(make_dataset).parameters.values() if p.name not in names]
+    return inspect.Signature(own + shared, return_annotation="Loader")
+
+
+make_loader.__signature__ = _full_signature()  # type: ignore[attr-defined]
