@@ -31,7 +31,7 @@ Resume: ``state_dict()`` / ``load_state_dict()`` (torchdata's Stateful protocol)
 yields exactly the batches the uninterrupted run would have. With several ranks (``torch.distributed``), each
 rank takes every ``world_size``-th shard; ranks are kept in step (``even_batches``) only when the dataset is
 iterated in the main process (``num_workers=0``) or through ``make_loader``: DataLoader workers cannot join a
-collective, so with workers the ranks may yield different numbers of batches.
+collective, so with workers set ``batches_per_epoch`` (every rank then yields exactly that many batches).
 
 Failures: a bad sample is a named skip (``stats.skipped``, ``stats.skipped_samples``). Where nothing can work
 it raises: ``make_dataset`` when every URL is a local path and none exists (``FileNotFoundError`` naming them,
@@ -113,6 +113,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         world_size: int = 1,
         even_batches: EvenBatches = "drop",
         allow_empty_epoch: bool = False,
+        batches_per_epoch: Optional[int] = None,
     ) -> None:
         super().__init__()
         self._urls = list(urls)
@@ -124,6 +125,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._rank, self._world_size = int(rank), int(world_size)
         self._even_batches = even_batches
         self._allow_empty_epoch = bool(allow_empty_epoch)
+        self._batches_per_epoch = None if batches_per_epoch is None else int(batches_per_epoch)
         self._epoch = 0
         self._reset_epoch_state()
 
@@ -286,9 +288,28 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._counters.decode_errors += sum(item.decode_errors for item in items)
         return batch
 
+    def _quota(self) -> Optional[int]:
+        """This worker's share of ``batches_per_epoch`` (workers ``w < n % W`` take one more), or None."""
+        if self._batches_per_epoch is None:
+            return None
+        worker_id, num_workers = self._worker_slot()
+        return self._batches_per_epoch // num_workers + int(worker_id < self._batches_per_epoch % num_workers)
+
     def _synced(self, packs: Iterator[list[PackItem]]) -> Iterator[PackedBatch]:
-        """Collated batches; with several ranks in the main process, all ranks yield the same number."""
+        """Collated batches: exactly this worker's quota of ``batches_per_epoch`` (empty batches after the data,
+        the rest of the data dropped), else with several ranks in the main process, all ranks the same number."""
         c = self._counters
+        quota = self._quota()
+        if quota is not None:
+            while c.batches_yielded < quota:
+                pack = next(packs, None)
+                batch = self.collator.empty() if pack is None else self._collate(pack)
+                c.batches_yielded += 1
+                c.items_yielded += batch.num_items
+                yield batch
+            if next(packs, None) is not None:
+                c.batches_dropped += 1  # the rest of this worker's epoch is not read (nor counted)
+            return
         distributed = (self._world_size > 1 and torch.utils.data.get_worker_info() is None
                        and torch.distributed.is_available() and torch.distributed.is_initialized())
         while True:
@@ -383,6 +404,7 @@ def make_dataset(
     sample_timeout_seconds: Optional[float] = None,
     allow_empty_epoch: bool = False,
     pad_token_id: int = 0,
+    batches_per_epoch: Optional[int] = None,
 ) -> AVDataset:
     """An ``IterableDataset`` of :class:`PackedBatch` over WebDataset shards of media + text (see the module
     docstring for DataLoader use, determinism and resume).
@@ -414,6 +436,10 @@ def make_dataset(
         sample_timeout_seconds: Skip (``timeout``) a sample whose decode + align takes longer; None: no limit.
         allow_empty_epoch: Do not raise when every sample of an epoch was skipped.
         pad_token_id: Value of ``token_ids`` on padding.
+        batches_per_epoch: Every rank yields exactly this many batches per epoch (split over its DataLoader
+            workers): empty batches (``num_items == 0``) once its data is used up, the rest of its data dropped
+            when there is more. What keeps DDP ranks in step with DataLoader workers, which cannot all-reduce;
+            pick it from the smallest rank's share (e.g. items per rank / items per batch). None: no quota.
 
     Raises:
         ValueError: A bad option; the message names it, the valid range and a hint.
@@ -430,7 +456,7 @@ def make_dataset(
                  max_words=max_words, max_segments=max_segments, even_batches=even_batches, rank=rank,
                  world_size=world_size, resize_in_decoder=resize_in_decoder, max_pixels=max_pixels,
                  missing_audio=missing_audio, sample_timeout_seconds=sample_timeout_seconds,
-                 allow_empty_epoch=allow_empty_epoch, pad_token_id=pad_token_id)
+                 allow_empty_epoch=allow_empty_epoch, pad_token_id=pad_token_id, batches_per_epoch=batches_per_epoch)
 
 
 def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: Any) -> Any:
@@ -448,7 +474,8 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     _check_local_paths(shard_urls)
     return cls(shard_urls, seed=seed, options=resolved.sample, collator=resolved.collator, buffer_size=o["buffer_size"],
                min_fill=o["min_fill"], rank=resolved.rank, world_size=resolved.world_size,
-               even_batches=o["even_batches"], allow_empty_epoch=o["allow_empty_epoch"], **extra)
+               even_batches=o["even_batches"], allow_empty_epoch=o["allow_empty_epoch"],
+               batches_per_epoch=o["batches_per_epoch"], **extra)
 
 
 _DEFAULTS: dict[str, Any] = {

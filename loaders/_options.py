@@ -113,6 +113,9 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
     timeout = o["sample_timeout_seconds"]
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"sample_timeout_seconds must be > 0 or None, got {timeout!r}; try 60.")
+    per_epoch = o.get("batches_per_epoch")
+    if per_epoch is not None and (isinstance(per_epoch, bool) or not isinstance(per_epoch, int) or per_epoch < 1):
+        raise ValueError(f"batches_per_epoch must be a positive int or None, got {per_epoch!r}.")
     rank, world_size = o["rank"], o["world_size"]
     if rank is None or world_size is None:
         initialised = torch.distributed.is_available() and torch.distributed.is_initialized()

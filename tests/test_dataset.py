@@ -373,3 +373,22 @@ def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path, monkeypatch):
     assert cuts == []  # neither clip was cut: "ok" fits, "h" is refused before any cutting
     assert keys == ["ok"] and loader.stats.skipped == {"over_budget": 1}
     assert [s[1] for s in loader.stats.skipped_samples] == ["h"]
+
+
+def test_batches_per_epoch_keeps_ranks_in_step_with_workers(shards):
+    """Rank 0 holds more data than rank 1; with batches_per_epoch both yield exactly that many batches through a
+    DataLoader with 2 workers: rank 1 pads with empty batches, rank 0 drops its tail."""
+    counts, items = [], []
+    for rank in (0, 1):
+        ds = make_dataset(shards["paths"][:3], seed=5, rank=rank, world_size=2, batches_per_epoch=3, **OPTIONS)
+        batches = list(DataLoader(ds, batch_size=None, num_workers=2))
+        counts.append(len(batches))
+        items.append([b.num_items for b in batches])
+        free = make_dataset(shards["paths"][:3], seed=5, rank=rank, world_size=2, **OPTIONS)
+        every = [k for b in DataLoader(free, batch_size=None, num_workers=2) for k in b.sample_keys]
+        keys = [k for b in batches for k in b.sample_keys]
+        assert len(keys) == len(set(keys)) and set(keys) <= set(every)  # a prefix of each worker's stream, no repeats
+    assert counts == [3, 3]
+    assert any(n == 0 for n in items[0] + items[1])  # someone padded
+    with pytest.raises(ValueError, match="batches_per_epoch must be a positive int"):
+        make_dataset(shards["paths"], seed=5, batches_per_epoch=0, **OPTIONS)
