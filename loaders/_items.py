@@ -33,7 +33,7 @@ from loaders._text import caption_text, tokenize_item, with_caption
 from loaders._transcripts import pick_transcript, read_transcript
 from loaders._video import read_video
 from loaders._window import split_windows
-from loaders.errors import REASONS, DecodeError, SampleError
+from loaders.errors import DecodeError, SampleError, sample_error
 
 logger = logging.getLogger(__name__)
 
@@ -95,10 +95,8 @@ def sample_items(sample: dict, options: SampleOptions) -> list[BatchItem]:
     except MemoryError as error:
         raise SampleError(f"out of memory ({error})", shard=url, key=key, reason="too_large") from None
     except Exception as error:  # noqa: BLE001 - the one rule: a sample's failure is a named skip
-        own = getattr(error, "reason", None)  # DecodeError, TranscriptError… carry their own reason
-        reason = own if isinstance(own, str) and own in REASONS else getattr(error, "_avalign_stage", "error")
         logger.debug("sample %s failed", key, exc_info=True)
-        raise SampleError(f"{type(error).__name__}: {error}", shard=url, key=key, reason=reason) from None
+        raise sample_error(error, shard=url, key=key, stage=getattr(error, "_avalign_stage", "sample")) from None
 
 
 def _staged(stage: str, error: BaseException) -> BaseException:

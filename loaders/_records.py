@@ -44,6 +44,8 @@ class VideoMetadata:
     """True when frame durations vary by more than 10 % of the median (variable frame rate)."""
     backend: str = ""
     """Which decoder produced the frames: ``decord`` or ``pyav``."""
+    stream_index: Optional[int] = None
+    """Index of the decoded stream in its container (``ffprobe``'s ``index``); None when unknown."""
     decode_errors: int = 0
     """Packets the decoder rejected and that were skipped (the frames after them keep their own pts)."""
 
@@ -105,6 +107,8 @@ class AudioClip:
     """The stream's own rate before any resampling."""
     codec: str = ""
     """Codec name as FFmpeg spells it (``aac``, ``opus``…)."""
+    stream_index: Optional[int] = None
+    """Index of the decoded stream in its container (``ffprobe``'s ``index``); None when unknown."""
     decode_errors: int = 0
     """Packets the decoder rejected and that were skipped; their time is silence, so the timeline stays exact."""
 
