@@ -402,6 +402,7 @@ def make_dataset(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     missing_audio: MissingAudio = "empty",
     sample_timeout_seconds: Optional[float] = None,
+    max_duration_seconds: Optional[float] = None,
     allow_empty_epoch: bool = False,
     pad_token_id: int = 0,
     batches_per_epoch: Optional[int] = None,
@@ -434,6 +435,7 @@ def make_dataset(
         max_pixels: Skip (``too_large``) media whose frames have more pixels than this, before decoding.
         missing_audio: A video-only clip gets an ``"empty"`` audio span or ``"silence"`` over its duration.
         sample_timeout_seconds: Skip (``timeout``) a sample whose decode + align takes longer; None: no limit.
+        max_duration_seconds: Skip (``too_large``) media whose video or audio spans longer; None: no limit.
         allow_empty_epoch: Do not raise when every sample of an epoch was skipped.
         pad_token_id: Value of ``token_ids`` on padding.
         batches_per_epoch: Every rank yields exactly this many batches per epoch (split over its DataLoader
@@ -456,6 +458,7 @@ def make_dataset(
                  max_words=max_words, max_segments=max_segments, even_batches=even_batches, rank=rank,
                  world_size=world_size, resize_in_decoder=resize_in_decoder, max_pixels=max_pixels,
                  missing_audio=missing_audio, sample_timeout_seconds=sample_timeout_seconds,
+                 max_duration_seconds=max_duration_seconds,
                  allow_empty_epoch=allow_empty_epoch, pad_token_id=pad_token_id, batches_per_epoch=batches_per_epoch)
 
 

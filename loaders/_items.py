@@ -174,14 +174,14 @@ def _decode(media: bytes, ext: str, key: str, options: SampleOptions, index: Opt
     video = audio = None
     try:
         video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index,
-                           max_pixels=options.max_pixels, name=name)
+                           max_pixels=options.max_pixels, max_duration_seconds=options.max_duration_seconds, name=name)
     except DecodeError as error:
         if error.reason != "missing_video":
             raise
     except Exception as error:
         raise _staged("decode", error)
     try:
-        audio = read_audio(media, name=name)
+        audio = read_audio(media, max_duration_seconds=options.max_duration_seconds, name=name)
     except DecodeError as error:
         if error.reason != "missing_audio" or video is None:
             raise

@@ -51,6 +51,8 @@ class SampleOptions:
     None counts whitespace-separated tokens and carries no ids."""
     missing_audio: MissingAudio = "empty"
     """A video-only clip gets an ``empty`` audio span (0 samples) or ``silence`` over its whole duration."""
+    max_duration_seconds: Optional[float] = None
+    """Skip (``too_large``) media whose video or audio spans longer than this, checked before it is all decoded."""
     sample_timeout_seconds: Optional[float] = None
     """Wall-clock limit for one sample (decode + align + tokenize); over it the sample is skipped (``timeout``).
     Enforced with ``SIGALRM``, so only in a process's main thread (loader workers and DataLoader workers are)."""
@@ -110,6 +112,9 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
     max_pixels = o["max_pixels"]
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
         raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels!r}; try {DEFAULT_MAX_PIXELS}.")
+    max_duration = o.get("max_duration_seconds")
+    if max_duration is not None and not (isinstance(max_duration, (int, float)) and max_duration > 0):
+        raise ValueError(f"max_duration_seconds must be > 0 or None, got {max_duration!r}; try 600.")
     timeout = o["sample_timeout_seconds"]
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"sample_timeout_seconds must be > 0 or None, got {timeout!r}; try 60.")
@@ -132,5 +137,5 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
         sample_rate=o["sample_rate"], limits=budget_row + (collator.max_items, collator.max_words, collator.max_segments),
         fps=o["fps"], window_seconds=o["window_seconds"], estimate=bool(o["estimate"]), on_error=o["on_error"],
         decode_size=frame_size if o["resize_in_decoder"] else None, max_pixels=max_pixels, tokenizer=o["tokenizer"],
-        missing_audio=o["missing_audio"], sample_timeout_seconds=timeout)
+        missing_audio=o["missing_audio"], sample_timeout_seconds=timeout, max_duration_seconds=max_duration)
     return ResolvedOptions(sample=options, collator=collator, rank=int(rank), world_size=int(world_size))

@@ -392,3 +392,12 @@ def test_batches_per_epoch_keeps_ranks_in_step_with_workers(shards):
     assert any(n == 0 for n in items[0] + items[1])  # someone padded
     with pytest.raises(ValueError, match="batches_per_epoch must be a positive int"):
         make_dataset(shards["paths"], seed=5, batches_per_epoch=0, **OPTIONS)
+
+
+def test_max_duration_seconds_is_a_named_skip(shards):
+    """The 1.3 s clips are over max_duration_seconds=1.2 and skipped as too_large; the others load."""
+    loader = make_loader(shards["paths"], seed=5, max_duration_seconds=1.2, **OPTIONS)
+    keys = {k.split("@")[0] for b in loader for k in b.sample_keys}
+    long_clips = {"s0c1", "s2c0", "s3c1"}  # the 1.3 s clips of the fixture
+    assert keys == set(shards["expected"]) - long_clips
+    assert loader.stats.skipped == {"decode": 1, "too_large": 3}
