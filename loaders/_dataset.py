@@ -188,6 +188,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._next_position = tuple(int(v) for v in state["next_position"])
         self._counters = EpochCounters.from_state(state["counters"])
         self._completed = bool(state["completed"])
+        self._restored_completed = self._completed
 
     def __iter__(self) -> Iterator[PackedBatch]:
         """Yields the rest of the current epoch (all of it when fresh or restored at its start).
@@ -195,6 +196,9 @@ class AVDataset(torch.utils.data.IterableDataset):
         After a completed epoch the next ``iter()`` repeats it (the same in the main process and in DataLoader
         workers, which get a fresh copy per epoch): ``set_epoch`` moves to another, as with ``DistributedSampler``.
         """
+        if self._completed and self._restored_completed and not self._advance_epoch_on_iter:
+            self._restored_completed = False
+            return  # restored after its epoch ended: nothing is left of it (set_epoch starts the next one)
         if self._completed:
             self._epoch += int(self._advance_epoch_on_iter)
             self._reset_epoch_state()
@@ -240,6 +244,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._payloads: dict[Position, BatchItem] = {}
         self._counters = EpochCounters()
         self._completed = False
+        self._restored_completed = False
 
     def _buffered(self) -> set[Position]:
         return buffered_positions(self._packer.state_dict())

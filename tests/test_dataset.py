@@ -401,3 +401,17 @@ def test_max_duration_seconds_is_a_named_skip(shards):
     long_clips = {"s0c1", "s2c0", "s3c1"}  # the 1.3 s clips of the fixture
     assert keys == set(shards["expected"]) - long_clips
     assert loader.stats.skipped == {"decode": 1, "too_large": 3}
+
+
+def test_state_saved_after_the_epoch_restores_to_nothing_left(shards):
+    """A state saved once the epoch is over resumes to an empty rest (not a replay); set_epoch starts the next."""
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    first = [_digest(b) for b in ds]
+    state = pickle.loads(pickle.dumps(ds.state_dict()))
+    assert state["completed"]
+    restored = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    restored.load_state_dict(state)
+    assert list(restored) == []
+    restored.set_epoch(1)
+    second = [_digest(b) for b in restored]
+    assert sorted(k for d in second for k in d[0]) == sorted(k for d in first for k in d[0]) and second != first
