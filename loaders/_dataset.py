@@ -58,7 +58,7 @@ from loaders._items import pack_lengths
 from loaders._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
 from loaders._pack import OnlinePacker, PackItem
 from loaders._records import BatchItem
-from loaders._resume import STATE_VERSION, EpochCounters, ResumePlan, buffered_positions, mix_seed
+from loaders._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed
 from loaders._shard_loop import Event, ItemEvent, Position, ShardEnd, SkipEvent, shard_events
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
 from loaders._video import DEFAULT_MAX_PIXELS
@@ -247,7 +247,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._restored_completed = False
 
     def _buffered(self) -> set[Position]:
-        return buffered_positions(self._packer.state_dict())
+        return {tuple(payload) for payload in self._packer.held_payloads()}
 
     def _reattach_buffered(self, events: Iterator[Event]) -> Iterator[Event]:
         """After a restore, takes the buffered items (decoded again: they precede ``next_position``) from the stream."""

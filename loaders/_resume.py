@@ -14,7 +14,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EpochCounters", "ResumePlan", "STATE_VERSION", "buffered_positions", "mix_seed"]
+__all__ = ["EpochCounters", "ResumePlan", "STATE_VERSION", "mix_seed"]
 
 STATE_VERSION = 2
 """Version of the saved state (2: typed counters, worker slot, decode errors)."""
@@ -69,12 +69,6 @@ class EpochCounters:
         counters.shards_failed = list(state.get("shards_failed", []))
         counters.skipped = [tuple(s) for s in state.get("skipped", [])]
         return counters
-
-
-def buffered_positions(packer_state: dict[str, Any]) -> set[tuple[int, int, int]]:
-    """Positions of the items an :class:`~loaders.OnlinePacker` state holds (buffered or in ready packs)."""
-    entries = list(packer_state["buffer"]) + [entry for pack in packer_state["ready"] for entry in pack]
-    return {tuple(entry["payload"]) for entry in entries}
 
 
 def mix_seed(*values: int) -> int:
