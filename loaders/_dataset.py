@@ -282,6 +282,7 @@ class AVDataset(torch.utils.data.IterableDataset):
                     c.shards_failed.append(event.shard)
                 continue
             c.samples_read += int(position[2] == 0)
+            c.items_read += 1
             self._payloads[position] = event.item
             yield PackItem(event.item.key, pack_lengths(event.item), payload=list(position))
 
@@ -349,11 +350,11 @@ class AVDataset(torch.utils.data.IterableDataset):
             problem = FileNotFoundError(
                 f"none of the shards could be opened: {shown}; check the paths (a glob or a directory is not "
                 "expanded: pass a brace pattern like 'train-{000000..000099}.tar' or a list of files).")
-        elif urls and not c.samples_read and not c.items_yielded and not self._allow_empty_epoch:
+        elif urls and not c.samples_read and not self._allow_empty_epoch:
             shown = ", ".join(repr(u) for u in urls[:5]) + (f" … ({len(urls)} in all)" if len(urls) > 5 else "")
             problem = RuntimeError(f"no sample could be read from the shards of epoch {self._epoch}: {shown}; they are "
                                    "empty or their source failed (pass allow_empty_epoch=True to allow it).")
-        elif c.samples_read and not c.items_yielded and not self._allow_empty_epoch:
+        elif c.samples_read and not c.items_read and not self._allow_empty_epoch:
             counts = dict(Counter(reason for _, _, reason in c.skipped))
             problem = RuntimeError(
                 f"every sample of epoch {self._epoch} was skipped ({c.samples_read} read; skipped by reason: {counts}); "

@@ -44,6 +44,8 @@ class EpochCounters:
     """Counters of one epoch (saved with the state)."""
 
     samples_read: int = 0
+    items_read: int = 0
+    """Items (samples or windows) that reached the packer."""
     items_yielded: int = 0
     batches_yielded: int = 0
     batches_dropped: int = 0
@@ -56,7 +58,7 @@ class EpochCounters:
 
     def to_state(self) -> dict[str, Any]:
         return {
-            "samples_read": self.samples_read, "items_yielded": self.items_yielded,
+            "samples_read": self.samples_read, "items_read": self.items_read, "items_yielded": self.items_yielded,
             "batches_yielded": self.batches_yielded, "batches_dropped": self.batches_dropped,
             "spans_outside": self.spans_outside, "decode_errors": self.decode_errors, "shards_failed": list(self.shards_failed),
             "skipped": [list(s) for s in self.skipped],
@@ -64,7 +66,7 @@ class EpochCounters:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "EpochCounters":
-        counters = cls(**{k: int(state.get(k, 0)) for k in ("samples_read", "items_yielded", "batches_yielded",
+        counters = cls(**{k: int(state.get(k, 0)) for k in ("samples_read", "items_read", "items_yielded", "batches_yielded",
                                                               "batches_dropped", "spans_outside", "decode_errors")})
         counters.shards_failed = list(state.get("shards_failed", []))
         counters.skipped = [tuple(s) for s in state.get("skipped", [])]
