@@ -39,6 +39,8 @@ CAPTION_EXTENSIONS = ("txt", "caption", "json")
 """Members read as a clip-level caption when the sample has no transcript: ``txt`` / ``caption`` (the text),
 ``json`` metadata with a string ``caption`` field (video2dataset)."""
 _WHITESPACE_TOKEN = re.compile(r"\S+")
+MAX_CAPTION_BYTES = 1_000_000
+"""A caption member larger than this is refused (a clip-level caption is a sentence or a paragraph)."""
 
 
 def caption_text(sample: dict) -> Optional[str]:
@@ -46,19 +48,22 @@ def caption_text(sample: dict) -> Optional[str]:
 
     Raises:
         UnicodeDecodeError: a caption member that is not UTF-8.
+        ValueError: a ``txt`` / ``caption`` member over :data:`MAX_CAPTION_BYTES`.
     """
     for ext in CAPTION_EXTENSIONS:
         if ext not in sample:
             continue
         raw = sample[ext]
         if ext == "json":
-            if is_transcript_json(raw):
-                continue
+            if len(raw) > MAX_CAPTION_BYTES or is_transcript_json(raw):
+                continue  # a transcript (read elsewhere), malformed, or too large for a metadata record
             value = json.loads(raw)
             text = value.get("caption") if isinstance(value, dict) else None
             if not isinstance(text, str):
                 continue
         else:
+            if len(raw) > MAX_CAPTION_BYTES:
+                raise ValueError(f"caption member {ext!r} has {len(raw)} bytes, over {MAX_CAPTION_BYTES}")
             text = bytes(raw).decode("utf-8-sig")
         text = " ".join(text.split())
         if not text:

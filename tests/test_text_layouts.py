@@ -266,3 +266,17 @@ def test_encode_text_rejects_bad_tokenizer_output():
     with pytest.raises(TypeError, match="ids and character offsets"):
         encode_text(lambda text: 42, "abc")
     assert encode_text(None, " a  bc ") == (None, [(1, 2), (4, 6)])
+
+
+def test_caption_members_on_plain_dicts():
+    """txt wins over json metadata; transcripts and captionless metadata are not captions; a huge txt is refused."""
+    from loaders._text import MAX_CAPTION_BYTES, caption_text
+
+    meta = json.dumps({"url": "u", "caption": "from json"}).encode()
+    assert caption_text({"txt": " from\n  txt ".encode(), "json": meta}) == "from txt"
+    assert caption_text({"json": meta}) == "from json"
+    assert caption_text({"json": json.dumps({"url": "u", "status": "success"}).encode()}) is None
+    assert caption_text({"json": json.dumps({"segments": []}).encode()}) is None  # a transcript, read elsewhere
+    assert caption_text({"txt": b"   "}) is None
+    with pytest.raises(ValueError, match="over"):
+        caption_text({"txt": b"x" * (MAX_CAPTION_BYTES + 1)})
