@@ -498,6 +498,8 @@ def test_damaged_headers_raise_only_decode_errors(tmp_path, container):
     fallback: each damaged copy must decode or raise DecodeError, from both readers."""
     data = hostile.clip(tmp_path / f"c.{container}")
     copies = [data[:1445], data[:len(data) // 3]]
+    if container == "mp4":  # a video track with 0 frames, and one whose stsz claims 2**30 samples
+        copies += [hostile.set_stsz_count(data, 0), hostile.set_stsz_count(data, 2**30)]
     for at in range(4, 200, 13):  # the EBML header / ftyp+moov start
         damaged = bytearray(data)
         damaged[at] ^= 0xFF
