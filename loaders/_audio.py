@@ -217,6 +217,23 @@ class _SampleBuffer:
             row /= width
 
 
+def _tolerant_frames(container, stream, label: str, bad_packets: list):
+    """Decoded frames of ``stream``; a packet the decoder rejects is skipped and its pts appended to
+    ``bad_packets`` (as ``ffmpeg -i`` does), so its time becomes a gap that :func:`_decode_all` fills with silence."""
+    import av
+
+    for packet in container.demux(stream):
+        try:
+            frames = packet.decode()
+        except (av.error.EOFError, av.error.ExitError):
+            raise
+        except av.FFmpegError as error:
+            bad_packets.append(packet.pts)
+            logger.info("%s: skipping an undecodable audio packet at pts %s: %s", label, packet.pts, error)
+            continue
+        yield from frames
+
+
 class _PipelinedResample:
     """Mono downmix and soxr resampling of each full block on one helper thread while decoding goes on.
 
@@ -299,9 +316,10 @@ class _PipelinedResample:
 
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                 max_duration_seconds: Optional[float] = None, *, mono: bool = False,
-                sample_rate: Optional[int] = None) -> tuple[np.ndarray, float, int]:
+                sample_rate: Optional[int] = None) -> tuple[np.ndarray, float, int, int]:
     """Decode the stream: (samples [C, N], or [1, N] channel means when ``mono``, at ``sample_rate`` (default:
-    the stream's); time of sample 0; the stream's rate), repairing gaps and overlaps.
+    the stream's); time of sample 0; the stream's rate; packets skipped as undecodable), repairing gaps and
+    overlaps.
 
     Gaps are only counted while decoding and filled once the whole stream has been checked: timestamps
     that would need more silence than :data:`_GAP_FILL_ALLOWANCE_SECONDS` beyond the decoded audio, or an
@@ -320,29 +338,31 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     out_rate = sample_rate or rate
     pipeline = _PipelinedResample(rate, out_rate, gaps) if mono and out_rate != rate else None
     buffer = _SampleBuffer(on_block=pipeline)
+    bad_packets: list = []
     try:
-        total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds)
+        total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds, bad_packets)
         if pipeline is not None:
             buffer.finish()
             resampled = pipeline.result(buffer.width, total)
             if resampled is not None:
-                return resampled, start, rate
+                return resampled, start, rate, len(bad_packets)
     finally:
         if pipeline is not None:
             pipeline.close()
-    return resample(buffer.join(gaps, mono=mono), rate, out_rate), start, rate
+    return resample(buffer.join(gaps, mono=mono), rate, out_rate), start, rate, len(bad_packets)
 
 
 def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer, gaps: list[tuple[int, int]],
-                 max_duration_seconds: Optional[float]) -> tuple[int, float]:
-    """Decode every frame into ``buffer``, appending timestamp gaps to ``gaps``; returns (samples including
-    the silence of the gaps, time of sample 0). Raises DecodeError as :func:`_decode_all` documents."""
+                 max_duration_seconds: Optional[float], bad_packets: list) -> tuple[int, float]:
+    """Decode every frame into ``buffer``, appending timestamp gaps to ``gaps`` and the pts of packets the
+    decoder rejects to ``bad_packets``; returns (samples including the silence of the gaps, time of sample 0).
+    Raises DecodeError as :func:`_decode_all` documents."""
     start: Optional[float] = None
     written = decoded = filled = 0
     overlaps = 0
     packer: list = []
     limit = None if max_duration_seconds is None else max_duration_seconds * rate
-    for frame in container.decode(stream):
+    for frame in _tolerant_frames(container, stream, label, bad_packets):
         n = frame.samples
         if n == 0:
             continue
@@ -443,8 +463,8 @@ def read_audio(
             seek = None
             if start_seconds is not None and start_seconds > 2 * _SEEK_MARGIN_SECONDS:
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
-            samples, first_seconds, rate = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
-                                                       sample_rate=sample_rate)
+            samples, first_seconds, rate, decode_errors = _decode_all(
+                container, stream, label, seek, max_duration_seconds, mono=mono, sample_rate=sample_rate)
         finally:
             container.close()
         out_rate = sample_rate or rate
@@ -476,5 +496,6 @@ def read_audio(
         start_seconds=float(first_seconds),
         source_sample_rate=rate,
         codec=codec,
+        decode_errors=decode_errors,
         stream_index=index_of_stream,
     )
