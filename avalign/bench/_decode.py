@@ -163,9 +163,10 @@ def _creation(path: str, threads: int) -> dict[str, Callable[[], int]]:
     import av
 
     import loaders
+    from loaders import _index  # the per-process index cache is cleared before each call: a cold start
 
     out = {
-        "avalign probe_video (header + frame index)": lambda: loaders.probe_video(path)[1].num_frames,
+        "avalign probe_video (header + frame index)": lambda: _index._CACHE.clear() or loaders.probe_video(path)[1].num_frames,
         "PyAV av.open": lambda: av.open(path).close() or 0,
     }
     try:
