@@ -134,7 +134,7 @@ def _track(data: bytes, start: int, stop: int, movie_timescale: int, ordinal: in
                 boxes[kind] = (s, e)
 
     walk(start, stop)
-    if "hdlr".encode() not in boxes or data[boxes[b"hdlr"][0] + 8: boxes[b"hdlr"][0] + 12] != b"vide":
+    if b"hdlr" not in boxes or data[boxes[b"hdlr"][0] + 8: boxes[b"hdlr"][0] + 12] != b"vide":
         return None
     for needed in (b"mdhd", b"stts", b"stsz"):
         if needed not in boxes:
