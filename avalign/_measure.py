@@ -82,10 +82,13 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
     }
 
 
-def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto") -> dict:
+def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto",
+            av_offset_ms: Optional[float] = None, max_offset_ms: float = 500.0) -> dict:
     """Decode ``media`` (and ``transcript``), estimate offsets and drift, return the ``measure`` record.
 
     ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``).
+    ``av_offset_ms`` (known A/V offset, ms) is used instead of the A/V estimate (``av_method`` then says so);
+    ``max_offset_ms`` is the estimators' search range (``aligner.align``'s ``max_offset_ms``).
 
     Audio-only media are accepted: the A/V fields are then null and words are on the audio timeline.
     """
@@ -101,7 +104,9 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
             raise
         video = None
     text = loaders.read_transcript(transcript) if transcript else None
-    record = measure_sample(video, audio, text, sample_rate=sample_rate, text_method=text_method)
+    given = {"av_offset_ms": av_offset_ms} if av_offset_ms is not None else {}
+    record = measure_sample(video, audio, text, sample_rate=sample_rate, text_method=text_method,
+                            max_offset_ms=max_offset_ms, **given)
     record["media"] = media
     record["transcript"] = transcript
     if video is None:
