@@ -315,3 +315,21 @@ def test_wild_specs_cover_the_nuisances_and_keep_the_ranges_apart() -> None:
     assert attack_envelope(x, attack="sharp", attack_ms=0.0).tolist() == [0.0, 1.0, 1.0, 1.0, 1.0]
     expo = attack_envelope(x, attack="exponential", attack_ms=10.0)
     assert expo[2] == pytest.approx((1 - np.exp(-2.0)) / (1 - np.exp(-4.0))) and expo[3] == pytest.approx(1.0)
+
+
+def test_mouth_only_pairings_remove_the_flashes() -> None:
+    """The bench's mouth-only check zeroes the flash frames (from the generator's truth) and keeps the mouth:
+    the clip that answers with its flashes must abstain without them."""
+    from avalign.bench._wild import WildFeatures, mouth_only_pairings
+
+    times = (1.5, 4.2, 7.9, 11.3)
+    video, audio = _talking_clip(11, offset_ms=60.0, lead_ms=25.0, flash_times=times)
+    visual = visual_change_events(video.frames)
+    pts = video.pts_seconds.numpy()
+    onsets = audio_onsets(audio.samples, audio.sample_rate, start_seconds=audio.start_seconds)
+    assert not estimate_av_offset_from_features(visual, pts, onsets).abstained
+    frames = [int(np.searchsorted(pts, t)) for t in times]
+    record = {"mouth": True, "events": [{"frame_index": k, "flash_frames": 1} for k in frames], "cut_seconds": []}
+    rows = mouth_only_pairings({"c": WildFeatures(visual, pts, onsets, 0.0)}, {"c": record})
+    assert [r["clip"] for r in rows] == ["c"] and rows[0]["answered"] is False, rows
+    assert mouth_only_pairings({"c": WildFeatures(visual, pts, onsets, 0.0)}, {"c": {**record, "mouth": False}}) == []
