@@ -4,13 +4,36 @@ Segment-level captions (SRT, WebVTT) give one ``[start, stop)`` per line; traini
 Given the span's audio and its text, pocketsphinx's forced aligner (acoustic model and dictionary ship
 in the ``pocketsphinx==5.1.1`` wheel) places each word::
 
-    audio clock   start                                                   stop
-                  |-----[he)[was)[not  )--[an)[ill)[disposed  )[young)[man  )--|
-    ps frames     0    10 ms per frame ...                          (frame f at start + f / 100 s)
+    audio clock        start                                                   stop
+    padded input  ~~~~~|-----[he)[was)[not  )--[an)[ill)[disposed  )[young)[man  )--|~~~~~
+    ps frames          10 ms per frame; a word's first frame f is dated at f / 100 s
+    two passes         the second pass sees the input 5 ms later (half a frame); times are averaged
+    lead correction    + FORCED_LEAD_MS to starts and stops, then clamped into [start, stop)
 
 Text is lowercased, punctuation is stripped (apostrophes inside words kept), and words missing from
 the dictionary are left out of the alignment and of the result (logged); the remaining words keep
 their order. Times are on the clock of ``audio`` (apply the transcript offset before, if known).
+
+Three corrections of pocketsphinx's raw word times (measured in BENCHMARKS.md, "Word starts on
+human-timed speech"):
+
+- **Padding.** :data:`PAD_SECONDS` of digital silence before and after the span: with less than about
+  70 ms of leading silence the aligner has no room for its silence model and puts the first word at
+  frame 0 (North Wind: -68 ms raw, -38 ms padded; damon: -51 / -41 ms). A word that lands in the
+  padding is clamped to the span start.
+- **Half-frame passes.** Word starts are quantised to 10 ms frames; a second alignment of the input
+  delayed by 5 ms and the average of both halves the step (held-out |error| median 15.8 -> 13.9 ms).
+- **Lead.** Pocketsphinx dates a boundary at the first sample of the first 25.6 ms analysis window
+  that it assigns to the new word, so starts come early. :data:`FORCED_LEAD_MS` was measured on
+  praatio 6.2.2's ``examples/files`` (bobby, mary, damon_set_test: 12 words, 3 speakers, word TextGrids
+  timed by hand): signed median of (aligned - annotated) start = -19.6 ms with padding and both passes.
+  It is added to every time. The North Wind recording of praat-parselmouth 0.4.7 was not used for
+  tuning; it is the held-out report.
+
+Memory and time grow with words x frames; a span is refused (empty result, a warning naming the
+reason) when it holds more than :data:`MAX_ALIGN_WORDS` words, more than :data:`MAX_ALIGN_SECONDS`
+of audio, or more words than its audio can hold (:data:`MAX_WORDS_PER_SECOND`); text is not even
+split beyond that many words, so a 50 MB single-cue caption costs no more than a short one.
 """
 from __future__ import annotations
 
@@ -26,22 +49,66 @@ from loaders._records import AudioClip, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ALIGN_SAMPLE_RATE", "forced_align_words", "normalise_words"]
+__all__ = [
+    "ALIGN_SAMPLE_RATE",
+    "FORCED_LEAD_MS",
+    "MAX_ALIGN_SECONDS",
+    "MAX_ALIGN_WORDS",
+    "MAX_WORDS_PER_SECOND",
+    "PAD_SECONDS",
+    "alignment_refusal",
+    "forced_align_words",
+    "normalise_words",
+]
 
 ALIGN_SAMPLE_RATE = 16000
 """Rate of pocketsphinx's default acoustic model (en-us)."""
+FORCED_LEAD_MS = 19.6
+"""Added to pocketsphinx's word times: its measured lead on human-timed speech (praatio 6.2.2 examples,
+12 words; see the module docstring and BENCHMARKS.md)."""
+PAD_SECONDS = 0.3
+"""Digital silence added before and after a span so that its first word is not put at frame 0."""
+MAX_ALIGN_WORDS = 2000
+"""Most words one alignment takes; more is refused (memory grows about 5 KB per word, plus frames)."""
+MAX_ALIGN_SECONDS = 600.0
+"""Most seconds of audio one alignment takes."""
+MAX_WORDS_PER_SECOND = 10.0
+"""A span with more words per second than this cannot be speech of that text (fast speech is 5-6)."""
 _FRAMES_PER_SECOND = 100
+_HALF_FRAME_SECONDS = 0.005
 _NON_WORDS = {"<s>", "</s>", "<sil>", "[NOISE]", "[SPEECH]"}
+_WORD = re.compile(r"\S+")
 
 
-def normalise_words(text: str) -> list[str]:
-    """Lowercase ``text`` and split it into words without punctuation (``"Don't!"`` → ``["don't"]``)."""
+def normalise_words(text: str, *, limit: Optional[int] = None) -> list[str]:
+    """Lowercase ``text`` and split it into words without punctuation (``"Don't!"`` → ``["don't"]``).
+
+    With ``limit``, stop after ``limit + 1`` words (enough to tell that there are too many) without
+    splitting the rest of the text.
+    """
     words = []
-    for token in text.lower().split():
-        token = re.sub(r"[^\w']", "", token).strip("'")
+    for match in _WORD.finditer(text):
+        token = re.sub(r"[^\w']", "", match.group(0).lower()).strip("'")
         if token:
             words.append(token)
+            if limit is not None and len(words) > limit:
+                break
     return words
+
+
+def alignment_refusal(num_words: int, duration_seconds: float) -> Optional[str]:
+    """Why an alignment of ``num_words`` words to ``duration_seconds`` of audio is refused, or None.
+
+    Reasons: ``too_many_words`` (> :data:`MAX_ALIGN_WORDS`), ``too_long`` (> :data:`MAX_ALIGN_SECONDS`),
+    ``words_do_not_fit`` (more than :data:`MAX_WORDS_PER_SECOND` words per second, plus one).
+    """
+    if num_words > MAX_ALIGN_WORDS:
+        return "too_many_words"
+    if duration_seconds > MAX_ALIGN_SECONDS:
+        return "too_long"
+    if num_words > MAX_WORDS_PER_SECOND * duration_seconds + 1:
+        return "words_do_not_fit"
+    return None
 
 
 def _new_decoder() -> Any:
@@ -51,6 +118,22 @@ def _new_decoder() -> Any:
         raise ImportError("forced alignment needs pocketsphinx: pip install 'avalign[align]' (pocketsphinx==5.1.1)") from e
     # Wide beams: with the defaults the search sometimes fails to reach the end of the text.
     return Decoder(samprate=ALIGN_SAMPLE_RATE, bestpath=False, loglevel="ERROR", beam=1e-80, wbeam=1e-60, pbeam=1e-80)
+
+
+def _align_pass(decoder: Any, pcm: np.ndarray, text: str, expected: list[str]) -> Optional[np.ndarray]:
+    """``[W, 2]`` start/stop seconds (from the first sample of ``pcm``) of the words, or None on failure."""
+    decoder.set_align_text(text)
+    decoder.start_utt()
+    decoder.process_raw(pcm.tobytes(), full_utt=True)
+    decoder.end_utt()
+    out, names = [], []
+    for seg in decoder.seg() or ():  # None when the audio does not match the text
+        name = re.sub(r"\(\d+\)$", "", seg.word)  # alternate pronunciations: "was(2)"
+        if name in _NON_WORDS:
+            continue
+        names.append(name)
+        out.append((seg.start_frame / _FRAMES_PER_SECOND, (seg.end_frame + 1) / _FRAMES_PER_SECOND))
+    return np.asarray(out, dtype=np.float64) if names == expected else None
 
 
 def forced_align_words(
@@ -72,7 +155,8 @@ def forced_align_words(
 
     Returns:
         The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the
-        audio clock inside ``[start, stop)``; ``()`` when no word is in the dictionary or the alignment fails.
+        audio clock inside ``[start, stop)``, lead-corrected (module docstring); ``()`` when no word is in
+        the dictionary, the span is refused (:func:`alignment_refusal`, logged) or the alignment fails.
 
     Raises:
         ValueError: ``stop <= start`` or the span lies outside the audio.
@@ -81,7 +165,7 @@ def forced_align_words(
     Example:
         >>> words = forced_align_words(audio, "He was not an ill-disposed young man.", 0.0, 3.0)  # doctest: +SKIP
         >>> [(w.text, round(w.start_seconds, 2)) for w in words][:2]                              # doctest: +SKIP
-        [('he', 0.21), ('was', 0.33)]
+        [('he', 0.23), ('was', 0.35)]
     """
     if not stop > start:
         raise ValueError(f"span must have stop > start, got {start = }, {stop = }")
@@ -90,8 +174,14 @@ def forced_align_words(
             f"span [{start}, {stop}) lies outside the audio [{audio.start_seconds}, {audio.stop_seconds}); "
             "pass times on the audio clock"
         )
-    words = normalise_words(span_text)
+    lo, hi = max(start, audio.start_seconds), min(stop, audio.stop_seconds)
+    words = normalise_words(span_text, limit=MAX_ALIGN_WORDS)
     if not words:
+        return ()
+    refusal = alignment_refusal(len(words), hi - lo)
+    if refusal is not None:
+        logger.warning("forced alignment refused (%s): %s%d words in %.2f s", refusal,
+                       "more than " if len(words) > MAX_ALIGN_WORDS else "", len(words), hi - lo)
         return ()
     decoder = decoder if decoder is not None else _new_decoder()
     known = [w for w in words if decoder.lookup_word(w) is not None]
@@ -101,27 +191,27 @@ def forced_align_words(
     if not known:
         return ()
     # The span's samples (half-open, the project's rounding rule), mono, at 16 kHz, as int16.
-    first, last = sample_range(max(start, audio.start_seconds) - audio.start_seconds,
-                               min(stop, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
+    first, last = sample_range(lo - audio.start_seconds, hi - audio.start_seconds, audio.sample_rate)
     signal = mono(audio.samples)[first:last]
     if audio.sample_rate != ALIGN_SAMPLE_RATE:
         from loaders._audio import resample
 
         signal = resample(signal[None, :].astype(np.float32), audio.sample_rate, ALIGN_SAMPLE_RATE)[0]
-    pcm = (np.clip(signal, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+    pcm = (np.clip(signal, -1.0, 1.0) * 32767.0).astype("<i2")
     origin = audio.start_seconds + first / audio.sample_rate
-    decoder.set_align_text(" ".join(known))
-    decoder.start_utt()
-    decoder.process_raw(pcm, full_utt=True)
-    decoder.end_utt()
-    out = []
-    for seg in decoder.seg() or ():  # None when the audio does not match the text
-        text = re.sub(r"\(\d+\)$", "", seg.word)  # alternate pronunciations: "was(2)"
-        if text in _NON_WORDS:
-            continue
-        out.append(Word(text, origin + seg.start_frame / _FRAMES_PER_SECOND,
-                        origin + (seg.end_frame + 1) / _FRAMES_PER_SECOND))
-    if [w.text for w in out] != known:
-        logger.warning("forced alignment failed for %r (got %d of %d words)", span_text, len(out), len(known))
+    text = " ".join(known)
+    passes = []
+    for delay in (0.0, _HALF_FRAME_SECONDS):
+        before = int(round((PAD_SECONDS + delay) * ALIGN_SAMPLE_RATE))
+        padded = np.concatenate([np.zeros(before, "<i2"), pcm, np.zeros(int(PAD_SECONDS * ALIGN_SAMPLE_RATE), "<i2")])
+        times = _align_pass(decoder, padded, text, known)
+        if times is not None:
+            passes.append(times - before / ALIGN_SAMPLE_RATE)
+    if not passes:
+        logger.warning("forced alignment failed for %r (%d words)", span_text[:200], len(known))
         return ()
-    return tuple(out)
+    times = np.mean(passes, axis=0) + origin + FORCED_LEAD_MS / 1000.0
+    # Clamp into the span, keeping starts non-decreasing and every word non-empty where the span allows.
+    starts = np.maximum.accumulate(np.clip(times[:, 0], lo, hi))
+    stops = np.clip(np.maximum(times[:, 1], starts), lo, hi)
+    return tuple(Word(name, float(a), float(b)) for name, a, b in zip(known, starts, stops))
