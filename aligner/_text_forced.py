@@ -36,7 +36,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from aligner._forced import forced_align_words, normalise_words
+from aligner._forced import MAX_ALIGN_WORDS, forced_align_words, normalise_words
 from aligner._text_offset import TextEstimate, _abstain, _check_search
 from loaders._records import AudioClip, Transcript
 
@@ -73,7 +73,8 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
     if not hi > lo:
         return []
     # The first dictionary token of each item is dated; items with none are left out.
-    tokens = [[t for t in normalise_words(text) if decoder.lookup_word(t) is not None] for text, _, _ in chunk]
+    tokens = [[t for t in normalise_words(text, limit=MAX_ALIGN_WORDS) if decoder.lookup_word(t) is not None]
+              for text, _, _ in chunk]
     text = " ".join(t for item_tokens in tokens for t in item_tokens)
     if not text:
         return []
@@ -121,7 +122,7 @@ def estimate_text_offset_forced(
     if not agree_ms > 0:
         raise ValueError(f"agree_ms must be > 0, got {agree_ms = }")
     items, use_words = _items(transcript)
-    items = [item for item in items if normalise_words(item[0])]
+    items = [item for item in items if normalise_words(item[0], limit=0)]
     if not items:
         return _abstain("empty_transcript")
     if decoder is None:
@@ -150,7 +151,8 @@ def estimate_text_offset_forced(
         differences += found or []
     method = "forced_words" if use_words else "forced_spans"
     if not differences:
-        return _abstain("alignment_failed", num_onsets=len(items))
+        return _abstain("alignment_failed", num_onsets=len(items), found=f"0 of {len(items)} item(s) aligned",
+                        needed="at least one aligned word")
     d = np.asarray(differences)
     offset_seconds = float(np.median(d))
     agreement = float(np.mean(np.abs(d - offset_seconds) <= agree_ms / 1000.0))
@@ -159,10 +161,15 @@ def estimate_text_offset_forced(
     logger.debug("forced text offset %.1f ms from %d of %d items: agreement %.2f", offset_seconds * 1000, d.size,
                  len(items), agreement)
     if abs(offset_seconds) > margin:
-        return _abstain("offset_out_of_range", num_onsets=int(d.size), confidence=confidence)
+        return _abstain("offset_out_of_range", num_onsets=int(d.size), confidence=confidence,
+                        best_guess_ms=offset_seconds * 1000.0, found=f"median {offset_seconds * 1000:.0f} ms over {d.size} word(s)",
+                        needed=f"within ±{max_offset_ms:g} ms")
     if confidence < min_confidence:
-        return _abstain("low_confidence", num_onsets=int(d.size), confidence=confidence)
-    return TextEstimate(offset_seconds * 1000.0, confidence, method, int(d.size), 0.0)
+        return _abstain("low_confidence", num_onsets=int(d.size), confidence=confidence,
+                        best_guess_ms=offset_seconds * 1000.0,
+                        found=f"{d.size} of {len(items)} item(s) aligned, {agreement:.0%} within ±{agree_ms:g} ms of "
+                              f"the median: confidence {confidence:.2f}", needed=f"confidence >= {min_confidence}")
+    return TextEstimate(offset_seconds * 1000.0, confidence, method, int(d.size), 0.0, offset_seconds * 1000.0)
 
 
 TEXT_METHODS = ("auto", "energy", "forced")

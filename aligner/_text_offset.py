@@ -84,11 +84,28 @@ class TextEstimate:
     """Transcript onsets (word or span starts) used."""
     peak_to_sidelobe: float = 0.0
     """Raw peak-to-sidelobe ratio (robust z-score of the combined peak)."""
+    best_guess_ms: Optional[float] = None
+    """The unthresholded estimate when abstaining (None when there was none); equals the answer otherwise."""
+    found: str = ""
+    """When abstaining: what the evidence showed, in words (e.g. ``"confidence 0.12 (psr 3.7)"``)."""
+    needed: str = ""
+    """When abstaining: what an answer needs (e.g. ``"confidence >= 0.3"``)."""
+    hint: str = ""
+    """When abstaining: what the user can do."""
 
     @property
     def abstained(self) -> bool:
         """True when no offset is reported."""
         return self.text_offset_ms is None
+
+    def abstain_record(self) -> Optional[dict]:
+        """``{reason, found, needed, best_guess_ms, hint}`` when abstaining (the ``text_abstain`` of
+        ``measure`` and ``align.json``), else None."""
+        if not self.abstained:
+            return None
+        guess = None if self.best_guess_ms is None else round(float(self.best_guess_ms), 3)
+        return {"reason": self.method.removeprefix("abstain:"), "found": self.found, "needed": self.needed,
+                "best_guess_ms": guess, "hint": self.hint}
 
 
 @dataclass(frozen=True)
@@ -161,9 +178,36 @@ def _onsets(transcript: Transcript) -> tuple[np.ndarray, np.ndarray, bool]:
     return starts, weights, use_words
 
 
-def _abstain(reason: str, *, num_onsets: int = 0, psr: float = 0.0, confidence: float = 0.0) -> TextEstimate:
-    logger.info("text offset estimation abstains: %s", reason)
-    return TextEstimate(None, float(confidence), f"abstain:{reason}", num_onsets, float(psr))
+_GIVE_OFFSET = "pass text_offset_ms if the transcript's timing is known"
+_HINTS = {
+    "empty_transcript": ("a transcript with text", "check the transcript file"),
+    "no_speech_contrast": ("speech with pauses (energy above and below the noise floor)",
+                           "use text_method='forced' (pocketsphinx) or " + _GIVE_OFFSET),
+    "no_onsets": ("speech onsets in the audio", _GIVE_OFFSET),
+    "no_activity_contrast": ("speech activity that varies with the lag", _GIVE_OFFSET),
+    "search_range_too_small": ("a search range of at least ~100 ms", "raise max_offset_ms"),
+    "peak_at_search_edge": ("an evidence peak inside the search range", "raise max_offset_ms if the offset may be larger"),
+    "low_confidence": ("", "check that the transcript belongs to this audio; " + _GIVE_OFFSET),
+    "alignment_failed": ("words that forced alignment can place", "check the transcript's language (en-us model) and text"),
+    "offset_out_of_range": ("an offset inside the search range", "raise max_offset_ms if the offset may be larger"),
+    "methods_disagree": ("energy and forced alignment within 50 ms of each other",
+                         "segment-level captions on conversational speech are often too loose; " + _GIVE_OFFSET),
+}
+
+
+def _abstain(reason: str, *, num_onsets: int = 0, psr: float = 0.0, confidence: float = 0.0,
+             best_guess_ms: Optional[float] = None, found: str = "", needed: str = "") -> TextEstimate:
+    """An abstention that explains itself: ``found`` / ``needed`` default to the reason's standard wording."""
+    default_needed, hint = _HINTS.get(reason, ("", _GIVE_OFFSET))
+    if not found:
+        found = f"{num_onsets} transcript onset(s)"
+        if psr:
+            found += f", peak {psr:.1f}x sidelobe"
+        if confidence:
+            found += f", confidence {confidence:.2f}"
+    logger.info("text offset estimation abstains: %s (%s)", reason, found)
+    return TextEstimate(None, float(confidence), f"abstain:{reason}", num_onsets, float(psr),
+                        None if best_guess_ms is None else float(best_guess_ms), found, needed or default_needed, hint)
 
 
 def _check_search(max_offset_ms: float, min_confidence: float) -> None:
@@ -257,7 +301,8 @@ def estimate_text_offset(
     confidence = float(np.clip((psr - _PSR_NOISE) / (_PSR_FULL - _PSR_NOISE), 0.0, 1.0))
     confidence *= float(np.clip(2.0 * (1.0 - rival), 0.0, 1.0))
     if peak < 2 or peak > gated.size - 3:
-        return _abstain("peak_at_search_edge", num_onsets=int(starts.size), psr=psr)
+        return _abstain("peak_at_search_edge", num_onsets=int(starts.size), psr=psr,
+                        best_guess_ms=(peak - half_lags) * hop * 1000.0)
     # Precision from the onset curve alone, near the combined peak.
     near = int(math.ceil(0.02 / hop))
     lo, hi = max(peak - near, 1), min(peak + near + 1, onset_curve.size - 1)
@@ -278,8 +323,10 @@ def estimate_text_offset(
             offset_seconds = float(np.median(strong[matched] - pick[matched]))
             method += "+matched"
     if confidence < min_confidence:
-        return _abstain("low_confidence", num_onsets=int(starts.size), psr=psr, confidence=confidence)
-    return TextEstimate(offset_seconds * 1000.0, confidence, method, int(starts.size), psr)
+        return _abstain("low_confidence", num_onsets=int(starts.size), psr=psr, confidence=confidence,
+                        best_guess_ms=offset_seconds * 1000.0, found=f"peak {psr:.1f}x sidelobe, rival peak "
+                        f"{rival:.2f} of it: confidence {confidence:.2f}", needed=f"confidence >= {min_confidence}")
+    return TextEstimate(offset_seconds * 1000.0, confidence, method, int(starts.size), psr, offset_seconds * 1000.0)
 
 
 def _onset_candidates(features: SpeechFeatures, *, min_rise_db: float, quiet_db: float) -> np.ndarray:
