@@ -53,6 +53,8 @@ _MAX_CHUNK_SECONDS = 30.0
 # Forcing an unrelated transcript onto speech still places its words somewhere; 20-50 % of the
 # differences then fall within ±40 ms of their median by chance (LibriVox utterances swapped).
 _CHANCE_AGREEMENT = 0.3
+# Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms).
+_DISAGREE_MS = 50.0
 
 
 def _items(transcript: Transcript) -> tuple[list[tuple[str, float, float]], bool]:
@@ -199,6 +201,9 @@ def estimate_transcript_offset(
     (:func:`estimate_text_offset_forced`) or ``"auto"``: energy first; when it abstains and pocketsphinx is
     installed, forced alignment (real connected speech, where word starts are rarely energy onsets).
 
+    For segment-level captions (no word times) ``"auto"`` also runs forced alignment when energy answers,
+    and abstains (``methods_disagree``) when the two are more than 50 ms apart (:func:`_cross_checked`).
+
     ``"forced"`` without pocketsphinx raises ImportError; ``"auto"`` then keeps the energy result.
     """
     from aligner._text_offset import estimate_text_offset
@@ -207,7 +212,7 @@ def estimate_transcript_offset(
         raise ValueError(f"text method must be one of {TEXT_METHODS}, got {method!r}")
     if method != "forced":
         energy = estimate_text_offset(audio, transcript, max_offset_ms=max_offset_ms, min_confidence=min_confidence)
-        if method == "energy" or not energy.abstained:
+        if method == "energy" or (not energy.abstained and transcript.words):
             return energy
     try:
         decoder = _shared_decoder()
@@ -223,6 +228,26 @@ def estimate_transcript_offset(
             raise
         logger.warning("forced alignment failed (%s); keeping the energy estimate", e)
         return energy
+    if method == "auto" and not energy.abstained:
+        return _cross_checked(energy, forced)
     if method == "auto" and forced.abstained:
         return energy
     return forced
+
+
+def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
+    """Segment-level captions: the energy answer stands only where forced alignment does not contradict it.
+
+    Caption edges follow speech activity only loosely (conversational speech, overlapping talkers, long
+    continuous speech), and a real telephone conversation once gave +472 ms at confidence 0.45-0.62
+    from caption edges alone. Forced alignment dates the captions' words instead; when its best guess
+    is more than :data:`_DISAGREE_MS` from the energy answer, neither is trusted.
+    """
+    guess = forced.best_guess_ms
+    if guess is None or abs(guess - energy.text_offset_ms) <= _DISAGREE_MS:
+        return energy
+    return _abstain("methods_disagree", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
+                    confidence=min(energy.confidence, forced.confidence), best_guess_ms=energy.text_offset_ms,
+                    found=f"caption edges say {energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), "
+                          f"forced alignment of their words {guess:+.0f} ms",
+                    needed=f"agreement within {_DISAGREE_MS:g} ms")
