@@ -83,6 +83,9 @@ class AlignedSample:
     """Window stop (exclusive)."""
     key: str = ""
     """Sample key, when it came from a shard."""
+    transcript: Optional[Transcript] = None
+    """The transcript on its own clock as aligned: the input, with caption words from forced alignment when
+    it had none (``caption_words``); None without transcript. Preprocessing stores it so loading need not re-align."""
 
     def __repr__(self) -> str:
         video = "None" if self.video is None else f"{tuple(self.video.frames.shape)}"
@@ -227,4 +230,4 @@ def align(
         text_abstain=text_abstain,
         caption_words_failed=captions_failed,
     )
-    return AlignedSample(video, aligned_audio, tuple(words), tuple(segments), report, lo, hi, key)
+    return AlignedSample(video, aligned_audio, tuple(words), tuple(segments), report, lo, hi, key, transcript)

@@ -8,7 +8,7 @@ in the ``pocketsphinx==5.1.1`` wheel) places each word::
     padded input  ~~~~~|-----[he)[was)[not  )--[an)[ill)[disposed  )[young)[man  )--|~~~~~
     ps frames          10 ms per frame; a word's first frame f is dated at f / 100 s
     two passes         the second pass sees the input 5 ms later (half a frame); times are averaged
-    lead correction    + FORCED_LEAD_MS to starts and stops, then clamped into [start, stop)
+    lead correction    + FORCED_LEAD_MS to starts and stops (not in digital silence), clamped into [start, stop)
 
 Text is lowercased, punctuation is stripped (apostrophes inside words kept), and words missing from
 the dictionary are left out of the alignment and of the result (logged); the remaining words keep
@@ -31,7 +31,9 @@ human-timed speech"):
   tuning; it is the held-out report. The lead comes with a noise floor: on espeak-ng speech (93 words)
   pocketsphinx's raw starts are -1.1 ms (median) from the truth in digital silence, but -12.8, -14.9
   and -17.1 ms with white noise 40, 30 and 20 dB below the speech. Real recordings always have a
-  floor; digitally silent synthetic speech is the one input that this correction makes ~19 ms late.
+  floor (the four above: 10th percentile of the 10 ms level 30-46 dB below its 95th); a span whose
+  floor (judged on the span and 2 s around it) is more than :data:`DIGITAL_SILENCE_DB` below its loud
+  level (synthetic speech in exact zeros) gets no correction.
 
 Memory and time grow with words x frames; a span is refused (empty result, a warning naming the
 reason) when it holds more than :data:`MAX_ALIGN_WORDS` words, more than :data:`MAX_ALIGN_SECONDS`
@@ -54,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ALIGN_SAMPLE_RATE",
+    "DIGITAL_SILENCE_DB",
     "FORCED_LEAD_MS",
     "MAX_ALIGN_SECONDS",
     "MAX_ALIGN_WORDS",
@@ -69,6 +72,9 @@ ALIGN_SAMPLE_RATE = 16000
 FORCED_LEAD_MS = 19.6
 """Added to pocketsphinx's word times: its measured lead on human-timed speech (praatio 6.2.2 examples,
 12 words; see the module docstring and BENCHMARKS.md)."""
+DIGITAL_SILENCE_DB = 70.0
+"""A span whose quiet level (10th percentile of 10 ms frames) is this far below its loud level (95th) has
+no noise floor (digital silence): pocketsphinx shows no lead there, and :data:`FORCED_LEAD_MS` is not added."""
 PAD_SECONDS = 0.3
 """Digital silence added before and after a span so that its first word is not put at frame 0."""
 MAX_ALIGN_WORDS = 2000
@@ -79,6 +85,7 @@ MAX_WORDS_PER_SECOND = 10.0
 """A span with more words per second than this cannot be speech of that text (fast speech is 5-6)."""
 _FRAMES_PER_SECOND = 100
 _HALF_FRAME_SECONDS = 0.005
+_FLOOR_CONTEXT_SECONDS = 2.0  # the noise floor is judged on the span and this much audio on each side
 _NON_WORDS = {"<s>", "</s>", "<sil>", "[NOISE]", "[SPEECH]"}
 _WORD = re.compile(r"\S+")
 
@@ -121,6 +128,16 @@ def _new_decoder() -> Any:
         raise ImportError("forced alignment needs pocketsphinx: pip install 'avalign[align]' (pocketsphinx==5.1.1)") from e
     # Wide beams: with the defaults the search sometimes fails to reach the end of the text.
     return Decoder(samprate=ALIGN_SAMPLE_RATE, bestpath=False, loglevel="ERROR", beam=1e-80, wbeam=1e-60, pbeam=1e-80)
+
+
+def _floor_gap_db(signal: np.ndarray, sample_rate: int) -> float:
+    """Loud level minus quiet level (dB): 95th minus 10th percentile of 10 ms frame levels."""
+    from aligner._signals import log_energy
+
+    level, _ = log_energy(signal, sample_rate, hop_seconds=0.01)
+    if level.size == 0:
+        return 0.0
+    return float(np.percentile(level, 95) - np.percentile(level, 10))
 
 
 def _align_pass(decoder: Any, pcm: np.ndarray, text: str, expected: list[str]) -> Optional[np.ndarray]:
@@ -213,7 +230,11 @@ def forced_align_words(
     if not passes:
         logger.warning("forced alignment failed for %r (%d words)", span_text[:200], len(known))
         return ()
-    times = np.mean(passes, axis=0) + origin + FORCED_LEAD_MS / 1000.0
+    context = sample_range(max(lo - _FLOOR_CONTEXT_SECONDS, audio.start_seconds) - audio.start_seconds,
+                           min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
+    gap_db = _floor_gap_db(mono(audio.samples)[context[0]:context[1]], audio.sample_rate)
+    lead_ms = 0.0 if gap_db > DIGITAL_SILENCE_DB else FORCED_LEAD_MS
+    times = np.mean(passes, axis=0) + origin + lead_ms / 1000.0
     # Clamp into the span, keeping starts non-decreasing and every word non-empty where the span allows.
     starts = np.maximum.accumulate(np.clip(times[:, 0], lo, hi))
     stops = np.clip(np.maximum(times[:, 1], starts), lo, hi)

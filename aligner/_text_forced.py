@@ -281,7 +281,7 @@ def caption_words(
         audio: decoded audio.
         transcript: captions (spans that already have words are kept as they are).
         text_offset_ms: the transcript offset (DESIGN.md sign) to apply before aligning.
-        margin_seconds: search this far beyond each caption's edges.
+        margin_seconds: search this far beyond each caption's edges (at most half-way to the next or previous caption).
         decoder: a pocketsphinx decoder to reuse; default: one per process.
 
     Returns:
@@ -296,9 +296,15 @@ def caption_words(
     decoder = decoder if decoder is not None else _shared_decoder()
     shift = text_offset_ms / 1000.0
     spans, failed = [], 0
-    for span in transcript.spans:
-        lo = max(span.start_seconds - shift - margin_seconds, audio.start_seconds)
-        hi = min(span.stop_seconds - shift + margin_seconds, audio.stop_seconds)
+    ordered = transcript.spans
+    for i, span in enumerate(ordered):
+        # The margin stops half-way to a neighbouring caption: another caption's speech inside the window
+        # (words the text does not hold) pulls the edge words towards it.
+        before = min(margin_seconds, max(0.0, (span.start_seconds - ordered[i - 1].stop_seconds) / 2)) if i else margin_seconds
+        after = (min(margin_seconds, max(0.0, (ordered[i + 1].start_seconds - span.stop_seconds) / 2))
+                 if i + 1 < len(ordered) else margin_seconds)
+        lo = max(span.start_seconds - shift - before, audio.start_seconds)
+        hi = min(span.stop_seconds - shift + after, audio.stop_seconds)
         if span.words or not normalise_words(span.text, limit=0):
             spans.append(span)
             continue

@@ -7,7 +7,7 @@ from typing import Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATION_MAX_WIDTH", "format_measurement", "measure", "measure_sample", "read_video_for_estimation"]
+__all__ = ["ESTIMATION_MAX_WIDTH", "format_measurement", "measure", "measure_aligned", "measure_sample", "read_video_for_estimation"]
 
 ESTIMATION_MAX_WIDTH = 256
 """Frames are decoded at most this wide for estimation: the estimators use per-frame luma changes only,
@@ -33,6 +33,12 @@ def _round(x: Optional[float], digits: int = 3) -> Optional[float]:
 
 def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, estimate: bool = True, **given) -> dict:
     """The ``measure`` record for decoded media (used by ``measure``, ``preprocess`` and ``report``)."""
+    return measure_aligned(video, audio, transcript, sample_rate=sample_rate, estimate=estimate, **given)[0]
+
+
+def measure_aligned(video, audio, transcript=None, *, sample_rate: int = 16000, estimate: bool = True, **given):
+    """``(record, AlignedSample)``: :func:`measure_sample`'s record and the aligned sample it came from (whose
+    ``transcript`` carries caption words from forced alignment, for preprocessing to store)."""
     import aligner
 
     sample = aligner.align(video, audio, transcript, sample_rate=sample_rate, estimate=estimate, **given)
@@ -77,7 +83,7 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
         "caption_words_failed": r.caption_words_failed,
         "segments": [_span_json(s) for s in sample.segments],
         "words": [_span_json(w) for w in sample.words],
-    }
+    }, sample
 
 
 def _span_json(span) -> dict:
