@@ -5,7 +5,7 @@ Two measurements, both against a phonetician's annotation:
 - word starts: :func:`aligner.forced_align_words` on each recording's text over the whole recording,
   aligned start minus annotated start, per word, split into ``tune`` (praatio's files, used to measure
   ``aligner._forced.FORCED_LEAD_MS``) and ``report`` (parselmouth's North Wind, never tuned on);
-- transcript offsets: the recordings joined (16 kHz, 0.5 s of silence between), their annotated words
+- transcript offsets: the recordings joined (16 kHz, 0.5 s pauses of -60 dBFS noise between), their annotated words
   written as a word-level transcript late by a known offset; ``estimate_transcript_offset`` must
   recover the offset (error = estimate - injected).
 """
@@ -48,6 +48,9 @@ def _joined(cache_dir, gap_seconds: float = 0.5):
     from loaders._records import AudioClip, Span, Transcript, Word
 
     rate, chunks, spans, t = 16000, [], [], 0.0
+    # Pauses hold white noise at -60 dBFS, not exact zeros: a recording never has digital silence, and
+    # forced alignment treats a span with exact zeros around it as synthetic (no lead correction; +22 ms).
+    gap = (np.random.default_rng(0).standard_normal(int(gap_seconds * rate)) * 1e-3).astype(np.float32)
     for utterance in fetch_hand_timed_speech(cache_dir):
         audio = loaders.read_audio(str(utterance.wav_path), sample_rate=rate)
         samples = audio.samples.numpy()[0]
@@ -55,7 +58,7 @@ def _joined(cache_dir, gap_seconds: float = 0.5):
         starts = [s for _, s in utterance.words] + [duration]
         words = tuple(Word(w, t + a, t + max(b, a + 0.01)) for (w, _), a, b in zip(utterance.words, starts, starts[1:]))
         spans.append(Span(" ".join(w for w, _ in utterance.words), words[0].start_seconds, words[-1].stop_seconds, words))
-        chunks += [samples, np.zeros(int(gap_seconds * rate), np.float32)]
+        chunks += [samples, gap]
         t += duration + gap_seconds
     return AudioClip(torch.from_numpy(np.concatenate(chunks).astype(np.float32))[None], rate, 0.0), Transcript(tuple(spans))
 
