@@ -47,7 +47,7 @@ def test_measure_gives_caption_words_and_segments(clip):
     assert [w["text"] for w in record["words"]] == [n for s in captions.spans for n in normalise_words(s.text)]
     errors_ms = [abs(w["start_seconds"] - t["start_seconds"]) * 1000 for w, t in zip(record["words"], truth["words"])]
     assert len(errors_ms) == len(truth["words"])
-    assert np.median(errors_ms) <= 30.0, np.round(errors_ms, 1)  # measured: 16.8 (clip01), 24.3 ms (clip02)
+    assert np.median(errors_ms) <= 30.0, np.round(errors_ms, 1)  # measured: 19.3 (clip01), 24.3 ms (clip02)
 
 
 def test_align_keeps_segments_when_caption_alignment_fails():
