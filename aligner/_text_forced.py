@@ -84,7 +84,7 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
     text = " ".join(t for item_tokens in tokens for t in item_tokens)
     if not text:
         return []
-    aligned = forced_align_words(audio, text, lo, hi, decoder=decoder)
+    aligned = forced_align_words(audio, text, lo, hi, decoder=decoder, passes=1)  # a median needs no half frames
     if not aligned:
         return None
     out, position = [], 0
