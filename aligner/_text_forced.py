@@ -59,6 +59,9 @@ _CHANCE_AGREEMENT = 0.3
 # sample_data/clip01 (3 SRT captions, truth +90 ms) energy said +87 and forced +35, so 50 ms vetoed a
 # right answer; 80 ms keeps it and still vetoes the +472 ms kind of disagreement.
 _DISAGREE_MS = 80.0
+# ... and forced alignment vetoes only when its own words agree better than chance (confidence > 0 means
+# more than 30 % of the differences within ±40 ms of their median).
+_VETO_MIN_CONFIDENCE = 0.1
 
 
 def _items(transcript: Transcript) -> tuple[list[tuple[str, float, float]], bool]:
@@ -244,12 +247,15 @@ def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
 
     Caption edges follow speech activity only loosely (conversational speech, overlapping talkers, long
     continuous speech), and a real telephone conversation once gave +472 ms at confidence 0.45-0.62
-    from caption edges alone. Forced alignment dates the captions' words instead; when its best guess
-    is more than :data:`_DISAGREE_MS` (80 ms) from the energy answer, neither is trusted.
+    from caption edges alone. Forced alignment dates the captions' words instead; when its words agree
+    better than chance (confidence >= :data:`_VETO_MIN_CONFIDENCE`) and its best guess is more than
+    :data:`_DISAGREE_MS` (80 ms) from the energy answer, neither is trusted. A forced estimate at chance
+    does not veto (generated bench0004: 4 captions, confidence 0, best guess -43 ms against energy's
+    right +93 ms; bench0015 and bench0019 alike).
     """
     guess = forced.best_guess_ms
-    if guess is None or abs(guess - energy.text_offset_ms) <= _DISAGREE_MS:
-        return energy
+    if forced.confidence < _VETO_MIN_CONFIDENCE or guess is None or abs(guess - energy.text_offset_ms) <= _DISAGREE_MS:
+        return energy  # forced alignment whose words agree no better than chance cannot veto
     return _abstain("methods_disagree", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
                     confidence=min(energy.confidence, forced.confidence), best_guess_ms=energy.text_offset_ms,
                     found=f"caption edges say {energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), "
