@@ -158,6 +158,7 @@ def align(
         caption_words: when the transcript has no word times (SRT, WebVTT, segment-only JSON) and pocketsphinx
             is installed, force-align each caption's text inside the caption (after the text offset) to get
             ``words``; a caption that fails keeps its segment and gets no words (``caption_words_failed``).
+            A transcript whose spans are all single words (a JSON word list) is left as it is.
         key: sample key, carried into the result.
 
     Returns:
@@ -191,7 +192,8 @@ def align(
             text_abstain = t.abstain_record()
     clock = dataclasses.replace(clock, text_offset_ms=est_text or 0.0)
     captions_failed = 0
-    if caption_words and transcript is not None and transcript.spans and not transcript.words:
+    if caption_words and transcript is not None and transcript.spans and not transcript.words and \
+            any(len(s.text.split()) > 1 for s in transcript.spans):  # a list of one-word spans is a word list
         transcript, captions_failed = _with_caption_words(audio, transcript, clock.text_offset_ms)
 
     lo, hi = _media_window(video, audio, clock)
