@@ -19,7 +19,7 @@ def read_video_for_estimation(media, *, name: str, max_width: int = ESTIMATION_M
     those of the full stream (scaling happens in the RGB conversion). Returns ``(VideoClip, FrameIndex)``."""
     import loaders
 
-    meta, index = loaders.probe_video(media, name=name)
+    meta, index = loaders.probe_video(media, name=name, max_duration_seconds=options.get("max_duration_seconds"))
     size = None
     if meta.width > max_width:
         height = max(2, int(round(meta.height * max_width / meta.width / 2)) * 2)
@@ -56,6 +56,7 @@ def measure_aligned(video, audio, transcript=None, *, sample_rate: int = 16000, 
             "codec": m.codec,
             "width": m.width,
             "height": m.height,
+            "stream_index": m.stream_index,
         }
     return {
         "av_offset_ms": _round(r.av_offset_ms),
@@ -64,6 +65,7 @@ def measure_aligned(video, audio, transcript=None, *, sample_rate: int = 16000, 
         "text_offset_ms": _round(r.text_offset_ms),
         "text_confidence": _round(r.text_confidence) if transcript is not None else None,
         "av_method": r.av_method,
+        "av_abstain": r.av_abstain,
         "text_method": r.text_method,
         "video": video_json,
         "audio": {
@@ -71,6 +73,7 @@ def measure_aligned(video, audio, transcript=None, *, sample_rate: int = 16000, 
             "start_seconds": _round(audio.start_seconds, 6),
             "num_samples": audio.num_samples,
             "codec": audio.codec,
+            "stream_index": audio.stream_index,
         },
         "aligned": {
             "sample_rate": sample_rate,
@@ -137,6 +140,11 @@ def format_measurement(record: dict) -> str:
         f"A/V offset  {show(record['av_offset_ms'], ' ms')}  (confidence {record['av_confidence']}, {record['av_method']}; > 0: audio lags)",
         f"drift       {show(record['drift_ppm'], ' ppm')}",
     ]
+    why = record.get("av_abstain")
+    if why:
+        guess = "none" if why["best_guess_ms"] is None else f"{why['best_guess_ms']} ms"
+        lines += [f"  A/V abstained: {why['reason']}: found {why['found']}; needed {why['needed']}; best guess {guess}",
+                  f"  hint: {why['hint']}"]
     if record.get("transcript"):
         lines.append(
             f"text offset {show(record['text_offset_ms'], ' ms')}  (confidence {record['text_confidence']}, "
