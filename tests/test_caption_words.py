@@ -108,3 +108,22 @@ def test_preprocess_stores_caption_words(tmp_path, monkeypatch):
     sample = aligner.align(None, audio, stored, estimate=False, text_offset_ms=record["text_offset_ms"],
                            av_offset_ms=record["av_offset_ms"], drift_ppm=record["drift_ppm"])
     assert [w.text for w in sample.words] == expected
+
+
+def test_loader_batches_carry_caption_words():
+    """Raw sample shards (SRT/WebVTT clips among them): packed batches list the captions' forced-aligned words
+    (all of them but those of a caption whose alignment fails: clip05's "Jack found golden keys")."""
+    from loaders import make_loader
+
+    caption_words_all, aligned_words = set(), set()
+    for key, record in sample_truth().items():
+        if record["transcript"].endswith((".srt", ".vtt")):
+            captions = loaders.read_transcript(str(SAMPLE_DATA / record["transcript"]))
+            caption_words_all |= {n for s in captions.spans for n in normalise_words(s.text)}
+            audio = loaders.read_audio(str(SAMPLE_DATA / record["media"]))
+            aligned_words |= {w.text for w in aligner.align(None, audio, captions, estimate=False).words}
+    words = set()
+    for batch in make_loader(str(SAMPLE_DATA / "shards" / "shard-{000000..000001}.tar"), seed=0):
+        words |= set(batch.word_texts)
+    assert aligned_words <= words, sorted(aligned_words - words)
+    assert len(aligned_words) >= 0.8 * len(caption_words_all), sorted(caption_words_all - aligned_words)
