@@ -24,7 +24,7 @@ from typing import Literal, Optional
 from avalign.preprocess._inputs import InputSample, read_members
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
-from avalign._measure import read_video_for_estimation
+from avalign._measure import decode_errors_of, decode_for_measure, null_unmeasurable
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
     import torch
 
     import loaders
-    from avalign._measure import measure_sample
+    from avalign._measure import measure_aligned
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -150,28 +150,23 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
             transcript = None
             if transcript_bytes is not None:
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
-            audio = loaders.read_audio(media, name=media_name, max_duration_seconds=max_duration_seconds)
+            video, index, audio, video_only = decode_for_measure(media, name=media_name, num_threads=1, max_pixels=max_pixels,
+                                                                 max_duration_seconds=max_duration_seconds)
             try:
-                video, index = read_video_for_estimation(media, name=media_name, num_threads=1, max_pixels=max_pixels,
-                                                         max_duration_seconds=max_duration_seconds)
-            except DecodeError as e:
-                if e.reason != "missing_video":  # audio-only media are kept, with a null A/V offset
-                    raise
-                video, index = None, None
-            try:
-                record = measure_sample(video, audio, transcript, sample_rate=sample_rate)
+                record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate,
+                                                  estimate=not video_only)
             except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
                 raise sample_error(e, stage="align") from e  # the key is filled in by process_sample
+            if transcript is not None:  # num_words counts the input's words, as before caption words were added
+                num_words = len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
+                transcript = aligned.transcript  # with caption words (forced alignment): loading need not redo it
         finally:
             if limits is not None:
                 limits.unregister()
     finally:
         torch.set_num_threads(threads)
-    if video is None:
-        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
-    words = 0
-    if transcript is not None:
-        words = len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
+    null_unmeasurable(record, video=video, video_only=video_only, decode_errors=decode_errors_of(video, audio))
+    words = num_words if transcript is not None else 0
     return {
         "record": record,
         "frames": index.to_json() if index is not None else None,
