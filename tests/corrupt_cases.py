@@ -9,6 +9,7 @@ matrix checks)::
     empty_media          skip  decode               skip  decode                 skip  decode
     random_bytes         skip  decode               skip  decode                 skip  decode
     video_only           kept  (empty audio span)   kept  (offsets None)         kept  (offsets None)
+    no_av_stream         skip  missing_audio        skip  missing_audio          skip  missing_audio
     audio_only           kept  (no frames)          kept  (av_offset_ms None)    kept  (av_offset_ms None)
     missing_transcript   kept  (no words)           kept  (no transcript.json)   kept  (has_transcript False)
     malformed_json       skip  transcript           skip  transcript             skip  transcript
@@ -111,13 +112,15 @@ def _make_media(d: Path) -> dict[str, bytes]:
            "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(d / "other.mp4"))
     ffmpeg("-f", "lavfi", "-i", lavfi_v, "-t", t, "-c:v", "libx264", "-g", "5", str(d / "video_only.mp4"))
     ffmpeg("-f", "lavfi", "-i", lavfi_a, "-t", t, "-c:a", "aac", "-ac", "1", str(d / "audio_only.mp4"))
+    (d / "cue.srt").write_text("1\n00:00:00,000 --> 00:00:00,500\nhello\n")
+    ffmpeg("-i", str(d / "cue.srt"), "-c:s", "srt", str(d / "subtitle_only.mkv"))  # a container with no A/V stream
     ffmpeg("-f", "lavfi", "-i", lavfi_v, "-f", "lavfi", "-i", lavfi_a, "-t", t, "-c:v", "mpeg4", "-bf", "2",
            "-c:a", "libmp3lame", "-ac", "1", str(d / "liar.avi"))
     # Over read_video's 4K limit (4096x2176 > 3840x2160): one black frame, cheap to encode, refused before decoding.
     ffmpeg("-f", "lavfi", "-i", "color=c=black:size=4096x2176:rate=10", "-f", "lavfi", "-i", lavfi_a, "-t", "0.1",
            "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-ac", "1", str(d / "huge.mp4"))
     media = {name: (d / name).read_bytes() for name in
-             ("good.mp4", "other.mp4", "video_only.mp4", "audio_only.mp4", "liar.avi", "huge.mp4")}
+             ("good.mp4", "other.mp4", "video_only.mp4", "audio_only.mp4", "subtitle_only.mkv", "liar.avi", "huge.mp4")}
     avi = bytearray(media["liar.avi"])
     for tag, offset in ((b"avih", 24), (b"strh", 40)):  # avih dwTotalFrames, the video strh dwLength
         at = avi.index(tag)
@@ -173,6 +176,9 @@ def build_cases(root: Path) -> tuple[str, dict[str, Case]]:
         same(Expect("kept", flagged="no_audio")),
         "an H.264 MP4 without an audio stream (the loader keeps it with an empty audio span; preprocess/report "
         "keep it with null A/V and text offsets)")
+    add("no_av_stream", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mkv", media["subtitle_only.mkv"])],
+        same(skip("missing_audio")),
+        "a Matroska file holding only a subtitle stream (neither video nor audio)")
     add("audio_only", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", media["audio_only.mp4"])],
         {tool: Expect("kept", flagged="no_video") for tool in TOOLS},
         "an AAC-only MP4 (the loader gives it no frames; preprocess/report keep it with null A/V offset)")
