@@ -1,4 +1,4 @@
-"""``read_transcript``: SRT, WebVTT, Whisper-style JSON and Praat TextGrid into one ``Transcript``.
+"""``read_transcript``: SRT, WebVTT, Whisper-style JSON, Praat TextGrid and NIST STM into one ``Transcript``.
 
 Times are kept on the transcript's own clock (seconds, as stamped); the aligner moves them onto the
 video timeline. Every span and word is a half-open interval ``[start_seconds, stop_seconds)``::
@@ -21,26 +21,27 @@ import os
 from typing import BinaryIO, Callable, Literal, Optional, TextIO, Union, get_args
 
 from loaders._records import Span, Transcript
-from loaders._transcript_formats import parse_json, parse_srt, parse_textgrid, parse_vtt
+from loaders._transcript_formats import parse_json, parse_srt, parse_stm, parse_textgrid, parse_vtt
 from loaders.errors import TranscriptError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["TRANSCRIPT_EXTENSIONS", "TranscriptFormat", "is_transcript_json", "pick_transcript", "read_transcript"]
 
-TRANSCRIPT_EXTENSIONS = ("transcript.json", "json", "textgrid", "vtt", "srt")
+TRANSCRIPT_EXTENSIONS = ("transcript.json", "json", "textgrid", "vtt", "srt", "stm")
 """Transcript members / sidecar extensions, in order of preference: avalign's normalised transcript, then the
 formats that can carry word times. The loader, ``preprocess`` and ``report`` all choose with
 :func:`pick_transcript`, so one sample always gets the same transcript whichever tool reads it."""
 
-TranscriptFormat = Literal["srt", "vtt", "json", "textgrid"]
+TranscriptFormat = Literal["srt", "vtt", "json", "textgrid", "stm"]
 _FORMATS: tuple[str, ...] = get_args(TranscriptFormat)
-_SUFFIXES = {"srt": "srt", "vtt": "vtt", "webvtt": "vtt", "json": "json", "textgrid": "textgrid"}
+_SUFFIXES = {"srt": "srt", "vtt": "vtt", "webvtt": "vtt", "json": "json", "textgrid": "textgrid", "stm": "stm"}
 _PARSERS: dict[str, Callable[..., list[Span]]] = {
     "srt": parse_srt,
     "vtt": parse_vtt,
     "json": parse_json,
     "textgrid": parse_textgrid,
+    "stm": parse_stm,
 }
 
 TranscriptSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO, TextIO]
@@ -150,7 +151,7 @@ def read_transcript(
     Args:
         source: a path, the file's bytes (e.g. a tar member), or a binary or text file-like object.
         format: ``"srt"``, ``"vtt"``, ``"json"`` (WhisperX / faster-whisper / whisper, or a plain list
-            of ``{"text", "start", "end"}``) or ``"textgrid"``; None guesses from the name's suffix,
+            of ``{"text", "start", "end"}``), ``"textgrid"`` or ``"stm"`` (NIST); None guesses from the name's suffix,
             else from the content.
         name: what to call the source in messages and ``Transcript.source`` (e.g. the tar key);
             defaults to the path or the stream's name.

@@ -264,7 +264,8 @@ def preprocessed_dir(tmp_path_factory) -> Path:
 
     def align(av, drift, text):
         return json.dumps({"av_offset_ms": av, "drift_ppm": drift, "av_confidence": 0.9, "text_offset_ms": text,
-                           "text_confidence": 0.8 if text is not None else None, "av_method": "onset_xcorr",
+                           "text_confidence": 0.8 if text is not None else None,
+                           "av_method": "onset_xcorr" if av is not None else "abstain:no_visual_events",
                            "text_method": "vad" if text is not None else "none",
                            "video": {"num_frames": 90, "fps_from_header": 30.0, "fps_from_content": 29.97, "vfr": False,
                                      "start_seconds": 0.0, "num_frames_from_header": 91},
@@ -305,7 +306,7 @@ def test_preprocessed_shards_use_align_json(preprocessed_dir, tmp_path):
     assert rows["d"]["av_offset_ms"] == 1.0 and "container probe failed" in rows["d"]["problems"][0]
     reasons = result.report["summary"]["skipped_by_reason"]
     assert reasons == {"align_json": 1, "truncated": 1}
-    assert result.report["summary"]["gate"]["abstained"] == [{"key": "b", "shard": str(preprocessed_dir / "shard-000000.tar"), "fields": ["av_offset_ms"]}]
+    assert result.report["summary"]["gate"]["abstained"] == [{"key": "b", "shard": str(preprocessed_dir / "shard-000000.tar"), "fields": ["av_offset_ms"], "reasons": ["no_visual_events"]}]
     html_text = (tmp_path / "report.html").read_text()
     assert "<img src=x" not in html_text and "x&lt;img src=x onerror=alert(1)&gt;&amp;" in html_text
     assert EVIL_KEY in {c[0] for c in _parse(tmp_path / "report.html").tables["clips"] if c}

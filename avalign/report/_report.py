@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from avalign.report._collect import collect
-from avalign.report._summary import GateOn, format_terminal_summary, gate, summarize
+from avalign.report._summary import DEFAULT_MAX_ABSTAIN, GateOn, check_gate_options, format_terminal_summary, gate, summarize
 from loaders._video import DEFAULT_MAX_PIXELS
 
 logger = logging.getLogger(__name__)
@@ -65,6 +65,7 @@ def run_report(
     progress: bool = False,
     on_error: Literal["skip", "raise"] = "skip",
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    max_abstain: float = DEFAULT_MAX_ABSTAIN,
 ) -> ReportResult:
     """Report on every clip of ``input_path`` and write ``out_dir/report.{json,html}`` and ``out_dir/*.png``.
 
@@ -72,7 +73,8 @@ def run_report(
         input_path: preprocessed shards (``align.json`` is used, nothing decoded), raw WebDataset shards,
             a directory of media with sidecar transcripts (same stem), or one media file.
         out_dir: output directory (created).
-        fail_over_ms: gate threshold: the exit code is 1 when any clip's |offset| exceeds it.
+        fail_over_ms: gate threshold: the exit code is 1 when any clip's |offset| exceeds it, or when the gate
+            cannot vouch for the data (no media, nothing measured, abstentions over ``max_abstain``).
         gate_on: which offsets the gate checks: ``"av"``, ``"text"`` or ``"any"`` (both).
         truth_path: a truth file; adds ``residual = measured − true`` per clip.
         sample_rate: rate of the sample indices when clips are measured.
@@ -80,6 +82,7 @@ def run_report(
         on_error: ``"skip"`` counts bad inputs in ``report.json["skipped"]`` (each logged once, reason codes of
             ``loaders.errors.REASONS``); ``"raise"`` raises at the first one and writes nothing.
         max_pixels: skip media whose frames have more pixels (width × height) as ``too_large`` (default 3840 × 2160).
+        max_abstain: the gate fails when more than this share of gated clips abstained (default 0.5).
 
     Raises:
         SampleError: with ``on_error="raise"``, the first bad input (its shard, key and reason attached).
@@ -97,10 +100,10 @@ def run_report(
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
         raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels = !r}; try {DEFAULT_MAX_PIXELS}")
     truth = load_truth(truth_path) if truth_path else None
-    gate_check = gate([], fail_over_ms=fail_over_ms, gate_on=gate_on)  # validates the options before any work
+    check_gate_options(fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain)  # before any work
     rows, skipped = collect(input_path, sample_rate=sample_rate, truth=truth, progress=progress, on_error=on_error,
                             max_pixels=max_pixels)
-    gate_check = gate(rows, fail_over_ms=fail_over_ms, gate_on=gate_on)
+    gate_check = gate(rows, fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain, skipped=skipped)
     report = {
         "input": input_path,
         "truth": truth_path,
