@@ -28,7 +28,7 @@ from avalign.report._standards import STANDARDS
 logger = logging.getLogger(__name__)
 
 __all__ = ["CORRUPT_REASONS", "DEFAULT_MAX_ABSTAIN", "GateOn", "badness_ms", "check_gate_options", "format_terminal_summary",
-           "gate", "NOT_MEDIA_REASONS", "summarize"]
+           "clip_flags", "flagged_rows", "gate", "NOT_MEDIA_REASONS", "summarize"]
 
 GateOn = Literal["av", "text", "any"]
 _GATE_FIELDS = {"av": ("av_offset_ms",), "text": ("text_offset_ms",), "any": ("av_offset_ms", "text_offset_ms")}
@@ -144,6 +144,33 @@ def gate(rows: Sequence[dict], *, fail_over_ms: Optional[float], gate_on: GateOn
         "reasons": reasons,
         "exit_code": 1 if fail_over_ms is not None and (failed or reasons) else 0,
     }
+
+
+def clip_flags(row: dict, gate_result: dict) -> list[str]:
+    """Why ``row`` deserves a look (empty: it does not): over the gate, outside a lip-sync window, abstained."""
+    flags = []
+    failed = {(f["key"], f["shard"]): f["offset_ms"] for f in gate_result["failed"]}
+    if (row["key"], row["shard"]) in failed:
+        flags.append(f"|offset| {failed[row['key'], row['shard']]:g} ms over the gate ({gate_result['fail_over_ms']:g} ms)")
+    outside = [t.name for t in STANDARDS if row["lipsync"].get(t.key) is False]
+    if outside:
+        flags.append("A/V offset outside " + ", ".join(outside))
+    for field, reason in (row.get("abstain_reasons") or {}).items():
+        flags.append(f"{field} abstained ({reason})")
+    return flags
+
+
+def flagged_rows(rows: Sequence[dict], gate_result: dict) -> list[tuple[dict, list[str]]]:
+    """``(row, flags)`` of every flagged row: gate failures first, then by largest |offset|, abstentions last."""
+    flagged = [(r, clip_flags(r, gate_result)) for r in rows]
+    failed = {(f["key"], f["shard"]) for f in gate_result["failed"]}
+
+    def order(item):
+        row = item[0]
+        worst = badness_ms(row)
+        return ((row["key"], row["shard"]) not in failed, worst is None, -(worst or 0.0), row["key"])
+
+    return sorted(((r, f) for r, f in flagged if f), key=order)
 
 
 def summarize(rows: Sequence[dict], skipped: Sequence[Skipped], gate_result: dict) -> dict:
