@@ -421,3 +421,126 @@ def test_page_renders_in_headless_chromium(dir_report, tmp_path):
     assert gray.std() > 0.05  # not a blank page
     assert len(np.unique(np.round(image[..., :3].reshape(-1, 3), 2), axis=0)) > 50  # text, tables and plots
     assert (gray < 0.3).mean() > 0.002  # dark text present
+
+
+# ---------------------------------------------------------------- per-clip pages, looked at in headless Chromium
+
+def _renderer():
+    spec = importlib.util.spec_from_file_location("render_report", REPO / "scripts" / "render_report.py")
+    render_report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(render_report)
+    if render_report.find_chromium() is None:
+        pytest.skip("chromium is not installed (scripts/setup_env.sh installs it)")
+    return render_report
+
+
+def _screenshot(html: Path, png: Path, *, width: int, height: int) -> np.ndarray:
+    from matplotlib.image import imread
+
+    image = imread(_renderer().render(str(html), str(png), width=width, height=height, timeout_seconds=120))
+    return np.round(image[..., :3] * 255).astype(np.int16)
+
+
+def _mask(image: np.ndarray, hex_colour: str, tolerance: int = 14) -> np.ndarray:
+    rgb = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
+    return (np.abs(image - rgb) <= tolerance).all(axis=-1)
+
+
+def _runs(columns: np.ndarray) -> list[tuple[int, int]]:
+    """[start, stop) of consecutive True runs of a 1-D mask."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], columns.astype(np.int8), [0]])))
+    return list(zip(edges[::2], edges[1::2]))
+
+
+TEXT_LATE_SECONDS = 0.05
+"""The transcript of the clip-page test stamps each word 50 ms after its beep is heard."""
+
+
+@pytest.fixture(scope="module")
+def clip_page_report(clips_dir, tmp_path_factory):
+    """late100.mp4 (audio 100 ms late) with words stamped at the first three beeps' audio times + 50 ms."""
+    d = tmp_path_factory.mktemp("clip_page_in")
+    (d / "late.mp4").write_bytes((clips_dir / "late100.mp4").read_bytes())
+    words = [{"word": w, "start": t + DELAY_SECONDS + TEXT_LATE_SECONDS, "end": t + DELAY_SECONDS + TEXT_LATE_SECONDS + 0.08}
+             for w, t in zip(("one", "two", "three"), EVENT_SECONDS)]
+    segment = {"text": "one two three", "start": words[0]["start"], "end": words[-1]["end"], "words": words}
+    (d / "late.json").write_text(json.dumps({"segments": [segment]}))
+    out = tmp_path_factory.mktemp("clip_page_out")
+    return run_report(str(d), out_dir=str(out), fail_over_ms=50.0, gate_on="av")
+
+
+def test_clip_page_word_boxes_and_waveform_in_chromium(clip_page_report, tmp_path):
+    (row,) = clip_page_report.report["clips"]
+    assert row["page"] == "clips/0000.html" and row["av_offset_ms"] == pytest.approx(100.0, abs=3.0)
+    assert row["text_offset_ms"] == pytest.approx(1000 * TEXT_LATE_SECONDS, abs=10.0)
+    page = Path(clip_page_report.out_dir) / row["page"]
+    image = _screenshot(page, tmp_path / "clip.png", width=1400, height=1800)
+    from avalign.report._clip_page import COLOURS
+
+    # Waveform: the seven beeps are tall blue blobs; on the video timeline (audio corrected) they start at
+    # the flash times, which calibrates pixels per second.
+    blue = _mask(image, COLOURS["waveform"]).sum(axis=0) >= 40
+    blobs = _runs(blue)
+    assert len(blobs) == len(EVENT_SECONDS), blobs
+    px_per_second = (blobs[-1][0] - blobs[0][0]) / (EVENT_SECONDS[-1] - EVENT_SECONDS[0])
+    # Word boxes: tall orange (as stamped) and green (corrected) runs of columns, three each.
+    before = _runs(_mask(image, COLOURS["before"]).sum(axis=0) >= 15)
+    after = _runs(_mask(image, COLOURS["after"]).sum(axis=0) >= 15)
+    assert len(before) == len(after) == 3, (before, after)
+    for (b, _), (a, _), (beep, _) in zip(before, after, blobs):
+        assert abs(a - beep) <= 0.012 * px_per_second + 2  # corrected words start on their beeps
+        shift = (b - a) / px_per_second
+        assert shift == pytest.approx(DELAY_SECONDS + TEXT_LATE_SECONDS, abs=0.012)  # stamped: 150 ms later
+    # The frame strip shows the white flash frames (events) and is not blank.
+    strip_top = int(np.flatnonzero(_mask(image, COLOURS["after"]).any(axis=1)).max()) + 40
+    strip = image[strip_top:strip_top + 200]
+    assert (strip.min(axis=-1) >= 250).mean() < 0.97 and (strip.max(axis=-1) <= 40).sum() > 1000  # dark frames drawn
+    html_text = page.read_text()
+    assert "lag curve not available" in html_text or 'id="lag-curve"' in html_text
+
+
+def test_clip_page_lag_curve_from_align_json_in_chromium(clips_dir, tmp_path):
+    """A preprocessed sample whose align.json carries the estimator's lag curve: curve, peak and threshold drawn."""
+    record = measure(str(clips_dir / "late100.mp4"))
+    lags = np.arange(-500.0, 501.0, 1.0)
+    record.update(lag_curve_ms=lags.tolist(), lag_curve_score=(12.0 * np.exp(-0.5 * ((lags - 100.0) / 8.0) ** 2)).tolist(),
+                  null_threshold=4.0, av_offset_ms=None, av_method="abstain:low_confidence")
+    shard = _tar(tmp_path / "shard-000000.tar", {"late.align.json": json.dumps(record).encode(),
+                                                 "late.mp4": (clips_dir / "late100.mp4").read_bytes()})
+    result = run_report(str(shard), out_dir=str(tmp_path / "out"), fail_over_ms=50.0)
+    (row,) = result.report["clips"]
+    assert row["abstain_reasons"] == {"av_offset_ms": "low_confidence"} and row["page"] == "clips/0000.html"
+    assert result.exit_code == 1 and result.report["summary"]["gate"]["reasons"][0]["code"] == "nothing_measured"
+    page = tmp_path / "out" / row["page"]
+    assert 'id="lag-curve"' in page.read_text()
+    from avalign.report._clip_page import COLOURS
+
+    image = _screenshot(page, tmp_path / "clip.png", width=1400, height=1800)
+    curve = _mask(image, COLOURS["lag_curve"])
+    peak = _mask(image, COLOURS["peak"], tolerance=20)
+    threshold = _mask(image, COLOURS["threshold"], tolerance=24)
+    assert curve.sum() > 300 and peak.sum() > 30
+    baseline = int(np.argmax(curve.sum(axis=1)))  # score 0 over most lags: the longest blue row
+    cols = np.flatnonzero(curve[baseline])
+    left, right = cols.min(), cols.max()  # the curve spans the lag axis, -500 … +500 ms
+    above = curve[:baseline, left:right + 1]
+    apex = int(np.flatnonzero(above.any(axis=1)).min())
+    apex_x = left + np.flatnonzero(above[apex]).mean()
+    assert (apex_x - left) / (right - left) == pytest.approx(600 / 1000, abs=0.01)  # the curve peaks at +100 ms
+    assert baseline - apex > 100  # a tall peak, not a flat line
+    peak_cols = np.flatnonzero(peak[:baseline, left:right + 1].any(axis=0))
+    assert abs(left + peak_cols.mean() - apex_x) <= 6  # the red peak marker sits on the apex
+    dashes = np.flatnonzero(threshold[apex:baseline, left:right + 1].sum(axis=1) > 0.3 * (right - left))
+    assert dashes.size >= 1  # the null threshold: a dashed grey line between baseline and apex
+    height = (baseline - (apex + dashes.mean())) / (baseline - apex)
+    assert height == pytest.approx(4.0 / 12.0, abs=0.05)  # at 4 on a curve peaking at 12
+
+
+def test_clip_table_fits_1400_px_in_chromium(dir_report, tmp_path):
+    html_path = Path(dir_report.out_dir) / "report.html"
+    wide = tmp_path / "wide.html"  # let the table take the width it needs: no scroll box
+    wide.write_text(html_path.read_text().replace(".scroll{overflow-x:auto;max-width:100%}", ".scroll{}"))
+    image = _screenshot(wide, tmp_path / "wide.png", width=2400, height=2600)
+    ink = image.min(axis=-1) < 200
+    assert ink[:, :1400].sum() > 10000  # the page is drawn
+    assert ink[:, 1400:].sum() == 0  # nothing, the clip table included, reaches past 1400 px

@@ -107,12 +107,12 @@ def lag_curve_png(view: ClipView) -> Optional[bytes]:
     peak = int(np.argmax(scores))
     ax.plot([lags[peak]], [scores[peak]], "o", color=COLOURS["peak"], markersize=8, label=f"peak {lags[peak]:+.1f} ms")
     if view.null_threshold is not None:
-        ax.axhline(view.null_threshold, color=COLOURS["threshold"], linestyle="--", linewidth=1.2,
+        ax.axhline(view.null_threshold, color=COLOURS["threshold"], linestyle="--", linewidth=2.0,
                    label=f"null threshold {view.null_threshold:.3g}")
     ax.set_xlabel("lag (ms, > 0: audio late)")
     ax.set_ylabel("score")
     ax.set_title(f"A/V lag curve ({view.lag_curve_source})", fontsize=10)
-    ax.legend(loc="upper right", fontsize=7)
+    fig.legend(loc="outside lower center", fontsize=7, ncols=3)  # below the axes: never over the curve
     return _png(fig)
 
 
@@ -123,7 +123,10 @@ def _strip_png(frames, labels) -> bytes:
     for ax, frame, label in zip(np.atleast_1d(fig.subplots(1, len(frames))), frames, labels):
         ax.imshow(frame)
         ax.set_title(label, fontsize=7)
-        ax.set_axis_off()
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for spine in ax.spines.values():
+            spine.set_color("#999999")
     return _png(fig)
 
 

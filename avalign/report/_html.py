@@ -27,7 +27,7 @@ th{background:#f2f4f7} td.k,th.k{text-align:left;max-width:260px;overflow:hidden
 .verdict{display:inline-block;padding:4px 10px;border-radius:4px;font-weight:600}
 .pass{background:#e3f4e8;color:#1b7f3b}.fail{background:#fbe4e2;color:#b3261e}.none{background:#eee;color:#555}
 .scroll{overflow-x:auto;max-width:100%}
-.plots{display:flex;flex-wrap:wrap;gap:12px}.plots figure{margin:0}.plots img{width:600px;border:1px solid #eee}
+.plots{display:flex;flex-wrap:wrap;gap:12px;max-width:1240px}.plots figure{margin:0}.plots img{width:600px;border:1px solid #eee}
 """
 
 
