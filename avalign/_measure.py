@@ -79,10 +79,12 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
     }
 
 
-def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto") -> dict:
+def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto",
+            transcript_format: Optional[str] = None) -> dict:
     """Decode ``media`` (and ``transcript``), estimate offsets and drift, return the ``measure`` record.
 
-    ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``).
+    ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``);
+    ``transcript_format`` is ``read_transcript``'s ``format`` (None: from the suffix, else the content).
 
     Audio-only media are accepted: the A/V fields are then null and words are on the audio timeline.
     """
@@ -97,7 +99,7 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
         if e.reason != "missing_video":
             raise
         video = None
-    text = loaders.read_transcript(transcript) if transcript else None
+    text = loaders.read_transcript(transcript, format=transcript_format) if transcript else None
     record = measure_sample(video, audio, text, sample_rate=sample_rate, text_method=text_method)
     record["media"] = media
     record["transcript"] = transcript

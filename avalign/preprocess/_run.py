@@ -57,15 +57,15 @@ class PreprocessResult:
     """Inputs skipped (input-level and sample-level), as listed in ``skipped.jsonl``."""
     media_seconds: float
     """Total duration of the samples in the output (from the manifest), reused shards included."""
-    media_seconds_processed: float = 0.0
-    """Duration of the samples this run measured and wrote (shards reused from an earlier run excluded):
-    the figure to divide by ``wall_seconds`` for a throughput."""
     wall_seconds: float
     """How long this run took."""
     dry_run: bool = False
     """True when nothing was written."""
     keys_by_shard: dict = field(default_factory=dict)
     """Shard name → keys planned for it (filled for every run; handy for ``--dry-run``)."""
+    media_seconds_processed: float = 0.0
+    """Duration of the samples this run measured and wrote (shards reused from an earlier run excluded):
+    the figure to divide by ``wall_seconds`` for a throughput."""
 
 
 def _check_options(workers: int, backend: str, samples_per_shard: int, sample_rate: int, reencode, on_error: str,
