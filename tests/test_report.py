@@ -544,3 +544,69 @@ def test_clip_table_fits_1400_px_in_chromium(dir_report, tmp_path):
     ink = image.min(axis=-1) < 200
     assert ink[:, :1400].sum() > 10000  # the page is drawn
     assert ink[:, 1400:].sum() == 0  # nothing, the clip table included, reaches past 1400 px
+
+
+# ---------------------------------------------------------------- gates that cannot pass on nothing
+
+def _align_record(av, *, method="onset_xcorr", text=None) -> bytes:
+    return json.dumps({"av_offset_ms": av, "drift_ppm": None, "av_confidence": 0.9 if av is not None else 0.1,
+                       "av_method": method if av is not None else "abstain:no_visual_events",
+                       "text_offset_ms": text, "text_method": "none", "video": {"num_frames": 25},
+                       "audio": {"sample_rate": 16000, "num_samples": 16000}, "words": []}).encode()
+
+
+@pytest.mark.parametrize(
+    "values, options, exit_code, reason",
+    [
+        ([None, None, None], ["--fail-over-ms", "60", "--gate-on", "av"], 1, "nothing_measured"),
+        ([None, None, 10.0], ["--fail-over-ms", "60"], 1, "too_many_abstentions"),   # 2 of 3 > 0.5
+        ([None, None, 10.0], ["--fail-over-ms", "60", "--max-abstain", "0.7"], 0, None),  # 0.67 <= 0.7
+        ([None, 10.0, 10.0], ["--fail-over-ms", "60"], 0, None),                     # 1 of 3
+        ([None, 10.0], ["--fail-over-ms", "60"], 0, None),                           # 1 of 2 = 0.5 is not over
+        ([None, None, None], [], 0, None),                                           # no gate asked for
+    ],
+)
+def test_gate_fails_on_abstentions(tmp_path, capsys, values, options, exit_code, reason):
+    shard = _tar(tmp_path / "shard-000000.tar", {f"k{i}.align.json": _align_record(v) for i, v in enumerate(values)})
+    assert _cli(["report", str(shard), "--out", str(tmp_path / "out"), "--no-progress", "--clip-pages", "0", *options]) == exit_code
+    printed = capsys.readouterr().out
+    gate = json.loads((tmp_path / "out" / "report.json").read_text())["summary"]["gate"]
+    assert [r["code"] for r in gate["reasons"]] == ([reason] if reason else [])
+    if reason:
+        assert f"gate        FAIL ({reason})" in printed
+    assert gate["abstained_share"] == pytest.approx(sum(v is None for v in values) / len(values), abs=1e-4)
+
+
+def test_gate_fails_when_the_input_holds_no_media(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _cli(["report", str(empty), "--out", str(tmp_path / "o1"), "--no-progress", "--fail-over-ms", "60"]) == 1
+    assert "FAIL (no_media)" in capsys.readouterr().out
+    (empty / "notes.txt").write_text("not media")  # a stray file is no media either
+    assert _cli(["report", str(empty), "--out", str(tmp_path / "o2"), "--no-progress", "--fail-over-ms", "60"]) == 1
+    assert "FAIL (no_media)" in capsys.readouterr().out
+    (empty / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 not a movie")  # media, but nothing measured
+    assert _cli(["report", str(empty), "--out", str(tmp_path / "o3"), "--no-progress", "--fail-over-ms", "60"]) == 1
+    assert "FAIL (nothing_measured)" in capsys.readouterr().out
+
+
+def test_report_on_preprocessed_output_reads_skips_and_totals(clips_dir, tmp_path, capsys):
+    from avalign.preprocess import preprocess
+
+    out = tmp_path / "pre"
+    result = preprocess(str(clips_dir), str(out), progress=False)
+    listed = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
+    assert result.num_samples == 2 and [(r["key"], r["reason"]) for r in listed] == [("corrupt", "decode"), ("notes", "missing_media")]
+    manifest = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert _cli(["report", str(out), "--out", str(tmp_path / "rep"), "--no-progress"]) == 0
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert [(s["key"], s["reason"], s["shard"]) for s in report["skipped"]] == [(r["key"], r["reason"], r["input"]) for r in listed]
+    summary = report["summary"]
+    assert summary["num_skipped"] == 2 and summary["corrupt"] == 1
+    assert summary["num_words"] == sum(r["num_words"] for r in manifest)
+    assert summary["total_hours"] == pytest.approx(sum(r["duration"] for r in manifest) / 3600, abs=1e-4)
+    printed = capsys.readouterr().out
+    assert "2 reported, 2 skipped {'decode': 1, 'missing_media': 1}" in printed
+    assert f"{summary['num_words']} words" in printed and summary["num_words"] >= 1  # synced.srt's "hello"
+    page = _parse(tmp_path / "rep" / "report.html")
+    assert [c[2] for c in page.tables["skipped"] if c] == ["decode", "missing_media"]

@@ -148,7 +148,7 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
         "source": source,
         "has_transcript": has_transcript,
         "has_video": has_video,
-        "num_words": _num_words(record),
+        "num_words": _num_words(clip, record, problems),
         "abstain_reasons": abstain_reasons,
         "duration_seconds": container.get("video_duration_seconds") or container.get("audio_duration_seconds"),
         "av_offset_ms": av_offset,
@@ -188,8 +188,18 @@ def abstain_reason(record: dict, prefix: str) -> Optional[str]:
     return "unknown"
 
 
-def _num_words(record: dict) -> int:
-    """Words of the clip's transcript on the video timeline (the record's ``words``)."""
+def _num_words(clip: ClipInput, record: dict, problems: list[str]) -> int:
+    """Words of the clip's transcript, counted as ``preprocess``'s manifest counts them: its word entries, else the
+    whitespace-separated tokens of its spans (a caption-only SRT); without a transcript, the record's ``words``."""
+    if clip.transcript is not None:
+        import loaders
+
+        try:
+            transcript = loaders.read_transcript(clip.transcript, name=clip.transcript_name)
+        except (ValueError, OSError) as e:
+            problems.append(f"transcript unreadable for the word count: {e}")
+            return 0
+        return len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
     words = record.get("words")
     return len(words) if isinstance(words, list) else 0
 
