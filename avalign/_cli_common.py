@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["DEFAULT_MAX_PIXELS", "TRANSCRIPT_FORMATS", "cli_message", "display_path"]
+__all__ = ["DEFAULT_MAX_PIXELS", "TRANSCRIPT_FORMATS", "check_local_input", "cli_message", "display_path"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
 """= ``loaders._video.DEFAULT_MAX_PIXELS`` (frames larger than this are skipped as ``too_large``)."""
@@ -29,3 +29,17 @@ def cli_message(message: str) -> str:
     becomes ``pass --transcript-format stm`` (the flag that does the same)."""
     message = _FORMAT_HINT.sub(r"pass --transcript-format \2", message)
     return message.replace("pass format= one of", "pass --transcript-format, one of")
+
+
+def check_local_input(path: str, *, what: str = "input") -> None:
+    """Raise ``FileNotFoundError`` for a local ``path`` that does not exist, before any heavy import.
+
+    Brace patterns, URLs (``s3://``, ``file://``…) and ``pipe:`` specs are left to the library, which expands them.
+    """
+    if "{" in path or "://" in path or path.startswith("pipe:") or "::" in path:
+        return
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"{what} not found: {path!r}; hint: give a media directory, a media file, a .tar shard or a brace "
+            "pattern such as 'data-{000..009}.tar'"
+        )

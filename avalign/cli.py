@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from avalign._cli_common import TRANSCRIPT_FORMATS, cli_message
+from avalign._cli_common import TRANSCRIPT_FORMATS, check_local_input, cli_message
 
 logger = logging.getLogger("avalign")
 
@@ -38,6 +38,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
+    check_local_input(args.media, what="media file")
+    if args.transcript:
+        check_local_input(args.transcript, what="transcript")
     from avalign._measure import format_measurement, measure
 
     record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate, text_method=args.text_method,

@@ -12,7 +12,7 @@ import json
 import logging
 import sys
 
-from avalign._cli_common import DEFAULT_MAX_PIXELS, display_path
+from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input, display_path
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ def _call(preprocess, args: argparse.Namespace):
 
 def run_command(args: argparse.Namespace) -> int:
     """Handler: one call to ``preprocess``, then a summary (or JSON) on stdout."""
+    check_local_input(args.input)  # a typo fails in milliseconds, not after loading torch
     from avalign.preprocess._run import preprocess
 
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from avalign._cli_common import DEFAULT_MAX_PIXELS
+from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +27,7 @@ too_large, transcript, missing_media, align_json, unsafe_name, duplicate_key, tr
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    check_local_input(args.input)  # a typo fails in milliseconds, not after loading torch
     from avalign.report import run_report
 
     result = run_report(
