@@ -610,3 +610,35 @@ def test_report_on_preprocessed_output_reads_skips_and_totals(clips_dir, tmp_pat
     assert f"{summary['num_words']} words" in printed and summary["num_words"] >= 1  # synced.srt's "hello"
     page = _parse(tmp_path / "rep" / "report.html")
     assert [c[2] for c in page.tables["skipped"] if c] == ["decode", "missing_media"]
+
+
+def _png_pixels(path: Path) -> np.ndarray:
+    from matplotlib.image import imread
+
+    return np.round(imread(str(path))[..., :3] * 255).astype(np.int16)
+
+
+def test_distributions_show_values_and_abstentions_side_by_side(tmp_path):
+    """Two answered A/V offsets and three abstentions (two reasons): blue bars left, grey bars right, no "no values"."""
+    from avalign.report._plots import ABSTAIN_COLOUR, VALUE_COLOUR
+
+    members = {"a.align.json": _align_record(10.0), "b.align.json": _align_record(30.0),
+               "c.align.json": _align_record(None), "d.align.json": _align_record(None)}
+    other = json.loads(_align_record(None))
+    other["av_method"] = "abstain:low_confidence"
+    members["e.align.json"] = json.dumps(other).encode()
+    shard = _tar(tmp_path / "shard-000000.tar", members)
+    result = run_report(str(shard), out_dir=str(tmp_path / "out"), clip_pages=0)
+    assert result.report["summary"]["abstain_reasons"]["av_offset_ms"] == {"low_confidence": 1, "no_visual_events": 2}
+    image = _png_pixels(tmp_path / "out" / "av_offset_hist.png")
+    width = image.shape[1]
+    blue, grey = _mask(image, VALUE_COLOUR, 6), _mask(image, ABSTAIN_COLOUR, 6)
+    blue_bars, grey_bars = blue.sum(axis=0) >= 20, grey.sum(axis=0) >= 20  # bars are tall; text and ticks are not
+    blue_cols, grey_cols = np.flatnonzero(blue_bars), np.flatnonzero(grey_bars)
+    assert blue_cols.size and grey_cols.size and blue_cols.max() < grey_cols.min()  # values left, abstentions right
+    assert grey_cols.min() > 0.7 * width
+    grey_runs = _runs(grey_bars)
+    assert len(grey_runs) == 2  # one bar per reason
+    heights = [int(grey[:, a:b].sum(axis=0).max()) for a, b in grey_runs]
+    assert heights[0] == pytest.approx(2 * heights[1], rel=0.05)  # no_visual_events (2) twice low_confidence (1)
+    assert len(_runs(blue_bars)) == 2  # two answered values, two bars

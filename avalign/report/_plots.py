@@ -18,6 +18,8 @@ __all__ = ["ABSTAIN_COLOUR", "VALUE_COLOUR", "make_plots"]
 
 _DPI = 100
 _SIZE_INCHES = (6.4, 3.6)
+_MIN_SPAN = 20.0
+"""Narrowest histogram range (ms or ppm): a single value is drawn as a bar 1/5 of this wide."""
 VALUE_COLOUR = "#3b6ea5"
 """Bars of answered values."""
 ABSTAIN_COLOUR = "#9e9e9e"
@@ -64,7 +66,11 @@ def _histogram(values: Sequence[Optional[float]], reasons: Sequence[str], *, tit
     fig, ax, side = _figure_with_abstentions()
     known = [v for v in values if v is not None]
     if known:
-        ax.hist(known, bins=min(40, max(5, len(known))), color=VALUE_COLOUR, edgecolor="white")
+        lo, hi = min(known), max(known)
+        if hi - lo < _MIN_SPAN:  # one value (or a tight cluster) still gets a visible bar
+            lo, hi = lo - _MIN_SPAN / 2, hi + _MIN_SPAN / 2
+        ax.hist(known, bins=min(40, max(5, len(known))), range=(lo, hi), color=VALUE_COLOUR, edgecolor="white",
+                zorder=2)
     else:
         ax.text(0.5, 0.5, f"none answered: all {len(values)} abstained", ha="center", va="center",
                 transform=ax.transAxes, color="#555")
@@ -73,7 +79,7 @@ def _histogram(values: Sequence[Optional[float]], reasons: Sequence[str], *, tit
         for t in STANDARDS:
             if t.key in colours:
                 lo, hi = t.avalign_range_ms()
-                ax.axvspan(lo, hi, color=colours[t.key], alpha=0.12, label=f"{t.name} [{lo:g}, +{hi:g}]")
+                ax.axvspan(lo, hi, color=colours[t.key], alpha=0.12, zorder=0, label=f"{t.name} [{lo:g}, +{hi:g}]")
         ax.legend(loc="upper right", fontsize=7)
     ax.set_title(f"{title}: {len(known)} answered", fontsize=10)
     ax.set_xlabel(xlabel)
