@@ -642,3 +642,18 @@ def test_distributions_show_values_and_abstentions_side_by_side(tmp_path):
     heights = [int(grey[:, a:b].sum(axis=0).max()) for a, b in grey_runs]
     assert heights[0] == pytest.approx(2 * heights[1], rel=0.05)  # no_visual_events (2) twice low_confidence (1)
     assert len(_runs(blue_bars)) == 2  # two answered values, two bars
+
+
+def test_progress_total_counts_clips_without_reading_media(clips_dir, preprocessed_dir, tmp_path):
+    from avalign.report._inputs import count_clips
+
+    assert count_clips(str(clips_dir)) == 3  # synced, late100, corrupt (notes.txt is no clip)
+    assert count_clips(str(preprocessed_dir / "shard-000000.tar")) == 5  # a, b, c, d, evil key; c's align.json is broken
+    assert count_clips(str(preprocessed_dir)) is None  # shard-000001.tar is truncated: unknown, not a wrong total
+    assert count_clips(str(preprocessed_dir / "shard-{000000..000001}.tar")) is None  # patterns are not expanded
+
+
+def test_report_progress_lines_when_stderr_is_not_a_terminal(preprocessed_dir, tmp_path, capsys):
+    assert _cli(["report", str(preprocessed_dir / "shard-000000.tar"), "--out", str(tmp_path), "--clip-pages", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "report: 5/5 clip (100%)" in err and "ETA 0 s" in err and "\r" not in err

@@ -260,8 +260,8 @@ def collect(
                 skipped.append(result)
             else:
                 rows.append(result)
-            if bar is not None and not isinstance(item, Skipped):  # the total counts clips, not stray files
-                bar.update(1, reported=len(rows), skipped=len(skipped))
+            if bar is not None and not (isinstance(item, Skipped) and item.reason in ("unknown_extension", "missing_media")):
+                bar.update(1, reported=len(rows), skipped=len(skipped))  # the total counts media keys, not stray files
     finally:
         if bar is not None:
             bar.close()
