@@ -180,7 +180,8 @@ def render_clip_page(row: dict, view: Optional[ClipView], images: dict[str, str]
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(row['key'])} · avalign clip</title><style>{_CSS}</style></head><body>",
         '<p><a href="../report.html#clips">← report</a></p>',
-        f"<h1>{_e(row['key'])}</h1>", _facts_table(row),
+        f"<h1>{_e(row['key'])}</h1>",
+        f'<p id="flags"><b>Flagged:</b> {_e("; ".join(row.get("flags", [])) or "–")}</p>',
     ]
     if error:
         parts.append(f'<p class="na" id="error">No figures: {_e(error)}</p>')
@@ -199,7 +200,7 @@ def render_clip_page(row: dict, view: Optional[ClipView], images: dict[str, str]
         ]
         if view.notes:
             parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in view.notes) + "</ul>")
-    parts.append("</body></html>")
+    parts += ["<h2>Facts</h2>", _facts_table(row), "</body></html>"]
     return "\n".join(parts)
 
 

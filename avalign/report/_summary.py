@@ -27,8 +27,8 @@ from avalign.report._standards import STANDARDS
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CORRUPT_REASONS", "DEFAULT_MAX_ABSTAIN", "GateOn", "badness_ms", "check_gate_options", "format_terminal_summary",
-           "clip_flags", "flagged_rows", "gate", "NOT_MEDIA_REASONS", "summarize"]
+__all__ = ["CORRUPT_REASONS", "DEFAULT_MAX_ABSTAIN", "GateOn", "NOT_MEDIA_REASONS", "badness_ms", "check_gate_options",
+           "clip_flags", "flagged_rows", "format_terminal_summary", "gate", "summarize"]
 
 GateOn = Literal["av", "text", "any"]
 _GATE_FIELDS = {"av": ("av_offset_ms",), "text": ("text_offset_ms",), "any": ("av_offset_ms", "text_offset_ms")}
