@@ -323,3 +323,17 @@ def test_workers_parallel_over_samples_within_one_shard(clips, tmp_path, monkeyp
     assert sorted(pids) == ["bad", "c0", "c1", "c2", "d3"]
     assert len(set(pids.values())) == 2 and str(os.getpid()) not in pids.values()  # two worker processes
     assert _outputs(two) == _outputs(one)  # byte-identical to one worker
+
+
+def test_progress_off_a_terminal_is_plain_lines(clips, tmp_path, capsys):
+    import argparse
+
+    from avalign.preprocess._cli import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["preprocess", str(clips), str(tmp_path / "out"), "--samples-per-shard", "2"])
+    assert args.func(args) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err  # no bar drawn into a pipe or a log file
+    assert "preprocess: 5/5 clip (100%)" in err and "ETA 0 s" in err and "done=3, skipped=3" in err
