@@ -269,9 +269,12 @@ def test_html_holds_the_numbers_and_is_self_contained(dir_report):
     assert {c[2] for c in page.tables["skipped"] if c} == {"decode", "unknown_extension"}
     assert page.sources and all(src.startswith("data:image/png;base64,") for src in page.sources)
     # late100 is over the gate and outside EBU R37: its key links to its page, which exists with its figures.
-    assert page.hrefs["late100"] == rows["late100"]["page"] == "clips/0000.html"
-    assert (Path(dir_report.out_dir) / "clips" / "0000.html").is_file()
-    assert (Path(dir_report.out_dir) / "clips" / "0000-waveform.png").read_bytes()[:4] == b"\x89PNG"
+    from avalign.report._clip_page import clip_page_name
+
+    assert page.hrefs["late100"] == rows["late100"]["page"] == clip_page_name("late100")
+    clip_page = Path(dir_report.out_dir) / rows["late100"]["page"]
+    assert clip_page.is_file() and rows["late100"]["page"].startswith("clips/late100-")
+    assert clip_page.with_name(clip_page.stem + "-waveform.png").read_bytes()[:4] == b"\x89PNG"
 
 
 # ---------------------------------------------------------------- shards
@@ -471,7 +474,7 @@ def clip_page_report(clips_dir, tmp_path_factory):
 
 def test_clip_page_word_boxes_and_waveform_in_chromium(clip_page_report, tmp_path):
     (row,) = clip_page_report.report["clips"]
-    assert row["page"] == "clips/0000.html" and row["av_offset_ms"] == pytest.approx(100.0, abs=3.0)
+    assert row["page"].startswith("clips/late-") and row["av_offset_ms"] == pytest.approx(100.0, abs=3.0)
     assert row["text_offset_ms"] == pytest.approx(1000 * TEXT_LATE_SECONDS, abs=10.0)
     page = Path(clip_page_report.out_dir) / row["page"]
     image = _screenshot(page, tmp_path / "clip.png", width=1400, height=1800)
@@ -509,7 +512,7 @@ def test_clip_page_lag_curve_from_align_json_in_chromium(clips_dir, tmp_path):
                                                  "late.mp4": (clips_dir / "late100.mp4").read_bytes()})
     result = run_report(str(shard), out_dir=str(tmp_path / "out"), fail_over_ms=50.0)
     (row,) = result.report["clips"]
-    assert row["abstain_reasons"] == {"av_offset_ms": "low_confidence"} and row["page"] == "clips/0000.html"
+    assert row["abstain_reasons"] == {"av_offset_ms": "low_confidence"} and row["page"].startswith("clips/late-")
     assert result.exit_code == 1 and result.report["summary"]["gate"]["reasons"][0]["code"] == "nothing_measured"
     page = tmp_path / "out" / row["page"]
     assert 'id="lag-curve"' in page.read_text()
@@ -651,6 +654,16 @@ def test_distributions_show_values_and_abstentions_side_by_side(tmp_path):
     heights = [int(grey[:, a:b].sum(axis=0).max()) for a, b in grey_runs]
     assert heights[0] == pytest.approx(2 * heights[1], rel=0.05)  # no_visual_events (2) twice low_confidence (1)
     assert len(_runs(blue_bars)) == 2  # two answered values, two bars
+
+
+def test_clip_page_names_are_stable_and_safe():
+    from avalign.report._clip_page import clip_page_name
+
+    name = clip_page_name(EVIL_KEY)
+    assert name == clip_page_name(EVIL_KEY) and name.startswith("clips/x_img_src_x_onerror_alert_1-") and name.endswith(".html")
+    assert clip_page_name("../../etc/passwd").startswith("clips/etc_passwd-")
+    assert clip_page_name("a", taken={clip_page_name("a")}).endswith("-2.html")
+    assert clip_page_name("a/b") != clip_page_name("a_b")  # same slug, different keys: the hash tells them apart
 
 
 def test_progress_total_counts_clips_without_reading_media(clips_dir, preprocessed_dir, tmp_path):

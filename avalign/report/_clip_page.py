@@ -1,4 +1,4 @@
-"""A static page per flagged clip: ``clips/<n>.html`` with PNG figures beside it (no server, nothing fetched).
+"""A static page per flagged clip: ``clips/<key>-<hash>.html`` with PNG figures beside it (no server, nothing fetched).
 
 ::
 
@@ -14,11 +14,13 @@ Colours are fixed (:data:`COLOURS`) so that a rendering test can find each mark 
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import io
 import logging
 import os
-from typing import Optional
+import re
+from typing import Container, Optional
 
 import numpy as np
 
@@ -40,9 +42,19 @@ COLOURS = {
 _DPI = 100
 
 
-def clip_page_name(index: int) -> str:
-    """``clips/0003.html``: pages are numbered (keys may hold any character), linked from the table."""
-    return f"clips/{index:04d}.html"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def clip_page_name(key: str, taken: Container[str] = ()) -> str:
+    """``clips/<key, safe characters only>-<8 hex of its SHA-1>.html``: the same key gives the same page in every
+    report; a key that appears again (in another shard) gets ``-2``, ``-3``… (not in ``taken``)."""
+    slug = _UNSAFE.sub("_", key)[:60].strip("._") or "clip"
+    name = f"clips/{slug}-{hashlib.sha1(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    candidate, n = f"{name}.html", 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}-{n}.html"
+    return candidate
 
 
 def _figure(width_inches: float, height_inches: float, rows: int = 1, height_ratios=None):
@@ -204,9 +216,8 @@ def render_clip_page(row: dict, view: Optional[ClipView], images: dict[str, str]
     return "\n".join(parts)
 
 
-def write_clip_page(out_dir: str, index: int, row: dict, view: Optional[ClipView], *, error: str = "") -> list[str]:
-    """Write ``out_dir/clips/NNNN.html`` and its PNGs; returns the paths written."""
-    page = clip_page_name(index)
+def write_clip_page(out_dir: str, page: str, row: dict, view: Optional[ClipView], *, error: str = "") -> list[str]:
+    """Write ``out_dir/<page>`` (``clips/….html``, see :func:`clip_page_name`) and its PNGs; returns the paths written."""
     clips_dir = os.path.join(out_dir, os.path.dirname(page))
     os.makedirs(clips_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(page))[0]

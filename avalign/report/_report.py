@@ -100,6 +100,7 @@ def _pages_from_inputs(items, out_dir: str, rows: list[dict], wanted: dict, *, s
     from avalign.report._inputs import ClipInput
 
     files: list[str] = []
+    taken: set[str] = set()
     for item in items:
         if not isinstance(item, ClipInput) or (item.key, item.shard) not in wanted:
             continue
@@ -114,8 +115,10 @@ def _pages_from_inputs(items, out_dir: str, rows: list[dict], wanted: dict, *, s
         except Exception as e:  # a page without figures, saying why, rather than no report
             error = f"{type(e).__name__}: {e}"
             logger.warning("%s: clip page without figures: %s", item.key, error, exc_info=not isinstance(e, ValueError))
-        files += write_clip_page(out_dir, index, row, view, error=error)
-        row["page"] = clip_page_name(index)
+        page = clip_page_name(row["key"], taken)
+        taken.add(page)
+        files += write_clip_page(out_dir, page, row, view, error=error)
+        row["page"] = page
         if not wanted:
             break
     return files
@@ -151,7 +154,7 @@ def run_report(
             ``loaders.errors.REASONS``); ``"raise"`` raises at the first one and writes nothing.
         max_pixels: skip media whose frames have more pixels (width × height) as ``too_large`` (default 3840 × 2160).
         max_abstain: the gate fails when more than this share of gated clips abstained (default 0.5).
-        clip_pages: write a page (``out_dir/clips/NNNN.html`` + PNGs, linked from the clip table) for at most
+        clip_pages: write a page (``out_dir/clips/<key>-<hash>.html`` + PNGs, linked from the clip table) for at most
             this many flagged clips (over the gate, outside a lip-sync window, abstained), gate failures first,
             then worst first. Each page decodes its clip again (and measures it again when it was measured).
 
