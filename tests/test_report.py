@@ -575,7 +575,7 @@ def _align_record(av, *, method="onset_xcorr", text=None) -> bytes:
         ([None, None, 10.0], ["--fail-over-ms", "60", "--max-abstain", "0.7"], 0, None),  # 0.67 <= 0.7
         ([None, 10.0, 10.0], ["--fail-over-ms", "60"], 0, None),                     # 1 of 3
         ([None, 10.0], ["--fail-over-ms", "60"], 0, None),                           # 1 of 2 = 0.5 is not over
-        ([None, None, None], [], 0, None),                                           # no gate asked for
+        ([None, None, None], [], 0, "nothing_measured"),                             # no gate: a warning, exit 0
     ],
 )
 def test_gate_fails_on_abstentions(tmp_path, capsys, values, options, exit_code, reason):
@@ -584,8 +584,10 @@ def test_gate_fails_on_abstentions(tmp_path, capsys, values, options, exit_code,
     printed = capsys.readouterr().out
     gate = json.loads((tmp_path / "out" / "report.json").read_text())["summary"]["gate"]
     assert [r["code"] for r in gate["reasons"]] == ([reason] if reason else [])
-    if reason:
+    if reason and options:
         assert f"gate        FAIL ({reason})" in printed
+    elif reason:
+        assert f"warning     {reason}:" in printed and "FAIL" not in printed
     assert gate["abstained_share"] == pytest.approx(sum(v is None for v in values) / len(values), abs=1e-4)
 
 

@@ -84,7 +84,9 @@ def _summary_section(summary: dict) -> str:
 
 def _gate_section(gate: dict) -> str:
     if gate["fail_over_ms"] is None:
-        return '<p><span class="verdict none">no gate</span> (run with <code>--fail-over-ms X</code> to gate)</p>'
+        warnings = "".join(f'<li class="bad">{_e(r["code"])}: {_e(r["message"])}</li>' for r in gate["reasons"])
+        return ('<p><span class="verdict none">no gate</span> (run with <code>--fail-over-ms X</code> to gate)</p>'
+                + (f'<ul id="gate-reasons">{warnings}</ul>' if warnings else ""))
     css, word = ("fail", "FAIL") if gate["exit_code"] else ("pass", "PASS")
     text = (
         f'<p id="gate"><span class="verdict {css}">{word}</span> {len(gate["failed"])} clip(s) with |offset| &gt; '

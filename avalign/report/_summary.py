@@ -93,8 +93,9 @@ def gate(rows: Sequence[dict], *, fail_over_ms: Optional[float], gate_on: GateOn
     Returns:
         ``{"fail_over_ms", "gate_on", "fields", "max_abstain", "failed": [{key, shard, offset_ms}],
         "abstained": [{key, shard, fields, reasons}], "num_gated", "num_measured", "abstained_share",
-        "reasons": [{"code", "message"}], "exit_code"}``. ``exit_code`` is 1 when a gate is set
-        (``fail_over_ms`` not None) and a clip is over it or ``reasons`` is not empty, else 0.
+        "reasons": [{"code", "message"}], "exit_code"}``. ``reasons`` are filled with or without a gate;
+        ``exit_code`` is 1 when a gate is set (``fail_over_ms`` not None) and a clip is over it or ``reasons`` is
+        not empty, else 0.
     """
     check_gate_options(fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain)
     fields = _GATE_FIELDS[gate_on]
@@ -119,18 +120,17 @@ def gate(rows: Sequence[dict], *, fail_over_ms: Optional[float], gate_on: GateOn
     share = len(abstained) / num_gated if num_gated else None
     num_skipped = len(skipped)
     media_skipped = [s for s in skipped if s.reason not in NOT_MEDIA_REASONS]
-    reasons = []
-    if fail_over_ms is not None:
-        if not rows and not media_skipped:
-            reasons.append({"code": "no_media", "message": "the input holds no media: nothing was reported or skipped"})
-        elif num_measured == 0:
-            reasons.append({"code": "nothing_measured", "message":
-                            f"no clip has a measured {' or '.join(fields)}: {len(rows)} clip(s) reported, "
-                            f"{len(abstained)} abstained, {num_skipped} input(s) skipped"})
-        elif share is not None and share > max_abstain:
-            reasons.append({"code": "too_many_abstentions", "message":
-                            f"{len(abstained)} of {num_gated} clip(s) abstained ({share:.0%}), over --max-abstain "
-                            f"{max_abstain:g} ({max_abstain:.0%})"})
+    reasons = []  # found with or without a gate; they decide the exit code only when a gate is set
+    if not rows and not media_skipped:
+        reasons.append({"code": "no_media", "message": "the input holds no media: nothing was reported or skipped"})
+    elif num_measured == 0:
+        reasons.append({"code": "nothing_measured", "message":
+                        f"no clip has a measured {' or '.join(fields)}: {len(rows)} clip(s) reported, "
+                        f"{len(abstained)} abstained, {num_skipped} input(s) skipped"})
+    elif share is not None and share > max_abstain:
+        reasons.append({"code": "too_many_abstentions", "message":
+                        f"{len(abstained)} of {num_gated} clip(s) abstained ({share:.0%}), over --max-abstain "
+                        f"{max_abstain:g} ({max_abstain:.0%})"})
     return {
         "fail_over_ms": fail_over_ms,
         "gate_on": gate_on,
@@ -259,6 +259,13 @@ def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
         )
         for reason in g["reasons"]:
             lines.append(f"gate        FAIL ({reason['code']}): {reason['message']}")
+    else:
+        for reason in g["reasons"]:
+            lines.append(f"warning     {reason['code']}: {reason['message']} (no gate: exit 0; see --fail-over-ms)")
+    if summary.get("num_flagged"):
+        pages = summary.get("num_clip_pages", 0)
+        where = f", pages in {os.path.join(os.path.normpath(out_dir), 'clips')}/" if out_dir and pages else ""
+        lines.append(f"flagged     {summary['num_flagged']} clip(s), {pages} with a page{where}")
     if out_dir:
         lines.append(f"report      {os.path.join(os.path.normpath(out_dir), 'report.html')}")
     return "\n".join(lines)
