@@ -705,3 +705,22 @@ def test_clip_page_draws_the_estimators_own_lag_curve(clip_page_report, tmp_path
     peak_ms = float(lags[np.argmax(estimate.lag_curve_score)])
     assert peak_ms == pytest.approx(row["av_offset_ms"], abs=10.0)
     assert apex_fraction == pytest.approx((peak_ms - lags.min()) / (lags.max() - lags.min()), abs=0.01)
+
+
+def test_caption_only_transcript_boxes_move_by_the_measured_offsets(clips_dir):
+    """synced.srt has spans only (no word times): the corrected boxes are its spans moved by text and A/V offsets."""
+    from avalign.report._clip_view import gather_clip_view
+    from avalign.report._inputs import ClipInput
+
+    clip = ClipInput(key="synced", shard=str(clips_dir), media=str(clips_dir / "synced.mp4"),
+                     media_name=str(clips_dir / "synced.mp4"), transcript=str(clips_dir / "synced.srt"),
+                     transcript_name=str(clips_dir / "synced.srt"))
+    record = {"av_offset_ms": 40.0, "drift_ppm": 0.0, "text_offset_ms": 100.0, "words": []}
+    view = gather_clip_view(clip, record)
+    assert [(b.text, b.start_seconds, b.stop_seconds) for b in view.words_before] == [("hello", 1.0, 2.0), ("lost", 60.0, 61.0)]
+    assert [(b.text, round(b.start_seconds, 6), round(b.stop_seconds, 6)) for b in view.words_after] == [
+        ("hello", 0.86, 1.86), ("lost", 59.86, 60.86)]  # 1.0 − 0.100 (stamps late) − 0.040 (audio late)
+    assert view.audio_shift_ms == 40.0
+    column_seconds = view.envelope_seconds[1] - view.envelope_seconds[0]
+    first_sample = view.envelope_seconds[0] - column_seconds / 2  # column times are their centres
+    assert first_sample == pytest.approx(ffprobe_audio_start(clips_dir / "synced.mp4") - 0.040, abs=1e-3)  # audio moved 40 ms earlier

@@ -1,4 +1,7 @@
-"""``avalign preprocess``: raw media or shards → aligned WebDataset shards (local processes or Ray). Re-exports only, imported on first use (PEP 562): ``avalign --help`` stays fast."""
+"""``avalign preprocess``: raw media or shards → aligned WebDataset shards (local processes or Ray).
+
+Re-exports only, imported on first use (PEP 562), so that ``avalign --help`` stays fast.
+"""
 from __future__ import annotations
 
 import importlib

@@ -1,4 +1,7 @@
-"""``avalign report``: per-clip alignment facts, dataset summary, lip-sync standards and a gate. Re-exports only, imported on first use (PEP 562): ``avalign --help`` stays fast."""
+"""``avalign report``: per-clip alignment facts, dataset summary, lip-sync standards and a gate.
+
+Re-exports only, imported on first use (PEP 562), so that ``avalign --help`` stays fast.
+"""
 from __future__ import annotations
 
 import importlib

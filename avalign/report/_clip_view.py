@@ -3,7 +3,8 @@
 Everything is placed on the **video timeline** (seconds), the reference clock of DESIGN.md::
 
     audio sample at audio time a      →  t = (a − av_offset_ms/1000) / (1 + drift_ppm·1e-6)   (null → 0 applied)
-    word stamped s (transcript clock)  →  before: s as stamped;  after: the record's ``words`` (corrected)
+    word stamped s (transcript clock)  →  before: s as stamped;  after: the record's ``words`` (corrected), or
+                                          for caption-only transcripts  t(s − text_offset_ms/1000)
     frame k                            →  pts_seconds[k]
 
 so that after correction the word boxes sit on the speech in the waveform and the frames at the events
@@ -169,8 +170,13 @@ def gather_clip_view(clip: ClipInput, record: dict) -> ClipView:
     else:
         notes.append("no transcript: no word boxes")
     words_after = _boxes(record.get("words") or [])
-    if not words_after:
-        words_after = _boxes((record.get("segments") or []))
+    if not words_after and words_before:  # caption-only transcript: its spans, moved by the measured offsets
+        text_seconds = (record.get("text_offset_ms") or 0.0) / 1000.0
+
+        def corrected(seconds: float) -> float:
+            return float(_to_video_seconds(np.asarray(seconds - text_seconds), av_offset_ms, drift_ppm))
+
+        words_after = tuple(WordBox(b.text, corrected(b.start_seconds), corrected(b.stop_seconds)) for b in words_before)
 
     try:
         video, _ = read_video_for_estimation(clip.media, name=clip.media_name)
