@@ -11,7 +11,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["add_parser"]
 
 EPILOG = """examples:
-  avalign report out_shards/ --out report/                        # preprocessed shards: reads align.json, no decoding
+  avalign report out_shards/ --out report/                        # preprocess output: align.json + skipped.jsonl
   avalign report "raw/shard-{000000..000009}.tar" --out report/   # raw WebDataset shards: measured on the fly
   avalign report clips/ --out report/ --fail-over-ms 60           # media + sidecar transcripts; exit 1 over 60 ms
   avalign report sample_data/shards --out report/ --truth sample_data/truth.json   # residuals vs ground truth

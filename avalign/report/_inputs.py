@@ -8,6 +8,8 @@ stops at the first instead). Reasons are the shared codes of ``loaders.errors.RE
     dir/clip.mp4 + dir/clip.srt             →  key "clip", media path, transcript path
     shard.tar: clip.mp4 clip.json           →  key "clip", media bytes, transcript bytes (raw: measured)
     shard.tar: clip.align.json [clip.mp4]   →  key "clip", align record (preprocessed: no decoding)
+    out/skipped.jsonl (preprocess output)   →  the inputs preprocess skipped, as Skipped records
+                                               (read when INPUT is the output directory itself)
 """
 from __future__ import annotations
 
