@@ -98,7 +98,7 @@ def waveform_png(view: ClipView) -> bytes:
     words.set_yticks([0.5, 1.5], ["after", "before"])
     words.set_xlabel("video time (s)")
     if view.words_before or view.words_after:
-        words.legend(loc="upper right", fontsize=7, ncols=2)
+        fig.legend(loc="outside lower center", fontsize=7, ncols=2)  # below the axes: never over a word
     else:
         words.text(0.5, 0.5, "no transcript", ha="center", va="center", transform=words.transAxes, color="#888")
     lo = float(view.envelope_seconds.min()) if view.envelope_seconds.size else 0.0
