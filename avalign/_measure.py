@@ -7,7 +7,7 @@ from typing import Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATION_MAX_WIDTH", "format_measurement", "measure", "measure_sample", "read_video_for_estimation"]
+__all__ = ["ESTIMATION_MAX_WIDTH", "count_words", "format_measurement", "measure", "measure_sample", "read_video_for_estimation"]
 
 ESTIMATION_MAX_WIDTH = 256
 """Frames are decoded at most this wide for estimation: the estimators use per-frame luma changes only,
@@ -25,6 +25,12 @@ def read_video_for_estimation(media, *, name: str, max_width: int = ESTIMATION_M
         height = max(2, int(round(meta.height * max_width / meta.width / 2)) * 2)
         size = (height, max_width)
     return loaders.read_video(media, name=name, frame_size=size, frame_index=index, **options), index
+
+
+def count_words(transcript) -> int:
+    """Words of a ``Transcript``: its timed words, else the whitespace-separated tokens of its spans (captions).
+    The one count of ``preprocess``'s manifest (``num_words``) and ``report``'s totals."""
+    return len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
 
 
 def _round(x: Optional[float], digits: int = 3) -> Optional[float]:

@@ -24,7 +24,7 @@ from typing import Literal, Optional
 from avalign.preprocess._inputs import InputSample, read_members
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, reason_of
-from avalign._measure import read_video_for_estimation
+from avalign._measure import count_words, read_video_for_estimation
 
 logger = logging.getLogger(__name__)
 
@@ -156,9 +156,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
         torch.set_num_threads(threads)
     if video is None:
         record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
-    words = 0
-    if transcript is not None:
-        words = len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
+    words = count_words(transcript) if transcript is not None else 0
     return {
         "record": record,
         "frames": index.to_json() if index is not None else None,

@@ -193,13 +193,14 @@ def _num_words(clip: ClipInput, record: dict, problems: list[str]) -> int:
     whitespace-separated tokens of its spans (a caption-only SRT); without a transcript, the record's ``words``."""
     if clip.transcript is not None:
         import loaders
+        from avalign._measure import count_words
 
         try:
             transcript = loaders.read_transcript(clip.transcript, name=clip.transcript_name)
         except (ValueError, OSError) as e:
             problems.append(f"transcript unreadable for the word count: {e}")
             return 0
-        return len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
+        return count_words(transcript)
     words = record.get("words")
     return len(words) if isinstance(words, list) else 0
 
