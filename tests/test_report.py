@@ -678,9 +678,10 @@ def test_progress_total_counts_clips_without_reading_media(clips_dir, preprocess
 
 
 def test_report_progress_lines_when_stderr_is_not_a_terminal(preprocessed_dir, tmp_path, capsys):
-    assert _cli(["report", str(preprocessed_dir / "shard-000000.tar"), "--out", str(tmp_path), "--clip-pages", "0"]) == 0
+    assert _cli(["report", str(preprocessed_dir / "shard-000000.tar"), "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert "report: 5/5 clip (100%)" in err and "ETA 0 s" in err and "\r" not in err
+    assert "clip pages: 2/2 page (100%)" in err  # a (outside EBU R37) and b (abstained)
 
 
 def test_clip_page_draws_the_estimators_own_lag_curve(clip_page_report, tmp_path):

@@ -72,7 +72,8 @@ class _Silence(logging.Filter):
 _SECOND_PASS_LOGGERS = ("avalign.report._inputs", "loaders._shards")
 
 
-def _write_clip_pages(input_path: str, out_dir: str, rows: list[dict], *, sample_rate: int, max_pixels: int) -> list[str]:
+def _write_clip_pages(input_path: str, out_dir: str, rows: list[dict], *, sample_rate: int, max_pixels: int,
+                      progress: bool = False) -> list[str]:
     """A page for each of ``rows`` (``row["page"]`` set to its relative path); reads the inputs a second time
     and decodes only these clips. A clip that cannot be decoded again gets a page saying so."""
     from avalign.report._inputs import iter_inputs
@@ -84,16 +85,24 @@ def _write_clip_pages(input_path: str, out_dir: str, rows: list[dict], *, sample
     silence = _Silence()
     for name in _SECOND_PASS_LOGGERS:
         logging.getLogger(name).addFilter(silence)
+    bar = None
+    if progress:
+        from avalign._progress import Progress
+
+        bar = Progress(total=len(wanted), desc="clip pages", unit="page")
     try:
         files += _pages_from_inputs(iter_inputs(input_path, on_error="skip"), out_dir, rows, wanted,
-                                    sample_rate=sample_rate, max_pixels=max_pixels)
+                                    sample_rate=sample_rate, max_pixels=max_pixels, on_page=bar.update if bar else None)
     finally:
         for name in _SECOND_PASS_LOGGERS:
             logging.getLogger(name).removeFilter(silence)
+        if bar is not None:
+            bar.close()
     return files
 
 
-def _pages_from_inputs(items, out_dir: str, rows: list[dict], wanted: dict, *, sample_rate: int, max_pixels: int) -> list[str]:
+def _pages_from_inputs(items, out_dir: str, rows: list[dict], wanted: dict, *, sample_rate: int, max_pixels: int,
+                       on_page=None) -> list[str]:
     from avalign.report._clip_page import clip_page_name, write_clip_page
     from avalign.report._clip_view import gather_clip_view
     from avalign.report._collect import measure_clip
@@ -119,6 +128,8 @@ def _pages_from_inputs(items, out_dir: str, rows: list[dict], wanted: dict, *, s
         taken.add(page)
         files += write_clip_page(out_dir, page, row, view, error=error)
         row["page"] = page
+        if on_page is not None:
+            on_page(1)
         if not wanted:
             break
     return files
@@ -149,7 +160,8 @@ def run_report(
         gate_on: which offsets the gate checks: ``"av"``, ``"text"`` or ``"any"`` (both).
         truth_path: a truth file; adds ``residual = measured − true`` per clip.
         sample_rate: rate of the sample indices when clips are measured.
-        progress: show a progress bar on stderr.
+        progress: show progress on stderr (clips, then clip pages): a bar with total and ETA on a terminal,
+            else a plain line every 10 s.
         on_error: ``"skip"`` counts bad inputs in ``report.json["skipped"]`` (each logged once, reason codes of
             ``loaders.errors.REASONS``); ``"raise"`` raises at the first one and writes nothing.
         max_pixels: skip media whose frames have more pixels (width × height) as ``too_large`` (default 3840 × 2160).
@@ -190,7 +202,7 @@ def run_report(
     }
     os.makedirs(out_dir, exist_ok=True)
     files = _write_clip_pages(input_path, out_dir, [r for r, _ in flagged[:max(clip_pages, 0)]], sample_rate=sample_rate,
-                              max_pixels=max_pixels)
+                              max_pixels=max_pixels, progress=progress)
     report["summary"]["num_flagged"] = len(flagged)
     report["summary"]["num_clip_pages"] = sum(1 for r in rows if r.get("page"))
     plots = make_plots(rows)
