@@ -62,7 +62,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("input", help="preprocessed or raw shards (path, dir of .tar, brace pattern) or a media directory")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    parser.add_argument("--fail-over-ms", type=float, metavar="X", help="exit 1 when any clip's |offset| exceeds X ms")
+    parser.add_argument("--fail-over-ms", type=float, metavar="X", help="gate: exit 1 when any clip's |offset| exceeds X ms, or when the input holds no media, nothing was "
+                             "measured, or more than --max-abstain of the clips abstained")
     parser.add_argument("--gate-on", choices=["av", "text", "any"], default="any", help="offsets the gate checks (default any)")
     parser.add_argument("--max-abstain", type=float, default=0.5, metavar="SHARE",
                         help="the gate fails when more than this share (0-1) of gated clips abstained (default 0.5)")
