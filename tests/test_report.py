@@ -264,6 +264,7 @@ def test_html_holds_the_numbers_and_is_self_contained(dir_report):
         assert clips[key][col("words")] == str(row["num_words"])
     standards = [col("BT.1359 det."), col("BT.1359 acc."), col("EBU R37")]
     assert [clips["late100"][i] for i in standards] == ["within", "within", "outside"]
+    assert clips["late100"][col("flags")] == "gate, lip-sync"  # over 50 ms and outside EBU R37
     largest = {k: max(abs(r[f]) for f in ("av_offset_ms", "text_offset_ms") if r[f] is not None) for k, r in rows.items()}
     assert [c[0] for c in page.tables["clips"] if c] == sorted(largest, key=lambda k: -largest[k])  # worst first
     assert {c[2] for c in page.tables["skipped"] if c} == {"decode", "unknown_extension"}

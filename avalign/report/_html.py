@@ -119,6 +119,16 @@ def clip_headers(with_truth: bool) -> list[str]:
     ]
 
 
+def _flag_tags(flags: Sequence[str]) -> str:
+    """Short tags of a row's flags for the table (the sentences are on the clip page)."""
+    tags = []
+    for flag in flags:
+        tag = "gate" if "over the gate" in flag else "lip-sync" if "outside" in flag else "abstained"
+        if tag not in tags:
+            tags.append(tag)
+    return ", ".join(tags)
+
+
 def _clip_rows(rows: Sequence[dict], with_truth: bool) -> list[list[str]]:
     ranked = sorted(rows, key=lambda r: -(badness_ms(r) if badness_ms(r) is not None else -1.0))
     out = []
@@ -136,7 +146,7 @@ def _clip_rows(rows: Sequence[dict], with_truth: bool) -> list[list[str]]:
             *[_verdict(r["lipsync"][t.key]) for t in STANDARDS],
             _e(", ".join(f"{'av' if f.startswith('av') else 'text'}: {v}" for f, v in reasons.items())) or "–",
             *([_num(residual.get("av_offset_ms")), _num(residual.get("text_offset_ms"))] if with_truth else []),
-            _num(r["duration_seconds"]), _num(r.get("num_words")), _num(len(r.get("flags") or [])),
+            _num(r["duration_seconds"]), _num(r.get("num_words")), _e(_flag_tags(r.get("flags") or [])) or "–",
         ])
     return out
 
