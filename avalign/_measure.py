@@ -19,7 +19,7 @@ def read_video_for_estimation(media, *, name: str, max_width: int = ESTIMATION_M
     those of the full stream (scaling happens in the RGB conversion). Returns ``(VideoClip, FrameIndex)``."""
     import loaders
 
-    meta, index = loaders.probe_video(media, name=name)
+    meta, index = loaders.probe_video(media, name=name, max_duration_seconds=options.get("max_duration_seconds"))
     size = None
     if meta.width > max_width:
         height = max(2, int(round(meta.height * max_width / meta.width / 2)) * 2)
@@ -56,6 +56,7 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
             "codec": m.codec,
             "width": m.width,
             "height": m.height,
+            "stream_index": m.stream_index,
         }
     return {
         "av_offset_ms": _round(r.av_offset_ms),
@@ -71,6 +72,7 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
             "start_seconds": _round(audio.start_seconds, 6),
             "num_samples": audio.num_samples,
             "codec": audio.codec,
+            "stream_index": audio.stream_index,
         },
         "aligned": {
             "sample_rate": sample_rate,

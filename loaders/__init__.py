@@ -9,7 +9,7 @@ from loaders._transcripts import read_transcript
 from loaders._video import probe_video, read_video
 from loaders._watchdog import call_with_timeout
 from loaders._window import windows
-from loaders.errors import REASONS, DecodeError, DecodeTimeout, SampleError, TranscriptError, reason_of
+from loaders.errors import REASONS, DecodeError, DecodeTimeout, SampleError, TranscriptError, reason_of, sample_error
 
 __all__ = [
     "AudioClip",
@@ -40,5 +40,6 @@ __all__ = [
     "read_transcript",
     "read_video",
     "reason_of",
+    "sample_error",
     "windows",
 ]

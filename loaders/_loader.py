@@ -46,7 +46,7 @@ from loaders._shards import ShardError, expand_shard_urls, group_by_key, shuffle
 from loaders._transcripts import pick_transcript, read_transcript
 from loaders._video import DEFAULT_MAX_PIXELS, read_video
 from loaders._window import split_windows
-from loaders.errors import DecodeError, SampleError, TranscriptError, reason_of
+from loaders.errors import SampleError, sample_error
 
 from typing import TYPE_CHECKING
 
@@ -155,16 +155,15 @@ def _decode_sample(sample: dict, options: _Options) -> list[AlignedSample]:
         video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index,
                            max_pixels=options.max_pixels, name=f"{key}.{media_ext}")
         audio = read_audio(media, name=f"{key}.{media_ext}")
-    except (DecodeError, IndexError) as error:
-        reason = reason_of(error, default="decode")
-        raise SampleError(f"cannot decode {media_ext}: {error}", shard=url, key=key, reason=reason) from None
+    except Exception as error:  # noqa: BLE001 - one sample's failure is that sample's skip (errors.sample_error)
+        raise sample_error(error, shard=url, key=key, stage="decode") from None
     transcript = None
     ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
     if ext is not None:
         try:
             transcript = read_transcript(sample[ext], format="json" if ext.endswith("json") else ext, name=f"{key}.{ext}")
-        except (TranscriptError, ValueError) as error:
-            raise SampleError(f"bad transcript {ext}: {error}", shard=url, key=key, reason="transcript") from None
+        except Exception as error:  # noqa: BLE001
+            raise sample_error(error, shard=url, key=key, stage="transcript") from None
     if given:
         values = {name: float(value or 0.0) for name, value in given.items()}
         kwargs: dict[str, Any] = dict(estimate=False, **values)
@@ -174,8 +173,8 @@ def _decode_sample(sample: dict, options: _Options) -> list[AlignedSample]:
         from aligner._align import align
 
         aligned = align(video, audio, transcript, sample_rate=options.sample_rate, key=key, **kwargs)
-    except (ValueError, IndexError) as error:
-        raise SampleError(f"cannot align: {error}", shard=url, key=key, reason="align") from None
+    except Exception as error:  # noqa: BLE001
+        raise sample_error(error, shard=url, key=key, stage="align") from None
     return split_windows(aligned, window_seconds=options.window_seconds)
 
 

@@ -43,6 +43,8 @@ class VideoMetadata:
     """True when frame durations vary by more than 10 % of the median (variable frame rate)."""
     backend: str = ""
     """Which decoder produced the frames: ``decord`` or ``pyav``."""
+    stream_index: Optional[int] = None
+    """Index of the decoded stream in its container (``ffprobe``'s ``index``); None when unknown."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,8 @@ class AudioClip:
     """The stream's own rate before any resampling."""
     codec: str = ""
     """Codec name as FFmpeg spells it (``aac``, ``opus``…)."""
+    stream_index: Optional[int] = None
+    """Index of the decoded stream in its container (``ffprobe``'s ``index``); None when unknown."""
 
     def __post_init__(self) -> None:
         if self.samples.dtype != torch.float32 or self.samples.ndim != 2:

@@ -151,6 +151,31 @@ def _read_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[byte
     return data, len(data)
 
 
+class _CheckedTarInfo(tarfile.TarInfo):
+    """``TarInfo`` that remembers a damaged header instead of letting ``tarfile`` take it for the end.
+
+    ``tarfile`` ends iteration silently when a header after the first is cut short, fails its checksum, or
+    is missing (no end-of-archive blocks): every later sample would vanish with no record. The damage is
+    kept on the archive (``avalign_damage``: the header's name field as far as it is readable, and why) for
+    :func:`scan_tar` to report.
+    """
+
+    @classmethod
+    def fromtarfile(cls, archive):
+        buf = archive.fileobj.read(tarfile.BLOCKSIZE)
+        try:
+            obj = cls.frombuf(buf, archive.encoding, archive.errors)
+        except (tarfile.TruncatedHeaderError, tarfile.InvalidHeaderError, tarfile.EmptyHeaderError) as e:
+            field_bytes = buf[:100]
+            complete = b"\0" in field_bytes
+            name = field_bytes.split(b"\0", 1)[0].decode("utf-8", "surrogateescape") if buf else ""
+            reason = "no end-of-archive blocks" if isinstance(e, tarfile.EmptyHeaderError) else str(e)
+            archive.avalign_damage = (name if complete else "", name, len(buf), reason)
+            raise
+        obj.offset = archive.fileobj.tell() - tarfile.BLOCKSIZE
+        return obj._proc_member(archive)
+
+
 def scan_tar(
     stream: IO[bytes],
     mode: str,
@@ -166,7 +191,7 @@ def scan_tar(
     """
     reading = ""
     try:
-        with tarfile.open(fileobj=stream, mode=mode) as archive:
+        with tarfile.open(fileobj=stream, mode=mode, tarinfo=_CheckedTarInfo) as archive:
             for member in archive:
                 name = reading = member.name
                 if member.isdir():
@@ -180,6 +205,12 @@ def scan_tar(
                     yield TarMember(name, b"", "truncated", f"tar member {name!r} is truncated ({available} of {member.size} bytes)")
                     return
                 yield TarMember(name, data)
+            damage = getattr(archive, "avalign_damage", None)
+            if damage is not None and reading:  # (at the very start tarfile raises ReadError itself)
+                name, partial, size, why = damage
+                yield TarMember(name, b"", "truncated",
+                                f"tar header after member {reading!r} is damaged ({why}; {size} of {tarfile.BLOCKSIZE} "
+                                f"bytes, name field {partial!r}); the members after it are lost")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}")
 

@@ -8,7 +8,7 @@ from typing import BinaryIO, Union
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MediaSource", "describe_source", "open_container", "open_for_pyav"]
+__all__ = ["MediaSource", "check_source", "describe_source", "open_container", "open_for_pyav", "pick_stream"]
 
 MediaSource = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO]
 """What the decoders accept: a file path, the file's bytes, or a binary file-like object."""
@@ -23,6 +23,61 @@ def describe_source(source: MediaSource, name: str | None = None) -> str:
     if isinstance(source, (bytes, bytearray, memoryview)):
         return f"<{len(source)} bytes>"
     return getattr(source, "name", None) or f"<{type(source).__name__}>"
+
+
+def check_source(source: MediaSource) -> None:
+    """Raise what a caller's mistake deserves before any decoding: TypeError for an unsupported type,
+    FileNotFoundError for a path that does not exist (everything after that is the file's fault)."""
+    if isinstance(source, (str, os.PathLike)):
+        if not os.path.exists(os.fspath(source)):
+            raise FileNotFoundError(f"media file not found: {os.fspath(source)!r}")
+    elif not isinstance(source, (bytes, bytearray, memoryview)) and not hasattr(source, "read"):
+        raise TypeError(f"source must be a path, bytes or a binary file object, got {type(source).__name__}")
+
+
+def _is_attached_picture(stream) -> bool:
+    """Cover art stored as a one-frame "video" stream (``AV_DISPOSITION_ATTACHED_PIC``)."""
+    import av
+
+    disposition = getattr(stream, "disposition", 0)
+    flag = getattr(getattr(av.stream, "Disposition", None), "attached_pic", 0x400)
+    try:
+        return bool(int(disposition) & int(flag))
+    except (TypeError, ValueError):
+        return False
+
+
+def pick_stream(container, kind: str, label: str, *, stream_index: int | None = None):
+    """The ``kind`` (``"video"``/``"audio"``) stream to decode, as FFmpeg chooses it by default.
+
+    Default: ``av_find_best_stream`` (``container.streams.best``: the most frames/largest, what ``ffmpeg``,
+    ``ffprobe -select_streams`` users and torchcodec get), never an attached picture (cover art), else the
+    first such stream. ``stream_index`` picks one stream by its index in the container (``ffprobe``'s
+    ``index``, all stream types counted).
+
+    Raises:
+        DecodeError: no such stream (reason ``missing_video`` / ``missing_audio``), or ``stream_index`` is not
+            a ``kind`` stream of this file (same reasons: the file lacks what was asked for).
+    """
+    from loaders.errors import DecodeError
+
+    reason = f"missing_{kind}"
+    if stream_index is not None:
+        streams = list(container.streams)
+        if not 0 <= stream_index < len(streams) or streams[stream_index].type != kind or _is_attached_picture(streams[stream_index]):
+            types = [f"{s.index}:{s.type}" for s in streams]
+            raise DecodeError(f"{label}: stream_index={stream_index} is not a {kind} stream (streams: {types})", reason=reason)
+        return streams[stream_index]
+    candidates = [s for s in getattr(container.streams, kind) if not _is_attached_picture(s)]
+    if not candidates:
+        types = [s.type for s in container.streams]
+        raise DecodeError(f"{label} has no {kind} stream (streams: {types}; attached pictures do not count)", reason=reason)
+    try:
+        best = container.streams.best(kind)
+    except Exception:  # noqa: BLE001 - an old PyAV or an odd container: the first stream is FFmpeg's fallback too
+        best = None
+    by_index = {s.index: s for s in candidates}
+    return by_index.get(getattr(best, "index", None), candidates[0])
 
 
 def open_for_pyav(source: MediaSource) -> Union[str, BinaryIO]:

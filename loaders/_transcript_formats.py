@@ -28,8 +28,11 @@ _VTT_TIMING_LINE = re.compile(rf"^\s*({_VTT_TIMESTAMP})\s+-->\s+({_VTT_TIMESTAMP
 _VTT_INLINE_STAMP = re.compile(rf"<({_VTT_TIMESTAMP})>")
 _VTT_TAG = re.compile(r"<[^>]*>")
 # An SRT timing line: two ``hh:mm:ss,mmm`` stamps (``.`` accepted) around an arrow.
-_SRT_TIMESTAMP = r"\d{1,2}:\d{1,2}:\d{1,2}[.,]\d{1,3}"
+_SRT_TIMESTAMP = r"(\d{1,2}):(\d{1,2}):(\d{1,2})[.,](\d{1,3})"
 _SRT_TIMING_LINE = re.compile(rf"^\s*{_SRT_TIMESTAMP}\s*-->\s*{_SRT_TIMESTAMP}(?:\s.*)?$")
+_SRT_CUE_NUMBER = re.compile(r"^\s*\d+\s*$")
+MAX_STAMP_SECONDS = 100 * 3600.0
+"""Latest time a transcript may stamp (100 hours): anything later is a broken export, not a recording."""
 _WHITESPACE = re.compile(r"\s+")
 # Tier names (case-insensitive substrings) that mark a TextGrid's word tier and its phrase tier.
 _WORD_TIER_HINTS = ("word",)
@@ -62,6 +65,9 @@ def check_seconds(value: object, *, where: str) -> float:
         seconds = math.inf
     if not math.isfinite(seconds):
         raise TranscriptError(f"{where}: time must be finite, got {value!r}; hint: NaN/inf stamps mark a broken export")
+    if seconds > MAX_STAMP_SECONDS:
+        raise TranscriptError(f"{where}: time {seconds!r} s is past {MAX_STAMP_SECONDS:g} s (100 hours); "
+                              "hint: the stamps are in the wrong unit (ms?) or the export is broken")
     if seconds < 0:
         raise TranscriptError(
             f"{where}: time must be >= 0 seconds, got {seconds!r}; hint: shift the transcript so it starts at 0 or later"
@@ -119,14 +125,22 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
     import pysubs2
 
     timing_lines = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         if "-->" in line:
-            if not _SRT_TIMING_LINE.match(line):
+            match = _SRT_TIMING_LINE.match(line)
+            if not match:
                 raise TranscriptError(
                     f"{name}: line {number}: malformed SRT timing line {line.strip()!r}; "
                     "hint: expected 'HH:MM:SS,mmm --> HH:MM:SS,mmm'"
                 )
+            for stamp in (match.groups()[:4], match.groups()[4:]):
+                if int(stamp[1]) > 59 or int(stamp[2]) > 59:
+                    raise TranscriptError(f"{name}: line {number}: bad SRT time in {line.strip()!r}: minutes and "
+                                          "seconds must be <= 59")
             timing_lines.append(number)
+    if timing_lines:  # none at all: reported below as "no SRT cues"
+        _check_srt_blocks(lines, name)
     try:
         events = list(pysubs2.SSAFile.from_string(text, format_="srt"))
     except Exception as error:  # pysubs2 raises its own and built-in types
@@ -143,6 +157,26 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
         where = f"{name}: line {line_number}"
         spans.append(make_span(_clean(event.plaintext), event.start / 1000.0, event.end / 1000.0, (), where=where))
     return spans
+
+
+def _check_srt_blocks(lines: Sequence[str], name: str) -> None:
+    """Every cue (a block of non-blank lines) starts with its timing line, or its number then its timing line:
+    pysubs2 silently drops a block without one, which would lose that cue's text."""
+    block_start: Optional[int] = None
+    for number, line in enumerate(list(lines) + [""], start=1):
+        if line.strip():
+            if block_start is None:
+                block_start = number
+            continue
+        if block_start is not None:
+            head = [lines[i - 1] for i in range(block_start, min(block_start + 2, number))]
+            timed = "-->" in head[0] or (len(head) > 1 and _SRT_CUE_NUMBER.match(head[0]) and "-->" in head[1])
+            if not timed:
+                raise TranscriptError(
+                    f"{name}: line {block_start}: cue without a timing line ({head[0].strip()[:40]!r}); "
+                    "hint: each cue is a number, a 'HH:MM:SS,mmm --> HH:MM:SS,mmm' line, its text, then a blank line"
+                )
+            block_start = None
 
 
 # ---------------------------------------------------------------------------------------------- STM
@@ -190,6 +224,8 @@ def _vtt_seconds(groups: Sequence[Optional[str]]) -> float:
     hours, minutes, seconds, fraction = groups
     if int(minutes or 0) > 59 or int(seconds or 0) > 59:
         raise ValueError("minutes and seconds must be <= 59")
+    if int(hours or 0) * 3600 > MAX_STAMP_SECONDS:
+        raise ValueError(f"{hours} hours is past {MAX_STAMP_SECONDS / 3600:g} hours (a broken export)")
     millis = int(str(fraction).ljust(3, "0"))
     return (int(hours or 0) * 3_600_000 + int(minutes or 0) * 60_000 + int(seconds or 0) * 1000 + millis) / 1000.0
 

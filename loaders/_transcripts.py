@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from typing import BinaryIO, Callable, Literal, Optional, TextIO, Union, get_args
 
 from loaders._records import Span, Transcript
@@ -43,6 +44,12 @@ _PARSERS: dict[str, Callable[..., list[Span]]] = {
     "textgrid": parse_textgrid,
     "stm": parse_stm,
 }
+
+DEFAULT_MAX_CUES = 100_000
+"""Cues (segments, intervals) per transcript at most: a 10-hour talk in 2 s cues has 18,000."""
+DEFAULT_MAX_WORDS = 200_000
+"""Words per transcript at most: 22 hours of speech at 150 words a minute."""
+_TOKEN = re.compile(r"\S+")
 
 TranscriptSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO, TextIO]
 
@@ -140,11 +147,52 @@ def pick_transcript(available, read) -> Optional[str]:
     return None
 
 
+def _estimated_cues(text: str, chosen: str) -> int:
+    """An upper bound of the cues/items a parse would build, by counting markers at C speed (no parsing)."""
+    if chosen in ("srt", "vtt"):
+        return text.count("-->")
+    if chosen == "json":
+        return text.count("{")  # every segment and word is an object
+    if chosen == "stm":
+        return text.count("\n") + 1  # one segment per line
+    return text.count("\n") // 3  # TextGrid: an interval takes 3 (short format) or 4 (long) lines
+
+
+def _count_tokens(text: str, limit: int) -> int:
+    """Whitespace-separated tokens of ``text``, counting stops past ``limit`` (constant memory)."""
+    if len(text) < 2 * limit:  # cannot hold more than len/2 tokens
+        return 0
+    count = 0
+    for _ in _TOKEN.finditer(text):
+        count += 1
+        if count > limit:
+            break
+    return count
+
+
+def check_size(text: str, chosen: str, label: str, *, max_cues: int, max_words: int) -> None:
+    """Refuse (``too_large``) a transcript over the limits BEFORE parsing it: cue markers counted with
+    ``str.count``, words as whitespace-separated tokens (minus the 4 tokens of each SRT/VTT timing block and the 5
+    fields heading each STM line)."""
+    cues = _estimated_cues(text, chosen)
+    if cues > max_cues:
+        raise TranscriptError(f"{label}: about {cues} cues/items, over max_cues={max_cues}; hint: split the transcript "
+                              "or raise max_cues", reason="too_large")
+    # tokens that are not words: the 4 of each SRT/VTT timing line, the 5 fields before each STM segment's text
+    markup = 4 * text.count("-->") if chosen in ("srt", "vtt") else 5 * cues if chosen == "stm" else 0
+    words = _count_tokens(text, max_words + markup) - markup
+    if words > max_words:
+        raise TranscriptError(f"{label}: more than {max_words} words (max_words); hint: split the transcript or "
+                              "raise max_words", reason="too_large")
+
+
 def read_transcript(
     source: TranscriptSource,
     *,
     format: Optional[TranscriptFormat] = None,
     name: Optional[str] = None,
+    max_cues: int = DEFAULT_MAX_CUES,
+    max_words: int = DEFAULT_MAX_WORDS,
 ) -> Transcript:
     """Read a transcript file into spans (and words when the file has word times).
 
@@ -155,12 +203,17 @@ def read_transcript(
             else from the content.
         name: what to call the source in messages and ``Transcript.source`` (e.g. the tar key);
             defaults to the path or the stream's name.
+        max_cues: refuse a transcript with more cues/segments/intervals (``TranscriptError``, reason
+            ``too_large``), estimated from the text before parsing it.
+        max_words: refuse a transcript with more words (reason ``too_large``): whitespace-separated tokens
+            counted before parsing, and the parsed words after.
 
     Returns:
         A ``Transcript`` whose spans are sorted by start; words belong to the span that contains them.
 
     Raises:
-        TranscriptError: malformed content; the message names the file and the line or field.
+        TranscriptError: ANY failure caused by the content: malformed (reason ``transcript``; the message names
+            the file and the line or field), or over ``max_cues`` / ``max_words`` (reason ``too_large``).
         ValueError: ``format`` is not one of the valid values.
         TypeError: ``source`` is of an unsupported type.
         OSError: the path cannot be opened.
@@ -172,6 +225,9 @@ def read_transcript(
     """
     if format is not None and format not in _FORMATS:
         raise ValueError(f"format must be one of {list(_FORMATS)} or None, got {format!r}")
+    for limit_name, limit in (("max_cues", max_cues), ("max_words", max_words)):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"{limit_name} must be an int >= 1, got {limit!r}")
     content, label = _read_source(source, name)
     text = _decode(content, label)
     chosen = format or _guess_from_name(label) or sniff_format(text)
@@ -183,6 +239,7 @@ def read_transcript(
             f"{label}: cannot tell the transcript format from the name or the content (starts {text[:30]!r}); "
             f"hint: pass format= one of {list(_FORMATS)}"
         )
+    check_size(text, chosen, label, max_cues=max_cues, max_words=max_words)
     try:
         spans = _PARSERS[chosen](text, name=label)
     except TranscriptError as error:
@@ -192,5 +249,14 @@ def read_transcript(
         raise
     except RecursionError:
         raise TranscriptError(f"{label}: {chosen} content nested too deeply to read") from None
+    except MemoryError:
+        raise TranscriptError(f"{label}: out of memory parsing the {chosen} transcript", reason="too_large") from None
+    except Exception as error:  # noqa: BLE001 - a parser library failing on garbage is the content's fault
+        raise TranscriptError(f"{label}: the {chosen} parser failed: {type(error).__name__}: {error}") from None
+    if len(spans) > max_cues:
+        raise TranscriptError(f"{label}: {len(spans)} cues, over max_cues={max_cues}", reason="too_large")
+    words = sum(len(s.words) or len(s.text.split()) for s in spans)
+    if words > max_words:
+        raise TranscriptError(f"{label}: {words} words, over max_words={max_words}", reason="too_large")
     ordered = tuple(sorted(spans, key=lambda s: (s.start_seconds, s.stop_seconds)))
     return Transcript(spans=ordered, source=label, format=chosen)

@@ -11,6 +11,11 @@ Windows are half-open: ``read_video(src, start_seconds=a, stop_seconds=b)`` retu
 ``a <= pts < b``. ``fps=N`` returns, for each time ``t = a + i/N < b`` of a grid, the frame *played* at
 ``t`` (the last frame with ``pts <= t``), decoding only the GOPs that hold those frames.
 
+Stream: the one FFmpeg picks by default (``av_find_best_stream``; never an attached picture), or
+``stream_index=``; recorded in ``metadata.stream_index``. Times that break presentation order (``stts``
+deltas of 0, DivX packed B-frames, a last frame without a timestamp) are repaired by one rule
+(:func:`strictly_increasing`); headers whose timescale cannot time the frames are refused.
+
 Backends: ``pyav`` (FFmpeg through PyAV) is exact on every container we test and, measured on these
 machines, the fastest full decode (see BENCHMARKS.md); ``auto`` uses it and falls back to ``decord``
 when PyAV fails on a file. ``decord`` can be forced; its pixels are used with timestamps from our
@@ -30,7 +35,7 @@ import torch
 from aligner._time import seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, scan_frame_index
 from loaders._records import VideoClip, VideoMetadata
-from loaders._source import MediaSource, describe_source, open_container, open_for_pyav
+from loaders._source import MediaSource, check_source, describe_source, open_container, open_for_pyav, pick_stream
 from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
@@ -45,6 +50,11 @@ _SEEK_RETRIES = 3
 """Keyframes tried before a target when a seek lands after it, before falling back to the stream start."""
 _VFR_TOLERANCE = 0.10
 """A clip is VFR when some frame duration differs from the median by more than this fraction."""
+_MAX_TICK_SECONDS = 0.5
+"""A stream whose time base is coarser than this cannot time frames: a corrupt ``mdhd`` timescale (0 or 1)."""
+_MAX_MEAN_FRAME_SECONDS = 10.0
+"""Frames shown longer than this on average mean timestamps in the wrong unit (a corrupt timescale):
+a 2 s, 20-frame clip whose timescale reads 1 puts its frames 1024 s apart."""
 
 
 class _BestEffortClock:
@@ -72,6 +82,41 @@ def _open(source: MediaSource, label: str):
     return open_container(source, label, kind="video")
 
 
+def check_time_base(stream, label: str) -> None:
+    """Refuse a stream whose time base cannot time its frames: ticks over 0.5 s in an MP4/MOV (whose ``mdhd``
+    timescale is a free field that muxers set to 1000 or more: 0 or 1 is a corrupt header), or elsewhere
+    ticks over 0.5 s that are also longer than one frame at the declared rate. A 1 fps AVI, whose time base
+    is its frame duration (1 s), is fine."""
+    time_base = stream.time_base
+    tick = float(time_base) if time_base is not None else 0.0
+    try:
+        mov = "mov" in stream.container.format.name
+    except AttributeError:
+        mov = False
+    if not tick > 0 or (tick > _MAX_TICK_SECONDS and (mov or tick > 1.5 * _frame_seconds(stream))):
+        raise DecodeError(
+            f"{label}: the {stream.type} stream's time base is {time_base} s per tick, too coarse to time its frames "
+            f"(limit {_MAX_TICK_SECONDS} s): a corrupt header (mdhd timescale 0 or 1?)"
+        )
+
+
+def check_duration(first_seconds: float, end_seconds: float, num_frames: int, label: str,
+                   max_duration_seconds: Optional[float]) -> None:
+    """Refuse timestamps that cannot be right: frames far apart on average (a wrong timescale), or a
+    presentation span over ``max_duration_seconds`` (reason ``too_large``)."""
+    span = end_seconds - first_seconds
+    if num_frames >= 2 and span / num_frames > _MAX_MEAN_FRAME_SECONDS:
+        raise DecodeError(
+            f"{label}: {num_frames} frames span {span:.3f} s ({span / num_frames:.1f} s per frame, limit "
+            f"{_MAX_MEAN_FRAME_SECONDS:g}): the timestamps are in the wrong unit (corrupt timescale?)"
+        )
+    if max_duration_seconds is not None and span > max_duration_seconds:
+        raise DecodeError(
+            f"{label}: the video spans {span:.3f} s, over max_duration_seconds={max_duration_seconds:g}; "
+            "raise the limit to decode it", reason="too_large",
+        )
+
+
 def _header_metadata(stream, *, backend: str) -> VideoMetadata:
     time_base = stream.time_base
     rate = stream.average_rate or stream.guessed_rate or stream.base_rate
@@ -87,6 +132,7 @@ def _header_metadata(stream, *, backend: str) -> VideoMetadata:
         start_seconds=float(start),
         duration_seconds_from_header=float(duration) if duration else None,
         backend=backend,
+        stream_index=int(stream.index),
     )
 
 
@@ -107,16 +153,31 @@ def _content_facts(pts_seconds: np.ndarray) -> dict:
     return {"fps_from_content": (pts_seconds.size - 1) / span, "vfr": vfr}
 
 
-def probe_video(source: MediaSource, *, name: str | None = None) -> tuple[VideoMetadata, FrameIndex]:
-    """Header facts and the demux frame index of ``source``, without decoding pixels."""
+def probe_video(source: MediaSource, *, name: str | None = None, stream_index: Optional[int] = None,
+                max_duration_seconds: Optional[float] = None) -> tuple[VideoMetadata, FrameIndex]:
+    """Header facts and the demux frame index of ``source``'s video stream (chosen as ``read_video`` chooses
+    it), without decoding pixels.
+
+    Raises:
+        DecodeError: as ``read_video`` (any failure of the file: ``decode``, ``missing_video``, ``too_large``).
+    """
+    check_source(source)
     label = describe_source(source, name)
-    container = _open(source, label)
     try:
-        stream = container.streams.video[0]
-        header = _header_metadata(stream, backend="")
-        index = scan_frame_index(container, stream)
-    finally:
-        container.close()
+        container = _open(source, label)
+        try:
+            stream = pick_stream(container, "video", label, stream_index=stream_index)
+            check_time_base(stream, label)
+            header = _header_metadata(stream, backend="")
+            index = scan_frame_index(container, stream)
+        finally:
+            container.close()
+        if index.num_frames:
+            check_duration(float(index.pts_seconds[0]), index.end_seconds, index.num_frames, label, max_duration_seconds)
+    except DecodeError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure of the file is a DecodeError
+        raise DecodeError(f"{label}: cannot probe the video: {type(e).__name__}: {e}") from e
     import dataclasses
 
     facts = _content_facts(index.pts_seconds)
@@ -232,13 +293,97 @@ class _RGBWriter:
         self._pool.shutdown(wait=True)
 
 
-def _timed(decoder, time_base, clock: Optional[_BestEffortClock] = None) -> Iterator[tuple[float, object]]:
-    """``(pts_seconds, frame)`` of decoded frames, by FFmpeg's best-effort rule; untimed frames dropped."""
+def _frame_seconds(stream) -> float:
+    """One frame's duration from the stream's declared rate (25 fps when it declares none): the step the
+    timestamp repair below uses. Always > 0."""
+    for rate in (stream.average_rate, stream.guessed_rate, stream.base_rate):
+        try:
+            if rate and float(rate) > 0 and math.isfinite(float(rate)):
+                return 1.0 / float(rate)
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+            continue
+    return 1.0 / 25.0
+
+
+def strictly_increasing(timed: Iterator[tuple[Optional[float], object]], frame_seconds: float) -> Iterator[tuple[float, object]]:
+    """Presentation times that never repeat and never go back, repaired with one frame of look-ahead.
+
+    Input: ``(seconds or None, frame)`` in decode output order, times from FFmpeg's best-effort rule.
+    A time that breaks the order is a timestamp the container or decoder got wrong; the rule (``d`` is one
+    frame duration, ``prev`` the time given to the frame before)::
+
+        no time at all                      -> prev + d          (never a copy of prev; first frame: next - d)
+        time <= prev                        -> prev + d          (``stts`` deltas of 0: 0 0 0 -> 0 d 2d)
+        time >= the next frame's time       -> prev + d, when that lies before the next frame's time
+          (it took its successor's time:       (else it keeps its time and the next frame moves up)
+           packed B-frames)
+
+        packed B-frames (DivX):  in  0.000 0.042 0.083 0.209 0.209 0.250      out  0.000 0.042 0.083 0.125 0.209 0.250
+        last frame, no stamp:    in  ... 1.918 None                            out  ... 1.918 1.960
+
+    Times that are already strictly increasing pass unchanged (every well-formed stream).
+    """
+    if not frame_seconds > 0:
+        raise ValueError(f"frame_seconds must be > 0, got {frame_seconds = }")
+    prev: Optional[float] = None
+    anchor, steps = 0.0, 0  # prev == anchor + steps * d: repaired times are counted in steps, not summed
+    pending = next(timed, None)
+    while pending is not None:
+        upcoming = next(timed, None)
+        t, frame = pending
+        following = upcoming[0] if upcoming is not None else None
+        stepped = prev is not None and (
+            t is None or t <= prev
+            or (following is not None and t >= following and anchor + (steps + 1) * frame_seconds < following)
+        )
+        if stepped:
+            steps += 1
+            t = anchor + steps * frame_seconds
+        elif t is None:  # the first frame has no time
+            t = following - frame_seconds if following is not None else 0.0
+        if not stepped:
+            anchor, steps = t, 0
+        yield t, frame
+        prev = t
+        pending = upcoming
+
+
+def _timed(decoder, stream, clock: Optional[_BestEffortClock] = None) -> Iterator[tuple[float, object]]:
+    """``(pts_seconds, frame)`` of decoded frames: FFmpeg's best-effort time, made strictly increasing
+    (:func:`strictly_increasing`)."""
     clock = clock or _BestEffortClock()
-    for frame in decoder:
-        ts = clock(frame.pts, frame.dts)
-        if ts is not None:
-            yield ticks_to_seconds(ts, time_base), frame
+    time_base = stream.time_base
+
+    def raw() -> Iterator[tuple[Optional[float], object]]:
+        for frame in decoder:
+            ts = clock(frame.pts, frame.dts)
+            yield (ticks_to_seconds(ts, time_base) if ts is not None else None), frame
+
+    return strictly_increasing(raw(), _frame_seconds(stream))
+
+
+def _packets(container, stream) -> Iterator[object]:
+    """The stream's packets; MPEG-4 part 2 goes through FFmpeg's ``mpeg4_unpack_bframes`` filter, which
+    splits DivX "packed bitstream" packets (a P- and a B-frame in one packet) so each frame gets its own
+    timestamp (a no-op on streams that are not packed)."""
+    packets = container.demux(stream)
+    unpack = None
+    if stream.codec_context.name == "mpeg4":
+        try:
+            from av.bitstream import BitStreamFilterContext
+
+            unpack = BitStreamFilterContext("mpeg4_unpack_bframes", stream)
+        except Exception as e:  # noqa: BLE001 - an FFmpeg built without the filter: packets as they are
+            logger.debug("mpeg4_unpack_bframes unavailable (%s)", e)
+    if unpack is None:
+        yield from packets
+        return
+    for packet in packets:
+        if packet.size == 0:  # the demuxer's flush packet: drain the filter first
+            yield from unpack.filter(None)
+            yield packet
+            continue
+        yield from unpack.filter(packet)
 
 
 def _decode_packets(container, stream, needed_ticks: Optional[frozenset]) -> Iterator[object]:
@@ -248,12 +393,24 @@ def _decode_packets(container, stream, needed_ticks: Optional[frozenset]) -> Ite
     Skipping is exact: a non-reference frame is by definition never used to decode another frame, and
     every frame that will be returned is decoded. Packet times are the frame index's own times.
     """
+    import av
+
     ctx = stream.codec_context
-    for packet in container.demux(stream):
+    rejected = 0
+    for packet in _packets(container, stream):
         if needed_ticks is not None:
             ts = packet.pts if packet.pts is not None else packet.dts
             ctx.skip_frame = "DEFAULT" if packet.size == 0 or ts is None or ts in needed_ticks else "NONREF"
-        yield from ctx.decode(packet)
+        try:
+            frames = ctx.decode(packet)
+        except av.error.InvalidDataError:
+            # A corrupt packet: FFmpeg (the CLI, and frame-threaded decoding) drops it and decodes on; so do we,
+            # whatever the thread count. A file whose every packet is corrupt decodes to no frames (DecodeError).
+            rejected += 1
+            continue
+        yield from frames
+    if rejected:
+        logger.warning("%s: %d corrupt video packet(s) dropped by the decoder", getattr(container, "name", ""), rejected)
 
 
 def _frames_from(container, stream, index: FrameIndex, seconds: float,
@@ -270,7 +427,7 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float,
     for keyframe in candidates:
         target = seconds_to_ticks(keyframe, time_base) if keyframe is not None else (stream.start_time or 0)
         container.seek(target, stream=stream, backward=True, any_frame=False)
-        frames = _timed(_decode_packets(container, stream, needed_ticks), time_base)
+        frames = _timed(_decode_packets(container, stream, needed_ticks), stream)
         first = next(frames, None)
         if first is None:
             continue
@@ -284,7 +441,7 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
                        size: Optional[tuple[int, int]] = None):
     """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3])."""
     if index is None:
-        frames = _timed(container.decode(stream), stream.time_base)
+        frames = _timed(_decode_packets(container, stream, None), stream)
     else:
         frames = _frames_from(container, stream, index, start)
     pts_out: list[float] = []
@@ -360,6 +517,8 @@ class _Request:
     num_threads: int
     size: Optional[tuple[int, int]]
     index: Optional[FrameIndex]
+    stream_index: Optional[int] = None
+    max_duration_seconds: Optional[float] = None
 
 
 def _read_pyav(source, label: str, request: _Request) -> VideoClip:
@@ -369,7 +528,8 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
     size = request.size
     container = _open(source, label)
     try:
-        stream = container.streams.video[0]
+        stream = pick_stream(container, "video", label, stream_index=request.stream_index)
+        check_time_base(stream, label)
         meta = _header_metadata(stream, backend="pyav")
         if meta.width * meta.height > max_pixels:
             raise DecodeError(
@@ -382,10 +542,14 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
         stream.codec_context.thread_count = request.num_threads
         whole = start is None and stop is None and fps is None
         index = None if whole else (request.index or scan_frame_index(container, stream))
+        known = request.index if whole else None
+        if known is not None and known.num_frames:  # refuse before decoding what the caller's index says is too long
+            check_duration(float(known.pts_seconds[0]), known.end_seconds, known.num_frames, label, request.max_duration_seconds)
         if index is not None:
             if index.num_frames == 0:
                 raise DecodeError(f"{label}: the video stream has no frames")
             first, end = float(index.pts_seconds[0]), index.end_seconds
+            check_duration(first, end, index.num_frames, label, request.max_duration_seconds)
             lo = first if start is None else start
             hi = end if stop is None else stop
             if hi > lo and (lo >= end or hi <= first):
@@ -416,6 +580,8 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
         container.close()
     if whole and not pts:
         raise DecodeError(f"{label}: the video stream decoded to no frames (corrupt or truncated?)")
+    if whole:
+        check_duration(pts[0], pts[-1] + _frame_seconds_of(pts), len(pts), label, request.max_duration_seconds)
     all_pts = np.asarray(pts, dtype=np.float64) if whole else index.pts_seconds
     meta = dataclasses.replace(
         meta,
@@ -423,6 +589,11 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
         **_content_facts(all_pts),
     )
     return VideoClip(frames=frames, pts_seconds=torch.tensor(pts, dtype=torch.float64), metadata=meta)
+
+
+def _frame_seconds_of(pts: list[float]) -> float:
+    """The last frame's duration as the median of the others (0 for a single frame)."""
+    return float(np.median(np.diff(pts))) if len(pts) > 1 else 0.0
 
 
 def _read_decord(source, label: str, request: _Request) -> VideoClip:
@@ -433,7 +604,8 @@ def _read_decord(source, label: str, request: _Request) -> VideoClip:
     import decord
 
     start, stop, fps, max_pixels, num_threads = request.start, request.stop, request.fps, request.max_pixels, request.num_threads
-    meta, index = probe_video(source, name=label)
+    meta, index = probe_video(source, name=label, stream_index=request.stream_index,
+                              max_duration_seconds=request.max_duration_seconds)
     if request.index is not None:
         index = request.index
     if meta.width * meta.height > max_pixels:
@@ -491,6 +663,8 @@ def read_video(
     frame_index: Optional[FrameIndex] = None,
     name: Optional[str] = None,
     fallback_timeout_seconds: float = 60.0,
+    stream_index: Optional[int] = None,
+    max_duration_seconds: Optional[float] = None,
 ) -> VideoClip:
     """Decode video frames with their real presentation timestamps.
 
@@ -508,15 +682,23 @@ def read_video(
             ``avalign preprocess``): windows and ``fps=`` seek with it instead of scanning the file.
         name: label used in error messages (e.g. the shard key) when ``source`` is bytes.
         fallback_timeout_seconds: time limit of the decord fallback of ``auto`` (run in a watchdog process).
+        stream_index: the container index of the video stream to decode (``ffprobe``'s ``index``); default:
+            the stream FFmpeg picks (``av_find_best_stream``), never an attached picture. Recorded in
+            ``metadata.stream_index``.
+        max_duration_seconds: refuse (``too_large``) a stream whose frames span longer than this; None: no limit.
+            Whatever the limit, timestamps that put frames more than 10 s apart on average, or a time base
+            coarser than 0.5 s, are refused as corrupt (``decode``): a broken ``mdhd`` timescale.
 
     Returns:
         VideoClip with ``frames`` uint8 ``[T, H, W, 3]`` and ``pts_seconds`` float64 ``[T]``.
 
     Raises:
-        DecodeError: the file cannot be opened or decoded (``reason`` ``decode``), has no video stream
-            (``missing_video``), or is over ``max_pixels`` (``too_large``).
+        DecodeError: ANY failure caused by the file (whatever FFmpeg, PyAV or decord raised, or a crash of the
+            decord fallback's process): it cannot be opened or decoded (``reason`` ``decode``), has no video
+            stream (``missing_video``), or is over ``max_pixels`` / ``max_duration_seconds`` (``too_large``).
         IndexError: the window lies entirely outside the stream (the message gives the valid range).
         ValueError: a bad argument (window with stop < start, fps <= 0, unknown backend).
+        FileNotFoundError, TypeError: a path that does not exist, a source of an unsupported type.
 
     Example:
         >>> clip = read_video("sample_data/clip00.mp4", start_seconds=1.0, stop_seconds=2.0)  # doctest: +SKIP
@@ -527,16 +709,22 @@ def read_video(
     _check_window(start_seconds, stop_seconds, fps)
     if frame_size is not None and (len(frame_size) != 2 or min(frame_size) <= 0):
         raise ValueError(f"frame_size must be (height, width) > 0, got {frame_size = }")
+    if stream_index is not None and (isinstance(stream_index, bool) or not isinstance(stream_index, int) or stream_index < 0):
+        raise ValueError(f"stream_index must be an int >= 0 or None, got {stream_index = !r}")
+    if max_duration_seconds is not None and not max_duration_seconds > 0:
+        raise ValueError(f"max_duration_seconds must be > 0 or None, got {max_duration_seconds = !r}")
+    check_source(source)
     label = describe_source(source, name)
     size = None if frame_size is None else (int(frame_size[0]), int(frame_size[1]))
-    request = _Request(start_seconds, stop_seconds, fps, max_pixels, num_threads, size, frame_index)
+    request = _Request(start_seconds, stop_seconds, fps, max_pixels, num_threads, size, frame_index, stream_index,
+                       max_duration_seconds)
     args = (source, label, request)
     if backend == "decord":
-        return _read_decord(*args)
+        return _guarded(_read_decord, *args)
     if backend == "pyav":
-        return _read_pyav(*args)
+        return _guarded(_read_pyav, *args)
     try:
-        return _read_pyav(*args)
+        return _guarded(_read_pyav, *args)
     except DecodeError as first_error:
         if first_error.reason in ("too_large", "missing_video"):
             raise
@@ -544,7 +732,21 @@ def read_video(
         from loaders._watchdog import call_with_timeout
 
         try:
-            # decord can hang on files FFmpeg itself rejects (decord #373): only ever under the watchdog.
-            return call_with_timeout(_read_decord, *args, timeout_seconds=fallback_timeout_seconds, label=label)
-        except DecodeError:
+            # decord can hang on files FFmpeg itself rejects (decord #373), or crash: only ever in the watchdog.
+            return call_with_timeout(_guarded, _read_decord, *args, timeout_seconds=fallback_timeout_seconds, label=label)
+        except Exception as second_error:  # noqa: BLE001 - the fallback failing leaves PyAV's error the one to report
+            logger.debug("%s: decord fallback failed too: %s: %s", label, type(second_error).__name__, second_error)
             raise first_error from None
+
+
+def _guarded(read, source, label: str, request: _Request) -> VideoClip:
+    """``read(source, label, request)`` with every failure of the file as a DecodeError (the window's
+    IndexError passes: it is about the request)."""
+    try:
+        return read(source, label, request)
+    except (DecodeError, IndexError):
+        raise
+    except MemoryError as e:
+        raise DecodeError(f"{label}: out of memory decoding the video ({e}); try frame_size= or fps=", reason="too_large") from e
+    except Exception as e:  # noqa: BLE001 - FFmpeg/PyAV/decord errors, AttributeError on corrupt headers, bad pts
+        raise DecodeError(f"{label}: video decode failed: {type(e).__name__}: {e}") from e

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["DecodeError", "DecodeTimeout", "REASONS", "SampleError", "TranscriptError", "reason_of"]
+__all__ = ["DecodeError", "DecodeTimeout", "REASONS", "SampleError", "TranscriptError", "reason_of", "sample_error"]
 
 REASONS: dict[str, str] = {
     # media
@@ -17,7 +17,8 @@ REASONS: dict[str, str] = {
                      "preprocess and report keep audio-only media with a null A/V offset",
     "missing_audio": "no audio stream in the media",
     "missing_media": "a key with a transcript or metadata but no media member/file at all (preprocess, report)",
-    "too_large": "frames over max_pixels (width x height), or a tar member over the member size limit",
+    "too_large": "frames over max_pixels (width x height), a tar member over the member size limit, media whose "
+                 "timestamps claim more than max_duration_seconds, or a transcript over max_cues / max_words",
     "timeout": "decoding (or measuring) ran past its time limit",
     # text and records
     "transcript": "the transcript cannot be parsed or is invalid (e.g. a span whose stop is before its start)",
@@ -26,7 +27,7 @@ REASONS: dict[str, str] = {
     "unsafe_name": "a tar member name is absolute or contains '..'",
     "member_type": "a tar member is not a regular file (link, device)",
     "duplicate_key": "a key appears again (non-consecutive repeat, repeated extension, or in another shard/file)",
-    "truncated": "the tar ends (or is corrupt) inside this sample",
+    "truncated": "the tar ends (or is corrupt) inside this sample, or inside a member header after it",
     "open": "a shard cannot be opened (key is empty)",
     # tool specific
     "over_budget": "loader: an item larger than a batch budget",
@@ -66,9 +67,20 @@ class DecodeTimeout(DecodeError):
 
 
 class TranscriptError(ValueError):
-    """A transcript that cannot be parsed; the message names the file and the line or field. Reason ``transcript``."""
+    """A transcript that cannot be parsed; the message names the file and the line or field.
+
+    Attributes:
+        reason: ``transcript`` (default), or ``too_large`` for one over ``max_cues`` / ``max_words``.
+    """
 
     reason = "transcript"
+
+    def __init__(self, *args: object, reason: Optional[str] = None) -> None:
+        super().__init__(*args)
+        if reason is not None:
+            if reason not in REASONS:
+                raise ValueError(f"reason must be one of {sorted(REASONS)}, got {reason!r}")
+            self.reason = reason
 
 
 class SampleError(ValueError):
@@ -104,3 +116,46 @@ def reason_of(error: BaseException, *, default: str = "error") -> str:
     if isinstance(error, OSError):
         return "read"
     return default
+
+
+_STAGE_REASONS = {"decode": "decode", "transcript": "transcript", "align": "align", "read": "read", "sample": "error"}
+"""The reason of a failure in each step of one sample, when the exception carries none of its own."""
+
+
+def sample_error(error: BaseException, *, key: str = "", shard: str = "", stage: str = "sample") -> SampleError:
+    """Any failure of ONE sample as a :class:`SampleError` naming its key and a reason from :data:`REASONS`.
+
+    The one rule the loader and ``avalign preprocess`` share: whatever was raised while reading, decoding,
+    parsing or aligning one sample (a ``DecodeError``, an ``av.error``, an ``AttributeError`` from a parser
+    fed garbage…) becomes a skip of that sample, never the end of an epoch. Total: it never raises, for any
+    exception and any arguments.
+
+    Reason: the exception's own code when it has one from the vocabulary (``DecodeError.reason``,
+    ``TranscriptError``, ``SampleError``, ``ShardError``); else the code of ``stage`` (``decode``,
+    ``transcript``, ``align``, ``read``; ``sample`` or an unknown stage: ``error``, the vocabulary's "a bug"),
+    with ``read`` also for an ``OSError`` raised in the ``read`` stage. A ``SampleError`` keeps its reason and
+    gets ``key`` / ``shard`` filled where it had none.
+
+    Example:
+        >>> e = sample_error(AttributeError("'NoneType' object has no attribute 'pts'"), key="k1", stage="decode")
+        >>> (e.key, e.reason)
+        ('k1', 'decode')
+    """
+    try:
+        key = key if isinstance(key, str) else repr(key)
+        shard = shard if isinstance(shard, str) else repr(shard)
+        if isinstance(error, SampleError):
+            if (error.key or not key) and (error.shard or not shard):
+                return error
+            return SampleError(error.message, shard=error.shard or shard, key=error.key or key, reason=error.reason)
+        own = getattr(error, "reason", None)
+        has_own = isinstance(own, str) and own in REASONS
+        reason = own if has_own else _STAGE_REASONS.get(stage, "error")
+        if stage == "read" and isinstance(error, OSError):
+            reason = "read"
+        text = str(error) or type(error).__name__
+        if not has_own:
+            text = f"{type(error).__name__}: {text}"
+        return SampleError(text, shard=shard, key=key, reason=reason)
+    except Exception:  # noqa: BLE001 - str(error) itself may fail on a hostile exception; stay total
+        return SampleError(f"{type(error).__name__} (message unavailable)", shard=str(shard), key=str(key), reason="error")

@@ -48,6 +48,7 @@ def _call(preprocess, args: argparse.Namespace):
         progress=not args.no_progress,
         timeout_seconds=args.timeout if args.timeout > 0 else None,
         max_pixels=args.max_pixels,
+        max_duration_seconds=args.max_duration,
     )
 
 
@@ -130,6 +131,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, metavar="N",
                         help=f"skip media whose frames have more than N pixels (width x height) as too_large "
                              f"(default {DEFAULT_MAX_PIXELS} = 3840x2160)")
+    parser.add_argument("--max-duration", type=float, default=None, metavar="SECONDS",
+                        help="skip media whose video or audio spans longer as too_large (default: no limit)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per sample before giving up (0: none; default 300)")
     parser.add_argument("--dry-run", action="store_true", help="list what would be done; write nothing")
     parser.add_argument("--no-progress", action="store_true",

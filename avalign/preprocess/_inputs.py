@@ -282,6 +282,11 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
                 found = {ext: loc for ext, loc in sample.items() if ext in known}
                 if found:
                     groups[sample["__key__"]] = found
+                else:  # e.g. only `b.v2.mp4`: its extension is `v2.mp4` (the loader reports it too)
+                    exts = sorted(ext for ext in sample if not ext.startswith("__"))
+                    _skip(skipped, url, sample["__key__"], "missing_media",
+                          f"{url}: sample {sample['__key__']!r} has no media member (extensions {exts}; media: "
+                          f"{list(MEDIA_EXTENSIONS)}); hint: the extension starts at the first dot of the member name")
         except ShardError as e:
             raise SampleError(e.message, shard=e.shard, key=e.key, reason=e.reason) from None
     return groups

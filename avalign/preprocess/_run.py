@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Literal, Optional
 
 from avalign.preprocess._inputs import InputPlan, InputSample, list_inputs
+from avalign.preprocess._lock import output_lock
 from avalign.preprocess._sample import SampleOptions, dumps, process_sample, run_config
 from avalign.preprocess._shard import ShardTask, process_shard
 from avalign.preprocess._state import RunState, plan_sha256
@@ -56,7 +57,7 @@ class PreprocessResult:
     num_skipped: int
     """Inputs skipped (input-level and sample-level), as listed in ``skipped.jsonl``."""
     media_seconds: float
-    """Total duration of the samples in the output (from the manifest), reused shards included."""
+    """Total duration of the samples written (from the manifest)."""
     wall_seconds: float
     """How long this run took."""
     dry_run: bool = False
@@ -174,7 +175,11 @@ def _run_local(tasks, *, workers: int, on_result, on_sample, options: SampleOpti
         for task in tasks:
             on_result(process_shard(task, on_sample=on_sample, options=options, config=config, **shard_kwargs))
         return
-    with ProcessPoolExecutor(max_workers=min(workers, len(samples)), mp_context=multiprocessing.get_context("fork")) as pool:
+    from loaders._watchdog import exit_with_parent
+
+    # Workers exit when this process dies (SIGKILL, the OOM killer): never blocked forever on the call queue.
+    with ProcessPoolExecutor(max_workers=min(workers, len(samples)), mp_context=multiprocessing.get_context("fork"),
+                             initializer=exit_with_parent) as pool:
         results = _measured_ahead(pool, samples, options=options, config=config, ahead=4 * workers)
 
         def take(sample: InputSample):
@@ -222,6 +227,7 @@ def preprocess(
     progress: bool = True,
     timeout_seconds: Optional[float] = 300.0,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    max_duration_seconds: Optional[float] = None,
 ) -> PreprocessResult:
     """Measure every sample of ``input`` once and write aligned WebDataset shards to ``output_dir``.
 
@@ -251,6 +257,8 @@ def preprocess(
         timeout_seconds: per-sample limit for decode + measure (None: no limit).
         max_pixels: skip media whose frames have more pixels (width × height) with reason ``too_large``
             (default 3840 × 2160).
+        max_duration_seconds: skip media whose video or audio spans longer (reason ``too_large``); None: no
+            limit. Timestamps that cannot be right (a corrupt ``mdhd`` timescale) are refused (``decode``) anyway.
 
     Returns:
         PreprocessResult with the shards written and reused, counts and timings.
@@ -261,6 +269,7 @@ def preprocess(
         ValueError: bad options, output inside input, or an output directory from a run with other options.
         OSError: disk full (errno ENOSPC; the message says so; completed shards stay, a rerun resumes).
         SampleError: a bad sample with ``on_error="raise"`` (its ``shard``, ``key`` and ``reason`` attached).
+        BlockingIOError: another run is writing to ``output_dir`` (it holds ``.avalign-preprocess.lock``).
 
     Example:
         >>> result = preprocess("clips/", "shards/", workers=4, samples_per_shard=500)   # doctest: +SKIP
@@ -271,9 +280,13 @@ def preprocess(
     input, output_dir = os.fspath(input), os.fspath(output_dir)
     plan = list_inputs(input, on_error=on_error)
     _check_output_location(input, output_dir, plan)
-    options = SampleOptions(sample_rate=sample_rate, reencode=reencode, timeout_seconds=timeout_seconds, max_pixels=max_pixels)
+    if max_duration_seconds is not None and not max_duration_seconds > 0:
+        raise ValueError(f"max_duration_seconds must be > 0 or None, got {max_duration_seconds = !r}")
+    options = SampleOptions(sample_rate=sample_rate, reencode=reencode, timeout_seconds=timeout_seconds, max_pixels=max_pixels,
+                            max_duration_seconds=max_duration_seconds)
     config = run_config(options)
-    state_config = dict(config, samples_per_shard=samples_per_shard, max_pixels=max_pixels)
+    state_config = dict(config, samples_per_shard=samples_per_shard, max_pixels=max_pixels,
+                        **({"max_duration_seconds": max_duration_seconds} if max_duration_seconds is not None else {}))
     tasks = plan_shards(plan, samples_per_shard=samples_per_shard, config=state_config)
     keys_by_shard = {t.name: [s.key for s in t.samples] for t in tasks}
     logger.info("%s: %d sample(s), %d skipped up front, %d shard(s)", input, len(plan.samples), len(plan.skipped), len(tasks))
@@ -291,63 +304,65 @@ def preprocess(
         )
 
     _prepare_output(output_dir)
-    remove_stale_temporaries(output_dir)
-    state = RunState(output_dir, state_config)
-    done = [t for t in tasks if state.is_done(t.name, t.plan_sha256, os.path.join(output_dir, t.name))]
-    todo = [t for t in tasks if t not in done]
-    if done:
-        logger.info("resuming: %d shard(s) already complete, %d to do", len(done), len(todo))
+    with output_lock(output_dir):  # one run per output directory (a second would delete our temporaries)
+        remove_stale_temporaries(output_dir)
+        state = RunState(output_dir, state_config)
+        done = [t for t in tasks if state.is_done(t.name, t.plan_sha256, os.path.join(output_dir, t.name))]
+        todo = [t for t in tasks if t not in done]
+        if done:
+            logger.info("resuming: %d shard(s) already complete, %d to do", len(done), len(todo))
 
-    bar = None
-    counts = {"done": sum(len(state.entries[t.name]["manifest"]) for t in done),
-              "skipped": len(plan.skipped) + sum(len(state.entries[t.name]["skipped"]) for t in done)}
-    if progress:
-        from avalign._progress import Progress
+        bar = None
+        counts = {"done": sum(len(state.entries[t.name]["manifest"]) for t in done),
+                  "skipped": len(plan.skipped) + sum(len(state.entries[t.name]["skipped"]) for t in done)}
+        if progress:
+            from avalign._progress import Progress
 
-        bar = Progress(total=len(plan.samples), initial=sum(len(t.samples) for t in done), desc="preprocess", unit="clip")
+            bar = Progress(total=len(plan.samples), initial=sum(len(t.samples) for t in done), desc="preprocess",
+                           unit="clip")
 
-    def on_sample(ok: bool) -> None:
-        counts["done" if ok else "skipped"] += 1
-        if bar is not None:
-            bar.update(1, **counts)
-
-    in_process = backend == "local"
-
-    def on_result(entry: dict) -> None:
-        state.record(entry)
-        if not in_process:
-            counts["done"] += len(entry["manifest"])
-            counts["skipped"] += len(entry["skipped"])
+        def on_sample(ok: bool) -> None:
+            counts["done" if ok else "skipped"] += 1
             if bar is not None:
-                bar.update(len(entry["manifest"]) + len(entry["skipped"]), **counts)
+                bar.update(1, **counts)
 
-    shard_kwargs = dict(output_dir=output_dir, options=options, config=config, on_error=on_error)
-    try:
-        if backend == "ray":
-            from avalign.preprocess._ray import run_shards_ray
+        in_process = backend == "local"  # local: shards are written here, sample by sample (on_sample counts)
 
-            run_shards_ray(todo, on_result=on_result, ray_address=ray_address, workers=workers, **shard_kwargs)
-        else:
-            _run_local(todo, workers=workers, on_result=on_result, on_sample=on_sample, **shard_kwargs)
-    finally:
-        if bar is not None:
-            bar.close()
+        def on_result(entry: dict) -> None:
+            state.record(entry)
+            if not in_process:
+                counts["done"] += len(entry["manifest"])
+                counts["skipped"] += len(entry["skipped"])
+                if bar is not None:
+                    bar.update(len(entry["manifest"]) + len(entry["skipped"]), **counts)
 
-    _remove_stale_shards(output_dir, len(tasks))
-    manifest, skipped = [], list(plan.skipped)
-    for task in tasks:
-        entry = state.entries[task.name]
-        manifest.extend(entry["manifest"])
-        skipped.extend(entry["skipped"])
-    skipped.sort(key=lambda row: (row["key"], row["input"], row["reason"]))
-    atomic_write_bytes(os.path.join(output_dir, "manifest.jsonl"), _jsonl(manifest))
-    atomic_write_bytes(os.path.join(output_dir, "skipped.jsonl"), _jsonl(skipped))
-    media_seconds = sum(row["duration"] for row in manifest)
-    written = {t.name for t in todo}
-    media_seconds_processed = sum(row["duration"] for row in manifest if row["shard"] in written)
-    return PreprocessResult(
-        output_dir=output_dir, shards=tuple(t.name for t in tasks), shards_written=tuple(t.name for t in todo),
-        shards_reused=tuple(t.name for t in done), num_samples=len(manifest), num_skipped=len(skipped),
-        media_seconds=media_seconds, wall_seconds=time.monotonic() - start, keys_by_shard=keys_by_shard,
-        media_seconds_processed=media_seconds_processed,
-    )
+        shard_kwargs = dict(output_dir=output_dir, options=options, config=config, on_error=on_error)
+        try:
+            if backend == "ray":
+                from avalign.preprocess._ray import run_shards_ray
+
+                run_shards_ray(todo, on_result=on_result, ray_address=ray_address, workers=workers, **shard_kwargs)
+            else:
+                _run_local(todo, workers=workers, on_result=on_result, on_sample=on_sample, **shard_kwargs)
+        finally:
+            if bar is not None:
+                bar.close()
+
+        _remove_stale_shards(output_dir, len(tasks))
+        manifest, skipped = [], list(plan.skipped)
+        for task in tasks:
+            entry = state.entries[task.name]
+            manifest.extend(entry["manifest"])
+            skipped.extend(entry["skipped"])
+        skipped.sort(key=lambda row: (row["key"], row["input"], row["reason"]))
+        atomic_write_bytes(os.path.join(output_dir, "manifest.jsonl"), _jsonl(manifest))
+        atomic_write_bytes(os.path.join(output_dir, "skipped.jsonl"), _jsonl(skipped))
+        media_seconds = sum(row["duration"] for row in manifest)
+        written = {t.name for t in todo}
+        media_seconds_processed = sum(row["duration"] for row in manifest if row["shard"] in written)
+        return PreprocessResult(
+            output_dir=output_dir, shards=tuple(t.name for t in tasks), shards_written=tuple(t.name for t in todo),
+            shards_reused=tuple(t.name for t in done), num_samples=len(manifest), num_skipped=len(skipped),
+            media_seconds=media_seconds, wall_seconds=time.monotonic() - start, keys_by_shard=keys_by_shard,
+            media_seconds_processed=media_seconds_processed,
+        )

@@ -23,7 +23,7 @@ from typing import Literal, Optional
 
 from avalign.preprocess._inputs import InputSample, read_members
 from loaders._video import DEFAULT_MAX_PIXELS
-from loaders.errors import DecodeError, DecodeTimeout, SampleError, reason_of
+from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
 from avalign._measure import count_words, read_video_for_estimation
 
 logger = logging.getLogger(__name__)
@@ -47,14 +47,23 @@ class SampleOptions:
     """Give up on one sample's decode + measure after this long (watchdog child); None: no limit."""
     seed: int = 0
     """Recorded in the config; the estimators are deterministic and draw no random numbers."""
+    max_duration_seconds: Optional[float] = None
+    """Skip media spanning longer than this with reason ``too_large`` (None: no limit); like ``max_pixels``,
+    recorded in ``state.jsonl``'s options (when set), not in ``align.json``."""
     max_pixels: int = DEFAULT_MAX_PIXELS
     """Skip media whose frames are larger (width × height) with reason ``too_large``. It decides which samples
     are written, not their bytes: recorded in ``state.jsonl``'s options, not in ``align.json``."""
 
 
 def dumps(value) -> bytes:
-    """Canonical JSON bytes: sorted keys, no spaces, UTF-8, NaN refused."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    """Canonical JSON bytes: sorted keys, no spaces, UTF-8, NaN refused.
+
+    Any string can be written: a name that is not valid Unicode (a tar member name with undecodable bytes,
+    held as lone surrogates such as ``\\udcff``) is written as the JSON escape ``\\udcff``, which reads back
+    as the same string (``json.loads``); valid text is written as UTF-8, unchanged.
+    """
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8", "backslashreplace")
 
 
 def run_config(options: SampleOptions) -> dict:
@@ -121,7 +130,7 @@ def _transcript_json(transcript) -> dict:
 
 
 def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str, transcript_name: str, sample_rate: int,
-             max_pixels: int = DEFAULT_MAX_PIXELS) -> dict:
+             max_pixels: int = DEFAULT_MAX_PIXELS, max_duration_seconds: Optional[float] = None) -> dict:
     """Decode and measure (runs in the watchdog child when there is a time limit). Single-threaded for reproducibility."""
     import torch
 
@@ -141,14 +150,18 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
             transcript = None
             if transcript_bytes is not None:
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
-            audio = loaders.read_audio(media, name=media_name)
+            audio = loaders.read_audio(media, name=media_name, max_duration_seconds=max_duration_seconds)
             try:
-                video, index = read_video_for_estimation(media, name=media_name, num_threads=1, max_pixels=max_pixels)
+                video, index = read_video_for_estimation(media, name=media_name, num_threads=1, max_pixels=max_pixels,
+                                                         max_duration_seconds=max_duration_seconds)
             except DecodeError as e:
                 if e.reason != "missing_video":  # audio-only media are kept, with a null A/V offset
                     raise
                 video, index = None, None
-            record = measure_sample(video, audio, transcript, sample_rate=sample_rate)
+            try:
+                record = measure_sample(video, audio, transcript, sample_rate=sample_rate)
+            except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
+                raise sample_error(e, stage="align") from e  # the key is filled in by process_sample
         finally:
             if limits is not None:
                 limits.unregister()
@@ -175,9 +188,14 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
     """
     from loaders._watchdog import call_with_timeout
 
+    shard = sample.media.path if sample.media.member else ""
     try:
         locators = [sample.media] + ([sample.transcript] if sample.transcript else []) + [loc for _, loc in sample.extras]
         data = read_members(locators)
+    except Exception as e:  # noqa: BLE001 - I/O errors reading the input back
+        error = sample_error(e, key=sample.key, shard=shard, stage="read")
+        raise SampleError(f"{sample.source}: {error.message}", shard=shard, key=sample.key, reason=error.reason) from e
+    try:
         media = data[0]
         transcript_bytes = data[1] if sample.transcript else None
         extras = data[1 + bool(sample.transcript):]
@@ -185,7 +203,8 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
             media = _reencode_mp4(media, label=sample.source, timeout_seconds=options.timeout_seconds)
         media_ext = "mp4" if options.reencode == "mp4" else sample.media_ext
         kwargs = dict(media_name=sample.source, transcript_name=f"{sample.key}.{sample.transcript_format}",
-                      sample_rate=options.sample_rate, max_pixels=options.max_pixels)
+                      sample_rate=options.sample_rate, max_pixels=options.max_pixels,
+                      max_duration_seconds=options.max_duration_seconds)
         if options.timeout_seconds:
             result = call_with_timeout(_analyse, media, transcript_bytes, timeout_seconds=options.timeout_seconds,
                                        label=sample.source, **kwargs)
@@ -203,14 +222,11 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
             members[f"{sample.key}.transcript.json"] = dumps(result["transcript"])
         for (ext, _), blob in zip(sample.extras, extras):
             members[f"{sample.key}.{ext}"] = blob
-    except SampleError:
-        raise
-    except Exception as e:  # anything an input can cause becomes a typed, named skip
-        reason = reason_of(e)
-        if reason == "error":
+    except Exception as e:  # anything an input can cause becomes a typed, named skip (loaders.errors.sample_error)
+        error = sample_error(e, key=sample.key, shard=shard, stage="sample")
+        if error.reason == "error":
             logger.error("%s: unexpected %s while processing", sample.source, type(e).__name__, exc_info=True)
-        raise SampleError(f"{sample.source}: {type(e).__name__}: {e}", shard=sample.media.path if sample.media.member else "",
-                          key=sample.key, reason=reason) from e
+        raise SampleError(f"{sample.source}: {error.message}", shard=error.shard, key=error.key, reason=error.reason) from e
     aligned = record["aligned"]
     row = {
         "key": sample.key,
