@@ -3,6 +3,7 @@ from aligner._align import AlignedSample, AlignmentReport, align
 from aligner._apply import audio_on_video_clock
 from aligner._clock import ClockModel
 from aligner._estimate import (
+    AVAbstain,
     AVEstimate,
     estimate_av_offset,
     estimate_av_offset_from_arrays,
@@ -18,6 +19,7 @@ from aligner._time import frame_played_at, frame_range, sample_range, samples_to
 from aligner._tokens import word_token_ranges
 
 __all__ = [
+    "AVAbstain",
     "AVEstimate",
     "AlignedSample",
     "AlignedSpan",

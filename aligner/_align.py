@@ -52,6 +52,8 @@ class AlignmentReport:
     """Transcript words/segments that fall entirely outside the media window."""
     words_refined: int = 0
     """Words whose start was snapped to an acoustic onset."""
+    av_abstain: Optional[dict] = None
+    """When the A/V estimator abstained: ``{reason, found, needed, best_guess_ms, hint}`` (``AVAbstain.to_json``)."""
 
     def to_json(self) -> dict:
         out = {k: v for k, v in self.__dict__.items() if k != "clock"}
@@ -149,13 +151,14 @@ def align(
     from aligner._text_forced import estimate_transcript_offset
     from aligner._text_offset import refine_word_times
 
-    av_method, av_conf = "none", 0.0
+    av_method, av_conf, av_abstain = "none", 0.0, None
     est_offset, est_drift = av_offset_ms, drift_ppm
     if av_offset_ms is not None or drift_ppm is not None:
         av_method, av_conf = "given", 1.0
     elif estimate and video is not None and video.num_frames > 1:
         est = estimate_av_offset(video, audio, max_offset_ms=max_offset_ms, min_confidence=min_confidence)
         est_offset, est_drift, av_conf, av_method = est.av_offset_ms, est.drift_ppm, est.confidence, est.method
+        av_abstain = est.abstain.to_json() if est.abstain is not None else None
     clock = ClockModel(av_offset_ms=est_offset or 0.0, drift_ppm=est_drift or 0.0)
 
     text_how, text_conf, est_text = "none", 0.0, text_offset_ms
@@ -201,5 +204,6 @@ def align(
         text_method=text_how,
         spans_outside=out_w + out_s,
         words_refined=refined,
+        av_abstain=av_abstain,
     )
     return AlignedSample(video, aligned_audio, tuple(words), tuple(segments), report, lo, hi, key)

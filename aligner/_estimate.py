@@ -1,4 +1,4 @@
-"""A/V offset and clock drift from content: visual change events vs audio onsets, no model weights.
+"""A/V offset and clock drift from content: visual events matched to dated audio events, no model weights.
 
 Clock model (DESIGN.md): a sound that belongs to video time ``t`` is heard at audio time::
 
@@ -6,43 +6,41 @@ Clock model (DESIGN.md): a sound that belongs to video time ``t`` is heard at au
 
 Method::
 
-    video   frames ──► change entering frame k (luma rise / frame difference) ──► impulse at pts[k]
-    audio   samples ─► energy per 1 ms bin ─► Hann smooth ─► positive rise ─► log1p ─► z-score  = A(a)
+    video   frames ─► background_rise (block brightening over the previous frame and the recent
+                      background, steady motion removed) ─► events t_k = pts[k] (real pts, VFR-safe)
+    audio   samples ─► audio_onsets: events dated at the start of their rise (any attack shape) ─► a_j
+    match   G(x) = max_j exp(−(x − a_j)² / 2σ²)     σ = 2.5 ms and 6 ms: how close an audio event is to x
+            c(L, d) = Σ_k w_k G(t_k + L + d·(t_k − t_c))  L: lag at the events' centre t_c, d: drift
+            over L ∈ ±max_offset_ms (1 ms) and d ∈ ±max_drift_ppm (steps keep d·span/2 ≤ σ);
+            c counts the visual events that have an audio event where the lag puts them, each weighted
+            w_k = min(1, √(strength_k / (0.5 · 90th percentile of the clip's event strengths))): weak
+            "events" beside strong flashes are mostly motion; audio events weigh min(1, z / (1.5 · median z))
+    score   match significance S = −log10 P(≥ c(peak) of n events match at one lag by chance) − log10(cells)
+            (binomial tail, n = Σ w_k; chance rate = mean of c over all cells / n; cells = lags × drifts / 6σ);
+            the larger of the two kernels' significances is the score (events dated 3-8 ms apart earn it at
+            6 ms, paying for its higher chance rate; the null threshold is calibrated on this maximum);
+            "5.0 of 5 visual events matched at the best lag, 0.9 by chance: significance 2.7"
+            peak_to_sidelobe = c(peak) / max(1, max c outside ±(20 ms + max_drift·span/2) of the peak lag);
+            a second lag with ≥ 0.8 of the peak's matches is ambiguous (periodic content): abstain
+    refine  each visual event's nearest audio event within ±8 ms of the peak line → (t_k, a_j);
+            Theil–Sen line a − t = offset + drift·t; drift reported when its standard error
+            (residuals, √(n/(n−2)), floor 0.3 ms) is ≤ ``max_drift_se_ppm``; otherwise drift is None
+            and the offset is the median of a_j − t_k (the offset at the events' centre, which keeps
+            the error smallest over the clip when 0 drift is applied)
 
-    c(lag) = Σ_k w_k · A(pts[k] + lag)      lag ∈ [-max_offset, +max_offset], A read with linear interpolation
-             peak → parabolic refinement (sub-hop); peak-to-sidelobe ratio → confidence
-    windows of ``window_seconds`` over the events: the same sum restricted to each window, searched near the
-             global peak → (event-weighted time t_w, offset y_w); Theil–Sen line y = offset + drift·t
+Confidence, calibrated against null pairings: ``NULL_THRESHOLD`` is the match significance that at most
+1 % of null pairings reach. Derivation (``avalign bench align --calibrate``): tune set only
+(``avalign.synth.wild_specs(TUNE_SEEDS)``, 24 clips); every ordered pair (video of clip i, audio of clip j),
+i ≠ j: 552 null pairings; their significance has 99th percentile 0.51 and maximum 1.01; the threshold is the
+99th percentile rounded up to a multiple of 0.1: 0.6. The held-out set (``HELDOUT_SEEDS``) was never used.
+``confidence`` maps the significance linearly: 0.3 at ``NULL_THRESHOLD``, 1.0 four decades above it, 0 two
+decades below it; the default ``min_confidence = 0.3`` answers exactly when the significance reaches the
+null threshold.
 
-Each impulse sits at the frame's real pts (VFR-safe). Where the onset lands: a frame is shown over
-``[pts[k], pts[k+1])``, so a flash becomes visible at ``pts[k]``, its first instant, and the matching
-beep starts at audio time ``a(pts[k])``. Sub-frame precision comes from the audio side (1 ms grid +
-parabolic interpolation); the video side is exact because real pts are used.
-
-Drift is reported only where the clip can resolve it. The slope's standard error is computed from the
-line fit's residuals and the windows' time spread (inflated by √2: windows overlap by half, so neighbours
-share events), with a residual floor of 0.05 ms (codec-level onset timing)::
-
-    se_ppm = 1e6 · √2 · max(rms(residuals)·√(n/(n−2)), 0.05 ms) / √(Σ (t_w − mean t)²)
-
-A 5 s clip whose window offsets scatter by 0.5 ms has se_ppm ≈ 250: its slope is noise. With too few
-windows, too short a span of events, or ``se_ppm > max_drift_se_ppm`` (default 60), ``drift_ppm = None``
-and ``drift_confidence = 0.0``; the offset is then the global correlation peak (the offset at the events'
-weighted mean time, which minimises the error over the clip when 0 drift is applied). Otherwise
-``drift_confidence = agreement · min(1, n/8) · min(1, 2·(1 − se_ppm/max_drift_se_ppm))``.
-Below ``min_confidence`` the estimator abstains (``av_offset_ms=None``); fewer than three visual
-events give confidence 0 (``abstain:too_few_events``): one event-onset coincidence is no evidence.
-
-Smooth motion without cuts (Big Buck Bunny, 5.3 s, 720p: a pan with the bunny emerging) gives no
-event above the threshold, so ``frame_difference`` abstains (``no_visual_events``). Motion-onset
-features do not rescue it: the positive change of per-region frame-difference energy (max over a
-1x1, 4x4 or 6x8 grid, duplicated frames removed) peaks at -110, +242 and -174 ms with
-peak-to-sidelobe 3.2-4.6 (noise < 8), and none rises within ±150 ms of the clip's one strong sound
-(1.08 s, +24 dB). That clip also repeats every 25th frame (difference ≈ 0.1 between 3-7 luma
-levels): any positive-change feature must drop such repeats, else it spikes on the frame after each
-one, a 1 s periodic train that matches any periodic sound.
-Talking heads (PsychoPy's ``jwpIntro.mp4``, ``testMovie.mp4``: static camera, real speech) have no events
-either: their largest motion frames pass the event threshold one to four at a time, without confidence.
+Every abstention carries an :class:`AVAbstain` that names what was looked for, what was found, the best
+unthresholded guess and what the user can do. Talking heads and scenes without sudden events give no
+datable event (``no_visual_events`` or ``below_null_threshold``): lip-sync is not estimated (issue #12,
+item 6: landmark models gave no sharper true pairing than wrong-audio pairings).
 """
 from __future__ import annotations
 
@@ -54,26 +52,78 @@ from typing import Optional
 import numpy as np
 import torch
 
-from aligner._signals import VisualFeature, audio_onset_envelope, mono, visual_change_events
+from aligner._onsets import AudioOnsets, audio_onsets
+from aligner._signals import VisualFeature, visual_change_events
 from loaders._records import AudioClip, VideoClip
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "AVAbstain",
     "AVEstimate",
+    "NULL_THRESHOLD",
     "estimate_av_offset",
     "estimate_av_offset_from_arrays",
     "estimate_av_offset_from_features",
 ]
 
-# Peak-to-sidelobe ratios at or below this are what pure noise gives; at or above _PSR_FULL is certain.
-_PSR_NOISE = 8.0
-_PSR_FULL = 20.0
-# Fewer visual events than this give no confidence, however high their peak-to-sidelobe ratio: with one
-# event the lag curve is the audio onset envelope itself, whose loudest onset within the search range
-# always "wins" (a real talking head, whose largest motion frame passed the event threshold, once gave
-# confidence 1.0 at -176 ms from one such event). Two or more independent coincidences at one lag are evidence.
+NULL_THRESHOLD = 0.6
+"""Match significance reached by at most 1 % of null pairings on the tune set (see module docstring)."""
+_SIGMA_SECONDS = 0.0025
+# Kernel widths tried; the score is the larger significance (a clip whose events are dated a few ms apart
+# earns it at the wider kernel, paying for the wider kernel's higher chance rate).
+_SIGMAS_SECONDS = (0.0025, 0.006)
+_MATCH_SECONDS = 0.008
+_WEIGHT_REFERENCE = 1.5
+# A second lag matching this share of the best one's events: periodic events, the peak is a guess.
+_AMBIGUOUS_RATIO = 0.8
+# Visual event weight: sqrt(strength / (this x the 90th percentile of the clip's event strengths)), at most 1.
+_VISUAL_REFERENCE = 0.5
 _MIN_EVENTS = 3
+_MIN_VISUAL_LEVEL = 4.0  # luma levels: weaker "events" are codec flicker, not datable
+_RESIDUAL_FLOOR_SECONDS = 0.0003
+
+
+@dataclass(frozen=True)
+class AVAbstain:
+    """Why the A/V estimator gave no offset, in words a user can act on (``measure --json``: ``av_abstain``)."""
+
+    reason: str
+    """Machine-readable reason: ``no_visual_events``, ``too_few_events``, ``no_audio_events``,
+    ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches`` or ``peak_at_search_edge``."""
+    found: str
+    """What was found, e.g. ``"2 visual events"`` or ``"peak 2.1x sidelobe (7 of 9 events matched)"``."""
+    needed: str
+    """What an answer needs, e.g. ``"3 visual events"`` or ``"null threshold 3.0x"``."""
+    best_guess_ms: Optional[float]
+    """The unthresholded estimate of ``av_offset_ms`` (None when there was nothing to correlate)."""
+    hint: str
+    """What the user can do."""
+
+    def to_json(self) -> dict:
+        """``{reason, found, needed, best_guess_ms, hint}``."""
+        return {"reason": self.reason, "found": self.found, "needed": self.needed,
+                "best_guess_ms": None if self.best_guess_ms is None else round(float(self.best_guess_ms), 3),
+                "hint": self.hint}
+
+
+_HINTS = {
+    "no_visual_events": "the video has no sudden brightening (flash, light, cut): content alignment needs events seen "
+                        "and heard together (a clapperboard, a hand clap in view); talking heads and steady motion have none. "
+                        "Pass the offset if you know it (align(av_offset_ms=...)).",
+    "too_few_events": "fewer than 3 visual events cannot be told from chance coincidences; use a longer clip with more "
+                      "flashes/claps, or pass the offset.",
+    "no_audio_events": "the audio has no sound that starts suddenly (clap, knock, beep); content alignment is not possible.",
+    "below_null_threshold": "no datable events: the visual events do not line up with sounds better than another clip's "
+                            "audio would (at most 1 % of such null pairings pass the threshold). Talking heads, steady "
+                            "motion and silent cuts have no datable events, and lip-sync is not estimated; best_guess_ms "
+                            "is unreliable. Pass the offset if you know it (align(av_offset_ms=...)).",
+    "ambiguous_peak": "two lags match the events almost equally well (periodic flashes or sounds?); "
+                      "best_guess_ms may be off by the period.",
+    "too_few_matches": "fewer than 3 visual events have an audio event at the best lag; check that the events make a sound.",
+    "peak_at_search_edge": "the best lag is at the edge of the search range: the true offset may be larger; "
+                           "retry with a larger max_offset_ms.",
+}
 
 
 @dataclass(frozen=True)
@@ -83,43 +133,69 @@ class AVEstimate:
     av_offset_ms: Optional[float]
     """Audio lag behind video at video time 0 (ms, > 0 audio late); None when the estimator abstains."""
     drift_ppm: Optional[float]
-    """Audio clock rate error in parts per million; None when abstaining or when the clip cannot resolve it
-    (too short, too few windows, or slope standard error above ``max_drift_se_ppm``): apply 0 then."""
+    """Audio clock rate error (ppm); None when abstaining or when the clip cannot resolve it (apply 0 then)."""
     confidence: float
-    """Confidence in the offset, in [0, 1] (peak-to-sidelobe ratio, times window agreement)."""
+    """In [0, 1]: 0.3 at the null threshold, 1.0 at twice it (see module docstring)."""
     num_events: int
-    """Visual change events used (frames whose change stands out)."""
+    """Visual events used (frames whose brightening stands out)."""
     method: str
-    """How the value was obtained (e.g. ``onset_xcorr+theil_sen``) or why it abstained (``abstain:…``)."""
+    """How the value was obtained (``event_match+theil_sen``, ``event_match``) or ``abstain:<reason>``."""
     drift_confidence: float = 0.0
     """Confidence in ``drift_ppm`` in [0, 1]; 0.0 when drift is not reported."""
-    num_windows: int = 0
-    """Windows that produced an offset for the drift fit."""
+    num_matched: int = 0
+    """Visual events with an audio event within ±8 ms of the fitted line."""
+    num_audio_events: int = 0
+    """Dated audio events in the clip."""
+    score: float = 0.0
+    """Match significance at the best (lag, drift): ``−log10`` of the chance of matching that many visual
+    events at one lag, minus ``log10`` of the lags × drifts tried (the scale of ``null_threshold``)."""
     peak_to_sidelobe: float = 0.0
-    """Raw peak-to-sidelobe ratio of the global correlation (robust z-score of the peak)."""
+    """Matched events at the best lag over those at the best other lag outside its neighbourhood (>= 1 event)."""
     drift_se_ppm: Optional[float] = None
     """Standard error of the fitted slope (ppm); None when no line was fitted."""
+    peak_matches: float = 0.0
+    """Visual events matched at the best (lag, drift), counted fuzzily (an event 1σ off counts 0.61)."""
+    sidelobe_matches: float = 0.0
+    """The most events matched at any lag outside the peak's neighbourhood (any drift)."""
+    chance_matches: float = 0.0
+    """Events matched on average over all (lag, drift) tried: what chance gives."""
+    lag_curve_ms: tuple[float, ...] = ()
+    """Offsets tried (ms, at video time 0, at the best drift), for plotting; empty when nothing was correlated."""
+    lag_curve_score: tuple[float, ...] = ()
+    """Match significance at each of ``lag_curve_ms`` (the ``score`` scale, comparable to ``null_threshold``)."""
+    null_threshold: float = NULL_THRESHOLD
+    """Calibrated threshold on the ``score`` / ``lag_curve_score`` scale (at most 1 % of tune-set null pairings reach it)."""
+    abstain: Optional[AVAbstain] = None
+    """Why no offset was given (None when answering)."""
 
     @property
     def abstained(self) -> bool:
         """True when no offset is reported."""
         return self.av_offset_ms is None
 
+    def __repr__(self) -> str:
+        return (f"AVEstimate(av_offset_ms={self.av_offset_ms}, drift_ppm={self.drift_ppm}, confidence={self.confidence:.2f}, "
+                f"num_events={self.num_events}, num_matched={self.num_matched}, peak_to_sidelobe={self.peak_to_sidelobe:.2f}, "
+                f"score={self.score:.2f}, method={self.method!r}, lag_curve=[{len(self.lag_curve_ms)}])")
 
-def _abstain(reason: str, *, num_events: int = 0, psr: float = 0.0, confidence: float = 0.0) -> AVEstimate:
-    logger.info("A/V offset estimation abstains: %s", reason)
-    return AVEstimate(
-        av_offset_ms=None,
-        drift_ppm=None,
-        confidence=float(confidence),
-        num_events=num_events,
-        method=f"abstain:{reason}",
-        peak_to_sidelobe=float(psr),
-    )
+
+def _abstain(reason: str, *, found: str, needed: str, best_guess_ms: Optional[float] = None, **fields) -> AVEstimate:
+    record = AVAbstain(reason, found, needed, best_guess_ms, _HINTS[reason])
+    logger.info("A/V offset estimation abstains: %s (found %s, need %s)", reason, found, needed)
+    return AVEstimate(av_offset_ms=None, drift_ppm=None, method=f"abstain:{reason}", abstain=record,
+                      **{"confidence": 0.0, "num_events": 0, **fields})
+
+
+def confidence_from_score(score: float, null_threshold: float = NULL_THRESHOLD) -> float:
+    """0.3 at ``null_threshold``, 1.0 at ``null_threshold + 4`` (four more decades of significance), 0.0 at
+    ``null_threshold − 2``; linear in between."""
+    if score < null_threshold:
+        return float(max(0.0, 0.3 * (1.0 - (null_threshold - score) / 2.0)))
+    return float(min(1.0, 0.3 + 0.7 * (score - null_threshold) / 4.0))
 
 
 def _parabolic(curve: np.ndarray, index: int) -> float:
-    """Sub-sample peak position near ``index`` by fitting a parabola through three points."""
+    """Sub-sample peak position near ``index`` by fitting a parabola through three points (text estimator uses it)."""
     if index <= 0 or index >= curve.size - 1:
         return float(index)
     left, centre, right = curve[index - 1], curve[index], curve[index + 1]
@@ -129,200 +205,215 @@ def _parabolic(curve: np.ndarray, index: int) -> float:
     return float(index) + float(np.clip(0.5 * (left - right) / denominator, -0.5, 0.5))
 
 
-def _theil_sen(times: np.ndarray, values: np.ndarray) -> tuple[float, float]:
-    """Robust line fit ``values ≈ intercept + slope·times``: median of pairwise slopes."""
-    i, j = np.triu_indices(times.size, k=1)
-    dt = times[j] - times[i]
-    keep = dt > 1e-9
-    slope = float(np.median((values[j] - values[i])[keep] / dt[keep]))
-    intercept = float(np.median(values - slope * times))
-    return intercept, slope
-
-
-def _slope_standard_error_ppm(times: np.ndarray, residuals: np.ndarray) -> float:
-    """Standard error (ppm) of a line's slope over window times, from its residuals (see module docstring)."""
-    n = residuals.size
-    spread = float(np.sum(np.square(times - times.mean())))
-    if n < 3 or spread <= 0:
-        return math.inf
-    rms = math.sqrt(float(np.sum(np.square(residuals))) / (n - 2))
-    return 1e6 * math.sqrt(2.0) * max(rms, 5e-5) / math.sqrt(spread)
-
-
 def _robust_z(value: float, background: np.ndarray) -> float:
+    """Robust z-score of ``value`` against ``background`` (median, 1.4826·MAD; text estimator uses it)."""
     centre = float(np.median(background))
     spread = 1.4826 * float(np.median(np.abs(background - centre)))
     spread = max(spread, 1e-3 * float(np.std(background)), 1e-12)
     return (value - centre) / spread
 
 
-def _check_options(max_offset_ms: float, min_confidence: float, hop_ms: float, window_seconds: float) -> None:
+def _theil_sen(times: np.ndarray, values: np.ndarray) -> tuple[float, float]:
+    """Robust line fit ``values ≈ intercept + slope·times``: median of pairwise slopes."""
+    i, j = np.triu_indices(times.size, k=1)
+    dt = times[j] - times[i]
+    keep = dt > 1e-9
+    slope = float(np.median((values[j] - values[i])[keep] / dt[keep])) if keep.any() else 0.0
+    intercept = float(np.median(values - slope * times))
+    return intercept, slope
+
+
+def _onset_weights(strength: np.ndarray) -> np.ndarray:
+    """Weight of each audio event: its detection strength relative to the clip's typical event, in [0.25, 1]."""
+    if strength.size == 0:
+        return strength
+    return np.clip(strength / (_WEIGHT_REFERENCE * float(np.median(strength))), 0.25, 1.0)
+
+
+def _proximity(onsets: np.ndarray, weights: np.ndarray, lo: float, hi: float, step: float,
+               sigma: float) -> tuple[np.ndarray, float]:
+    """``G`` on a grid of ``step`` from ``lo``: max over onsets of weight × a Gaussian of width ``sigma``."""
+    size = int(math.ceil((hi - lo) / step)) + 2
+    grid = np.zeros(size)
+    reach = int(math.ceil(4 * sigma / step))
+    offsets = np.arange(-reach, reach + 1)
+    for a, w in zip(onsets, weights):
+        centre = (a - lo) / step
+        index = int(round(centre)) + offsets
+        keep = (index >= 0) & (index < size)
+        values = w * np.exp(-0.5 * np.square((index[keep] - centre) * step / sigma))
+        grid[index[keep]] = np.maximum(grid[index[keep]], values)
+    return grid, lo
+
+
+def _select_events(visual: np.ndarray) -> np.ndarray:
+    peak = float(visual.max()) if visual.size else 0.0
+    centre = float(np.median(visual)) if visual.size else 0.0
+    mad = 1.4826 * float(np.median(np.abs(visual - centre))) if visual.size else 0.0
+    threshold = max(0.1 * peak, centre + 6.0 * mad, _MIN_VISUAL_LEVEL)
+    return np.flatnonzero(visual > threshold)
+
+
+def _significance(matches: np.ndarray, num_events: float, chance: float, num_cells: float) -> np.ndarray:
+    """``−log10`` of the chance of matching at least ``matches`` of ``num_events`` events at one lag (binomial
+    tail with the clip's own chance rate ``chance / num_events``), minus ``log10(num_cells)`` lags × drifts tried."""
+    from scipy.special import betainc
+
+    p = float(np.clip(chance / max(num_events, 1), 1e-4, 0.999))
+    x = np.clip(np.asarray(matches, dtype=np.float64), 1e-6, num_events)
+    tail = betainc(x, num_events - x + 1.0, p)
+    return -np.log10(np.maximum(tail, 1e-300)) - math.log10(max(num_cells, 1.0))
+
+
+def _check_options(max_offset_ms: float, min_confidence: float, max_drift_ppm: float, max_drift_se_ppm: float) -> None:
     if not (0 < max_offset_ms <= 10_000):
         raise ValueError(f"max_offset_ms must be in (0, 10000], got {max_offset_ms = }")
     if not (0.0 <= min_confidence <= 1.0):
         raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence = }")
-    if not (0.05 <= hop_ms <= 20.0):
-        raise ValueError(f"hop_ms must be in [0.05, 20], got {hop_ms = }; 1 ms suits 16-48 kHz audio")
-    if not window_seconds > 0:
-        raise ValueError(f"window_seconds must be > 0, got {window_seconds = }")
+    if not (0.0 <= max_drift_ppm <= 20_000):
+        raise ValueError(f"max_drift_ppm must be in [0, 20000], got {max_drift_ppm = }")
+    if not max_drift_se_ppm > 0:
+        raise ValueError(f"max_drift_se_ppm must be > 0, got {max_drift_se_ppm = }; 60 suits most clips")
 
 
 def estimate_av_offset_from_features(
     visual_events: np.ndarray,
     pts_seconds: np.ndarray,
-    audio_onset: np.ndarray,
+    onsets: AudioOnsets,
     *,
-    onset_hop_seconds: float,
-    audio_start_seconds: float,
     max_offset_ms: float = 500.0,
     min_confidence: float = 0.3,
-    window_seconds: float = 4.0,
-    max_drift_ppm: float = 3000.0,
-    min_drift_span_seconds: float = 2.0,
-    min_drift_windows: int = 4,
+    max_drift_ppm: float = 1500.0,
     max_drift_se_ppm: float = 60.0,
+    min_drift_span_seconds: float = 4.0,
+    null_threshold: float = NULL_THRESHOLD,
 ) -> AVEstimate:
     """Estimate offset and drift from cached features (the core of :func:`estimate_av_offset`).
 
     Args:
         visual_events: float ``[T]`` >= 0, change entering each frame (see ``visual_change_events``).
         pts_seconds: float ``[T]``, each frame's real presentation time (video timeline).
-        audio_onset: float ``[M]``, onset strength, ``audio_onset[m]`` at
-            ``audio_start_seconds + m * onset_hop_seconds`` (see ``audio_onset_envelope``).
-        onset_hop_seconds: grid step of ``audio_onset``.
-        audio_start_seconds: presentation time of the audio's first sample.
-        max_offset_ms: search range ``[-max_offset_ms, +max_offset_ms]``.
-        min_confidence: abstain below this confidence.
-        window_seconds: longest window for the drift fit (50 % hop); shorter (span / 4, >= 0.5 s) on short clips.
-        max_drift_ppm: largest drift searched around the global peak by the windows.
-        min_drift_span_seconds: events must span at least this long for drift to be fitted.
-        min_drift_windows: at least this many windows must give an offset for drift to be fitted.
+        onsets: dated audio events (see ``aligner._onsets.audio_onsets``), on the audio presentation timeline.
+        max_offset_ms: search range ``[-max_offset_ms, +max_offset_ms]`` (at the events' centre).
+        min_confidence: abstain below this confidence (0.3 = the null threshold).
+        max_drift_ppm: drift search range ``±max_drift_ppm``.
         max_drift_se_ppm: drift is reported only when the slope's standard error is at most this.
+        min_drift_span_seconds: matched events must span this long for drift to be fitted.
+        null_threshold: peak-to-sidelobe ratio mapped to confidence 0.3 (default: calibrated, see module docstring).
 
     Returns:
-        An :class:`AVEstimate`.
+        An :class:`AVEstimate`; when abstaining, ``abstain`` says why.
     """
-    _check_options(max_offset_ms, min_confidence, onset_hop_seconds * 1000.0, window_seconds)
-    if not max_drift_se_ppm > 0:
-        raise ValueError(f"max_drift_se_ppm must be > 0, got {max_drift_se_ppm = }; 60 suits 5-10 s clips")
+    _check_options(max_offset_ms, min_confidence, max_drift_ppm, max_drift_se_ppm)
     visual = np.asarray(visual_events, dtype=np.float64)
     pts = np.asarray(pts_seconds, dtype=np.float64)
-    onset = np.asarray(audio_onset, dtype=np.float64)
     if visual.shape != pts.shape or visual.ndim != 1:
         raise ValueError(f"visual_events and pts_seconds must both be [T], got {visual.shape} and {pts.shape}")
-    hop = float(onset_hop_seconds)
-
-    peak_visual = float(visual.max()) if visual.size else 0.0
-    if not peak_visual > 0:
-        return _abstain("no_visual_events")
-    centre = float(np.median(visual))
-    mad = 1.4826 * float(np.median(np.abs(visual - centre)))
-    threshold = max(0.1 * peak_visual, centre + 6.0 * mad)
-    selected = np.flatnonzero(visual > threshold)
-    num_events = int(selected.size)
+    selected = _select_events(visual)
+    num_events, num_audio = int(selected.size), int(onsets.times_seconds.size)
+    common = dict(num_events=num_events, num_audio_events=num_audio, null_threshold=null_threshold)
     if num_events == 0:
-        return _abstain("no_visual_events")
-    onset_std = float(onset.std()) if onset.size else 0.0
-    if not onset_std > 0:
-        return _abstain("silent_audio", num_events=num_events)
-    audio_z = (onset - onset.mean()) / onset_std
+        return _abstain("no_visual_events", found="0 visual events (no frame brightens suddenly)",
+                        needed=f"{_MIN_EVENTS} visual events", **common)
+    if num_audio == 0:
+        return _abstain("no_audio_events", found="0 audio events", needed=f"{_MIN_EVENTS} audio events", **common)
 
-    weights = np.sqrt(visual[selected] / peak_visual)
-    event_pts = pts[selected]
-    half_lags = int(math.ceil(max_offset_ms / 1000.0 / hop)) + 1
-    lags = np.arange(-half_lags, half_lags + 1)
-    # positions[k, l]: fractional index into audio_z of event k shifted by lag l (linear interpolation).
-    positions = (event_pts[:, None] - audio_start_seconds) / hop + lags[None, :]
-    base = np.floor(positions).astype(np.int64)
-    frac = positions - base
-    inside = (base >= 0) & (base + 1 < audio_z.size)
-    base_clipped = np.clip(base, 0, max(audio_z.size - 2, 0))
-    gathered = np.where(
-        inside, audio_z[base_clipped] * (1.0 - frac) + audio_z[np.minimum(base_clipped + 1, audio_z.size - 1)] * frac, 0.0
-    )
-    curve = weights @ gathered
+    event_t = pts[selected]
+    strength = visual[selected]
+    # Weak "events" beside strong ones are mostly motion (objects, mouths): they count less.
+    event_w = np.minimum(1.0, np.sqrt(strength / (_VISUAL_REFERENCE * float(np.percentile(strength, 90)))))
+    weight_total = float(event_w.sum())
+    centre_t = 0.5 * (float(event_t[0]) + float(event_t[-1]))
+    half_span = 0.5 * float(event_t[-1] - event_t[0])
+    step = 0.001
+    half_lags = int(math.ceil(max_offset_ms / 1000.0 / step))
+    lags = np.arange(-half_lags, half_lags + 1) * step
+    drift_step = 2.0 * _SIGMA_SECONDS / half_span if half_span > 0 else math.inf
+    num_drift = int(math.floor(max_drift_ppm * 1e-6 / drift_step)) if math.isfinite(drift_step) else 0
+    drifts = np.arange(-num_drift, num_drift + 1) * drift_step if num_drift > 0 else np.zeros(1)
+    reach = max_offset_ms / 1000.0 + max_drift_ppm * 1e-6 * half_span + 0.05
+    weights = _onset_weights(onsets.strength)
+    best = None
+    for sigma in _SIGMAS_SECONDS:
+        grid, grid_lo = _proximity(onsets.times_seconds, weights, float(event_t[0]) - reach, float(event_t[-1]) + reach,
+                                   step / 2, sigma)
+        surface = np.empty((drifts.size, lags.size))
+        for row, drift in enumerate(drifts):
+            # positions[k, l] on the half-ms grid of G (linear interpolation).
+            positions = (event_t + drift * (event_t - centre_t) - grid_lo)[:, None] / (step / 2) + lags[None, :] / (step / 2)
+            base = np.clip(np.floor(positions).astype(np.int64), 0, grid.size - 2)
+            frac = np.clip(positions - base, 0.0, 1.0)
+            surface[row] = event_w @ (grid[base] * (1.0 - frac) + grid[base + 1] * frac)
+        cell = np.unravel_index(int(np.argmax(surface)), surface.shape)
+        chance_here = float(surface.mean())
+        curve_here = _significance(surface[cell[0]], weight_total, chance_here, surface.size / (6.0 * sigma / step))
+        if best is None or curve_here[cell[1]] > best[0]:
+            best = (float(curve_here[cell[1]]), surface, cell, chance_here, curve_here)
+    score, surface, (best_d, best_l), chance, curve = best
+    exclusion = int(math.ceil((0.02 + max_drift_ppm * 1e-6 * half_span) / step))
+    outside = np.abs(np.arange(lags.size) - best_l) > exclusion
+    sidelobe = float(surface[:, outside].max()) if outside.any() else 0.0
+    peak = float(surface[best_d, best_l])
+    drift0 = float(drifts[best_d])
+    # Offsets at video time 0: a = t + L + d (t - t_c)  →  offset = L − d·t_c.
+    curve_ms = tuple(float(v) for v in np.round((lags - drift0 * centre_t) * 1000.0, 3))
+    common.update(score=score, peak_to_sidelobe=peak / max(sidelobe, 1.0), peak_matches=peak, sidelobe_matches=sidelobe,
+                  chance_matches=chance, lag_curve_ms=curve_ms, lag_curve_score=tuple(float(v) for v in np.round(curve, 4)))
 
-    peak_index = int(np.argmax(curve))
-    span_seconds = float(event_pts[-1] - event_pts[0])
-    exclusion = int(math.ceil((0.02 + max_drift_ppm * 1e-6 * span_seconds) / hop))
-    sidelobes = np.concatenate([curve[: max(peak_index - exclusion, 0)], curve[peak_index + exclusion + 1 :]])
-    if sidelobes.size < 20:
-        return _abstain("search_range_too_small", num_events=num_events)
-    psr = _robust_z(float(curve[peak_index]), sidelobes)
-    confidence = float(np.clip((psr - _PSR_NOISE) / (_PSR_FULL - _PSR_NOISE), 0.0, 1.0))
-    if peak_index < 2 or peak_index > curve.size - 3:
-        return _abstain("peak_at_search_edge", num_events=num_events, psr=psr)
+    # Refine on matched pairs.
+    predicted = event_t * (1.0 + drift0) - drift0 * centre_t + lags[best_l]
+    index = np.clip(np.searchsorted(onsets.times_seconds, predicted), 1, max(num_audio - 1, 1))
+    candidates = np.stack([onsets.times_seconds[index - 1], onsets.times_seconds[np.minimum(index, num_audio - 1)]])
+    nearest = candidates[np.argmin(np.abs(candidates - predicted[None, :]), axis=0), np.arange(predicted.size)]
+    matched = np.abs(nearest - predicted) <= _MATCH_SECONDS
+    t_m, a_m = event_t[matched], nearest[matched]
+    num_matched = int(matched.sum())
+    guess_offset = (float(np.median(a_m - t_m)) if num_matched else lags[best_l] - drift0 * centre_t) * 1000.0
+    confidence = confidence_from_score(score, null_threshold)
+    common.update(num_matched=num_matched, confidence=confidence)
+    if best_l < 2 or best_l > lags.size - 3:
+        return _abstain("peak_at_search_edge", found=f"best lag {curve_ms[best_l]:+.0f} ms at the edge",
+                        needed=f"a peak inside ±{max_offset_ms:.0f} ms", best_guess_ms=guess_offset, **common)
     if num_events < _MIN_EVENTS:
-        confidence = 0.0
-        if min_confidence > 0.0:
-            return _abstain("too_few_events", num_events=num_events, psr=psr)
-    global_offset_seconds = (_parabolic(curve, peak_index) - half_lags) * hop
+        confidence = 0.0  # one or two coincidences prove nothing, however sharp
+        common["confidence"] = 0.0
+    # The gates below apply when a threshold is asked for; min_confidence = 0 returns the best guess.
+    gates = [
+        (num_events < _MIN_EVENTS, "too_few_events", f"{num_events} visual event{'s' * (num_events != 1)}",
+         f"{_MIN_EVENTS} visual events"),
+        (confidence < min_confidence, "below_null_threshold",
+         f"match significance {score:.2f} ({peak:.1f} of {num_events} visual events matched at the best lag, "
+         f"{chance:.1f} by chance)", f"null threshold {null_threshold:.2f} (confidence {min_confidence:.2f})"),
+        (sidelobe > _AMBIGUOUS_RATIO * peak, "ambiguous_peak",
+         f"{peak:.1f} events matched at the best lag, {sidelobe:.1f} at another",
+         f"a best lag matching at least {1 / _AMBIGUOUS_RATIO:.2f}x more events than any other"),
+        (num_matched < _MIN_EVENTS, "too_few_matches", f"{num_matched} of {num_events} visual events matched an audio event",
+         f"{_MIN_EVENTS} matched events"),
+    ]
+    for failed, reason, found, needed in gates:
+        if failed and min_confidence > 0.0:
+            return _abstain(reason, found=found, needed=needed, best_guess_ms=guess_offset, **common)
 
-    # Windowed offsets for the drift fit, searched near the global peak.
-    local = int(math.ceil((0.02 + max_drift_ppm * 1e-6 * span_seconds) / hop))
-    lo, hi = max(peak_index - local, 1), min(peak_index + local + 1, curve.size - 1)
-    window_times: list[float] = []
-    window_offsets: list[float] = []
-    num_candidate_windows = 0
-    # Short clips: shorter windows (down to about one event each), at least four across the span.
-    window_seconds = float(np.clip(span_seconds / 4.0, 0.5, window_seconds))
-    if span_seconds >= min_drift_span_seconds:
-        start = float(event_pts[0])
-        while start < float(event_pts[-1]):
-            rows = np.flatnonzero((event_pts >= start) & (event_pts < start + window_seconds))
-            start += window_seconds / 2.0
-            if rows.size == 0:
-                continue
-            num_candidate_windows += 1
-            window_curve = weights[rows] @ gathered[rows, lo:hi]
-            best = int(np.argmax(window_curve))
-            height = float(window_curve[best]) / float(weights[rows].sum())
-            if height < 3.0 or best == 0 or best == window_curve.size - 1:
-                continue  # weak or at the edge of the local search: not usable
-            window_offsets.append((lo + _parabolic(window_curve, best) - half_lags) * hop)
-            window_times.append(float(np.sum(weights[rows] * event_pts[rows]) / weights[rows].sum()))
-
-    if num_candidate_windows:
-        # A peak that only part of the clip supports (e.g. a true offset outside the search range
-        # matching shifted events) fails in most windows.
-        confidence *= len(window_times) / num_candidate_windows
-    times = np.asarray(window_times)
-    offsets = np.asarray(window_offsets)
-    method = "onset_xcorr"
-    drift_ppm: Optional[float] = None
-    drift_confidence = 0.0
-    drift_se_ppm: Optional[float] = None
-    offset_seconds = global_offset_seconds
-    if times.size >= min_drift_windows and float(np.ptp(times)) >= min_drift_span_seconds / 2.0:
-        intercept, slope = _theil_sen(times, offsets)
-        residuals = offsets - (intercept + slope * times)
-        tolerance = max(0.003, 3.0 * hop)
-        agreement = float(np.mean(np.abs(residuals) <= tolerance))
-        confidence *= 0.5 + 0.5 * agreement
-        inliers = np.abs(residuals) <= tolerance
-        drift_se_ppm = _slope_standard_error_ppm(times[inliers], residuals[inliers])
-        method = "onset_xcorr+theil_sen"
-        logger.debug("drift fit over %d windows: slope %.1f ± %.1f ppm, agreement %.2f",
-                     times.size, slope * 1e6, drift_se_ppm, agreement)
-        if drift_se_ppm <= max_drift_se_ppm:
-            offset_seconds = intercept
-            drift_ppm = slope * 1e6
-            drift_confidence = agreement * min(1.0, times.size / 8.0) * min(1.0, 2.0 * (1.0 - drift_se_ppm / max_drift_se_ppm))
-        else:
-            method = "onset_xcorr+drift_unresolved"
-    if confidence < min_confidence:
-        return _abstain("low_confidence", num_events=num_events, psr=psr, confidence=confidence)
-    return AVEstimate(
-        av_offset_ms=offset_seconds * 1000.0,
-        drift_ppm=drift_ppm,
-        confidence=confidence,
-        num_events=num_events,
-        method=method,
-        drift_confidence=drift_confidence,
-        num_windows=int(times.size),
-        peak_to_sidelobe=psr,
-        drift_se_ppm=drift_se_ppm,
-    )
+    offset_seconds, drift_ppm, drift_se_ppm, drift_confidence = guess_offset / 1000.0, None, None, 0.0
+    method = "event_match"
+    if num_matched >= 4 and float(np.ptp(t_m)) >= min_drift_span_seconds:
+        intercept, slope = _theil_sen(t_m, a_m - t_m)
+        residuals = (a_m - t_m) - (intercept + slope * t_m)
+        inliers = np.abs(residuals) <= max(0.003, 3.0 * 1.4826 * float(np.median(np.abs(residuals))))
+        t_in, r_in = t_m[inliers], residuals[inliers]
+        n = t_in.size
+        spread = float(np.sum(np.square(t_in - t_in.mean()))) if n else 0.0
+        if n >= 4 and spread > 0:
+            rms = math.sqrt(float(np.sum(np.square(r_in))) / (n - 2))
+            drift_se_ppm = 1e6 * max(rms, _RESIDUAL_FLOOR_SECONDS) / math.sqrt(spread)
+            method = "event_match+theil_sen"
+            if drift_se_ppm <= max_drift_se_ppm:
+                offset_seconds, drift_ppm = intercept, slope * 1e6
+                drift_confidence = float(min(1.0, n / 8.0) * min(1.0, 2.0 * (1.0 - drift_se_ppm / max_drift_se_ppm)))
+            else:
+                method = "event_match+drift_unresolved"
+    return AVEstimate(av_offset_ms=offset_seconds * 1000.0, drift_ppm=drift_ppm, method=method,
+                      drift_confidence=drift_confidence, drift_se_ppm=drift_se_ppm, **common)
 
 
 def estimate_av_offset_from_arrays(
@@ -332,17 +423,14 @@ def estimate_av_offset_from_arrays(
     *,
     sample_rate: int,
     audio_start_seconds: float,
-    hop_ms: float = 1.0,
     **options: float,
 ) -> AVEstimate:
     """Like :func:`estimate_av_offset`, from a per-frame change signal + pts and raw audio samples.
 
     ``options`` are those of :func:`estimate_av_offset_from_features` (``max_offset_ms``, ``min_confidence``…).
     """
-    onset, hop_seconds = audio_onset_envelope(mono(audio_samples), sample_rate, hop_seconds=hop_ms / 1000.0)
-    return estimate_av_offset_from_features(
-        visual_events, pts_seconds, onset, onset_hop_seconds=hop_seconds, audio_start_seconds=audio_start_seconds, **options
-    )
+    onsets = audio_onsets(audio_samples, sample_rate, start_seconds=audio_start_seconds)
+    return estimate_av_offset_from_features(visual_events, pts_seconds, onsets, **options)
 
 
 def estimate_av_offset(
@@ -351,48 +439,34 @@ def estimate_av_offset(
     *,
     max_offset_ms: float = 500.0,
     min_confidence: float = 0.3,
-    feature: VisualFeature = "luma_rise",
-    hop_ms: float = 1.0,
-    window_seconds: float = 4.0,
-    max_drift_ppm: float = 3000.0,
-    min_drift_span_seconds: float = 2.0,
+    feature: VisualFeature = "background_rise",
+    max_drift_ppm: float = 1500.0,
     max_drift_se_ppm: float = 60.0,
+    min_drift_span_seconds: float = 4.0,
 ) -> AVEstimate:
-    """Estimate the A/V offset and drift of a clip from its content (flashes/cuts vs sound onsets).
+    """Estimate the A/V offset and drift of a clip from its content (flashes/cuts vs sounds that start suddenly).
 
     Args:
         video: decoded frames with real pts (the reference timeline).
         audio: decoded audio with its ``start_seconds``.
         max_offset_ms: search range ``±max_offset_ms``; a true offset outside it cannot be found.
-        min_confidence: below this the result abstains (``av_offset_ms is None``).
-        feature: visual change feature, ``"luma_rise"`` (flashes) or ``"frame_difference"`` (motion, cuts).
-        hop_ms: audio onset grid step.
-        window_seconds: longest window for the drift fit (shortened to span / 4 on short clips).
-        max_drift_ppm: largest drift the windowed search allows.
-        min_drift_span_seconds: events must span this long for drift to be fitted (else drift None).
+        min_confidence: below this the result abstains (0.3: the calibrated null threshold).
+        feature: visual event feature (see ``visual_change_events``); ``background_rise`` by default.
+        max_drift_ppm: drift search range.
         max_drift_se_ppm: drift is reported only when the slope's standard error is at most this (else None).
+        min_drift_span_seconds: matched events must span this long for drift to be fitted.
 
     Returns:
-        :class:`AVEstimate`; ``av_offset_ms > 0`` means audio lags video.
+        :class:`AVEstimate`; ``av_offset_ms > 0`` means audio lags video; ``abstain`` explains a None.
 
     Example:
         >>> est = estimate_av_offset(video, audio)              # doctest: +SKIP
         >>> est.av_offset_ms, est.drift_ppm, est.confidence     # doctest: +SKIP
         (40.2, None, 1.0)
     """
-    _check_options(max_offset_ms, min_confidence, hop_ms, window_seconds)
+    _check_options(max_offset_ms, min_confidence, max_drift_ppm, max_drift_se_ppm)
     visual = visual_change_events(video.frames, feature=feature)
     return estimate_av_offset_from_arrays(
-        visual,
-        video.pts_seconds.numpy(),
-        audio.samples,
-        sample_rate=audio.sample_rate,
-        audio_start_seconds=audio.start_seconds,
-        hop_ms=hop_ms,
-        max_offset_ms=max_offset_ms,
-        min_confidence=min_confidence,
-        window_seconds=window_seconds,
-        max_drift_ppm=max_drift_ppm,
-        min_drift_span_seconds=min_drift_span_seconds,
-        max_drift_se_ppm=max_drift_se_ppm,
-    )
+        visual, video.pts_seconds.numpy(), audio.samples, sample_rate=audio.sample_rate,
+        audio_start_seconds=audio.start_seconds, max_offset_ms=max_offset_ms, min_confidence=min_confidence,
+        max_drift_ppm=max_drift_ppm, max_drift_se_ppm=max_drift_se_ppm, min_drift_span_seconds=min_drift_span_seconds)

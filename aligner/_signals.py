@@ -10,7 +10,10 @@ Audio onset grid (``hop`` = ``hop_samples / sample_rate``)::
     rise          ^d1  ^d2  ^d3  ^d4           d[m] = max(E[m] - E[m-1], 0) placed at start + m*hop
 
 A sound starting at time ``t0`` makes a bell-shaped ``d`` centred on ``t0`` (the smoothing kernel is
-symmetric and the energy is linear, not log, so the bell's centre is not pulled early).
+symmetric and the energy is linear, not log, so the bell's centre is not pulled early) — for a sharp
+attack. A smooth attack moves the bell late by about half the attack, which is why the A/V estimator no
+longer uses this envelope but dated events (``aligner._onsets.audio_onsets``); the envelope is kept for
+callers that cache it.
 
 Visual events: the value for frame ``k`` measures the change *entering* frame ``k`` (from ``k-1``), and it
 happens at ``pts_seconds[k]``: the frame is shown over ``[pts[k], pts[k+1])`` and a flash or cut
@@ -28,17 +31,20 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "VisualFeature",
+    "background_rise",
     "audio_onset_envelope",
     "log_energy",
     "mono",
     "visual_change_events",
 ]
 
-VisualFeature = Literal["luma_rise", "frame_difference"]
+VisualFeature = Literal["background_rise", "luma_rise", "frame_difference"]
 
 _LUMA_WEIGHTS = (0.299, 0.587, 0.114)
 # Frames are reduced to about this many pixels on the short side before any arithmetic.
 _TARGET_SHORT_SIDE_PIXELS = 32
+# background_rise: blocks of an 8-column grid (6 rows at 4:3, 4-5 at 16:9).
+_GRID_COLUMNS = 8
 
 
 def mono(samples: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -51,22 +57,86 @@ def mono(samples: torch.Tensor | np.ndarray) -> np.ndarray:
     return array.astype(np.float64, copy=False)
 
 
+def _block_luma(tensor: torch.Tensor) -> np.ndarray:
+    """``[T, rows, cols]`` mean luma of an 8-column grid of square blocks, each averaged over a lattice of
+    about 8 x 8 pixels (a moving texture averages out inside a block instead of aliasing; the full-size
+    frames are never converted to float: one pass over the lattice's uint8 pixels)."""
+    height, width = int(tensor.shape[1]), int(tensor.shape[2])
+    side = max(1, width // _GRID_COLUMNS)
+    rows, cols = max(1, height // side), min(_GRID_COLUMNS, width)
+    within = torch.arange(0, side, max(1, side // 8))
+    per_block = int(within.numel())
+    row_index = (torch.arange(rows)[:, None] * side + within[None, :]).reshape(-1)
+    col_index = (torch.arange(cols)[:, None] * side + within[None, :]).reshape(-1)
+    lattice = tensor.index_select(1, row_index).index_select(2, col_index)
+    if lattice.ndim == 3:
+        lattice = lattice[..., None]
+    lattice = lattice[..., :3].contiguous()
+    num, channels = int(lattice.shape[0]), int(lattice.shape[-1])
+    sums = lattice.view(num, rows, per_block, cols, per_block, channels).sum(dim=(2, 4), dtype=torch.int32)
+    means = sums.double().numpy() / float(per_block * per_block)
+    if channels >= 3:
+        return means @ np.asarray(_LUMA_WEIGHTS)
+    return means.mean(axis=-1)
+
+
+def background_rise(frames: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Per-frame brightening that stands out of both the previous frame and the recent background.
+
+    For each block ``b`` of an 8-column grid (block mean luma ``M[k, b]``)::
+
+        r[k, b] = max(0, min(M[k,b] − M[k−1,b],  M[k,b] − median(M[k−4..k−1, b])))
+        s[k]    = mean of the largest eighth of r[k, :]        (a flash over 1/8 of the frame counts fully)
+        out[k]  = max(0, s[k] − median(s[k−15..k+15]))        (steady motion raises s everywhere: removed)
+
+    A flash lasting 1-3 frames gives one value, at its first frame (the next frames do not rise over
+    the previous one); its end gives nothing. Camera pans, drifting texture and moving objects change
+    block means by both signs and steadily, so both minima and the running median remove most of it.
+    A hard cut to a brighter scene still gives an event (a nuisance the correlation tolerates).
+    """
+    tensor = torch.as_tensor(frames)
+    if tensor.ndim not in (3, 4):
+        raise ValueError(f"frames must be [T, H, W, C] or [T, H, W], got shape {tuple(tensor.shape)}")
+    num_frames = int(tensor.shape[0])
+    out = np.zeros(num_frames, dtype=np.float64)
+    if num_frames < 2:
+        return out
+    blocks = _block_luma(tensor).reshape(num_frames, -1)
+    step = np.zeros_like(blocks)
+    step[1:] = blocks[1:] - blocks[:-1]
+    history = np.stack([np.roll(blocks, lag, axis=0) for lag in range(1, 5)])
+    history[:, :4] = blocks[:1]  # before the clip: the first frame
+    background = np.median(history, axis=0)
+    rise = np.maximum(0.0, np.minimum(step, blocks - background))
+    top = max(1, blocks.shape[1] // 8)
+    strength = np.sort(rise, axis=1)[:, -top:].mean(axis=1)
+    import scipy.ndimage
+
+    running = scipy.ndimage.median_filter(strength, size=31, mode="nearest")
+    out[1:] = np.maximum(0.0, strength - running)[1:]
+    return out
+
+
 def visual_change_events(
-    frames: torch.Tensor | np.ndarray, *, feature: VisualFeature = "luma_rise"
+    frames: torch.Tensor | np.ndarray, *, feature: VisualFeature = "background_rise"
 ) -> np.ndarray:
     """Per-frame change strength (>= 0) entering each frame; ``out[0] == 0``.
 
     Args:
         frames: uint8 ``[T, H, W, C]`` (RGB) or ``[T, H, W]`` (grey).
-        feature: ``"luma_rise"`` — positive part of the change of mean luma (flashes, lights on; a
-            flash's end gives nothing); ``"frame_difference"`` — mean absolute luma difference between
-            consecutive frames (moving or jumping content, cuts).
+        feature: ``"background_rise"`` (default) — block brightening over the previous frame and the
+            recent background, steady motion removed (see :func:`background_rise`; robust to pans, moving
+            texture and objects, finds partial and coloured flashes); ``"luma_rise"`` — positive part of
+            the change of mean luma (full-frame flashes on a still background); ``"frame_difference"`` —
+            mean absolute luma difference between consecutive frames (moving or jumping content, cuts).
 
     Returns:
         float64 ``[T]`` in luma units (0..255).
     """
-    if feature not in ("luma_rise", "frame_difference"):
-        raise ValueError(f"feature must be 'luma_rise' or 'frame_difference', got {feature!r}")
+    if feature not in ("background_rise", "luma_rise", "frame_difference"):
+        raise ValueError(f"feature must be 'background_rise', 'luma_rise' or 'frame_difference', got {feature!r}")
+    if feature == "background_rise":
+        return background_rise(frames)
     tensor = torch.as_tensor(frames)
     if tensor.ndim not in (3, 4):
         raise ValueError(f"frames must be [T, H, W, C] or [T, H, W], got shape {tuple(tensor.shape)}")

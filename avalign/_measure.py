@@ -65,6 +65,7 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
         "text_offset_ms": _round(r.text_offset_ms),
         "text_confidence": _round(r.text_confidence) if transcript is not None else None,
         "av_method": r.av_method,
+        "av_abstain": r.av_abstain,
         "text_method": r.text_method,
         "video": video_json,
         "audio": {
@@ -135,6 +136,11 @@ def format_measurement(record: dict) -> str:
         f"A/V offset  {show(record['av_offset_ms'], ' ms')}  (confidence {record['av_confidence']}, {record['av_method']}; > 0: audio lags)",
         f"drift       {show(record['drift_ppm'], ' ppm')}",
     ]
+    why = record.get("av_abstain")
+    if why:
+        guess = "none" if why["best_guess_ms"] is None else f"{why['best_guess_ms']} ms"
+        lines += [f"  A/V abstained: {why['reason']}: found {why['found']}; needed {why['needed']}; best guess {guess}",
+                  f"  hint: {why['hint']}"]
     if record.get("transcript"):
         lines.append(
             f"text offset {show(record['text_offset_ms'], ' ms')}  (confidence {record['text_confidence']}, "

@@ -16,7 +16,7 @@ from avalign.bench._align import REAL_AV_CLIPS, TARGETS, real_av_shifts, real_te
 
 pytestmark = [pytest.mark.realmedia, pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")]
 
-AV_SHIFTS_MS = (-120.0, -40.0, 40.0, 120.0)
+AV_SHIFTS_MS = (-120.0, -40.0, 40.0, 120.0, 200.0)
 TEXT_OFFSETS_MS = (-80.0, 0.0, 150.0)
 
 
@@ -65,6 +65,15 @@ def test_av_estimate_recovers_the_shift_or_abstains(av):
             assert row["method"].startswith("abstain:") or av["original_method"].startswith("abstain:")
         else:
             assert abs(row["recovered_ms"] - row["injected_ms"]) <= TARGETS["real_av_shift_error_ms"], row
+        assert not row["confident_wrong"], row  # answered where the original abstained counts too
+
+
+def test_av_abstentions_on_real_clips_explain_themselves(av):
+    """Issue #12: an abstention names what was found and needed, and what the user can do."""
+    why = av["original_abstain"]
+    if why is not None:
+        assert why["reason"] == av["original_method"].removeprefix("abstain:")
+        assert why["found"] and why["needed"] and why["hint"]
 
 
 def test_pocketsphinx_word_times_follow_the_transcription(text, cache):

@@ -301,9 +301,9 @@ def _fetch_real_av(cache_dir: str | Path, name: str) -> Path:
     return fetch_bigbuckbunny(cache_dir) if name == "bigbuckbunny.mp4" else fetch_psychopy_clip(cache_dir, name)
 
 
-def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.0, -40.0, 40.0, 120.0),
+def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.0, -40.0, 40.0, 120.0, 200.0),
                    clips: Sequence[str] = REAL_AV_CLIPS) -> dict:
-    """Inject A/V shifts into real clips (remux, ``-c copy``) and recover them with ``frame_difference``.
+    """Inject A/V shifts into real clips (remux, ``-c copy``) and recover them (default estimator).
 
     The originals' own offsets are unknown, so each estimate is compared with its original's estimate:
     ``recovered = est(shifted) - est(original)`` must equal the injection. The injection itself is checked
@@ -320,9 +320,9 @@ def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.
     def run(path: Path) -> tuple[Any, Any, Any, float]:
         video, audio = loaders.read_video(str(path)), loaders.read_audio(str(path))
         t0 = time.perf_counter()
-        est = aligner.estimate_av_offset(video, audio, feature="frame_difference")
+        est = aligner.estimate_av_offset(video, audio)
         seconds = time.perf_counter() - t0
-        forced = aligner.estimate_av_offset(video, audio, feature="frame_difference", min_confidence=0.0)
+        forced = aligner.estimate_av_offset(video, audio, min_confidence=0.0)
         return audio, est, forced, seconds
 
     out_dir = Path(cache_dir) / "shifted"
@@ -351,11 +351,16 @@ def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.
                 "num_events": est.num_events,
                 "recovered_ms": recovered,
                 "error_ms": None if recovered is None else abs(recovered - shift),
+                "abstain_reason": None if est.abstain is None else est.abstain.reason,
+                # Answered and more than a frame from the injection (or answered where the original abstained:
+                # then it cannot be checked, and the real clips must abstain or be right).
+                "confident_wrong": (not est.abstained) and (recovered is None or abs(recovered - shift) > 1000.0 / 24.0),
                 "unthresholded_recovered_ms": forced_recovered,
                 "estimate_seconds": seconds,
             })
         results.append({"name": name, "source": str(source), "original_estimate_ms": base.av_offset_ms,
                         "original_method": base.method, "original_num_events": base.num_events,
+                        "original_abstain": None if base.abstain is None else base.abstain.to_json(),
                         "original_unthresholded_ms": base_forced.av_offset_ms, "rows": rows})
     return {"clips": results}
 
@@ -462,6 +467,8 @@ def bench_align(
     repeats: int = 3,
     timing: bool = True,
     forced: bool = True,
+    wild: bool = True,
+    wild_text: bool = True,
 ) -> dict:
     """Accuracy against truth on ``num_clips`` generated clips (+ naive baseline), cost, and real media.
 
@@ -475,6 +482,8 @@ def bench_align(
         repeats: timing runs per figure (median).
         timing: run the 30 s single-core timing clip.
         forced: split SRT/WebVTT captions into words with pocketsphinx (``aligner._forced``) and report their errors.
+        wild: also run the wild tune and held-out sets (``avalign.bench._wild``), side by side, with null pairings.
+        wild_text: on the wild sets, also the transcript offset and word starts (``aligner.align``).
 
     Returns:
         ``{"clips": [...], "summary": {...}, "timing": {...}, "targets": [...], "real": {...}, ...}``.
@@ -523,6 +532,14 @@ def bench_align(
     result: dict[str, Any] = {"seed": seed, "num_clips": num_clips, "work_dir": str(work), "sample_rate": sample_rate,
                               "repeats": repeats, "clips": rows, "summary": summary}
     result["timing"] = _timing_30s(seed, clip_dir, repeats=repeats) if timing else None
+    if wild:
+        from avalign.bench._wild import wild_set
+        from avalign.synth._wild_spec import HELDOUT_SEEDS, TUNE_SEEDS
+
+        result["wild"] = [wild_set("tune", TUNE_SEEDS, work, text=wild_text),
+                          wild_set("heldout", HELDOUT_SEEDS, work, text=wild_text)]
+    else:
+        result["wild"] = None
     if real:
         cache = Path(cache_dir) if cache_dir is not None else work / "realmedia"
         result["real"] = {"av_shifts": real_av_shifts(cache), "text_offsets": real_text_offsets(cache, work_dir=work)}
@@ -623,6 +640,10 @@ def format_align_table(result: dict) -> str:
             f"| {r['key']} | {r['container']} | {r['codecs']} | {r['fps']:.3f}{' vfr' if r['vfr'] else ''} | {r['sample_rate']} | "
             f"{r['transcript_format']} | {_f(r['av_offset_ms'])} | {r['true_av_offset_ms']:.1f} | {_f(r['drift_ppm'], '.0f')} | "
             f"{r['true_drift_ppm']:.0f} | {_f(r['text_offset_ms'])} | {r['true_text_offset_ms']:.1f} | {word} | {r['estimate_seconds']:.3f} |")
+    if result.get("wild"):
+        from avalign.bench._wild import format_wild_tables
+
+        lines += ["", format_wild_tables(result["wild"])]
     real = result.get("real")
     if real:
         lines += ["", "### Real media", ""]
@@ -630,16 +651,18 @@ def format_align_table(result: dict) -> str:
             if "skipped" in av:
                 lines += [f"{av['name']} A/V shifts: skipped ({av['skipped']})", ""]
                 continue
-            lines += [f"`{av['name']}`, feature=frame_difference; original: {_f(av['original_estimate_ms'])} "
-                      f"({av['original_method']}, {av['original_num_events']} events), unthresholded "
+            why = av.get("original_abstain")
+            lines += [f"`{av['name']}`, default estimator; original: {_f(av['original_estimate_ms'])} "
+                      f"({av['original_method']}, {av['original_num_events']} events"
+                      + (f"; found {why['found']}, need {why['needed']}" if why else "") + "), unthresholded "
                       f"{_f(av['original_unthresholded_ms'])} ms", "",
                       "| injected ms | injection measured (waveform) ms | estimate ms | method | events | recovered ms | error ms | "
-                      "unthresholded recovered ms | estimate s |",
-                      "|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+                      "unthresholded recovered ms | confident-wrong | estimate s |",
+                      "|---:|---:|---:|---|---:|---:|---:|---:|---|---:|"]
             for r in av["rows"]:
                 lines.append(f"| {r['injected_ms']:+.0f} | {r['injected_measured_ms']:+.2f} | {_f(r['estimate_ms'])} | {r['method']} | "
                              f"{r['num_events']} | {_f(r['recovered_ms'])} | {_f(r['error_ms'])} | {_f(r['unthresholded_recovered_ms'])} | "
-                             f"{r['estimate_seconds']:.3f} |")
+                             f"{'YES' if r.get('confident_wrong') else 'no'} | {r['estimate_seconds']:.3f} |")
             lines.append("")
         tx = real["text_offsets"]
         lines.append("")

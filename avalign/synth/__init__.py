@@ -1,28 +1,38 @@
 """Synthetic media with exact ground truth (``sample_data/`` and benchmark sets).
 
 Speech with known word times from espeak-ng, white flash frames and tone beeps placed under the
-clock model of DESIGN.md, encoded with FFmpeg into the containers users have.
+clock model of DESIGN.md, encoded with FFmpeg into the containers users have (``make_clip``); and the
+independent "wild" generator with real-footage nuisances and tune / held-out seed ranges
+(``make_wild_clip``, ``wild_specs``, issue #12).
 """
 from ._clip import BEEP_FREQUENCY_HZ, BEEP_SECONDS, make_clip
 from ._dataset import write_dataset, write_shards
 from ._espeak import ESPEAK_SAMPLE_RATE, Speech, SpokenWord, synthesize_speech, word_onset_energy_ratios
 from ._spec import SENTENCES, ClipSpec, random_specs, sample_specs
 from ._transcript_writers import StampedWord, render_transcript
+from ._wild import make_wild_clip
+from ._wild_spec import HELDOUT_SEEDS, TUNE_SEEDS, WildEvent, WildSpec, wild_specs
 
 __all__ = [
     "BEEP_FREQUENCY_HZ",
     "BEEP_SECONDS",
     "ClipSpec",
     "ESPEAK_SAMPLE_RATE",
+    "HELDOUT_SEEDS",
     "SENTENCES",
     "Speech",
     "SpokenWord",
     "StampedWord",
+    "TUNE_SEEDS",
+    "WildEvent",
+    "WildSpec",
     "make_clip",
+    "make_wild_clip",
     "random_specs",
     "render_transcript",
     "sample_specs",
     "synthesize_speech",
+    "wild_specs",
     "word_onset_energy_ratios",
     "write_dataset",
     "write_shards",

@@ -1,0 +1,214 @@
+"""What a "wild" clip is made of: :class:`WildSpec`, and the tune / held-out seed ranges.
+
+The wild generator (:mod:`avalign.synth._wild`) is the second, independent generator of issue #12:
+nuisances that real footage has (camera pan/zoom/shake over a moving texture, moving objects, a
+mouth-like box driven by the speech envelope, hard cuts, partial/coloured/weak flashes of 1-3 frames,
+clap/knock/beep sounds with 0-30 ms attacks under speech and music beds at 0-30 dB SNR, reverb, lossy
+re-encodes), on the same clock model as DESIGN.md::
+
+    a = t * (1 + drift_ppm * 1e-6) + av_offset_ms / 1000        (video time t → audio time a)
+    stamp = a + text_offset_ms / 1000                            (word heard at a → transcript stamp)
+
+Seed ranges: :data:`TUNE_SEEDS` is the only range any estimator parameter or threshold may be tuned on;
+:data:`HELDOUT_SEEDS` is reported and never tuned on (``avalign bench align`` shows both side by side).
+"""
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Literal
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["HELDOUT_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "wild_specs"]
+
+TUNE_SEEDS = range(1000, 1024)
+"""Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
+HELDOUT_SEEDS = range(5000, 5024)
+"""Seeds of the held-out set (24 clips): reported, never tuned on."""
+
+AttackShape = Literal["sharp", "hann", "exponential", "linear"]
+SoundKind = Literal["beep", "clap", "knock"]
+
+# (container, video codec, audio codec, sample rates)
+_COMBOS: tuple[tuple[str, str, str, tuple[int, ...]], ...] = (
+    ("mp4", "h264", "aac", (16000, 44100, 48000)),
+    ("mkv", "h264", "opus", (48000,)),
+    ("webm", "vp9", "opus", (48000,)),
+    ("mov", "h264", "pcm_s16le", (44100, 48000)),
+    ("mkv", "h264", "aac", (48000,)),
+)
+_FPS = ("24", "25", "30", "30000/1001")
+
+
+@dataclass(frozen=True)
+class WildEvent:
+    """One audible + visible event: a flash entering at a frame and a sound starting at the matching audio time."""
+
+    video_seconds: float
+    """Requested video time (the flash starts at the first frame whose pts >= this)."""
+    sound: SoundKind
+    """``beep`` (tone), ``clap`` (noise burst) or ``knock`` (damped low tone)."""
+    attack_ms: float
+    """Attack length (0 = sharp)."""
+    attack: AttackShape
+    """Attack envelope: ``sharp``, ``hann`` (raised cosine), ``exponential`` (1 - e^-4x, concave), ``linear``."""
+    frequency_hz: float
+    """Tone of beeps and knocks (ignored for claps)."""
+    flash_level: float
+    """Luma added by the flash (30..200, before clipping)."""
+    flash_frames: int
+    """Frames the flash lasts (1-3)."""
+    flash_area: tuple[float, float, float, float]
+    """Flash rectangle as fractions of the frame (x0, y0, x1, y1); (0, 0, 1, 1) is full-frame."""
+    flash_colour: tuple[float, float, float]
+    """RGB direction of the flash (grey = (1, 1, 1))."""
+
+
+@dataclass(frozen=True)
+class WildSpec:
+    """Everything that determines one wild clip (same spec → same bytes and truth)."""
+
+    key: str
+    """Sample key and file stem."""
+    seed: int
+    """Seeds every random choice below and the texture/noise."""
+    container: str
+    """``mp4``, ``mkv``, ``webm`` or ``mov``."""
+    video_codec: str
+    """``h264`` or ``vp9``."""
+    audio_codec: str
+    """``aac``, ``opus`` or ``pcm_s16le``."""
+    fps: str
+    """Nominal frame rate (``"30000/1001"``…); VFR clips have a 30 fps header."""
+    vfr: bool
+    """Variable frame rate (frame durations switch between 1/30 and 1/15 s in stretches)."""
+    sample_rate: int
+    """Audio rate in Hz."""
+    duration_seconds: float
+    """Video duration."""
+    av_offset_ms: float
+    """Audio lag (ms) at video time 0."""
+    drift_ppm: float
+    """Audio clock rate error (ppm)."""
+    text_offset_ms: float
+    """Transcript lateness (ms)."""
+    transcript_format: Literal["whisperx", "srt", "vtt"]
+    """Transcript file format."""
+    events: tuple[WildEvent, ...]
+    """Flash + sound events (empty for a talking head)."""
+    bed: Literal["speech", "speech+music", "music", "noise"]
+    """What plays under the events (speech is always espeak with word truth when present)."""
+    snr_db: float
+    """Event level over the bed (RMS of the event's first 50 ms vs RMS of the bed), 0..30 dB."""
+    camera: Literal["static", "pan", "zoom", "shake"]
+    """Camera motion over the texture (the texture also drifts every frame)."""
+    num_objects: int
+    """Moving rectangles."""
+    mouth: bool
+    """A dark box whose height follows the speech envelope (lip-like motion in sync with speech)."""
+    cut_seconds: tuple[float, ...]
+    """Hard cuts (new texture and camera), silent, >= 0.4 s from any event."""
+    reverb: float
+    """sox ``reverb`` reverberance 0..100 (0 = none)."""
+    reencode_kbps: int
+    """Audio first encoded to MP3 at this bitrate and decoded back (0 = none): a lossy generation."""
+    video_crf: int
+    """x264 / VP9 quality (higher = lossier)."""
+    talking_head: bool = False
+    """No events: only speech, mouth and camera; the A/V estimator must abstain."""
+    sentences: tuple[str, ...] = field(default_factory=tuple)
+    """espeak sentences in the bed (in order)."""
+    width: int = 160
+    """Frame width (pixels)."""
+    height: int = 120
+    """Frame height (pixels)."""
+
+    def __post_init__(self) -> None:
+        if not 3.0 <= self.duration_seconds <= 180.0:
+            raise ValueError(f"duration_seconds must be in [3, 180], got {self.duration_seconds = }")
+        if abs(self.av_offset_ms) > 500 or abs(self.drift_ppm) > 3000 or abs(self.text_offset_ms) > 500:
+            raise ValueError(f"offsets out of range: {self.av_offset_ms = }, {self.drift_ppm = }, {self.text_offset_ms = }")
+
+    @property
+    def fps_fraction(self) -> Fraction:
+        """Nominal frame rate as an exact fraction."""
+        return Fraction(self.fps)
+
+
+def _duration(rng: random.Random, index: int) -> float:
+    if index % 12 == 5:
+        return round(rng.uniform(60.0, 120.0), 1)  # two long clips per 24
+    return round(rng.choice((rng.uniform(5.0, 15.0), rng.uniform(12.0, 40.0))), 1)
+
+
+def _events(rng: random.Random, duration: float, *, first: float, last: float) -> list[WildEvent]:
+    events, t = [], first + rng.uniform(0.0, 0.5)
+    while t < last:
+        attack = rng.choice(("sharp", "hann", "hann", "exponential", "linear"))
+        x0, y0 = (0.0, 0.0) if rng.random() < 0.4 else (rng.uniform(0, 0.5), rng.uniform(0, 0.5))
+        x1, y1 = (1.0, 1.0) if (x0, y0) == (0.0, 0.0) else (x0 + rng.uniform(0.3, 0.5), y0 + rng.uniform(0.3, 0.5))
+        colour = (1.0, 1.0, 1.0) if rng.random() < 0.5 else tuple(round(rng.uniform(0.2, 1.0), 2) for _ in range(3))
+        events.append(WildEvent(
+            video_seconds=round(t, 4),
+            sound=rng.choice(("beep", "clap", "knock")),
+            attack_ms=0.0 if attack == "sharp" else round(rng.uniform(3.0, 30.0), 1),
+            attack=attack,
+            frequency_hz=round(rng.uniform(400.0, 3000.0)),
+            flash_level=round(rng.uniform(30.0, 200.0)),
+            flash_frames=rng.choice((1, 2, 3)),
+            flash_area=(x0, y0, min(x1, 1.0), min(y1, 1.0)),
+            flash_colour=colour,  # type: ignore[arg-type]
+        ))
+        t += rng.uniform(0.9, 3.5)
+    return events
+
+
+def wild_specs(seeds: range | list[int], *, prefix: str = "wild") -> list["WildSpec"]:
+    """One :class:`WildSpec` per seed (deterministic); keys ``<prefix><seed>``.
+
+    About 1 clip in 8 is a talking head (no events), 2 in 24 are 60-120 s long, the rest 5-40 s.
+
+    Example:
+        >>> [s.key for s in wild_specs(range(1000, 1002))]
+        ['wild1000', 'wild1001']
+    """
+    from ._spec import SENTENCES
+
+    specs = []
+    for index, seed in enumerate(seeds):
+        rng = random.Random(seed * 7919 + 17)
+        container, video_codec, audio_codec, rates = rng.choice(_COMBOS)
+        vfr = container == "mp4" and rng.random() < 0.3
+        fps = "30" if vfr else rng.choice(_FPS)
+        duration = _duration(rng, index)
+        av_offset_ms = round(rng.uniform(-300.0, 300.0), 1)
+        drift_ppm = round(rng.uniform(-1200.0, 1200.0))
+        talking_head = index % 8 == 3
+        # Events must be heard inside the audio track (audio starts at 0, lasts as long as the video).
+        first = max(0.6, 0.4 - av_offset_ms / 1000.0)
+        last = duration - 0.8 - max(0.0, av_offset_ms / 1000.0) - abs(drift_ppm) * 1e-6 * duration
+        events = () if talking_head else tuple(_events(rng, duration, first=first, last=last))
+        cuts = []
+        for _ in range(rng.choice((0, 0, 1, 2, 3)) if duration > 8 else 0):
+            t = rng.uniform(1.0, duration - 1.0)
+            if all(abs(t - e.video_seconds) > 0.4 for e in events):
+                cuts.append(round(t, 3))
+        bed = "speech" if talking_head else rng.choice(("speech", "speech", "speech+music", "music", "noise"))
+        num_sentences = max(1, min(len(SENTENCES), int(duration / 4.5))) if "speech" in bed else 0
+        sentences = tuple(rng.sample(SENTENCES, min(num_sentences, len(SENTENCES))))
+        if "speech" not in bed:
+            sentences = tuple(rng.sample(SENTENCES, 1))  # a little speech anyway: the text half needs words
+        specs.append(WildSpec(
+            key=f"{prefix}{seed}", seed=seed, container=container, video_codec=video_codec, audio_codec=audio_codec,
+            fps=fps, vfr=vfr, sample_rate=rng.choice(rates), duration_seconds=duration, av_offset_ms=av_offset_ms,
+            drift_ppm=drift_ppm, text_offset_ms=round(rng.uniform(-250.0, 250.0), 1),
+            transcript_format=rng.choice(("whisperx", "srt", "vtt")), events=events, bed=bed,
+            snr_db=round(rng.uniform(0.0, 30.0), 1), camera=rng.choice(("static", "pan", "zoom", "shake")),
+            num_objects=rng.choice((0, 1, 2, 4)), mouth=talking_head or rng.random() < 0.5, cut_seconds=tuple(sorted(cuts)),
+            reverb=0.0 if rng.random() < 0.5 else round(rng.uniform(20.0, 80.0)),
+            reencode_kbps=rng.choice((0, 0, 32, 64)), video_crf=rng.choice((23, 30, 36, 40)),
+            talking_head=talking_head, sentences=sentences))
+    return specs
