@@ -85,9 +85,26 @@ def _planar(frame, packer: list) -> np.ndarray:
     return array.astype(np.float32, copy=False)
 
 
+def _tolerant_frames(container, stream, label: str, bad_packets: list):
+    """Decoded frames of ``stream``; a packet the decoder rejects is skipped and its pts appended to
+    ``bad_packets`` (as ``ffmpeg -i`` does), so its time becomes a gap that :func:`_decode_all` fills with silence."""
+    import av
+
+    for packet in container.demux(stream):
+        try:
+            frames = packet.decode()
+        except (av.error.EOFError, av.error.ExitError):
+            raise
+        except av.FFmpegError as error:
+            bad_packets.append(packet.pts)
+            logger.info("%s: skipping an undecodable audio packet at pts %s: %s", label, packet.pts, error)
+            continue
+        yield from frames
+
+
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
-                max_duration_seconds: Optional[float] = None) -> tuple[np.ndarray, float, int]:
-    """Decode the stream: (samples [C, N], time of sample 0, rate), repairing gaps and overlaps.
+                max_duration_seconds: Optional[float] = None) -> tuple[np.ndarray, float, int, int]:
+    """Decode the stream: (samples [C, N], time of sample 0, rate, packets skipped), repairing gaps and overlaps.
 
     Gaps are only counted while decoding and filled once the whole stream has been checked: timestamps
     that would need more silence than :data:`_GAP_FILL_ALLOWANCE_SECONDS` beyond the decoded audio, or an
@@ -107,7 +124,8 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     written = decoded = filled = 0
     gaps = overlaps = 0
     packer: list = []
-    for frame in container.decode(stream):
+    bad_packets: list = []
+    for frame in _tolerant_frames(container, stream, label, bad_packets):
         if frame.samples == 0:
             continue
         data = _planar(frame, packer)
@@ -157,7 +175,7 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
         n = piece.shape[1]
         out[:, at:at + n] = piece if piece.shape[0] == width else piece[:1]  # a mono stretch is copied to every channel
         at += n
-    return out, start, rate
+    return out, start, rate, len(bad_packets)
 
 
 def read_audio(
@@ -219,7 +237,7 @@ def read_audio(
             seek = None
             if start_seconds is not None and start_seconds > 2 * _SEEK_MARGIN_SECONDS:
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
-            samples, first_seconds, rate = _decode_all(container, stream, label, seek, max_duration_seconds)
+            samples, first_seconds, rate, decode_errors = _decode_all(container, stream, label, seek, max_duration_seconds)
         finally:
             container.close()
         if mono and samples.shape[0] > 1:
@@ -251,5 +269,6 @@ def read_audio(
         start_seconds=float(first_seconds),
         source_sample_rate=rate,
         codec=codec,
+        decode_errors=decode_errors,
         stream_index=index_of_stream,
     )

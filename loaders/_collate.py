@@ -10,7 +10,13 @@ the same shapes (no recompilation, a flat caching-allocator footprint)::
     samples  |<- item 0: 48000 ->|<- item 1: 32000 ->|<- item 2: 64000 ->|<- pad ->|   cap_samples = 160000
 
 Span index maps are in packed coordinates: a word with frames ``[f0, f1)`` of item ``i`` becomes
-``[cu_seqlens_frames[i] + f0, cu_seqlens_frames[i] + f1)``; likewise samples, tokens.
+``[cu_seqlens_frames[i] + f0, cu_seqlens_frames[i] + f1)``; likewise samples, tokens. Tokens (``token_ids`` with a
+tokenizer) are laid out like the other modalities, each with the packed frame and sample range of its text unit
+(``token_spans``)::
+
+    tokens   |<- item 0: 12 ->|<- item 1: 7 ->|<------- padding ------->|   cap_tokens = 512
+    token_ids           101 7592 … 102 101 … 102 0 0 0 …                    (pad_token_id on padding)
+    token_spans[t]      (frame_start, frame_stop, sample_start, sample_stop) of token t's word/segment, packed
 
 On CUDA the uint8 frames and float32 audio are copied into reusable pinned staging buffers, sent with
 non-blocking copies, then resized (``interpolate``, bilinear, antialias), scaled to [0, 1] and normalised
@@ -26,6 +32,8 @@ from typing import Any, Optional, Union
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from loaders._records import BatchItem
 
 from typing import TYPE_CHECKING
 
@@ -43,16 +51,24 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 """Default per-channel standard deviation."""
 SPAN_COLUMNS = ("item", "frame_start", "frame_stop", "sample_start", "sample_stop", "token_start", "token_stop")
 """Columns of ``PackedBatch.word_spans`` / ``segment_spans``."""
+TOKEN_SPAN_COLUMNS = ("frame_start", "frame_stop", "sample_start", "sample_stop")
+"""Columns of ``PackedBatch.token_spans``."""
 
 
-def item_lengths(sample: AlignedSample) -> tuple[int, int, int]:
-    """``(num_frames, num_samples, num_tokens)`` of an aligned sample: the packing lengths.
+def as_batch_item(item: Union[BatchItem, AlignedSample]) -> BatchItem:
+    """A :class:`BatchItem` as is; an aligned sample with its whitespace tokens (no ids)."""
+    if isinstance(item, BatchItem):
+        return item
+    from loaders._text import tokenize_item
 
-    ``num_tokens`` is one past the largest word ``token_stop`` (0 without words).
-    """
-    num_frames = 0 if sample.video is None else sample.video.num_frames
-    num_tokens = max((w.token_stop for w in sample.words if w.token_stop is not None), default=0)
-    return int(num_frames), int(sample.audio.num_samples), int(num_tokens)
+    return tokenize_item(item, None)
+
+
+def item_lengths(item: Union[BatchItem, AlignedSample]) -> tuple[int, int, int]:
+    """``(num_frames, num_samples, num_tokens)`` of an item: the packing lengths (tokens as in :class:`TextTokens`)."""
+    item = as_batch_item(item)
+    num_frames = 0 if item.sample.video is None else item.sample.video.num_frames
+    return int(num_frames), int(item.sample.audio.num_samples), item.tokens.num_tokens
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,9 +116,19 @@ class PackedBatch:
     token start/stop) in packed coordinates, half-open; rows past ``num_words`` are -1. A word of an item
     without video has an empty frame range at the item's first packed frame."""
     segment_spans: torch.Tensor
-    """int64 ``[max_segments, 7]``: transcript segments, same columns (token columns -1); -1 past ``num_segments``."""
+    """int64 ``[max_segments, 7]``: transcript segments (caption lines, cues, clip-level captions), same columns
+    (token columns set when the item's tokens come from its segments, i.e. it has no words; else -1);
+    -1 past ``num_segments``."""
+    token_ids: Optional[torch.Tensor]
+    """int64 ``[cap_tokens]``: the tokenizer's ids of each item's text, laid out by ``cu_seqlens_tokens``;
+    ``pad_token_id`` on padding; None without a tokenizer."""
+    token_spans: torch.Tensor
+    """int64 ``[cap_tokens, 4]``, columns :data:`TOKEN_SPAN_COLUMNS`: the packed frame and sample range of each
+    token's word (or segment); a special token spans its whole item; -1 on padding."""
     word_texts: tuple[str, ...]
     """Text of each word row, in row order (``num_words`` entries)."""
+    segment_texts: tuple[str, ...]
+    """Text of each segment row, in row order (``num_segments`` entries)."""
     num_items: int
     """Items packed (``<= max_items``)."""
     num_words: int
@@ -114,13 +140,29 @@ class PackedBatch:
     padding: dict[str, float]
     """Fraction of each capacity that is padding: keys ``frames``, ``samples``, ``tokens`` (and ``hops``)."""
 
+    def to(self, device: Union[str, torch.device], *, non_blocking: bool = False) -> "PackedBatch":
+        """A copy with every tensor on ``device`` (``non_blocking`` copies from pinned memory overlap compute)."""
+        return self._map_tensors(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> "PackedBatch":
+        """A copy with every tensor in pinned (page-locked) host memory; what ``DataLoader(pin_memory=True)`` calls."""
+        return self._map_tensors(lambda t: t.pin_memory())
+
+    def _map_tensors(self, fn) -> "PackedBatch":
+        changes = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, torch.Tensor):
+                changes[field.name] = fn(value)
+        return dataclasses.replace(self, **changes)
+
     def __repr__(self) -> str:
         parts = []
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if isinstance(value, torch.Tensor):
                 parts.append(f"{field.name}={tuple(value.shape)}")
-            elif field.name in ("word_texts", "sample_keys"):
+            elif field.name in ("word_texts", "segment_texts", "sample_keys"):
                 parts.append(f"{field.name}=<{len(value)}>")
             elif field.name == "padding":
                 parts.append("padding={" + ", ".join(f"{k}: {v:.3f}" for k, v in value.items()) + "}")
@@ -155,6 +197,8 @@ class Collator:
         max_items: int = 64,
         max_words: int = 1024,
         max_segments: int = 256,
+        pad_token_id: int = 0,
+        with_token_ids: bool = False,
     ) -> None:
         """Creates a collator.
 
@@ -172,6 +216,9 @@ class Collator:
             max_items: Items per batch at most (fixes the ``cu_seqlens`` length).
             max_words: Word rows at most.
             max_segments: Segment rows at most.
+            pad_token_id: ``token_ids`` value on padding.
+            with_token_ids: Batches carry ``token_ids`` (items must then have ids: built with a tokenizer);
+                without, ``token_ids`` is None.
 
         Raises:
             ValueError: A budget, size or count is not positive, or mean/std do not have 3 entries.
@@ -206,6 +253,8 @@ class Collator:
                 sample_rate=sample_rate, n_fft=self.n_fft, hop_length=self.hop_length, n_mels=n_mels, center=False
             ).to(self.device)
         self.n_mels = int(n_mels)
+        self.pad_token_id = int(pad_token_id)
+        self.with_token_ids = bool(with_token_ids)
         self._staged = self.device.type == "cuda"
         self._staging_frames: Optional[torch.Tensor] = None
         self._staging_audio: Optional[torch.Tensor] = None
@@ -216,15 +265,16 @@ class Collator:
         """Hop capacity: ``cap_samples // hop_length``."""
         return self.budgets[1] // self.hop_length
 
-    def __call__(self, samples: Sequence[AlignedSample]) -> PackedBatch:
-        """Packs ``samples`` (in order) into one batch.
+    def __call__(self, items: Sequence[Union[BatchItem, AlignedSample]]) -> PackedBatch:
+        """Packs ``items`` (in order) into one batch; an aligned sample counts whitespace tokens (no ids).
 
         Raises:
             ValueError: Too many items, words or segments, or a modality over its budget; the message
-                names the counts, the limits and the keys.
+                names the counts, the limits and the keys; an item without token ids when ``with_token_ids``.
         """
-        samples = list(samples)
-        lengths = np.array([item_lengths(s) for s in samples], dtype=np.int64).reshape(-1, 3)
+        items = [as_batch_item(item) for item in items]
+        samples = [item.sample for item in items]
+        lengths = np.array([item_lengths(item) for item in items], dtype=np.int64).reshape(-1, 3)
         self._check_fits(samples, lengths)
         cap_frames, cap_samples, cap_tokens = self.budgets
         hops = lengths[:, 1] // self.hop_length
@@ -244,7 +294,8 @@ class Collator:
         for name, cap in (("frames", cap_frames), ("samples", cap_samples), ("tokens", cap_tokens), ("hops", self.cap_hops)):
             ids[name] = _ids(cu[name], len(samples), cap)
         words, word_texts = self._span_rows(samples, cu, level="word", limit=self.max_words)
-        segments, _ = self._span_rows(samples, cu, level="segment", limit=self.max_segments)
+        segments, segment_texts = self._span_rows(samples, cu, level="segment", limit=self.max_segments)
+        token_ids, token_spans = self._token_rows(items, cu, cap_tokens)
         padding = {
             "frames": 1.0 - int(cu["frames"][-1]) / cap_frames,
             "samples": 1.0 - int(cu["samples"][-1]) / cap_samples,
@@ -275,7 +326,10 @@ class Collator:
             segment_ids_hops=dev(ids["hops"][1]) if with_mel else None,
             word_spans=dev(words),
             segment_spans=dev(segments),
+            token_ids=None if token_ids is None else dev(token_ids),
+            token_spans=dev(token_spans),
             word_texts=tuple(word_texts),
+            segment_texts=tuple(segment_texts),
             num_items=len(samples),
             num_words=len(word_texts),
             num_segments=int((segments[:, 0] >= 0).sum()),
@@ -309,6 +363,17 @@ class Collator:
             if video is not None and video.num_frames and video.frames.shape[-1] != 3:
                 raise ValueError(f"item {sample.key!r}: frames must be RGB [T, H, W, 3], got {tuple(video.frames.shape)}.")
 
+    def _empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """An uninitialised tensor on the device; inside a DataLoader worker, allocated in shared memory, so that
+        sending the batch to the main process does not copy it (a worker's tensors otherwise move there on send)."""
+        if self.device.type != "cpu" or torch.utils.data.get_worker_info() is None:
+            return torch.empty(shape, dtype=dtype, device=self.device)
+        numel = 1
+        for n in shape:
+            numel *= n
+        storage = torch.UntypedStorage._new_shared(numel * dtype.itemsize)
+        return torch.empty(0, dtype=dtype).set_(storage, 0, shape)
+
     def _wait_staging(self) -> None:
         """Blocks until the previous batch's copies have left the pinned staging buffers."""
         if self._staging_ready is not None:
@@ -340,7 +405,7 @@ class Collator:
 
     def _pack_frames(self, samples: list[AlignedSample], cu: np.ndarray, cap: int) -> torch.Tensor:
         height, width = self.frame_size
-        out = torch.empty((cap, 3, height, width), dtype=torch.float32, device=self.device)
+        out = self._empty((cap, 3, height, width), torch.float32)
         used = int(cu[len(samples)])
         out[used:].zero_()
         pieces = [s.video.frames for s in samples if s.video is not None and s.video.num_frames]
@@ -359,7 +424,7 @@ class Collator:
         return out
 
     def _pack_audio(self, samples: list[AlignedSample], cu: np.ndarray, cap: int) -> torch.Tensor:
-        out = torch.zeros(cap, dtype=torch.float32, device=self.device)
+        out = self._empty((cap,), torch.float32).zero_()
         mono = [s.audio.samples.mean(dim=0) if s.audio.samples.shape[0] > 1 else s.audio.samples[0] for s in samples]
         for i, x in enumerate(self._to_device(mono, "_staging_audio", torch.float32)):
             out[int(cu[i]) : int(cu[i + 1])] = x
@@ -391,6 +456,23 @@ class Collator:
                 texts.append(span.text)
                 r += 1
         return rows, texts
+
+    def _token_rows(self, items: list[BatchItem], cu: dict, cap: int) -> tuple[Optional[np.ndarray], np.ndarray]:
+        """``token_ids`` (or None) and ``token_spans`` in packed coordinates."""
+        ids = np.full(cap, self.pad_token_id, dtype=np.int64) if self.with_token_ids else None
+        spans = np.full((cap, len(TOKEN_SPAN_COLUMNS)), -1, dtype=np.int64)
+        for i, item in enumerate(items):
+            t0, t1 = int(cu["tokens"][i]), int(cu["tokens"][i + 1])
+            if t1 == t0:
+                continue
+            tokens = item.tokens
+            if ids is not None:
+                if tokens.ids is None:
+                    raise ValueError(f"item {item.key!r} has no token ids; build the items with the collator's tokenizer.")
+                ids[t0:t1] = tokens.ids
+            spans[t0:t1, 0:2] = tokens.frame_ranges + int(cu["frames"][i])
+            spans[t0:t1, 2:4] = tokens.sample_ranges + int(cu["samples"][i])
+        return ids, spans
 
 
 def _cu(lengths: np.ndarray, max_items: int) -> np.ndarray:

@@ -449,6 +449,10 @@ class OnlinePacker:
             total_lengths=tuple(self._total_lengths),
         )
 
+    def held_payloads(self) -> list[Any]:
+        """Payloads of the items taken in but not yet emitted (buffered, or in packs planned and not yielded)."""
+        return [item.payload for item in self._buffer] + [item.payload for pack in self._ready for item in pack]
+
     def state_dict(self) -> dict[str, Any]:
         """Returns plain, picklable state: buffered and ready items, counters, seed and budgets."""
         return {

@@ -8,13 +8,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
+import numpy as np
 import torch
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AudioClip", "Span", "Transcript", "VideoClip", "VideoMetadata", "Word"]
+__all__ = ["AudioClip", "BatchItem", "Span", "TextTokens", "Transcript", "VideoClip", "VideoMetadata", "Word"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class VideoMetadata:
     """Which decoder produced the frames: ``decord`` or ``pyav``."""
     stream_index: Optional[int] = None
     """Index of the decoded stream in its container (``ffprobe``'s ``index``); None when unknown."""
+    decode_errors: int = 0
+    """Packets the decoder rejected and that were skipped (the frames after them keep their own pts)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,8 @@ class AudioClip:
     """Codec name as FFmpeg spells it (``aac``, ``opus``…)."""
     stream_index: Optional[int] = None
     """Index of the decoded stream in its container (``ffprobe``'s ``index``); None when unknown."""
+    decode_errors: int = 0
+    """Packets the decoder rejected and that were skipped; their time is silence, so the timeline stays exact."""
 
     def __post_init__(self) -> None:
         if self.samples.dtype != torch.float32 or self.samples.ndim != 2:
@@ -208,3 +213,54 @@ class Transcript:
 
     def __repr__(self) -> str:
         return f"Transcript(spans={len(self.spans)}, words={len(self.words)}, format={self.format!r}, source={self.source!r})"
+
+
+@dataclass(frozen=True)
+class TextTokens:
+    """The tokens of one batch item, each with the frame and sample range of the text unit it belongs to.
+
+    Ranges are half-open and relative to the item (its frames, its samples); a token that belongs to no unit
+    (a special token) spans the whole item.
+    """
+
+    ids: Optional[np.ndarray]
+    """int64 ``[num_tokens]`` token ids from the tokenizer; None without a tokenizer (tokens are counted only)."""
+    frame_ranges: np.ndarray
+    """int64 ``[num_tokens, 2]``: ``[frame_start, frame_stop)`` of each token's unit."""
+    sample_ranges: np.ndarray
+    """int64 ``[num_tokens, 2]``: ``[sample_start, sample_stop)`` of each token's unit."""
+    unit: str = ""
+    """What was tokenized: ``word`` (the item has words), ``segment`` (captions, cues) or ``""`` (no text)."""
+
+    def __post_init__(self) -> None:
+        n = self.frame_ranges.shape[0]
+        if self.frame_ranges.shape != (n, 2) or self.sample_ranges.shape != (n, 2):
+            raise ValueError(f"token ranges must be [n, 2], got {self.frame_ranges.shape = }, {self.sample_ranges.shape = }")
+        if self.ids is not None and self.ids.shape != (n,):
+            raise ValueError(f"ids must be [{n}], got {self.ids.shape = }")
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.frame_ranges.shape[0])
+
+    def __repr__(self) -> str:
+        return f"TextTokens(num_tokens={self.num_tokens}, ids={'yes' if self.ids is not None else 'no'}, unit={self.unit!r})"
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One aligned sample (or window) ready to pack: the ``aligner.AlignedSample`` and its tokens."""
+
+    sample: Any
+    """The ``aligner.AlignedSample`` (video, audio, words and segments on one clock)."""
+    tokens: TextTokens
+    """Its tokens (see :func:`loaders._text.tokenize_item`)."""
+    decode_errors: int = 0
+    """Packets the decoders skipped in this sample's media (counted once, on the sample's first window)."""
+
+    @property
+    def key(self) -> str:
+        return self.sample.key
+
+    def __repr__(self) -> str:
+        return f"BatchItem({self.sample!r}, {self.tokens!r})"

@@ -386,9 +386,10 @@ def _packets(container, stream) -> Iterator[object]:
         yield from unpack.filter(packet)
 
 
-def _decode_packets(container, stream, needed_ticks: Optional[frozenset]) -> Iterator[object]:
+def _decode_packets(container, stream, needed_ticks: Optional[frozenset], bad_packets: Optional[list] = None) -> Iterator[object]:
     """Decoded frames of ``stream`` from the current position; with ``needed_ticks``, non-reference frames
-    whose packet time is not needed are not decoded at all (``skip_frame``, set per packet).
+    whose packet time is not needed are not decoded at all (``skip_frame``, set per packet). The pts of each
+    corrupt packet dropped is appended to ``bad_packets`` when given (``VideoMetadata.decode_errors``).
 
     Skipping is exact: a non-reference frame is by definition never used to decode another frame, and
     every frame that will be returned is decoded. Packet times are the frame index's own times.
@@ -407,6 +408,8 @@ def _decode_packets(container, stream, needed_ticks: Optional[frozenset]) -> Ite
             # A corrupt packet: FFmpeg (the CLI, and frame-threaded decoding) drops it and decodes on; so do we,
             # whatever the thread count. A file whose every packet is corrupt decodes to no frames (DecodeError).
             rejected += 1
+            if bad_packets is not None:
+                bad_packets.append(packet.pts)
             continue
         yield from frames
     if rejected:
@@ -414,7 +417,7 @@ def _decode_packets(container, stream, needed_ticks: Optional[frozenset]) -> Ite
 
 
 def _frames_from(container, stream, index: FrameIndex, seconds: float,
-                 needed_ticks: Optional[frozenset] = None) -> Iterator[tuple[float, object]]:
+                 needed_ticks: Optional[frozenset] = None, bad_packets: Optional[list] = None) -> Iterator[tuple[float, object]]:
     """Timed frames from a seek point whose first frame is at or before ``seconds``.
 
     Some demuxers seek by decode timestamps (AVI with B-frames): asking for the keyframe presented at
@@ -427,7 +430,7 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float,
     for keyframe in candidates:
         target = seconds_to_ticks(keyframe, time_base) if keyframe is not None else (stream.start_time or 0)
         container.seek(target, stream=stream, backward=True, any_frame=False)
-        frames = _timed(_decode_packets(container, stream, needed_ticks), stream)
+        frames = _timed(_decode_packets(container, stream, needed_ticks, bad_packets), stream)
         first = next(frames, None)
         if first is None:
             continue
@@ -438,12 +441,12 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float,
 
 
 def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int],
-                       size: Optional[tuple[int, int]] = None):
+                       size: Optional[tuple[int, int]] = None, bad_packets: Optional[list] = None):
     """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3])."""
     if index is None:
-        frames = _timed(_decode_packets(container, stream, None), stream)
+        frames = _timed(_decode_packets(container, stream, None, bad_packets), stream)
     else:
-        frames = _frames_from(container, stream, index, start)
+        frames = _frames_from(container, stream, index, start, bad_packets=bad_packets)
     pts_out: list[float] = []
     height, width = size or (stream.codec_context.height, stream.codec_context.width)
     buffer = _FrameBuffer(hint, height, width)
@@ -462,7 +465,8 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
     return pts_out, buffer.tensor()
 
 
-def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None):
+def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None,
+                           bad_packets: Optional[list] = None):
     """For each target time, the frame on screen then; seeks only when the next keyframe is ahead of us,
     and decodes no non-reference frame that is not one of the answers (known in advance from the index)."""
     played = np.searchsorted(index.pts_seconds, targets, side="right") - 1
@@ -478,7 +482,7 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
     for t in targets:
         keyframe = index.keyframe_at_or_before(float(t))
         if frames is None or keyframe > position + 1e-9:
-            frames = _frames_from(container, stream, index, float(t), needed)
+            frames = _frames_from(container, stream, index, float(t), needed, bad_packets)
             prev = pending = None
         while pending is None or pending[0] <= t:
             if pending is not None:
@@ -527,6 +531,7 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
     start, stop, fps, max_pixels = request.start, request.stop, request.fps, request.max_pixels
     size = request.size
     container = _open(source, label)
+    bad_packets: list = []  # corrupt packets dropped (VideoMetadata.decode_errors)
     try:
         stream = pick_stream(container, "video", label, stream_index=request.stream_index)
         check_time_base(stream, label)
@@ -559,18 +564,18 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
                 )
         if whole:
             hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
-            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, size)
+            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, size, bad_packets)
         elif fps is None:
             a, b = np.searchsorted(index.pts_seconds, [lo, hi], side="left")
             pts, frames = (
                 ([], _stack([], *(size or (meta.height, meta.width))))
                 if hi <= lo
-                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), size)
+                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), size, bad_packets)
             )
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
             targets = lo + np.arange(count, dtype=np.float64) / fps
-            pts, rgb = _decode_played_at_pyav(container, stream, targets, index, size)
+            pts, rgb = _decode_played_at_pyav(container, stream, targets, index, size, bad_packets)
             frames = _stack(rgb, *(size or (meta.height, meta.width)))
     except (DecodeError, IndexError):
         raise
@@ -586,6 +591,7 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
     meta = dataclasses.replace(
         meta,
         num_frames_from_content=len(pts) if whole else index.num_frames,
+        decode_errors=len(bad_packets),
         **_content_facts(all_pts),
     )
     return VideoClip(frames=frames, pts_seconds=torch.tensor(pts, dtype=torch.float64), metadata=meta)

@@ -1,19 +1,34 @@
-"""A tiny audio-visual model trained a few steps on ``PackedBatch`` (CPU), attention restricted by segment ids.
+"""A tiny video-text model trained on ``PackedBatch`` through a ``DataLoader`` with workers, resumable mid-run.
 
-Each packed frame becomes one token (a strided conv + mean pool), each log-mel hop another (a linear layer);
-frame and hop tokens of the whole batch form one sequence, and attention is allowed only between tokens of
-the same item (``segment_ids_frames`` / ``segment_ids_hops`` equal and not -1): packed items never see each
-other. The toy target: is a word being spoken at this hop (from ``word_spans``)?
+Data: generated shards of short clips (a solid colour, 10 fps, a tone) whose text ("the red screen") names the
+colour, in three layouts users have: video2dataset (``KEY.txt`` caption + ``KEY.json`` metadata), SRT cues, WhisperX JSON with
+word times. A word-level tokenizer is trained here on that text (``tokenizers``; nothing is downloaded).
+
+Model: each packed frame becomes a vector (a strided conv, mean-pooled); each token is predicted from the
+mean of the frame vectors in its own frame range (``batch.token_spans``, on the clock ``align`` put it on)
+plus a learned embedding of its position in its item, through one linear layer. Loss: cross-entropy of the
+token ids over the non-padding tokens. The colour words are only predictable from the frames.
+
+Resume: with ``--save-at K`` the run writes a checkpoint after step K (model, optimiser, the loader's state,
+epoch, step) and stops; ``--resume CHECKPOINT`` continues from it. The resumed run's losses and final weights
+are byte-identical to an uninterrupted run (``StatefulDataLoader`` from torchdata restores each worker).
 
 Usage::
 
-    .venv/bin/python scripts/train_example.py [--shards 'sample_data/shards/*.tar'] [--steps 5]
+    .venv/bin/python scripts/train_example.py --out /tmp/train-example [--steps 300] [--num-workers 2]
+    .venv/bin/python scripts/train_example.py --out /tmp/train-example --save-at 120     # stops after step 120
+    .venv/bin/python scripts/train_example.py --out /tmp/train-example --resume /tmp/train-example/ckpt.pt
 """
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import logging
+import subprocess
 import sys
+import tarfile
+import tempfile
 from pathlib import Path
 
 import torch
@@ -22,79 +37,156 @@ from torch import nn
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
 
-from bench_loader import find_shards  # noqa: E402
-from loaders._collate import PackedBatch  # noqa: E402
-from loaders._loader import make_loader  # noqa: E402
+from loaders import PackedBatch, make_dataset  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
-
-def speech_targets(batch: PackedBatch, *, hop_length: int) -> torch.Tensor:
-    """float ``[cap_hops]``: 1 where a hop's first sample lies inside a word (packed sample coordinates)."""
-    cap_hops = batch.segment_ids_hops.shape[0]
-    hop_start = torch.zeros(cap_hops, dtype=torch.int64)
-    for i in range(batch.num_items):
-        h0, h1 = int(batch.cu_seqlens_hops[i]), int(batch.cu_seqlens_hops[i + 1])
-        hop_start[h0:h1] = int(batch.cu_seqlens_samples[i]) + torch.arange(h1 - h0) * hop_length
-    target = torch.zeros(cap_hops)
-    for row in batch.word_spans[: batch.num_words].tolist():
-        target[(hop_start >= row[3]) & (hop_start < row[4]) & (batch.segment_ids_hops == row[0])] = 1.0
-    return target
+COLOURS = {"red": 300, "green": 450, "blue": 600, "yellow": 750}
+"""Clip colour → tone frequency (Hz)."""
+LAYOUTS = ("v2d", "srt", "whisperx")
+MAX_POSITIONS = 16
 
 
-class TinyAVModel(nn.Module):
-    """Frame and hop tokens → one block of segment-masked self-attention → per-hop speech logit."""
+def _clip(path: Path, colour: str, seconds: float) -> bytes:
+    subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", f"color=c={colour}:size=32x24:rate=10",
+                    "-f", "lavfi", "-i", f"sine=f={COLOURS[colour]}:r=16000", "-t", f"{seconds:g}", "-c:v", "libx264",
+                    "-g", "5", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "1", str(path)], check=True)
+    return path.read_bytes()
 
-    def __init__(self, *, n_mels: int = 80, width: int = 32) -> None:
+
+def _text_members(layout: str, key: str, colour: str, seconds: float) -> list[tuple[str, bytes]]:
+    """The clip's text ("the <colour> screen") in one layout: a caption, two cues, or three timed words."""
+    half = round(seconds / 2, 1)
+    if layout == "v2d":
+        meta = {"url": f"https://example.invalid/{key}", "status": "success", "caption": f"the {colour} screen"}
+        return [(f"{key}.txt", f"the {colour} screen".encode()), (f"{key}.json", json.dumps(meta).encode())]
+    if layout == "srt":
+        cue = lambda t: f"00:00:0{int(t)},{round(t % 1 * 1000):03d}"  # noqa: E731 - clips are under 10 s
+        text = f"1\n{cue(0.1)} --> {cue(half)}\nthe {colour}\n\n2\n{cue(half)} --> {cue(seconds - 0.1)}\nscreen\n"
+        return [(f"{key}.srt", text.encode())]
+    words = [("the", 0.1, half / 2), (colour, half / 2, half), ("screen", half, seconds - 0.1)]
+    segment = {"start": 0.1, "end": seconds - 0.1, "text": " ".join(w for w, _, _ in words),
+               "words": [{"word": w, "start": s, "end": e, "score": 0.9} for w, s, e in words]}
+    return [(f"{key}.json", json.dumps({"segments": [segment]}).encode())]
+
+
+def make_shards(out_dir: Path, *, clips_per_shard: int = 8) -> list[str]:
+    """One shard per layout, ``clips_per_shard`` clips each (1.0–1.6 s, colours in turn). Returns the paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    colours = list(COLOURS)
+    paths = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for s, layout in enumerate(LAYOUTS):
+            path = out_dir / f"{layout}-{s:06d}.tar"
+            with tarfile.open(path, "w") as tar:
+                for c in range(clips_per_shard):
+                    key = f"{layout}{c:02d}"
+                    colour, seconds = colours[(c + s) % len(colours)], 1.0 + 0.2 * (c % 4)
+                    members = [(f"{key}.mp4", _clip(Path(scratch) / f"{key}.mp4", colour, seconds))]
+                    for name, data in members + _text_members(layout, key, colour, seconds):
+                        info = tarfile.TarInfo(name)
+                        info.size = len(data)
+                        tar.addfile(info, io.BytesIO(data))
+            paths.append(str(path))
+    return paths
+
+
+def make_tokenizer():
+    """A word-level tokenizer over the generated vocabulary (id 0 is padding)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["[PAD]", "[UNK]", "the", "screen", *COLOURS]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    return tokenizer
+
+
+class TinyVideoText(nn.Module):
+    """Frames → vectors; each token's logits from the mean vector of its frame range and its position."""
+
+    def __init__(self, vocab_size: int, *, width: int = 32) -> None:
         super().__init__()
         self.patch = nn.Conv2d(3, width, kernel_size=8, stride=8)
-        self.mel = nn.Linear(n_mels, width)
-        self.modality = nn.Embedding(2, width)
-        self.attention = nn.MultiheadAttention(width, num_heads=4, batch_first=True)
-        self.head = nn.Linear(width, 1)
+        self.position = nn.Embedding(MAX_POSITIONS, width)
+        self.head = nn.Linear(width, vocab_size)
 
     def forward(self, batch: PackedBatch) -> torch.Tensor:
-        frame_tokens = self.patch(batch.frames).mean(dim=(2, 3)) + self.modality.weight[0]
-        hop_tokens = self.mel(batch.log_mel) + self.modality.weight[1]
-        tokens = torch.cat([frame_tokens, hop_tokens])[None]
-        segments = torch.cat([batch.segment_ids_frames, batch.segment_ids_hops])
-        valid = segments >= 0
-        allowed = (segments[:, None] == segments[None, :]) & valid[:, None] & valid[None, :]
-        allowed |= torch.eye(len(segments), dtype=torch.bool)  # padding attends to itself: no empty rows
-        out, _ = self.attention(tokens, tokens, tokens, attn_mask=~allowed)
-        return self.head(out[0, frame_tokens.shape[0] :]).squeeze(-1)
+        frames = self.patch(batch.frames).mean(dim=(2, 3))  # [cap_frames, width]
+        spans = batch.token_spans[:, :2].clamp_min(0)
+        prefix = torch.cat([frames.new_zeros(1, frames.shape[1]), frames.cumsum(dim=0)])
+        count = (spans[:, 1] - spans[:, 0]).clamp_min(1).unsqueeze(1)
+        pooled = (prefix[spans[:, 1]] - prefix[spans[:, 0]]) / count  # mean frame vector of each token's range
+        position = batch.position_ids_tokens.clamp(max=MAX_POSITIONS - 1).long()
+        return self.head(torch.tanh(pooled + self.position(position)))
+
+
+def train(paths: list[str], *, steps: int, num_workers: int, out_dir: Path, save_at: int = 0,
+          resume: str = "") -> list[float]:
+    """Trains for ``steps`` steps (epochs repeat, reshuffled); returns the losses of the steps run here."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    tokenizer = make_tokenizer()
+    dataset = make_dataset(paths, seed=0, tokenizer=tokenizer, budgets=(40, 64000, 32), frame_size=(24, 32),
+                           buffer_size=8, max_items=8, max_words=32, max_segments=16)
+    loader = StatefulDataLoader(dataset, batch_size=None, num_workers=num_workers)
+    model = TinyVideoText(tokenizer.get_vocab_size())
+    optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
+    step = epoch = 0
+    if resume:
+        checkpoint = torch.load(resume, weights_only=False)
+        model.load_state_dict(checkpoint["model"])
+        optimiser.load_state_dict(checkpoint["optimiser"])
+        step, epoch = checkpoint["step"], checkpoint["epoch"]
+        dataset.set_epoch(epoch)
+        loader.load_state_dict(checkpoint["loader"])
+    losses = []
+    while step < steps:
+        for batch in loader:
+            valid = batch.segment_ids_tokens >= 0
+            logits = model(batch)
+            loss = F.cross_entropy(logits[valid], batch.token_ids[valid])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            step += 1
+            losses.append(loss.item())
+            print(f"step {step} epoch {epoch}: items {batch.num_items} tokens {int(valid.sum())} loss {loss.item():.6f}")
+            if step == save_at:
+                checkpoint = {"model": model.state_dict(), "optimiser": optimiser.state_dict(), "step": step,
+                              "epoch": epoch, "loader": loader.state_dict()}
+                torch.save(checkpoint, out_dir / "ckpt.pt")
+                print(f"saved {out_dir / 'ckpt.pt'} after step {step}")
+                return losses
+            if step >= steps:
+                break
+        else:
+            epoch += 1
+            dataset.set_epoch(epoch)
+    torch.save(model.state_dict(), out_dir / "final.pt")
+    return losses
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shards", default=str(REPO / "sample_data/shards/*.tar"))
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "avalign-train-example"))
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--num-workers", type=int, default=2)
+    parser.add_argument("--save-at", type=int, default=0, help="write a checkpoint after this step and stop")
+    parser.add_argument("--resume", default="", help="continue from this checkpoint")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    torch.manual_seed(0)
-    paths = find_shards(args.shards)
-    loader = make_loader(paths, seed=0, fps=10, budgets=(40, 64000, 128), window_seconds=2.0, buffer_size=8,
-                         frame_size=(32, 32), log_mel=True, max_items=16, max_words=128)
-    model = TinyAVModel()
-    optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
-    step = 0
-    while step < args.steps:
-        for batch in loader:
-            target = speech_targets(batch, hop_length=loader.collator.hop_length)
-            logits = model(batch)
-            valid = (batch.segment_ids_hops >= 0).float()
-            loss = (F.binary_cross_entropy_with_logits(logits, target, reduction="none") * valid).sum() / valid.sum()
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            print(f"step {step}: items {batch.num_items} keys {list(batch.sample_keys)[:3]}… loss {loss.item():.4f} "
-                  f"padding frames {batch.padding['frames']:.1%} samples {batch.padding['samples']:.1%}")
-            step += 1
-            if step >= args.steps:
-                break
-    print(f"loader stats: {loader.stats}")
+    out_dir = Path(args.out)
+    shard_dir = out_dir / "shards"
+    paths = sorted(str(p) for p in shard_dir.glob("*.tar")) or sorted(make_shards(shard_dir))
+    losses = train(paths, steps=args.steps, num_workers=args.num_workers, out_dir=out_dir, save_at=args.save_at,
+                   resume=args.resume)
+    if losses:
+        head, tail = losses[:10], losses[-10:]
+        print(f"mean loss: first {len(head)} steps {sum(head) / len(head):.4f}, last {len(tail)} steps "
+              f"{sum(tail) / len(tail):.4f}")
     return 0
 
 

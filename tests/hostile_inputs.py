@@ -5,6 +5,7 @@ documented ffmpeg command or a byte patch of generated media, never from a commi
     clip(path, ...)                 a small H.264 + AAC clip (ffmpeg lavfi testsrc + sine)
     set_mdhd_timescale(data, k, v)  the k-th track's mdhd timescale set to v (0 and 1 are the corrupt cases)
     set_stts_deltas(data, delta)    every sample delta of the first track's stts set to ``delta`` (0: one pts)
+    set_stsz_count(data, n)         the first track's stsz sample count set to ``n`` (0: no frames; 2**30: huge)
     eight_channel_aac(path)         1 s of 7.1 AAC, channel c a sine at 200 + 100 c Hz
     two_video_streams(path)         an MP4 with a 64x48 25 fps stream then a 160x120 30 fps stream
     cover_art_audio(path)           an M4A whose only "video" stream is an attached picture (cover art)
@@ -20,8 +21,8 @@ from pathlib import Path
 
 from tests.conftest import ffmpeg
 
-__all__ = ["clip", "cover_art_audio", "cut_in_header", "eight_channel_aac", "set_mdhd_timescale", "set_stts_deltas",
-           "srt", "tar_bytes", "two_video_streams"]
+__all__ = ["clip", "cover_art_audio", "cut_in_header", "eight_channel_aac", "set_mdhd_timescale", "set_stsz_count",
+           "set_stts_deltas", "srt", "tar_bytes", "two_video_streams"]
 
 
 def clip(path: Path, *, seconds: float = 1.0, fps: int = 10, size: str = "32x24", editlist: bool = True,
@@ -62,6 +63,14 @@ def set_stts_deltas(data: bytes, delta: int) -> bytes:
     for i in range(entries):
         field = at + 12 + 8 * i + 4
         out[field:field + 4] = struct.pack(">I", delta)
+    return bytes(out)
+
+
+def set_stsz_count(data: bytes, count: int) -> bytes:
+    """The first ``stsz`` (the first track's sample sizes) claims ``count`` samples."""
+    out = bytearray(data)
+    at = _boxes(data, b"stsz")[0]
+    out[at + 12:at + 16] = struct.pack(">I", count)  # after type, version+flags, sample_size
     return bytes(out)
 
 

@@ -220,3 +220,17 @@ def test_load_state_dict_rejects_other_budgets():
     state = OnlinePacker([10, 20], buffer_size=4).state_dict()
     with pytest.raises(ValueError, match=r"state budgets \[10, 20\] differ"):
         OnlinePacker([10, 30], buffer_size=4).load_state_dict(state)
+
+
+def test_held_payloads_are_the_items_not_yet_emitted():
+    from loaders import OnlinePacker, PackItem
+
+    packer = OnlinePacker([8], buffer_size=4, seed=0)
+    items = [PackItem(f"k{i}", (n,), payload=i) for i, n in enumerate([5, 3, 4, 4, 8, 2])]
+    packs = packer.pack(iter(items))
+    first = next(packs)
+    emitted = {item.payload for item in first}
+    held = set(packer.held_payloads())
+    assert held and not held & emitted and held | emitted <= set(range(6))
+    rest = [item.payload for pack in packs for item in pack]
+    assert held <= set(rest) and packer.held_payloads() == []

@@ -162,6 +162,16 @@ def _check_loader(built, case, mode: str, caplog) -> None:
         assert bad["words"] == [] and bad["frames"].shape[0] == CLIP_FRAMES
     elif expect.flagged == "frame_count":
         assert bad["frames"].shape[0] == CLIP_FRAMES  # the content, not the header's 1e9
+    elif expect.flagged == "no_audio":  # every frame, an empty audio span, words keep their frames
+        assert bad["frames"].shape[0] == CLIP_FRAMES and bad["audio"].shape[0] == 0
+        assert [w[0] for w in bad["words"]] == ["alpha", "beta"] and [w[1:3] for w in bad["words"]] == [(2, 4), (5, 8)]
+        assert all(w[3] == w[4] == 0 for w in bad["words"])
+    elif expect.flagged == "no_video":  # no frames, the whole audio track, words on the samples (16 kHz)
+        from loaders import read_audio
+
+        track = read_audio(_read_tar(Path(case.shard))[f"{BAD_KEY}.mp4"], sample_rate=16000)
+        assert bad["frames"].shape[0] == 0 and bad["audio"].shape[0] == track.num_samples >= 16000
+        assert [w[0] for w in bad["words"]] == ["alpha", "beta"] and [w[3:] for w in bad["words"]] == [(3200, 6400), (8000, 12800)]
     elif expect.flagged == "spans_outside":
         words = {w[0]: w for w in bad["words"]}
         assert sorted(words) == ["inside", "straddles"]  # "after" (5-6 s) lies wholly outside the 1 s clip
@@ -295,7 +305,10 @@ def test_max_pixels_is_an_option_of_every_tool(built, tool, tmp_path):
     if tool == "loader":
         from loaders._loader import make_loader
 
-        loader = make_loader(clean, **LOADER_OPTIONS, max_pixels=GOOD_PIXELS - 1)
+        with pytest.raises(RuntimeError, match=r"every sample of epoch 0 was skipped \(1 read; skipped by reason: "
+                                               r"\{'too_large': 1\}\).*allow_empty_epoch=True"):
+            list(make_loader(clean, **LOADER_OPTIONS, max_pixels=GOOD_PIXELS - 1))
+        loader = make_loader(clean, **LOADER_OPTIONS, max_pixels=GOOD_PIXELS - 1, allow_empty_epoch=True)
         assert list(loader) == [] and loader.stats.skipped_samples == ((clean, GOOD_KEY, "too_large"),)
         items: dict[str, int] = {}
         for batch in make_loader(huge, **LOADER_OPTIONS, max_pixels=4096 * 2176):

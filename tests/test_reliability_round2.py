@@ -498,6 +498,8 @@ def test_damaged_headers_raise_only_decode_errors(tmp_path, container):
     fallback: each damaged copy must decode or raise DecodeError, from both readers."""
     data = hostile.clip(tmp_path / f"c.{container}")
     copies = [data[:1445], data[:len(data) // 3]]
+    if container == "mp4":  # a video track with 0 frames, and one whose stsz claims 2**30 samples
+        copies += [hostile.set_stsz_count(data, 0), hostile.set_stsz_count(data, 2**30)]
     for at in range(4, 200, 13):  # the EBML header / ftyp+moov start
         damaged = bytearray(data)
         damaged[at] ^= 0xFF
@@ -533,3 +535,26 @@ def test_preprocess_max_duration(tmp_path):
     result = preprocess(str(src), str(tmp_path / "out"), progress=False, timeout_seconds=None, max_duration_seconds=2.0)
     rows = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
     assert result.num_samples == 1 and [(r["key"], r["reason"]) for r in rows] == [("long", "too_large")]
+
+
+def test_preprocess_decord_fallback_runs_inside_the_sample_watchdog(tmp_path, monkeypatch):
+    """Item 6: where PyAV fails, the decord fallback ran in preprocess's daemonic watchdog child and died with
+    'daemonic processes are not allowed to have children' (recorded as ``error``). PyAV is made to fail here
+    (the forked child inherits the patch); the sample must come out of decord, under the nested watchdog."""
+    import tarfile
+
+    import loaders._video as video
+    from avalign.preprocess import preprocess
+
+    def pyav_fails(source, label, request):
+        raise DecodeError(f"{label}: forced PyAV failure")
+
+    monkeypatch.setattr(video, "_read_pyav", pyav_fails)
+    src = tmp_path / "in"
+    src.mkdir()
+    hostile.clip(src / "a.mp4", size="64x48")
+    result = preprocess(str(src), str(tmp_path / "out"), progress=False, timeout_seconds=120)
+    assert result.num_samples == 1, (tmp_path / "out" / "skipped.jsonl").read_text()
+    with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
+        record = json.loads(tar.extractfile("a.align.json").read())
+    assert record["video"]["num_frames"] == len(ffprobe_frame_times(src / "a.mp4"))

@@ -1,0 +1,505 @@
+"""``make_dataset``: the pipeline as a ``torch.utils.data.IterableDataset`` of :class:`PackedBatch`, resumable.
+
+::
+
+    shards ─ shuffle(seed, epoch) ─ split by rank ─ split by DataLoader worker (shard p → worker p % num_workers)
+      └─ each worker: shard loop → items (decode, align, window, tokenize) → OnlinePacker → Collator → batches
+    DataLoader(ds, batch_size=None, num_workers=N, pin_memory=True): batches taken from the workers in turn
+
+Use::
+
+    ds = make_dataset("shards/train-{000000..000099}.tar", seed=0, tokenizer=tok)
+    dl = DataLoader(ds, batch_size=None, num_workers=2, pin_memory=True)          # or torchdata's
+    dl = StatefulDataLoader(ds, batch_size=None, num_workers=2)                     # StatefulDataLoader
+    for epoch in range(E):
+        ds.set_epoch(epoch)            # reshuffles the shards (needed: DataLoader workers get a fresh copy)
+        for batch in dl:
+            batch = batch.to("cuda", non_blocking=True)
+
+(With ``persistent_workers=True`` the workers keep the copy they were started with, so ``set_epoch`` does not
+reach them and every epoch repeats the first one's order: leave it off.)
+
+Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
+run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together and
+the batch order (each worker packs the items of its own shards; the DataLoader takes batches from the workers
+in turn). What does not: the set of items of an epoch, each item's frames, audio, words, segments and tokens,
+the shard order, and the skip records. (``make_loader`` merges its workers' items into one global order
+before packing, so there even the batches do not depend on ``num_workers``.)
+
+Resume: ``state_dict()`` / ``load_state_dict()`` (torchdata's Stateful protocol) hold one worker's position
+(see ``loaders._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
+yields exactly the batches the uninterrupted run would have. With several ranks (``torch.distributed``), each
+rank takes every ``world_size``-th shard; ranks are kept in step (``even_batches``) only when the dataset is
+iterated in the main process (``num_workers=0``) or through ``make_loader``: DataLoader workers cannot join a
+collective, so with workers set ``batches_per_epoch`` (every rank then yields exactly that many batches).
+
+Failures: a bad sample is a named skip (``stats.skipped``, ``stats.skipped_samples``). Where nothing can work
+it raises: ``make_dataset`` when every URL is a local path and none exists (``FileNotFoundError`` naming them,
+with a hint when it is a glob or a directory); an epoch where no shard could be opened (``FileNotFoundError``),
+or shards were read but held no sample, or every sample was skipped (``RuntimeError`` with the counts by
+reason), unless ``allow_empty_epoch=True``. A DataLoader worker sees only its own shards, so there the epoch
+checks log a warning instead of raising (another worker may have data). A worker killed by a signal is
+reported by PyTorch (``DataLoader worker (pid N) exited unexpectedly`` / ``is killed by signal``).
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Optional, Union
+
+import torch
+
+from loaders._collate import Collator, PackedBatch
+from loaders._items import pack_lengths
+from loaders._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
+from loaders._pack import OnlinePacker, PackItem
+from loaders._records import BatchItem
+from loaders._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed
+from loaders._shard_loop import Event, ItemEvent, Position, ShardEnd, SkipEvent, shard_events
+from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
+from loaders._video import DEFAULT_MAX_PIXELS
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AVDataset", "LoaderStats", "make_dataset"]
+
+EvenBatches = Literal["drop", "pad"]
+
+
+@dataclass(frozen=True)
+class LoaderStats:
+    """Counters of the current epoch (restored with the state); per worker when read inside a DataLoader worker."""
+
+    samples_read: int
+    """Samples taken from the shards (decoded, or skipped as bad)."""
+    items_yielded: int
+    """Items (samples or windows) delivered inside batches."""
+    batches_yielded: int
+    """Batches delivered (including empty ones padded for rank sync)."""
+    skipped: dict[str, int]
+    """Skipped samples by reason code (``loaders.errors.REASONS``)."""
+    skipped_samples: tuple[tuple[str, str, str], ...]
+    """``(shard, key, reason)`` of every skipped sample or shard-level problem, in order."""
+    padding: dict[str, float]
+    """Fraction of the emitted capacity that is padding, per modality (``frames``, ``samples``, ``tokens``)."""
+    batches_dropped_for_sync: int
+    """1 when this rank stopped with a batch in hand because another rank ran out first (``even_batches="drop"``)."""
+    spans_outside: int = 0
+    """Transcript words + segments that fell wholly outside their media (counted once per sample)."""
+    decode_errors: int = 0
+    """Packets the decoders skipped in delivered samples (the timeline is kept: see ``read_video``)."""
+
+
+class AVDataset(torch.utils.data.IterableDataset):
+    """An ``IterableDataset`` of :class:`PackedBatch`, one epoch per ``iter()``; build it with :func:`make_dataset`."""
+
+    _advance_epoch_on_iter = False
+    """Whether ``iter()`` after a completed epoch moves to the next epoch (``make_loader``) or repeats it."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        seed: int,
+        options: SampleOptions,
+        collator: Collator,
+        buffer_size: int = 64,
+        min_fill: float = 0.9,
+        rank: int = 0,
+        world_size: int = 1,
+        even_batches: EvenBatches = "drop",
+        allow_empty_epoch: bool = False,
+        batches_per_epoch: Optional[int] = None,
+    ) -> None:
+        super().__init__()
+        self._urls = list(urls)
+        self._seed = int(seed)
+        self._options = options
+        self.collator = collator
+        self._buffer_size = int(buffer_size)
+        self._min_fill = float(min_fill)
+        self._rank, self._world_size = int(rank), int(world_size)
+        self._even_batches = even_batches
+        self._allow_empty_epoch = bool(allow_empty_epoch)
+        self._batches_per_epoch = None if batches_per_epoch is None else int(batches_per_epoch)
+        self._epoch = 0
+        self._reset_epoch_state()
+
+    # -- public -------------------------------------------------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Starts epoch ``epoch`` afresh at the next ``iter()`` (shards reshuffled with ``(seed, epoch)``)."""
+        self._epoch = int(epoch)
+        self._reset_epoch_state()
+
+    @property
+    def stats(self) -> LoaderStats:
+        """Counters of the current epoch so far."""
+        c = self._counters
+        skipped = dict(Counter(reason for _, _, reason in c.skipped))
+        names = ("frames", "samples", "tokens")
+        return LoaderStats(samples_read=c.samples_read, items_yielded=c.items_yielded, batches_yielded=c.batches_yielded,
+                           skipped=skipped, skipped_samples=tuple(tuple(s) for s in c.skipped),
+                           padding=dict(zip(names, self._packer.stats().padding)),
+                           batches_dropped_for_sync=c.batches_dropped, spans_outside=c.spans_outside,
+                           decode_errors=c.decode_errors)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain, picklable state after the last yielded batch (no tensors)."""
+        return {
+            "version": STATE_VERSION,
+            "seed": self._seed,
+            "epoch": self._epoch,
+            "rank": self._rank,
+            "world_size": self._world_size,
+            "worker": list(self._worker_slot()),
+            "num_shards": len(self._urls),
+            "next_position": list(self._next_position),
+            "packer": self._packer.state_dict(),
+            "counters": self._counters.to_state(),
+            "completed": self._completed,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores a state from :meth:`state_dict`; the next ``iter()`` continues that epoch exactly.
+
+        Raises:
+            ValueError: The state has another version, seed, rank, world size, worker slot or shard count.
+        """
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"unsupported loader state version {state.get('version')!r}; expected {STATE_VERSION}.")
+        mine = {"seed": self._seed, "world_size": self._world_size, "num_shards": len(self._urls), "rank": self._rank,
+                "worker": list(self._worker_slot())}
+        for name, value in mine.items():
+            if state[name] != value:
+                raise ValueError(f"state {name} = {state[name]!r} but this dataset has {value!r}; "
+                                 "build it with the same settings (and the same num_workers).")
+        self._epoch = int(state["epoch"])
+        self._reset_epoch_state()
+        self._packer.load_state_dict(state["packer"])
+        self._next_position = tuple(int(v) for v in state["next_position"])
+        self._counters = EpochCounters.from_state(state["counters"])
+        self._completed = bool(state["completed"])
+        self._restored_completed = self._completed
+
+    def __iter__(self) -> Iterator[PackedBatch]:
+        """Yields the rest of the current epoch (all of it when fresh or restored at its start).
+
+        After a completed epoch the next ``iter()`` repeats it (the same in the main process and in DataLoader
+        workers, which get a fresh copy per epoch): ``set_epoch`` moves to another, as with ``DistributedSampler``.
+        """
+        if self._completed and self._restored_completed and not self._advance_epoch_on_iter:
+            self._restored_completed = False
+            return  # restored after its epoch ended: nothing is left of it (set_epoch starts the next one)
+        if self._completed:
+            self._epoch += int(self._advance_epoch_on_iter)
+            self._reset_epoch_state()
+        plan = ResumePlan(next_position=tuple(self._next_position),
+                          needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)))
+        worker_id, num_workers = self._worker_slot()
+        if torch.utils.data.get_worker_info() is not None and self.collator.device.type != "cpu":
+            raise ValueError(f"device={str(self.collator.device)!r} cannot be used inside DataLoader workers; build "
+                             "batches on 'cpu' (with pin_memory=True) and move them with batch.to(device, "
+                             "non_blocking=True), or use make_loader(device=...).")
+        jobs = [(p, url) for p, url in enumerate(self._rank_shards())
+                if p % num_workers == worker_id and p >= plan.first_shard]
+        source = self._event_source(jobs, plan)
+        try:
+            events = self._reattach_buffered(source)
+            packs = self._packer.pack(self._pack_items(events))
+            yield from self._synced(packs)
+        finally:
+            source.close()
+        self._completed = True
+        self._check_epoch(jobs)
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _worker_slot(self) -> tuple[int, int]:
+        """``(worker_id, num_workers)`` of the DataLoader worker running this copy; ``(0, 1)`` in the main process."""
+        info = torch.utils.data.get_worker_info()
+        return (0, 1) if info is None else (int(info.id), int(info.num_workers))
+
+    def _rank_shards(self) -> list[str]:
+        return split_shards(shuffle_shards(self._urls, seed=self._seed, epoch=self._epoch),
+                            rank=self._rank, world_size=self._world_size)
+
+    def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
+        """Events of ``jobs`` (``(shard_position, url)``) in order, without :class:`ShardEnd`; decoded here."""
+        for p, url in jobs:
+            yield from (event for event in shard_events(p, url, self._options, plan) if not isinstance(event, ShardEnd))
+
+    def _reset_epoch_state(self) -> None:
+        self._packer = OnlinePacker(self._options.limits, buffer_size=self._buffer_size, min_fill=self._min_fill,
+                                    seed=mix_seed(self._seed, self._epoch, self._rank))
+        self._next_position: Position = (0, 0, 0)
+        self._payloads: dict[Position, BatchItem] = {}
+        self._counters = EpochCounters()
+        self._completed = False
+        self._restored_completed = False
+
+    def _buffered(self) -> set[Position]:
+        return {tuple(payload) for payload in self._packer.held_payloads()}
+
+    def _reattach_buffered(self, events: Iterator[Event]) -> Iterator[Event]:
+        """After a restore, takes the buffered items (decoded again: they precede ``next_position``) from the stream."""
+        missing = self._buffered() - set(self._payloads)
+        if not missing:
+            return events
+        for event in events:
+            if event.position >= self._next_position:
+                return _chain_front(event, events)
+            if isinstance(event, ItemEvent) and event.position in missing:
+                self._payloads[event.position] = event.item
+                missing.discard(event.position)
+                if not missing:
+                    break
+        if missing:
+            raise RuntimeError(f"could not re-read {len(missing)} buffered item(s) {sorted(missing)[:3]} while resuming "
+                               f"epoch {self._epoch}; the shards changed since the state was saved?")
+        return events
+
+    def _pack_items(self, events: Iterator[Event]) -> Iterator[PackItem]:
+        """Pack items from events at or after ``next_position``; counts samples and skips."""
+        c = self._counters
+        for event in events:
+            position = event.position
+            if position < self._next_position:
+                continue
+            self._next_position = (position[0], position[1], position[2] + 1)
+            if isinstance(event, SkipEvent):
+                c.skipped.append((event.shard, event.key, event.reason))
+                c.samples_read += int(event.was_read)
+                if event.reason == "open":
+                    c.shards_failed.append(event.shard)
+                continue
+            c.samples_read += int(position[2] == 0)
+            c.items_read += 1
+            self._payloads[position] = event.item
+            yield PackItem(event.item.key, pack_lengths(event.item), payload=list(position))
+
+    def _collate(self, pack: list[PackItem]) -> PackedBatch:
+        items = [self._payloads.pop(tuple(p.payload)) for p in pack]
+        batch = self.collator(items)
+        first = [item for item, p in zip(items, pack) if p.payload[2] == 0]  # windows share their sample's report
+        self._counters.spans_outside += sum(item.sample.report.spans_outside for item in first)
+        self._counters.decode_errors += sum(item.decode_errors for item in items)
+        return batch
+
+    def _quota(self) -> Optional[int]:
+        """This worker's share of ``batches_per_epoch`` (workers ``w < n % W`` take one more), or None."""
+        if self._batches_per_epoch is None:
+            return None
+        worker_id, num_workers = self._worker_slot()
+        return self._batches_per_epoch // num_workers + int(worker_id < self._batches_per_epoch % num_workers)
+
+    def _synced(self, packs: Iterator[list[PackItem]]) -> Iterator[PackedBatch]:
+        """Collated batches: exactly this worker's quota of ``batches_per_epoch`` (empty batches after the data,
+        the rest of the data dropped), else with several ranks in the main process, all ranks the same number."""
+        c = self._counters
+        quota = self._quota()
+        if quota is not None:
+            while c.batches_yielded < quota:
+                pack = next(packs, None)
+                batch = self.collator.empty() if pack is None else self._collate(pack)
+                c.batches_yielded += 1
+                c.items_yielded += batch.num_items
+                yield batch
+            if next(packs, None) is not None:
+                c.batches_dropped += 1  # the rest of this worker's epoch is not read (nor counted)
+            return
+        distributed = (self._world_size > 1 and torch.utils.data.get_worker_info() is None
+                       and torch.distributed.is_available() and torch.distributed.is_initialized())
+        while True:
+            pack = next(packs, None)
+            if distributed:
+                have = _all_reduce_flags(pack is not None)
+                if self._even_batches == "drop" and not have["all"]:
+                    if pack is not None:
+                        c.batches_dropped += 1  # the rest of this rank's epoch is not read (nor counted)
+                    return
+                if self._even_batches == "pad" and not have["any"]:
+                    return
+                if pack is None:
+                    c.batches_yielded += 1
+                    yield self.collator.empty()
+                    continue
+            elif pack is None:
+                return
+            batch = self._collate(pack)
+            c.batches_yielded += 1
+            c.items_yielded += batch.num_items
+            yield batch
+
+    def _check_epoch(self, jobs: list[tuple[int, str]]) -> None:
+        """Fails loudly where nothing could work (see the module docstring). Inside a DataLoader worker, which sees
+        only its own shards, the same findings are logged as warnings instead (another worker may have data)."""
+        c = self._counters
+        urls = [url for _, url in jobs]
+        problem = None
+        if urls and set(urls) <= set(c.shards_failed):
+            shown = ", ".join(repr(u) for u in urls[:5]) + (f" … ({len(urls)} in all)" if len(urls) > 5 else "")
+            problem = FileNotFoundError(
+                f"none of the shards could be opened: {shown}; check the paths (a glob or a directory is not "
+                "expanded: pass a brace pattern like 'train-{000000..000099}.tar' or a list of files).")
+        elif urls and not c.samples_read and not self._allow_empty_epoch:
+            shown = ", ".join(repr(u) for u in urls[:5]) + (f" … ({len(urls)} in all)" if len(urls) > 5 else "")
+            problem = RuntimeError(f"no sample could be read from the shards of epoch {self._epoch}: {shown}; they are "
+                                   "empty or their source failed (pass allow_empty_epoch=True to allow it).")
+        elif c.samples_read and not c.items_read and not self._allow_empty_epoch:
+            counts = dict(Counter(reason for _, _, reason in c.skipped))
+            problem = RuntimeError(
+                f"every sample of epoch {self._epoch} was skipped ({c.samples_read} read; skipped by reason: {counts}); "
+                "see stats.skipped_samples for the keys, or pass allow_empty_epoch=True.")
+        if problem is None:
+            return
+        if torch.utils.data.get_worker_info() is not None:
+            logger.warning("DataLoader worker %d: %s", self._worker_slot()[0], problem)
+            return
+        raise problem
+
+
+def _all_reduce_flags(have: bool) -> dict[str, bool]:
+    """Whether all / any ranks have a batch (one all-reduce of two ints)."""
+    import torch.distributed as dist
+
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    flags = torch.tensor([int(have), -int(have)], dtype=torch.int64, device=device)
+    dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+    return {"all": bool(flags[0].item() == 1), "any": bool(flags[1].item() == -1)}
+
+
+def _chain_front(first: Event, rest: Iterator[Event]) -> Iterator[Event]:
+    yield first
+    yield from rest
+
+
+def make_dataset(
+    urls: Union[str, Sequence[str]],
+    *,
+    seed: int,
+    tokenizer: Any = None,
+    fps: Optional[float] = None,
+    sample_rate: int = 16000,
+    budgets: Sequence[int] = (300, 160_000, 512),
+    window_seconds: WindowSeconds = AUTO,
+    buffer_size: int = 64,
+    min_fill: float = 0.9,
+    on_error: OnError = "skip",
+    device: Union[str, torch.device] = "cpu",
+    frame_size: tuple[int, int] = (112, 112),
+    estimate: bool = False,
+    log_mel: bool = False,
+    max_items: int = 64,
+    max_words: int = 1024,
+    max_segments: int = 256,
+    even_batches: EvenBatches = "drop",
+    rank: Optional[int] = None,
+    world_size: Optional[int] = None,
+    resize_in_decoder: bool = True,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    missing_audio: MissingAudio = "empty",
+    sample_timeout_seconds: Optional[float] = None,
+    max_duration_seconds: Optional[float] = None,
+    allow_empty_epoch: bool = False,
+    pad_token_id: int = 0,
+    batches_per_epoch: Optional[int] = None,
+) -> AVDataset:
+    """An ``IterableDataset`` of :class:`PackedBatch` over WebDataset shards of media + text (see the module
+    docstring for DataLoader use, determinism and resume).
+
+    Args:
+        urls: Shards: paths, a brace pattern, ``::``-joined lists, fsspec URLs or ``pipe:``.
+        seed: Seeds the per-epoch shard shuffle and the packer (same seed → same batches).
+        tokenizer: A ``tokenizers.Tokenizer``, a Hugging Face fast tokenizer or a callable ``text -> (ids,
+            offsets)``: batches then carry ``token_ids`` and text budgets count its tokens. None counts
+            whitespace-separated words (no ids).
+        fps: Sample frames at this rate (the frame played at each grid time); None keeps every frame.
+        sample_rate: Audio rate of the batches.
+        budgets: ``(frames, audio samples, tokens)`` per batch; also the fixed tensor capacities.
+        window_seconds: ``"auto"`` (default) cuts a clip over a budget into the fewest equal windows that fit;
+            a number cuts every clip longer than it; None keeps clips whole (over budget: skipped, ``over_budget``).
+        buffer_size: Items the packer looks ahead over (more: tighter packs, more memory).
+        min_fill: Pack fill at which the packer emits before the end of the epoch.
+        on_error: ``"skip"`` bad samples (counted in ``stats``) or ``"raise"`` :class:`SampleError`.
+        device: Where batches are built; keep ``"cpu"`` with DataLoader workers and move with ``batch.to``.
+        frame_size: ``(height, width)`` of the frames in batches.
+        estimate: Estimate A/V and text offsets for samples without ``align.json`` (slow); False applies 0.
+        log_mel: Add per-item log-mel features.
+        max_items, max_words, max_segments: Items, word rows and segment rows per batch at most.
+        even_batches: With several ranks, ``"drop"`` the tail or ``"pad"`` with empty batches.
+        rank, world_size: Default from ``torch.distributed`` when initialised, else 0 and 1.
+        resize_in_decoder: Scale frames to ``frame_size`` while decoding (fastest on CPU).
+        max_pixels: Skip (``too_large``) media whose frames have more pixels than this, before decoding.
+        missing_audio: A video-only clip gets an ``"empty"`` audio span or ``"silence"`` over its duration.
+        sample_timeout_seconds: Skip (``timeout``) a sample whose decode + align takes longer; None: no limit.
+        max_duration_seconds: Skip (``too_large``) media whose video or audio spans longer; None: no limit.
+        allow_empty_epoch: Do not raise when every sample of an epoch was skipped.
+        pad_token_id: Value of ``token_ids`` on padding.
+        batches_per_epoch: Every rank yields exactly this many batches per epoch (split over its DataLoader
+            workers): empty batches (``num_items == 0``) once its data is used up, the rest of its data dropped
+            when there is more. What keeps DDP ranks in step with DataLoader workers, which cannot all-reduce;
+            pick it from the smallest rank's share (e.g. items per rank / items per batch). None: no quota.
+
+    Raises:
+        ValueError: A bad option; the message names it, the valid range and a hint.
+        FileNotFoundError: Every URL is a local path and none exists.
+
+    Example:
+        >>> ds = make_dataset("sample_data/shards/shard-{000000..000001}.tar", seed=0)       # doctest: +SKIP
+        >>> for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2):  # doctest: +SKIP
+        ...     print(batch.sample_keys, batch.segment_texts[:1])
+    """
+    return build(AVDataset, urls, seed=seed, tokenizer=tokenizer, fps=fps, sample_rate=sample_rate, budgets=budgets,
+                 window_seconds=window_seconds, buffer_size=buffer_size, min_fill=min_fill, on_error=on_error,
+                 device=device, frame_size=frame_size, estimate=estimate, log_mel=log_mel, max_items=max_items,
+                 max_words=max_words, max_segments=max_segments, even_batches=even_batches, rank=rank,
+                 world_size=world_size, resize_in_decoder=resize_in_decoder, max_pixels=max_pixels,
+                 missing_audio=missing_audio, sample_timeout_seconds=sample_timeout_seconds,
+                 max_duration_seconds=max_duration_seconds,
+                 allow_empty_epoch=allow_empty_epoch, pad_token_id=pad_token_id, batches_per_epoch=batches_per_epoch)
+
+
+def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: Any) -> Any:
+    """Validates the options of :func:`make_dataset` and builds ``cls`` (AVDataset or a subclass) with them;
+    ``kwargs`` beyond make_dataset's options are passed to ``cls``."""
+    o = dict(_DEFAULTS)
+    loader_only = ("num_workers", "multiprocessing_context", "pin_memory")
+    unknown = set(kwargs) - set(o) - set(loader_only)
+    if unknown:
+        raise TypeError(f"unknown option(s) {sorted(unknown)}; see make_dataset for the valid ones.")
+    extra = {k: kwargs.pop(k) for k in loader_only if k in kwargs}
+    o.update(kwargs)
+    resolved = resolve_options(o)
+    shard_urls = expand_shard_urls(urls)
+    _check_local_paths(shard_urls)
+    return cls(shard_urls, seed=seed, options=resolved.sample, collator=resolved.collator, buffer_size=o["buffer_size"],
+               min_fill=o["min_fill"], rank=resolved.rank, world_size=resolved.world_size,
+               even_batches=o["even_batches"], allow_empty_epoch=o["allow_empty_epoch"],
+               batches_per_epoch=o["batches_per_epoch"], **extra)
+
+
+_DEFAULTS: dict[str, Any] = {
+    name: parameter.default for name, parameter in inspect.signature(make_dataset).parameters.items()
+    if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name != "seed"
+}
+
+
+def _check_local_paths(urls: list[str]) -> None:
+    """Raises FileNotFoundError when every URL is a plain local path and none exists (a typo, a glob, a dir)."""
+    local = [u for u in urls if "://" not in u and not u.startswith("pipe:")]
+    if len(local) != len(urls) or any(os.path.exists(u) for u in local):
+        return
+    shown = ", ".join(repr(u) for u in urls[:5]) + (f" … ({len(urls)} in all)" if len(urls) > 5 else "")
+    hint = ""
+    if any(any(c in u for c in "*?[") for u in urls) or any(os.path.isdir(u) for u in urls):
+        hint = " (a glob or a directory is not expanded: pass a brace pattern or a list of .tar files)"
+    raise FileNotFoundError(f"no shard exists: {shown}{hint}.")

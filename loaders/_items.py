@@ -1,0 +1,253 @@
+"""Sample → items: one tar sample becomes its batch items (decode → align → window → tokenize → budget check).
+
+One rule for failures: ANY exception raised while decoding, parsing, aligning or tokenizing one sample
+becomes a :class:`~loaders.errors.SampleError` with the sample's shard, key and a reason from
+``loaders.errors.REASONS`` (``decode``, ``missing_video``, ``too_large``, ``transcript``, ``align_json``,
+``align``, ``over_budget``, ``timeout``, ``error`` for anything unforeseen). The shard loop counts it as a
+named skip and goes on with the next sample; only failures of the loader itself end an epoch.
+
+Missing modalities: media without a video stream (or an audio-only member: ``flac``, ``wav``, ``mp3``, ``m4a``…)
+load with no frames (``video=None``); media without an audio stream load with an empty audio span (0 samples)
+or, with ``missing_audio="silence"``, with silence over the clip. A sample with no media member at all is
+skipped (``missing_video``).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import math
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any, Optional
+
+import torch
+
+from loaders._audio import read_audio
+from loaders._index import FrameIndex
+from loaders._options import AUTO, SampleOptions
+from loaders._records import AudioClip, BatchItem
+from loaders._text import caption_text, tokenize_item, with_caption
+from loaders._transcripts import pick_transcript, read_transcript
+from loaders._video import read_video
+from loaders._window import split_windows
+from loaders.errors import DecodeError, SampleError, sample_error
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AUDIO_EXTENSIONS", "MEDIA_EXTENSIONS", "VIDEO_EXTENSIONS", "pack_lengths", "sample_items"]
+
+VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v")
+"""Tar member extensions read as the sample's (video) media, first match wins."""
+AUDIO_EXTENSIONS = ("flac", "wav", "mp3", "m4a", "ogg", "opus", "aac")
+"""Audio-only media members (tried after the video extensions): items without frames."""
+MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
+
+
+_MAX_TEXT_WINDOWS_FACTOR = 8
+"""``window_seconds="auto"`` cuts a clip into more windows than its frames and samples need only for its text, and
+at most this many times more; denser text (e.g. a 10^6-cue SRT on a short clip) is skipped as ``over_budget``
+without cutting (cutting costs windows x spans)."""
+
+
+class _SampleTimeout(BaseException):
+    """Raised inside a sample by the SIGALRM handler of :func:`_time_limit`; a ``BaseException`` (as
+    ``KeyboardInterrupt``) so that the decoders' ``except Exception`` handlers do not turn it into a decode error."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: Optional[float]) -> Iterator[None]:
+    """Raises :class:`_SampleTimeout` in the body after ``seconds`` (wall clock); a no-op for None or off the
+    main thread (signals are delivered to the main thread only)."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _SampleTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def sample_items(sample: dict, options: SampleOptions) -> list[BatchItem]:
+    """The batch items of one tar sample (one, or its windows ``key@0``, ``key@1``…), tokens included.
+
+    Raises:
+        SampleError: the sample cannot be used; ``reason`` says why (see the module docstring).
+    """
+    key, url = sample.get("__key__", ""), sample.get("__url__", "")
+    try:
+        with _time_limit(options.sample_timeout_seconds):
+            return _items(sample, options, key)
+    except SampleError:
+        raise
+    except _SampleTimeout:
+        raise SampleError(f"the sample ran past sample_timeout_seconds={options.sample_timeout_seconds}",
+                          shard=url, key=key, reason="timeout") from None
+    except MemoryError as error:
+        raise SampleError(f"out of memory ({error})", shard=url, key=key, reason="too_large") from None
+    except Exception as error:  # noqa: BLE001 - the one rule: a sample's failure is a named skip
+        logger.debug("sample %s failed", key, exc_info=True)
+        raise sample_error(error, shard=url, key=key, stage=getattr(error, "_avalign_stage", "sample")) from None
+
+
+def _staged(stage: str, error: BaseException) -> BaseException:
+    """Tags an exception with the stage it came from (its default reason)."""
+    try:
+        error._avalign_stage = stage  # type: ignore[attr-defined]
+    except AttributeError:  # built-in exceptions without a __dict__: reason falls back to "error"
+        pass
+    return error
+
+
+def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
+    url = sample.get("__url__", "")
+    media_ext = next((ext for ext in MEDIA_EXTENSIONS if ext in sample), None)
+    if media_ext is None:
+        members = sorted(k for k in sample if not k.startswith("__"))
+        raise SampleError(f"no media member (have {members}; expected one of {list(MEDIA_EXTENSIONS)})",
+                          shard=url, key=key, reason="missing_video")
+    given = _given_values(sample, url, key)
+    video, audio, decode_errors = _decode(sample[media_ext], media_ext, key, options, _frame_index(sample, key))
+    try:
+        transcript = _transcript(sample, key)
+        caption = caption_text(sample) if transcript is None else None
+    except Exception as error:
+        raise _staged("transcript", error)
+    kwargs: dict[str, Any]
+    if given:
+        kwargs = dict(estimate=False, **{name: float(value or 0.0) for name, value in given.items()})
+    else:
+        kwargs = dict(estimate=options.estimate and audio is not None)
+    empty_audio = audio is None
+    if empty_audio:  # video-only: align on a 0-sample track at the video's start
+        start = float(video.pts_seconds[0]) if video is not None and video.num_frames else 0.0
+        audio = AudioClip(torch.zeros((1, 0), dtype=torch.float32), options.sample_rate, start)
+    try:
+        from aligner import align
+
+        aligned = align(video, audio, transcript, sample_rate=options.sample_rate, key=key, **kwargs)
+    except Exception as error:
+        raise _staged("align", error)
+    if caption is not None:
+        aligned = with_caption(aligned, caption)
+    if empty_audio and options.missing_audio == "empty":
+        aligned = _without_audio(aligned)
+    items = _windowed_items(aligned, options)
+    _check_budgets(items, options, url)
+    if decode_errors:
+        items[0] = dataclasses.replace(items[0], decode_errors=decode_errors)
+    return items
+
+
+def _given_values(sample: dict, url: str, key: str) -> dict[str, Optional[float]]:
+    if "align.json" not in sample:
+        return {}
+    try:
+        record = json.loads(sample["align.json"])
+        return {name: record.get(name) for name in ("av_offset_ms", "drift_ppm", "text_offset_ms")}
+    except (ValueError, AttributeError) as error:
+        raise SampleError(f"align.json is not a JSON object: {error}", shard=url, key=key, reason="align_json") from None
+
+
+def _frame_index(sample: dict, key: str) -> Optional[FrameIndex]:
+    if "frames.json" not in sample:  # written by `avalign preprocess`: seek without scanning the file
+        return None
+    try:
+        return FrameIndex.from_json(json.loads(sample["frames.json"]))
+    except (ValueError, KeyError, TypeError, IndexError) as error:
+        logger.warning("%s: ignoring unreadable frames.json (%s); the file is scanned instead", key, error)
+        return None
+
+
+def _decode(media: bytes, ext: str, key: str, options: SampleOptions, index: Optional[FrameIndex]) -> tuple:
+    """``(video or None, audio or None, decode_errors)``; at least one of video and audio is present."""
+    name = f"{key}.{ext}"
+    video = audio = None
+    try:
+        video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index,
+                           max_pixels=options.max_pixels, max_duration_seconds=options.max_duration_seconds, name=name)
+    except DecodeError as error:
+        if error.reason != "missing_video":
+            raise
+    except Exception as error:
+        raise _staged("decode", error)
+    try:
+        audio = read_audio(media, max_duration_seconds=options.max_duration_seconds, name=name)
+    except DecodeError as error:
+        if error.reason != "missing_audio" or video is None:
+            raise
+    except Exception as error:
+        raise _staged("decode", error)
+    decode_errors = int(getattr(video.metadata, "decode_errors", 0) if video is not None else 0)
+    decode_errors += int(getattr(audio, "decode_errors", 0) if audio is not None else 0)
+    return video, audio, decode_errors
+
+
+def _transcript(sample: dict, key: str):
+    ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
+    if ext is None:
+        return None
+    return read_transcript(sample[ext], format="json" if ext.endswith("json") else ext, name=f"{key}.{ext}")
+
+
+def _without_audio(aligned: Any) -> Any:
+    """The aligned sample with a 0-sample audio track; spans keep their frames, their sample ranges are empty."""
+    audio = dataclasses.replace(aligned.audio, samples=aligned.audio.samples[:, :0].contiguous())
+
+    def empty(spans: tuple) -> tuple:
+        return tuple(dataclasses.replace(s, sample_start=0, sample_stop=0) for s in spans)
+
+    return dataclasses.replace(aligned, audio=audio, words=empty(aligned.words), segments=empty(aligned.segments))
+
+
+def pack_lengths(item: BatchItem) -> tuple[int, ...]:
+    """``(frames, samples, tokens, items, words, segments)`` of one item: the packer's columns."""
+    sample = item.sample
+    num_frames = 0 if sample.video is None else sample.video.num_frames
+    return (num_frames, sample.audio.num_samples, item.tokens.num_tokens, 1, len(sample.words), len(sample.segments))
+
+
+def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
+    """Explicit windows, or with ``"auto"`` the fewest equal windows under the limits (no cut when it fits),
+    each tokenized."""
+    if options.window_seconds != AUTO:
+        return [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=options.window_seconds)]
+    whole = [tokenize_item(aligned, options.tokenizer)]
+    over = _overshoot(whole, options)
+    duration = float(aligned.stop_seconds - aligned.start_seconds)
+    if over <= 1.0 or duration <= 0:
+        return whole
+    media_windows = max(1, math.ceil(_overshoot(whole, options, columns=(0, 1))))
+    if math.ceil(over) > _MAX_TEXT_WINDOWS_FACTOR * media_windows:
+        return whole  # text far denser than any window can hold (a hostile transcript): over_budget, uncut
+    items = whole
+    for count in range(math.ceil(over), math.ceil(over) + 4):  # rounding can put one frame or sample more in a window
+        items = [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=duration / count)]
+        if _overshoot(items, options) <= 1.0:
+            break
+    return items
+
+
+def _overshoot(items: list[BatchItem], options: SampleOptions, columns: tuple[int, ...] = (0, 1, 2, 3, 4, 5)) -> float:
+    """The largest ``length / limit`` over the items and the given columns (> 1: something does not fit)."""
+    return max(pack_lengths(item)[j] / options.limits[j] for item in items for j in columns)
+
+
+def _check_budgets(items: list[BatchItem], options: SampleOptions, url: str) -> None:
+    for item in items:
+        lengths = pack_lengths(item)
+        if any(n > limit for n, limit in zip(lengths, options.limits)):
+            hint = ("a clip-level text or a segment longer than the budget cannot be cut; raise the budgets"
+                    if options.window_seconds == AUTO else "set window_seconds (or 'auto') or raise the budgets")
+            raise SampleError(
+                f"item {item.key!r} has (frames, samples, tokens, items, words, segments) = {lengths} over the "
+                f"limits {options.limits}; {hint}", shard=url, key=item.key, reason="over_budget")

@@ -1,0 +1,80 @@
+"""Resume state of one epoch: what a pass has delivered, and which samples a restored pass must decode again.
+
+The state after a yielded batch is: the epoch, the position of the next item the packer has not pulled,
+the packer's state (keys, lengths and positions of buffered items: no tensors), the skipped list and the
+counters. Restoring only stores it; the next pass starts at the earliest shard that holds a buffered item,
+reads past samples before ``next_position`` that are not buffered (no decode), decodes the buffered ones
+again (at most ``buffer_size``), then continues. Nothing is replayed from the start of the epoch.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["EpochCounters", "ResumePlan", "STATE_VERSION", "mix_seed"]
+
+STATE_VERSION = 2
+"""Version of the saved state (2: typed counters, worker slot, decode errors)."""
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """Which samples a (restored) pass must decode: everything from ``next_position`` on, plus ``needed``."""
+
+    next_position: tuple[int, int, int] = (0, 0, 0)
+    """First item not yet pulled by the packer."""
+    needed: frozenset = frozenset()
+    """``(shard_position, event_index)`` of samples whose items are buffered in the packer."""
+
+    @property
+    def first_shard(self) -> int:
+        """The first shard a pass must open."""
+        return min([self.next_position[0]] + [p for p, _ in self.needed])
+
+    def wants(self, shard_position: int, event_index: int) -> bool:
+        """True when the sample at this position must be decoded."""
+        return (shard_position, event_index) >= tuple(self.next_position[:2]) or (shard_position, event_index) in self.needed
+
+
+@dataclass
+class EpochCounters:
+    """Counters of one epoch (saved with the state)."""
+
+    samples_read: int = 0
+    items_read: int = 0
+    """Items (samples or windows) that reached the packer."""
+    items_yielded: int = 0
+    batches_yielded: int = 0
+    batches_dropped: int = 0
+    spans_outside: int = 0
+    decode_errors: int = 0
+    shards_failed: list = field(default_factory=list)
+    """URLs of this pass's shards that could not be opened."""
+    skipped: list = field(default_factory=list)
+    """``(shard, key, reason)`` of every skip, in order."""
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "samples_read": self.samples_read, "items_read": self.items_read, "items_yielded": self.items_yielded,
+            "batches_yielded": self.batches_yielded, "batches_dropped": self.batches_dropped,
+            "spans_outside": self.spans_outside, "decode_errors": self.decode_errors, "shards_failed": list(self.shards_failed),
+            "skipped": [list(s) for s in self.skipped],
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "EpochCounters":
+        counters = cls(**{k: int(state.get(k, 0)) for k in ("samples_read", "items_read", "items_yielded", "batches_yielded",
+                                                              "batches_dropped", "spans_outside", "decode_errors")})
+        counters.shards_failed = list(state.get("shards_failed", []))
+        counters.skipped = [tuple(s) for s in state.get("skipped", [])]
+        return counters
+
+
+def mix_seed(*values: int) -> int:
+    """A deterministic 63-bit seed from a few ints (e.g. seed, epoch, rank, worker)."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([int(v) for v in values]).generate_state(1, dtype=np.uint64)[0] >> 1)

@@ -1,0 +1,115 @@
+"""The shard loop: one shard's tar (read by ``loaders._shards``) → typed events in tar order.
+
+Every event has a position ``(shard_position, event_index, window_index)``: ``event_index`` counts the samples
+(and the shard-level problem reports) of a shard in tar order, ``window_index`` the items of one sample. Events:
+
+- :class:`ItemEvent`: one batch item (a sample, or one of its windows);
+- :class:`SkipEvent`: a sample (or a shard-level problem) skipped, with its shard, key, reason and message;
+- :class:`ShardEnd`: the shard is done (what a worker sends so the merging side moves to the next shard).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Union
+
+from loaders._items import sample_items
+from loaders._options import SampleOptions
+from loaders._records import BatchItem
+from loaders._resume import ResumePlan
+from loaders._shards import ShardError, group_by_key, tar_members
+from loaders.errors import SampleError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Event", "ItemEvent", "Position", "ShardEnd", "SkipEvent", "shard_events"]
+
+Position = tuple[int, int, int]
+SHARD_REASONS_NOT_READ = ("open", "truncated", "member_type", "unsafe_name", "too_large")
+"""Shard-level reports that took no sample from the shard (not counted in ``samples_read``)."""
+
+
+@dataclass(frozen=True)
+class ItemEvent:
+    """One batch item at ``position``."""
+
+    position: Position
+    item: BatchItem
+
+
+@dataclass(frozen=True)
+class SkipEvent:
+    """A skipped sample or shard-level problem at ``position``."""
+
+    position: Position
+    shard: str
+    key: str
+    reason: str
+    """A code from ``loaders.errors.REASONS``."""
+    message: str
+    was_read: bool
+    """False for shard-level reports that took no sample from the shard (``open``, ``truncated``…)."""
+
+
+@dataclass(frozen=True)
+class ShardEnd:
+    """All events of shard ``shard_position`` have been sent."""
+
+    shard_position: int
+
+
+Event = Union[ItemEvent, SkipEvent, ShardEnd]
+
+
+def shard_events(shard_position: int, url: str, options: SampleOptions, plan: ResumePlan) -> Iterator[Event]:
+    """Events of one shard in tar order, ending with :class:`ShardEnd`. Samples the plan does not want are read
+    past without decoding. A shard that cannot be opened is one ``SkipEvent`` with reason ``open``.
+
+    Raises:
+        SampleError: with ``on_error="raise"``, the first bad sample or shard problem.
+    """
+    reports: list[tuple[str, str, str]] = []
+    event_index = 0
+
+    def drain() -> Iterator[SkipEvent]:
+        nonlocal event_index
+        while reports:
+            shard, name, reason = reports.pop(0)
+            yield SkipEvent((shard_position, event_index, 0), shard, name, reason, f"shard problem: {reason}",
+                            reason not in SHARD_REASONS_NOT_READ)
+            event_index += 1
+
+    report: Callable[[str, str, str], None] = lambda shard, name, reason: reports.append((shard, name, reason))
+    try:
+        samples = group_by_key(tar_members(url), url=url, on_error=options.on_error, report=report)
+        while True:
+            try:
+                sample = next(samples, None)
+            except ShardError as error:
+                if options.on_error == "raise" or error.reason != "open":
+                    raise
+                logger.warning("skipping shard: %s", error)
+                report(url, "", "open")
+                sample = None
+            if sample is None:
+                break
+            yield from drain()
+            position = (shard_position, event_index)
+            event_index += 1
+            if not plan.wants(*position):
+                continue
+            try:
+                items = sample_items(sample, options)
+            except SampleError as error:
+                if options.on_error == "raise":
+                    raise
+                logger.warning("skipping sample: %s", error)
+                yield SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True)
+                continue
+            for window_index, item in enumerate(items):
+                yield ItemEvent(position + (window_index,), item)
+    except ShardError as error:
+        raise SampleError(error.message, shard=error.shard, key=error.key, reason=error.reason) from None
+    yield from drain()
+    yield ShardEnd(shard_position)

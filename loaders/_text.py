@@ -1,0 +1,203 @@
+"""Text of a batch item: clip-level captions, and token ids mapped onto the item's frames and samples.
+
+Captions: a video2dataset sample carries its text as ``KEY.txt`` (the caption) or in ``KEY.json`` metadata
+(``{"caption": …}``); neither has times. :func:`caption_text` reads it and :func:`with_caption` makes it one
+segment spanning the whole aligned item (every frame and sample); it does not go through the aligner, which
+has nothing to estimate or force-align on a description of the clip.
+
+Tokens: the item's text units (its words when it has any, else its segments: caption lines, cues) are joined
+with single spaces and tokenized once; each unit owns the characters ``[c0, c1)``; a token belongs to the first
+unit whose characters it overlaps (``t0 < c1 and t1 > c0``) and takes that unit's frame and sample ranges, on
+the one clock ``align`` put the unit on::
+
+    units      |"hello"   |"big"|"world"        |            joined: "hello big world"
+    tokens     [CLS] hel  lo  big  wor  ld [SEP]
+    unit       -     0    0   1    2    2  -       (special tokens overlap nothing: whole-item ranges)
+    frames     [0,T) [3,7)[3,7)[7,9)[9,14)[9,14) [0,T)
+
+A unit's tokens are the half-open range ``[token_start, token_stop)`` (empty, at the next token, when none
+overlaps it). Without a tokenizer, whitespace-separated pieces are counted (no ids).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from loaders._records import BatchItem, TextTokens
+from loaders._transcripts import is_transcript_json
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["caption_text", "encode_text", "tokenize_item", "with_caption"]
+
+CAPTION_EXTENSIONS = ("txt", "caption", "json")
+"""Members read as a clip-level caption when the sample has no transcript: ``txt`` / ``caption`` (the text),
+``json`` metadata with a string ``caption`` field (video2dataset)."""
+_WHITESPACE_TOKEN = re.compile(r"\S+")
+MAX_CAPTION_BYTES = 1_000_000
+"""A caption member larger than this is refused (a clip-level caption is a sentence or a paragraph)."""
+
+
+def caption_text(sample: dict) -> Optional[str]:
+    """The clip-level caption of a sample (whitespace collapsed), or None when it has none.
+
+    Raises:
+        UnicodeDecodeError: a caption member that is not UTF-8.
+        ValueError: a ``txt`` / ``caption`` member over :data:`MAX_CAPTION_BYTES`.
+    """
+    for ext in CAPTION_EXTENSIONS:
+        if ext not in sample:
+            continue
+        raw = sample[ext]
+        if ext == "json":
+            if len(raw) > MAX_CAPTION_BYTES or is_transcript_json(raw):
+                continue  # a transcript (read elsewhere), malformed, or too large for a metadata record
+            value = json.loads(raw)
+            text = value.get("caption") if isinstance(value, dict) else None
+            if not isinstance(text, str):
+                continue
+        else:
+            if len(raw) > MAX_CAPTION_BYTES:
+                raise ValueError(f"caption member {ext!r} has {len(raw)} bytes, over {MAX_CAPTION_BYTES}")
+            text = bytes(raw).decode("utf-8-sig")
+        text = " ".join(text.split())
+        if not text:
+            continue
+        return text
+    return None
+
+
+def with_caption(aligned: Any, text: str) -> Any:
+    """``aligned`` (an ``aligner.AlignedSample`` without transcript) with one segment ``text`` over all of it."""
+    from aligner import AlignedSpan
+
+    num_frames = None if aligned.video is None else aligned.video.num_frames
+    span = AlignedSpan(text, "segment", float(aligned.start_seconds), float(aligned.stop_seconds),
+                       None if num_frames is None else 0, num_frames, 0, aligned.audio.num_samples)
+    return dataclasses.replace(aligned, segments=(span,))
+
+
+def encode_text(tokenizer: Any, text: str) -> tuple[Optional[list[int]], list[tuple[int, int]]]:
+    """Token ids and character offsets of ``text``.
+
+    Args:
+        tokenizer: None (whitespace pieces, no ids); a ``tokenizers.Tokenizer`` (``encode(text)`` → ``.ids``,
+            ``.offsets``); a Hugging Face fast tokenizer (called with ``return_offsets_mapping=True``); or a
+            callable returning ``(ids, offsets)``, a dict with ``ids``/``input_ids`` and
+            ``offsets``/``offset_mapping``, or an object with ``.ids`` and ``.offsets``.
+        text: the joined text.
+
+    Raises:
+        TypeError: the tokenizer's output has none of those shapes.
+        ValueError: ids and offsets differ in length, or an offset lies outside the text.
+    """
+    if tokenizer is None:
+        return None, [(m.start(), m.end()) for m in _WHITESPACE_TOKEN.finditer(text)]
+    if hasattr(tokenizer, "backend_tokenizer"):  # transformers.PreTrainedTokenizerFast
+        result = tokenizer(text, return_offsets_mapping=True)
+    elif hasattr(tokenizer, "encode_batch") or (hasattr(tokenizer, "encode") and not callable(tokenizer)):
+        result = tokenizer.encode(text)  # tokenizers.Tokenizer: an Encoding with .ids and .offsets
+    elif callable(tokenizer):
+        result = tokenizer(text)
+    else:
+        raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, a fast HF tokenizer or a callable, got {type(tokenizer).__name__}.")
+    ids, offsets = _ids_and_offsets(result)
+    if len(ids) != len(offsets):
+        raise ValueError(f"tokenizer returned {len(ids)} ids but {len(offsets)} offsets for {text[:40]!r}.")
+    bad = [o for o in offsets if not (0 <= o[0] <= o[1] <= len(text))]
+    if bad:
+        raise ValueError(f"tokenizer returned offsets outside the text (length {len(text)}): {bad[:3]}.")
+    return ids, offsets
+
+
+def _ids_and_offsets(result: Any) -> tuple[list[int], list[tuple[int, int]]]:
+    if hasattr(result, "ids") and hasattr(result, "offsets"):
+        ids, offsets = result.ids, result.offsets
+    elif isinstance(result, dict) or hasattr(result, "keys"):
+        ids = result["input_ids"] if "input_ids" in result else result["ids"]
+        offsets = result["offset_mapping"] if "offset_mapping" in result else result["offsets"]
+    elif isinstance(result, (tuple, list)) and len(result) == 2:
+        ids, offsets = result
+    else:
+        raise TypeError(f"tokenizer output must carry ids and character offsets, got {type(result).__name__}.")
+    return [int(i) for i in ids], [(int(a), int(b)) for a, b in offsets]
+
+
+def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
+    """An aligned sample with its tokens: ids (with a tokenizer), frame and sample ranges per token, and the
+    words' (or segments') ``token_start``/``token_stop`` set to match (see the module docstring)."""
+    words, segments = tuple(sample.words), tuple(sample.segments)
+    unit = "word" if words else ("segment" if segments else "")
+    units = words if words else segments
+    text, char_ranges = _join([u.text for u in units])
+    ids, offsets = encode_text(tokenizer, text) if units else ([] if tokenizer is not None else None, [])
+    owner = _token_owners(offsets, char_ranges)
+    ranges = _unit_token_ranges(owner, len(units))
+    updated = tuple(dataclasses.replace(u, token_start=r[0], token_stop=r[1]) for u, r in zip(units, ranges))
+    if unit == "word":
+        words = updated
+    elif unit == "segment":
+        segments = updated
+    num_frames = 0 if sample.video is None else sample.video.num_frames
+    num_samples = sample.audio.num_samples
+    frame_ranges = np.empty((len(offsets), 2), dtype=np.int64)
+    sample_ranges = np.empty((len(offsets), 2), dtype=np.int64)
+    for t, j in enumerate(owner):
+        if j < 0:
+            frame_ranges[t], sample_ranges[t] = (0, num_frames), (0, num_samples)
+        else:
+            u = units[j]
+            frame_ranges[t] = (u.frame_start or 0, u.frame_stop or 0)
+            sample_ranges[t] = (u.sample_start, u.sample_stop)
+    tokens = TextTokens(
+        ids=None if ids is None else np.asarray(ids, dtype=np.int64),
+        frame_ranges=frame_ranges,
+        sample_ranges=sample_ranges,
+        unit=unit,
+    )
+    return BatchItem(dataclasses.replace(sample, words=words, segments=segments), tokens)
+
+
+def _join(texts: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    ranges, cursor = [], 0
+    for text in texts:
+        ranges.append((cursor, cursor + len(text)))
+        cursor += len(text) + 1
+    return " ".join(texts), ranges
+
+
+def _token_owners(offsets: Sequence[tuple[int, int]], char_ranges: Sequence[tuple[int, int]]) -> list[int]:
+    """Index of the first unit each token overlaps, -1 for none (special tokens, offset ``(0, 0)``)."""
+    if not char_ranges:
+        return [-1] * len(offsets)
+    stops = np.array([c1 for _, c1 in char_ranges], dtype=np.int64)
+    owners = []
+    for t0, t1 in offsets:
+        j = int(np.searchsorted(stops, t0, side="right"))  # first unit ending after the token starts
+        owners.append(j if j < len(char_ranges) and t1 > t0 and char_ranges[j][0] < t1 else -1)
+    return owners
+
+
+def _unit_token_ranges(owner: Sequence[int], num_units: int) -> list[tuple[int, int]]:
+    """``[token_start, token_stop)`` per unit; a unit without tokens gets an empty range at the next token."""
+    first = [-1] * num_units
+    last = [-1] * num_units
+    for t, j in enumerate(owner):
+        if j >= 0:
+            if first[j] < 0:
+                first[j] = t
+            last[j] = t + 1
+    out: list[tuple[int, int]] = [(0, 0)] * num_units
+    following = len(owner)
+    for j in reversed(range(num_units)):
+        if first[j] < 0:
+            out[j] = (following, following)
+        else:
+            out[j] = (first[j], last[j])
+            following = first[j]
+    return out
