@@ -202,7 +202,7 @@ def gather_clip_view(clip: ClipInput, record: dict) -> ClipView:
             curve = lag_curve_of(estimate_av_offset(video, audio))
             curve_source = "estimator" if curve is not None else ""
     if curve is None:
-        notes.append("lag curve not available: this estimator does not expose its correlation per lag")
+        notes.append("lag curve not available: no video, or the estimator correlated nothing (no visual events)")
     lags, scores, threshold = curve if curve is not None else (None, None, None)
     return ClipView(
         key=clip.key, envelope_seconds=times, envelope_min=low, envelope_max=high,
