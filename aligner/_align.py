@@ -54,6 +54,10 @@ class AlignmentReport:
     """Words whose start was snapped to an acoustic onset."""
     av_abstain: Optional[dict] = None
     """When the A/V estimator abstained: ``{reason, found, needed, best_guess_ms, hint}`` (``AVAbstain.to_json``)."""
+    text_abstain: Optional[dict] = None
+    """When the text estimator abstained: ``{reason, found, needed, best_guess_ms, hint}``; else None."""
+    caption_words_failed: int = 0
+    """Captions (spans without word times) whose forced alignment into words failed; they are kept as segments."""
 
     def to_json(self) -> dict:
         out = {k: v for k, v in self.__dict__.items() if k != "clock"}
@@ -81,6 +85,9 @@ class AlignedSample:
     """Window stop (exclusive)."""
     key: str = ""
     """Sample key, when it came from a shard."""
+    transcript: Optional[Transcript] = None
+    """The transcript on its own clock as aligned: the input, with caption words from forced alignment when
+    it had none (``caption_words``); None without transcript. Preprocessing stores it so loading need not re-align."""
 
     def __repr__(self) -> str:
         video = "None" if self.video is None else f"{tuple(self.video.frames.shape)}"
@@ -102,6 +109,17 @@ def _media_window(video: Optional[VideoClip], audio: AudioClip, clock: ClockMode
     return min(0.0, start), float(clock.audio_to_video(audio.stop_seconds))
 
 
+def _with_caption_words(audio: AudioClip, transcript: Transcript, text_offset_ms: float) -> tuple[Transcript, int]:
+    """``caption_words`` when pocketsphinx is installed; the transcript unchanged (0 failures) otherwise."""
+    from aligner._text_forced import caption_words
+
+    try:
+        return caption_words(audio, transcript, text_offset_ms=text_offset_ms)
+    except ImportError:
+        logger.debug("pocketsphinx is not installed: captions get no words")
+        return transcript, 0
+
+
 def align(
     video: Optional[VideoClip],
     audio: AudioClip,
@@ -119,6 +137,7 @@ def align(
     max_offset_ms: float = 500.0,
     min_confidence: float = 0.3,
     text_method: str = "auto",
+    caption_words: bool = True,
     key: str = "",
 ) -> AlignedSample:
     """Put ``audio`` and ``transcript`` on ``video``'s presentation timeline.
@@ -138,6 +157,10 @@ def align(
         text_method: transcript offset estimator: ``"energy"`` (speech onsets and activity), ``"forced"``
             (pocketsphinx forced alignment) or ``"auto"`` (energy, then forced alignment when energy abstains
             and pocketsphinx is installed).
+        caption_words: when the transcript has no word times (SRT, WebVTT, segment-only JSON) and pocketsphinx
+            is installed, force-align each caption's text inside the caption (after the text offset) to get
+            ``words``; a caption that fails keeps its segment and gets no words (``caption_words_failed``).
+            A transcript whose spans are all single words (a JSON word list) is left as it is.
         key: sample key, carried into the result.
 
     Returns:
@@ -161,7 +184,7 @@ def align(
         av_abstain = est.abstain.to_json() if est.abstain is not None else None
     clock = ClockModel(av_offset_ms=est_offset or 0.0, drift_ppm=est_drift or 0.0)
 
-    text_how, text_conf, est_text = "none", 0.0, text_offset_ms
+    text_how, text_conf, est_text, text_abstain = "none", 0.0, text_offset_ms, None
     if transcript is not None:
         if text_offset_ms is not None:
             text_how, text_conf = "given", 1.0
@@ -169,7 +192,12 @@ def align(
             t = estimate_transcript_offset(audio, transcript, method=text_method, max_offset_ms=max_offset_ms,
                                            min_confidence=min_confidence)
             est_text, text_conf, text_how = t.text_offset_ms, t.confidence, t.method
+            text_abstain = t.abstain_record()
     clock = dataclasses.replace(clock, text_offset_ms=est_text or 0.0)
+    captions_failed = 0
+    if caption_words and transcript is not None and transcript.spans and not transcript.words and \
+            any(len(s.text.split()) > 1 for s in transcript.spans):  # a list of one-word spans is a word list
+        transcript, captions_failed = _with_caption_words(audio, transcript, clock.text_offset_ms)
 
     lo, hi = _media_window(video, audio, clock)
     lo = lo if start_seconds is None else float(start_seconds)
@@ -205,5 +233,7 @@ def align(
         spans_outside=out_w + out_s,
         words_refined=refined,
         av_abstain=av_abstain,
+        text_abstain=text_abstain,
+        caption_words_failed=captions_failed,
     )
-    return AlignedSample(video, aligned_audio, tuple(words), tuple(segments), report, lo, hi, key)
+    return AlignedSample(video, aligned_audio, tuple(words), tuple(segments), report, lo, hi, key, transcript)

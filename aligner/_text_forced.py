@@ -31,18 +31,19 @@ music-free noise beside the speech); per word, p90 of the error is 36 ms. Segmen
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Optional
 
 import numpy as np
 
-from aligner._forced import forced_align_words, normalise_words
+from aligner._forced import MAX_ALIGN_WORDS, forced_align_words, normalise_words
 from aligner._text_offset import TextEstimate, _abstain, _check_search
-from loaders._records import AudioClip, Transcript
+from loaders._records import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TEXT_METHODS", "estimate_text_offset_forced", "estimate_transcript_offset"]
+__all__ = ["CAPTION_MARGIN_SECONDS", "TEXT_METHODS", "caption_words", "estimate_text_offset_forced", "estimate_transcript_offset"]
 
 _FULL_EVIDENCE_WORDS = 8
 _CHUNK_GAP_EXTRA_SECONDS = 0.2
@@ -53,6 +54,14 @@ _MAX_CHUNK_SECONDS = 30.0
 # Forcing an unrelated transcript onto speech still places its words somewhere; 20-50 % of the
 # differences then fall within ±40 ms of their median by chance (LibriVox utterances swapped).
 _CHANCE_AGREEMENT = 0.3
+# Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms).
+# Forced alignment from a few captions is itself coarse (span start vs first aligned word): on
+# sample_data/clip01 (3 SRT captions, truth +90 ms) energy said +87 and forced +35, so 50 ms vetoed a
+# right answer; 80 ms keeps it and still vetoes the +472 ms kind of disagreement.
+_DISAGREE_MS = 80.0
+# ... and forced alignment vetoes only when its own words agree better than chance (confidence > 0 means
+# more than 30 % of the differences within ±40 ms of their median).
+_VETO_MIN_CONFIDENCE = 0.1
 
 
 def _items(transcript: Transcript) -> tuple[list[tuple[str, float, float]], bool]:
@@ -73,11 +82,12 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
     if not hi > lo:
         return []
     # The first dictionary token of each item is dated; items with none are left out.
-    tokens = [[t for t in normalise_words(text) if decoder.lookup_word(t) is not None] for text, _, _ in chunk]
+    tokens = [[t for t in normalise_words(text, limit=MAX_ALIGN_WORDS) if decoder.lookup_word(t) is not None]
+              for text, _, _ in chunk]
     text = " ".join(t for item_tokens in tokens for t in item_tokens)
     if not text:
         return []
-    aligned = forced_align_words(audio, text, lo, hi, decoder=decoder)
+    aligned = forced_align_words(audio, text, lo, hi, decoder=decoder, passes=1)  # a median needs no half frames
     if not aligned:
         return None
     out, position = [], 0
@@ -121,7 +131,7 @@ def estimate_text_offset_forced(
     if not agree_ms > 0:
         raise ValueError(f"agree_ms must be > 0, got {agree_ms = }")
     items, use_words = _items(transcript)
-    items = [item for item in items if normalise_words(item[0])]
+    items = [item for item in items if normalise_words(item[0], limit=0)]
     if not items:
         return _abstain("empty_transcript")
     if decoder is None:
@@ -150,7 +160,8 @@ def estimate_text_offset_forced(
         differences += found or []
     method = "forced_words" if use_words else "forced_spans"
     if not differences:
-        return _abstain("alignment_failed", num_onsets=len(items))
+        return _abstain("alignment_failed", num_onsets=len(items), found=f"0 of {len(items)} item(s) aligned",
+                        needed="at least one aligned word")
     d = np.asarray(differences)
     offset_seconds = float(np.median(d))
     agreement = float(np.mean(np.abs(d - offset_seconds) <= agree_ms / 1000.0))
@@ -159,10 +170,15 @@ def estimate_text_offset_forced(
     logger.debug("forced text offset %.1f ms from %d of %d items: agreement %.2f", offset_seconds * 1000, d.size,
                  len(items), agreement)
     if abs(offset_seconds) > margin:
-        return _abstain("offset_out_of_range", num_onsets=int(d.size), confidence=confidence)
+        return _abstain("offset_out_of_range", num_onsets=int(d.size), confidence=confidence,
+                        best_guess_ms=offset_seconds * 1000.0, found=f"median {offset_seconds * 1000:.0f} ms over {d.size} word(s)",
+                        needed=f"within ±{max_offset_ms:g} ms")
     if confidence < min_confidence:
-        return _abstain("low_confidence", num_onsets=int(d.size), confidence=confidence)
-    return TextEstimate(offset_seconds * 1000.0, confidence, method, int(d.size), 0.0)
+        return _abstain("low_confidence", num_onsets=int(d.size), confidence=confidence,
+                        best_guess_ms=offset_seconds * 1000.0,
+                        found=f"{d.size} of {len(items)} item(s) aligned, {agreement:.0%} within ±{agree_ms:g} ms of "
+                              f"the median: confidence {confidence:.2f}", needed=f"confidence >= {min_confidence}")
+    return TextEstimate(offset_seconds * 1000.0, confidence, method, int(d.size), 0.0, offset_seconds * 1000.0)
 
 
 TEXT_METHODS = ("auto", "energy", "forced")
@@ -192,6 +208,9 @@ def estimate_transcript_offset(
     (:func:`estimate_text_offset_forced`) or ``"auto"``: energy first; when it abstains and pocketsphinx is
     installed, forced alignment (real connected speech, where word starts are rarely energy onsets).
 
+    For segment-level captions (no word times) ``"auto"`` also runs forced alignment when energy answers,
+    and abstains (``methods_disagree``) when the two are more than 80 ms apart (:func:`_cross_checked`).
+
     ``"forced"`` without pocketsphinx raises ImportError; ``"auto"`` then keeps the energy result.
     """
     from aligner._text_offset import estimate_text_offset
@@ -200,7 +219,7 @@ def estimate_transcript_offset(
         raise ValueError(f"text method must be one of {TEXT_METHODS}, got {method!r}")
     if method != "forced":
         energy = estimate_text_offset(audio, transcript, max_offset_ms=max_offset_ms, min_confidence=min_confidence)
-        if method == "energy" or not energy.abstained:
+        if method == "energy" or (not energy.abstained and transcript.words):
             return energy
     try:
         decoder = _shared_decoder()
@@ -216,6 +235,90 @@ def estimate_transcript_offset(
             raise
         logger.warning("forced alignment failed (%s); keeping the energy estimate", e)
         return energy
+    if method == "auto" and not energy.abstained:
+        return _cross_checked(energy, forced)
     if method == "auto" and forced.abstained:
         return energy
     return forced
+
+
+def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
+    """Segment-level captions: the energy answer stands only where forced alignment does not contradict it.
+
+    Caption edges follow speech activity only loosely (conversational speech, overlapping talkers, long
+    continuous speech), and a real telephone conversation once gave +472 ms at confidence 0.45-0.62
+    from caption edges alone. Forced alignment dates the captions' words instead; when its words agree
+    better than chance (confidence >= :data:`_VETO_MIN_CONFIDENCE`) and its best guess is more than
+    :data:`_DISAGREE_MS` (80 ms) from the energy answer, neither is trusted. A forced estimate at chance
+    does not veto (generated bench0004: 4 captions, confidence 0, best guess -43 ms against energy's
+    right +93 ms; bench0015 and bench0019 alike).
+    """
+    guess = forced.best_guess_ms
+    if forced.confidence < _VETO_MIN_CONFIDENCE or guess is None or abs(guess - energy.text_offset_ms) <= _DISAGREE_MS:
+        return energy  # forced alignment whose words agree no better than chance cannot veto
+    return _abstain("methods_disagree", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
+                    confidence=min(energy.confidence, forced.confidence), best_guess_ms=energy.text_offset_ms,
+                    found=f"caption edges say {energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), "
+                          f"forced alignment of their words {guess:+.0f} ms",
+                    needed=f"agreement within {_DISAGREE_MS:g} ms")
+
+
+CAPTION_MARGIN_SECONDS = 0.25
+"""Caption edges are loose: each caption's words are searched this far beyond its ``[start, stop)``."""
+
+
+def caption_words(
+    audio: AudioClip,
+    transcript: Transcript,
+    *,
+    text_offset_ms: float = 0.0,
+    margin_seconds: float = CAPTION_MARGIN_SECONDS,
+    decoder: Optional[Any] = None,
+) -> tuple[Transcript, int]:
+    """Give each caption without words its words, by forced alignment inside the caption.
+
+    ::
+
+        transcript clock   [caption s ............ e)            (stamps, ``text_offset_ms`` late)
+        audio clock      [s - off - margin ........ e - off + margin)   forced_align_words → words
+        result           words + off, back on the transcript clock, inside the caption's Span
+
+    Args:
+        audio: decoded audio.
+        transcript: captions (spans that already have words are kept as they are).
+        text_offset_ms: the transcript offset (DESIGN.md sign) to apply before aligning.
+        margin_seconds: search this far beyond each caption's edges (at most half-way to the next or previous caption).
+        decoder: a pocketsphinx decoder to reuse; default: one per process.
+
+    Returns:
+        ``(transcript, failed)``: the transcript with words for every caption that aligned, and how many
+        captions with text got none (alignment failed or refused; the caption itself is kept).
+
+    Raises:
+        ImportError: pocketsphinx is not installed.
+    """
+    if margin_seconds < 0:
+        raise ValueError(f"margin_seconds must be >= 0, got {margin_seconds = }")
+    decoder = decoder if decoder is not None else _shared_decoder()
+    shift = text_offset_ms / 1000.0
+    spans, failed = [], 0
+    ordered = transcript.spans
+    for i, span in enumerate(ordered):
+        # The margin stops half-way to a neighbouring caption: another caption's speech inside the window
+        # (words the text does not hold) pulls the edge words towards it.
+        before = min(margin_seconds, max(0.0, (span.start_seconds - ordered[i - 1].stop_seconds) / 2)) if i else margin_seconds
+        after = (min(margin_seconds, max(0.0, (ordered[i + 1].start_seconds - span.stop_seconds) / 2))
+                 if i + 1 < len(ordered) else margin_seconds)
+        lo = max(span.start_seconds - shift - before, audio.start_seconds)
+        hi = min(span.stop_seconds - shift + after, audio.stop_seconds)
+        if span.words or not normalise_words(span.text, limit=0):
+            spans.append(span)
+            continue
+        found = forced_align_words(audio, span.text, lo, hi, decoder=decoder) if hi > lo else ()
+        if not found:
+            failed += 1
+            spans.append(span)
+            continue
+        words = tuple(Word(w.text, w.start_seconds + shift, w.stop_seconds + shift) for w in found)
+        spans.append(dataclasses.replace(span, words=words))
+    return dataclasses.replace(transcript, spans=tuple(spans)), failed

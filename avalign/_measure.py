@@ -7,7 +7,8 @@ from typing import Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATION_MAX_WIDTH", "count_words", "format_measurement", "measure", "measure_sample", "read_video_for_estimation"]
+__all__ = ["ESTIMATION_MAX_WIDTH", "count_words", "format_measurement", "measure", "measure_aligned", "measure_sample",
+           "read_video_for_estimation"]
 
 ESTIMATION_MAX_WIDTH = 256
 """Frames are decoded at most this wide for estimation: the estimators use per-frame luma changes only,
@@ -39,6 +40,12 @@ def _round(x: Optional[float], digits: int = 3) -> Optional[float]:
 
 def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, estimate: bool = True, **given) -> dict:
     """The ``measure`` record for decoded media (used by ``measure``, ``preprocess`` and ``report``)."""
+    return measure_aligned(video, audio, transcript, sample_rate=sample_rate, estimate=estimate, **given)[0]
+
+
+def measure_aligned(video, audio, transcript=None, *, sample_rate: int = 16000, estimate: bool = True, **given):
+    """``(record, AlignedSample)``: :func:`measure_sample`'s record and the aligned sample it came from (whose
+    ``transcript`` carries caption words from forced alignment, for preprocessing to store)."""
     import aligner
 
     sample = aligner.align(video, audio, transcript, sample_rate=sample_rate, estimate=estimate, **given)
@@ -82,17 +89,26 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
             "num_samples": sample.audio.num_samples,
             "spans_outside": r.spans_outside,
         },
-        "words": [
-            {k: v for k, v in w.to_json().items() if k not in ("level", "token_start", "token_stop")} for w in sample.words
-        ],
-    }
+        "text_abstain": r.text_abstain,
+        "caption_words_failed": r.caption_words_failed,
+        "segments": [_span_json(s) for s in sample.segments],
+        "words": [_span_json(w) for w in sample.words],
+    }, sample
+
+
+def _span_json(span) -> dict:
+    """A word or segment in the ``measure`` schema: text, seconds and frame/sample ranges (half-open)."""
+    return {k: v for k, v in span.to_json().items() if k not in ("level", "token_start", "token_stop")}
 
 
 def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto",
+            av_offset_ms: Optional[float] = None, max_offset_ms: float = 500.0,
             transcript_format: Optional[str] = None) -> dict:
     """Decode ``media`` (and ``transcript``), estimate offsets and drift, return the ``measure`` record.
 
-    ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``);
+    ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``).
+    ``av_offset_ms`` (known A/V offset, ms) is used instead of the A/V estimate (``av_method`` then says so);
+    ``max_offset_ms`` is the estimators' search range (``aligner.align``'s ``max_offset_ms``);
     ``transcript_format`` is ``read_transcript``'s ``format`` (None: from the suffix, else the content).
 
     Audio-only media are accepted: the A/V fields are then null and words are on the audio timeline.
@@ -109,7 +125,9 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
             raise
         video = None
     text = loaders.read_transcript(transcript, format=transcript_format) if transcript else None
-    record = measure_sample(video, audio, text, sample_rate=sample_rate, text_method=text_method)
+    given = {"av_offset_ms": av_offset_ms} if av_offset_ms is not None else {}
+    record = measure_sample(video, audio, text, sample_rate=sample_rate, text_method=text_method,
+                            max_offset_ms=max_offset_ms, **given)
     record["media"] = media
     record["transcript"] = transcript
     if video is None:
@@ -146,12 +164,20 @@ def format_measurement(record: dict) -> str:
             f"text offset {show(record['text_offset_ms'], ' ms')}  (confidence {record['text_confidence']}, "
             f"{record['text_method']}; > 0: stamps late)"
         )
-        lines.append("")
-        lines.append(f"{'word':<18}{'start s':>9}{'stop s':>9}{'frames':>12}{'samples':>18}")
-        for w in record["words"]:
-            frames = "-" if w["frame_start"] is None else f"[{w['frame_start']},{w['frame_stop']})"
-            lines.append(
-                f"{w['text'][:17]:<18}{w['start_seconds']:>9.3f}{w['stop_seconds']:>9.3f}{frames:>12}"
-                f"{'[' + str(w['sample_start']) + ',' + str(w['sample_stop']) + ')':>18}"
-            )
+        why = record.get("text_abstain")
+        if why:
+            guess = "none" if why["best_guess_ms"] is None else f"{why['best_guess_ms']} ms"
+            lines += [f"  why       {why['reason']}: found {why['found']}; needed {why['needed']}",
+                      f"  best guess {guess} (not applied)", f"  hint      {why['hint']}"]
+        if record.get("caption_words_failed"):
+            lines.append(f"  {record['caption_words_failed']} caption(s) could not be split into words (kept as segments)")
+        for title, items in (("segment", record.get("segments", [])), ("word", record["words"])):
+            lines.append("")
+            lines.append(f"{title:<18}{'start s':>9}{'stop s':>9}{'frames':>12}{'samples':>18}")
+            for w in items:
+                frames = "-" if w["frame_start"] is None else f"[{w['frame_start']},{w['frame_stop']})"
+                lines.append(
+                    f"{w['text'][:17]:<18}{w['start_seconds']:>9.3f}{w['stop_seconds']:>9.3f}{frames:>12}"
+                    f"{'[' + str(w['sample_start']) + ',' + str(w['sample_stop']) + ')':>18}"
+                )
     return "\n".join(lines)

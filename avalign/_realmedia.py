@@ -9,6 +9,10 @@ Two sources, both from package registries through their ordinary clients:
   42 MB): ``psychopy/demos/coder/stimuli/jwpIntro.mp4`` (5.8 s, 640x480 at 2997/100 fps, H.264 + AAC
   48 kHz) and ``psychopy/tests/data/testMovie.mp4`` (7.8 s, 352x288 at 2500/83 fps, MPEG-4 + AAC 44.1 kHz):
   a person speaking to the camera, no cuts.
+- Hand-timed real speech (:func:`fetch_hand_timed_speech`): praatio 6.2.2's sdist ``examples/files``
+  (bobby, mary, damon_set_test: WAV + word TextGrid) and praat-parselmouth 0.4.7's sdist
+  ``tests/data/the_north_wind_and_the_sun`` (WAV + phoneme TextGrid), via
+  ``pip download --no-deps --no-binary NAME NAME==VERSION``; each extracted file SHA-256 pinned.
 - LibriVox read speech (five 16 kHz utterances, 3-7 s, with their transcription) from Debian's
   ``pocketsphinx-testdata``: the installed ``/usr/share/pocketsphinx/test/data/librivox`` when present,
   else ``apt-get download pocketsphinx-testdata`` + ``dpkg-deb -x`` into CACHE (no root needed).
@@ -37,8 +41,10 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "BIGBUCKBUNNY_SHA256",
+    "HandTimedUtterance",
     "LibriVoxUtterance",
     "fetch_bigbuckbunny",
+    "fetch_hand_timed_speech",
     "fetch_librivox",
     "fetch_psychopy_clip",
     "inject_av_shift",
@@ -211,3 +217,106 @@ def fetch_librivox(cache_dir: str | Path) -> list[LibriVoxUtterance]:
     if not utterances:
         raise FileNotFoundError(f"{debs[0]} holds no LibriVox utterances")
     return utterances
+
+
+@dataclass(frozen=True)
+class HandTimedUtterance:
+    """Real speech with word starts timed by hand (a phonetician's TextGrid), from a PyPI sdist."""
+
+    key: str
+    """Short name: ``bobby``, ``mary``, ``damon``, ``north_wind``."""
+    wav_path: Path
+    """The recording (mono WAV; 16, 44.1 or 48 kHz)."""
+    words: tuple[tuple[str, float], ...]
+    """``(word, start_seconds)`` in order, from the annotation."""
+    role: str
+    """``tune`` (used to measure ``aligner._forced.FORCED_LEAD_MS``) or ``report`` (held out)."""
+
+
+_HAND_TIMED = {
+    # key: (requirement, member stem in the sdist, word tier, SHA-256 of the WAV, SHA-256 of the TextGrid, role)
+    "bobby": ("praatio==6.2.2", "praatio-6.2.2/examples/files/bobby", "_words", "word",
+              "ef90ac96088ae0dd54dcf4a8e8588c746cf8ded163fec6780709426066699f88",
+              "cb7aba876b268cbc6d5806a893be153c04fe67dbb4a13a7db66dd681570c3f22", "tune"),
+    "mary": ("praatio==6.2.2", "praatio-6.2.2/examples/files/mary", "", "word",
+             "d7770bbc5668ba0aed9e7182147f5ccd6fd2ad1eb5c21fc75a1b9096bc715ad1",
+             "3b26aa7940fccc0534b50ada3c8a8c8d4bdd26d34b14c858b723f4eddb704493", "tune"),
+    "damon": ("praatio==6.2.2", "praatio-6.2.2/examples/files/damon_set_test", "", "words",
+              "ace0c1083c9b515de31b57a0821ac0cdf44e65ec497137ec2108b41a3a91cb72",
+              "348a9876e341ac113698d05144b73a19dee49b6e70601e9eb29fa87d3c344cd6", "tune"),
+    "north_wind": ("praat-parselmouth==0.4.7", "praat_parselmouth-0.4.7/tests/data/the_north_wind_and_the_sun", "",
+                   "phonemes", "a5452a671d34fa7d4967dd644f7db9623e779649fc9f0d31c0b5196fc0b0a1e8",
+                   "c8c748bdb4eaa01b0e50ed63420a7fdfb74ec6331d3266d4ea6a92346cdac275", "report"),
+}
+"""Hand-timed speech in two PyPI sdists; praatio's three files tune, parselmouth's North Wind reports."""
+# The North Wind TextGrid has a phoneme tier only; its words, as phoneme counts of the annotation
+# ("ðə nɔθ wɪnd ən ə sʌn": the second "the" is one reduced vowel). A word starts at its first phoneme.
+_NORTH_WIND_WORDS = (("the", 2), ("north", 3), ("wind", 4), ("and", 2), ("the", 1), ("sun", 3))
+
+
+def _sdist_members(cache: Path, requirement: str, members: list[str], *, timeout_seconds: float = 600.0) -> list[Path]:
+    """Extract ``members`` of ``requirement``'s sdist into ``cache`` (``pip download --no-binary`` on first use).
+
+    Only the sdist itself is built from source (``--no-binary NAME``): ``:all:`` would also compile its
+    build dependencies (CMake) from source just to read the metadata.
+    """
+    import tarfile
+
+    name, version = requirement.split("==")
+    paths = [cache / m for m in members]
+    if all(p.exists() for p in paths):
+        return paths
+    pattern = f"{name.replace('-', '_')}-{version}.tar.gz"
+    sdists = sorted(cache.glob(pattern)) or sorted(cache.glob(f"{name}-{version}.tar.gz"))
+    if not sdists:
+        _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, "--disable-pip-version-check",
+              requirement, "-d", str(cache)], timeout_seconds=timeout_seconds)
+        sdists = sorted(cache.glob(pattern)) or sorted(cache.glob(f"{name}-{version}.tar.gz"))
+    if not sdists:
+        raise FileNotFoundError(f"pip download {requirement} left no sdist in {cache}")
+    try:
+        with tarfile.open(sdists[0]) as tar:
+            for member in members:
+                info = tar.getmember(member)
+                if not info.isfile():
+                    raise FileNotFoundError(f"{member} in {sdists[0]} is not a regular file")
+                data = tar.extractfile(info).read()
+                (cache / member).parent.mkdir(parents=True, exist_ok=True)
+                (cache / member).write_bytes(data)
+    except (KeyError, tarfile.TarError) as e:
+        raise FileNotFoundError(f"{sdists[0]} has no readable {members}: {e}") from e
+    return paths
+
+
+def fetch_hand_timed_speech(cache_dir: str | Path) -> list[HandTimedUtterance]:
+    """praatio 6.2.2's bobby, mary and damon_set_test and praat-parselmouth 0.4.7's North Wind recordings,
+    with their hand-timed word starts (sdists from PyPI on first use; files checked against pinned SHA-256).
+
+    Raises:
+        FileNotFoundError: a download failed, or a file is missing or differs from its pinned SHA-256.
+    """
+    from praatio import textgrid
+
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    out = []
+    for key, (requirement, stem, grid_suffix, tier, wav_sha, grid_sha, role) in _HAND_TIMED.items():
+        wav, grid = _sdist_members(cache, requirement, [f"{stem}.wav", f"{stem}{grid_suffix}.TextGrid"])
+        for path, expected in ((wav, wav_sha), (grid, grid_sha)):
+            digest = _sha256(path)
+            if digest != expected:
+                path.unlink()
+                raise FileNotFoundError(f"{path.name} has SHA-256 {digest}, expected {expected}")
+        entries = textgrid.openTextgrid(str(grid), includeEmptyIntervals=False).getTier(tier).entries
+        if key == "north_wind":
+            labels = [e.label for e in entries]
+            if len(labels) != sum(n for _, n in _NORTH_WIND_WORDS):
+                raise FileNotFoundError(f"{grid.name}: {len(labels)} phonemes, expected the annotated sentence")
+            words, position = [], 0
+            for word, count in _NORTH_WIND_WORDS:
+                words.append((word, float(entries[position].start)))
+                position += count
+        else:
+            words = [(e.label.lower(), float(e.start)) for e in entries]
+        out.append(HandTimedUtterance(key, wav, tuple(words), role))
+    return out

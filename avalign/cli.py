@@ -44,6 +44,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from avalign._measure import format_measurement, measure
 
     record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate, text_method=args.text_method,
+                     av_offset_ms=args.av_offset_ms, max_offset_ms=args.max_offset_ms,
                      transcript_format=args.transcript_format)
     print(json.dumps(record, indent=2) if args.json else format_measurement(record))
     return 0
@@ -122,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--text-method", choices=("auto", "energy", "forced"), default="auto",
                          help="transcript offset: speech energy, pocketsphinx forced alignment, or auto = energy, then "
                               "forced alignment when energy abstains (default auto; forced needs avalign[align])")
+    measure.add_argument("--av-offset-ms", type=float, default=None,
+                         help="known A/V offset (ms, > 0: audio lags): used instead of estimating it (e.g. when the "
+                              "estimator abstains on a talking head)")
+    measure.add_argument("--max-offset-ms", type=float, default=500.0,
+                         help="search range ±MS of the A/V and transcript offset estimators (default 500)")
     measure.set_defaults(func=_cmd_measure)
 
     bench = sub.add_parser(

@@ -11,6 +11,7 @@ import torch
 
 from aligner._forced import forced_align_words, normalise_words
 from loaders._records import AudioClip
+from tests.test_text_forced import with_noise_floor
 
 pytest.importorskip("pocketsphinx")
 
@@ -26,7 +27,7 @@ def _speech_clip(text: str):
     except OSError as e:  # libespeak-ng missing
         pytest.skip(f"espeak-ng unavailable: {e}")
     pad = np.zeros(int(0.3 * speech.sample_rate), np.float32)
-    samples = np.concatenate([pad, speech.samples.astype(np.float32), pad])
+    samples = with_noise_floor(np.concatenate([pad, speech.samples.astype(np.float32), pad]), snr_db=30.0)
     audio = AudioClip(torch.from_numpy(samples)[None], speech.sample_rate, 1.0)
     return audio, [1.3 + w.start_seconds for w in speech.words]
 

@@ -135,7 +135,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
     import torch
 
     import loaders
-    from avalign._measure import measure_sample
+    from avalign._measure import measure_aligned
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -159,9 +159,12 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
                     raise
                 video, index = None, None
             try:
-                record = measure_sample(video, audio, transcript, sample_rate=sample_rate)
+                record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate)
             except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
                 raise sample_error(e, stage="align") from e  # the key is filled in by process_sample
+            if transcript is not None:  # num_words counts the input's words, as before caption words were added
+                num_words = count_words(transcript)
+                transcript = aligned.transcript  # with caption words (forced alignment): loading need not redo it
         finally:
             if limits is not None:
                 limits.unregister()
@@ -169,7 +172,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
         torch.set_num_threads(threads)
     if video is None:
         record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
-    words = count_words(transcript) if transcript is not None else 0
+    words = num_words if transcript is not None else 0
     return {
         "record": record,
         "frames": index.to_json() if index is not None else None,

@@ -325,9 +325,10 @@ def make_wild_clip(spec: WildSpec, out_dir: Path) -> dict:
         pts = _nominal_pts(spec)
         flash_frames = [int(np.searchsorted(pts, e.video_seconds - 1e-9)) for e in spec.events]
         num_samples = round(spec.duration_seconds * spec.sample_rate)
-        # The mouth follows the speech heard at the matching audio time (true lip sync), so speech first.
+        # The mouth follows the speech heard mouth_lead_ms later (lips lead the sound), so speech first.
         speech, sentences, envelope = _speech(spec, num_samples, np.random.default_rng(spec.seed + 1))
-        audio_index = np.clip(np.round((pts * drift + offset) * spec.sample_rate).astype(np.int64), 0, num_samples - 1)
+        heard = (pts + spec.mouth_lead_ms / 1000.0) * drift + offset  # the lips lead the sound by mouth_lead_ms
+        audio_index = np.clip(np.round(heard * spec.sample_rate).astype(np.int64), 0, num_samples - 1)
         mouth = np.clip(envelope[audio_index] / (np.percentile(envelope, 99) + 1e-9), 0, 1)
         video_only = work / f"video.{spec.container}"
         rate = "30" if spec.vfr else spec.fps

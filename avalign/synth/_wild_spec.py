@@ -121,6 +121,9 @@ class WildSpec:
     """No events: only speech, mouth and camera; the A/V estimator must abstain."""
     sentences: tuple[str, ...] = field(default_factory=tuple)
     """espeak sentences in the bed (in order)."""
+    mouth_lead_ms: float = 0.0
+    """The mouth shows the speech envelope heard this long later (ms, 0..40): lips move before the sound,
+    as in real speech; its brightness changes correlate with the audio near, not at, the true offset."""
     width: int = 160
     """Frame width (pixels)."""
     height: int = 120
@@ -210,5 +213,7 @@ def wild_specs(seeds: range | list[int], *, prefix: str = "wild") -> list["WildS
             num_objects=rng.choice((0, 1, 2, 4)), mouth=talking_head or rng.random() < 0.5, cut_seconds=tuple(sorted(cuts)),
             reverb=0.0 if rng.random() < 0.5 else round(rng.uniform(20.0, 80.0)),
             reencode_kbps=rng.choice((0, 0, 32, 64)), video_crf=rng.choice((23, 30, 36, 40)),
-            talking_head=talking_head, sentences=sentences))
+            talking_head=talking_head, sentences=sentences,
+            # A separate stream: the fields above keep the values they had before this one existed.
+            mouth_lead_ms=round(random.Random(seed * 104729 + 3).uniform(0.0, 40.0), 1)))
     return specs

@@ -1,0 +1,67 @@
+"""#13 item 3: forced alignment's memory is bounded whatever the transcript's word count.
+
+Before: ~5 KB per word in pocketsphinx's alignment (20k words -> 0.83 GB, 300k -> 2.2 GB on a 2 s clip;
+a 50 MB single-cue SRT reached 24 GB). Oracle: the peak RSS (``ru_maxrss``) of a fresh subprocess, after
+the inputs are built and the decoder is warm, versus after the alignment calls.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pocketsphinx")
+
+ROOT = Path(__file__).resolve().parents[1]
+PEAK_GROWTH_LIMIT_MB = 150.0
+
+_CHILD = r"""
+import json, logging, resource, sys
+import numpy as np, torch
+from loaders._records import AudioClip, Span, Transcript, Word
+import aligner
+from aligner._forced import forced_align_words
+from aligner._text_forced import _shared_decoder, caption_words, estimate_text_offset_forced
+
+rate = 16000
+audio = AudioClip(torch.from_numpy(np.random.default_rng(0).standard_normal(2 * rate).astype(np.float32) * 0.1)[None], rate, 0.0)
+huge_text = "the quick brown fox jumps over a lazy dog " * 35000             # 315k words, one cue (~1.5 MB)
+cue = Transcript((Span(huge_text[:-1], 0.0, 2.0),))
+many = Transcript(tuple(Span("word", i * 1e-4, i * 1e-4 + 1e-4, (Word("word", i * 1e-4, i * 1e-4 + 1e-4),)) for i in range(20000)))
+decoder = _shared_decoder()
+forced_align_words(audio, "the quick brown fox", 0.0, 2.0, decoder=decoder)   # warm up the decoder
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+results = {
+    "single_cue_words": len(forced_align_words(audio, huge_text, 0.0, 2.0, decoder=decoder)),
+    "single_cue_offset": estimate_text_offset_forced(audio, cue, decoder=decoder).method,
+    "many_words_offset": estimate_text_offset_forced(audio, many, decoder=decoder).method,
+    "caption_failed": caption_words(audio, cue, decoder=decoder)[1],
+    "align_failed": aligner.align(None, audio, cue, estimate=False).report.caption_words_failed,
+}
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"growth_mb": (after - before) / 1024.0, **results}))
+"""
+
+
+def test_peak_memory_bounded_on_huge_transcripts():
+    proc = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["growth_mb"] <= PEAK_GROWTH_LIMIT_MB, result
+    assert result["single_cue_words"] == 0  # refused: more words than MAX_ALIGN_WORDS
+    assert result["single_cue_offset"].startswith("abstain:") and result["many_words_offset"].startswith("abstain:")
+    assert result["caption_failed"] == 1 and result["align_failed"] == 1  # the caption is kept, without words
+
+
+def test_refusal_reasons():
+    from aligner._forced import MAX_ALIGN_WORDS, alignment_refusal, normalise_words
+
+    assert alignment_refusal(10, 3.0) is None
+    assert alignment_refusal(MAX_ALIGN_WORDS + 1, 10_000.0) == "too_many_words"
+    assert alignment_refusal(100, 700.0) == "too_long"
+    assert alignment_refusal(50, 2.0) == "words_do_not_fit"
+    assert len(normalise_words("a " * 100_000, limit=5)) == 6  # stops splitting past the limit
