@@ -101,6 +101,56 @@ def _span_json(span) -> dict:
     return {k: v for k, v in span.to_json().items() if k not in ("level", "token_start", "token_stop")}
 
 
+def decode_for_measure(media, *, name: str, **options):
+    """``(video or None, frame index or None, audio, video_only)``: the one decode rule of ``measure``,
+    ``preprocess`` and ``report``. Audio-only media (no video stream) give ``video=None``; video-only media (no
+    audio stream) give a 0-sample audio track at the video's first pts and ``video_only=True`` (nothing to
+    estimate against: :func:`null_unmeasurable` then nulls the offsets). Media with neither raise the
+    ``missing_audio`` :class:`loaders.DecodeError`. ``options`` go to both readers (``max_duration_seconds``)
+    and to ``read_video`` (``num_threads``, ``max_pixels``).
+    """
+    import torch
+
+    import loaders
+
+    audio = None
+    try:
+        audio = loaders.read_audio(media, name=name, max_duration_seconds=options.get("max_duration_seconds"))
+    except loaders.DecodeError as e:
+        if e.reason != "missing_audio":
+            raise
+        missing_audio = e
+    try:
+        video, index = read_video_for_estimation(media, name=name, **options)
+    except loaders.DecodeError as e:
+        if e.reason != "missing_video" or audio is None:
+            raise missing_audio if audio is None and e.reason == "missing_video" else e
+        video, index = None, None
+    if audio is not None:
+        return video, index, audio, False
+    start_seconds = float(video.pts_seconds[0]) if video.num_frames else float(video.metadata.start_seconds or 0.0)
+    return video, index, loaders.AudioClip(torch.zeros((1, 0), dtype=torch.float32), 16000, start_seconds), True
+
+
+def null_unmeasurable(record: dict, *, video, video_only: bool, decode_errors: int = 0) -> dict:
+    """Null what could not be measured: the A/V fields without video or without audio, the text offset and the
+    spans' sample ranges without audio; record ``decode_errors`` (packets the decoders skipped). Returns ``record``."""
+    if video is None or video_only:
+        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
+    if video_only:  # no samples to index: sample ranges are null, as frame ranges are for audio-only media
+        record.update(text_offset_ms=None, text_confidence=None)
+        for span in (record.get("segments") or []) + (record.get("words") or []):
+            span.update(sample_start=None, sample_stop=None)
+    record["decode_errors"] = int(decode_errors)
+    return record
+
+
+def decode_errors_of(video, audio) -> int:
+    """Packets the decoders skipped in ``video`` and ``audio`` (either may be None)."""
+    meta = getattr(video, "metadata", None)
+    return int(getattr(meta, "decode_errors", 0) or 0) + int(getattr(audio, "decode_errors", 0) or 0)
+
+
 def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto",
             av_offset_ms: Optional[float] = None, max_offset_ms: float = 500.0,
             transcript_format: Optional[str] = None) -> dict:
@@ -111,28 +161,21 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     ``max_offset_ms`` is the estimators' search range (``aligner.align``'s ``max_offset_ms``);
     ``transcript_format`` is ``read_transcript``'s ``format`` (None: from the suffix, else the content).
 
-    Audio-only media are accepted: the A/V fields are then null and words are on the audio timeline.
+    Audio-only media are accepted: the A/V fields are then null and words are on the audio timeline. Video-only
+    media are accepted: A/V and text offsets are null (no audio to measure against).
     """
     import loaders
 
     if not os.path.exists(media):
         raise FileNotFoundError(f"media file not found: {media!r}")
-    audio = loaders.read_audio(media, name=media)
-    try:
-        video, _ = read_video_for_estimation(media, name=media)
-    except loaders.DecodeError as e:
-        if e.reason != "missing_video":
-            raise
-        video = None
+    video, _, audio, video_only = decode_for_measure(media, name=media)
     text = loaders.read_transcript(transcript, format=transcript_format) if transcript else None
     given = {"av_offset_ms": av_offset_ms} if av_offset_ms is not None else {}
     record = measure_sample(video, audio, text, sample_rate=sample_rate, text_method=text_method,
-                            max_offset_ms=max_offset_ms, **given)
+                            max_offset_ms=max_offset_ms, estimate=not video_only, **given)
     record["media"] = media
     record["transcript"] = transcript
-    if video is None:
-        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
-    return record
+    return null_unmeasurable(record, video=video, video_only=video_only, decode_errors=decode_errors_of(video, audio))
 
 
 def format_measurement(record: dict) -> str:

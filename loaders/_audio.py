@@ -12,12 +12,16 @@ Resampling uses soxr (the SoX resampler, "HQ": linear phase, its delay removed),
 output is still at ``start_seconds``; the output length is the half-up count of the input duration
 at the new rate. Gaps between decoded frames are filled with silence and overlaps trimmed, so
 sample ``n`` is always at ``start_seconds + n / sample_rate``.
+
+Speed: frames are copied into large blocks as they are decoded (no per-frame arrays), and with
+``mono=True`` and a new rate each full block is downmixed and resampled on a helper thread while
+decoding goes on (the result is bit-identical to resampling the whole at once).
 """
 from __future__ import annotations
 
 import logging
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -85,6 +89,134 @@ def _planar(frame, packer: list) -> np.ndarray:
     return array.astype(np.float32, copy=False)
 
 
+_SAMPLE_DTYPES = {"u8": np.uint8, "s16": np.int16, "s32": np.int32, "s64": np.int64, "flt": np.float32, "dbl": np.float64}
+"""FFmpeg sample formats (planar ones end in ``p``) and their numpy types."""
+_BLOCK_SAMPLES = 1 << 18
+"""Samples per block of :class:`_SampleBuffer` (5.5 s at 48 kHz: 2 MiB per stereo block)."""
+
+
+class _SampleBuffer:
+    """Decoded samples copied frame by frame into float32 ``[C, 2**18]`` blocks, joined once at the end.
+
+    Per frame this costs a few numpy views and copies (~3 µs for a stereo AAC frame) instead of
+    ``to_ndarray`` + ``vstack`` + a list of small pieces concatenated at the end (~30 µs, measured on 600 s
+    of AAC: 28,125 frames). Nothing is sized from the header (a corrupt one cannot make it allocate), and
+    the join downmixes to mono on the way (:meth:`join`). Channel rule (as before): the output has as many
+    rows as the widest frame; a stretch of frames with fewer channels contributes its first channel to
+    every row.
+    """
+
+    def __init__(self, on_block: Optional[Callable[[np.ndarray, int], None]] = None) -> None:
+        self._blocks: list[tuple[np.ndarray, int]] = []  # (block [C, _BLOCK_SAMPLES], samples used)
+        self._block: Optional[np.ndarray] = None
+        self._used = 0
+        self.count = 0
+        self._on_block = on_block  # called with (block, samples used) when a block is full (and by finish())
+
+    def reserve(self, channels: int, n: int) -> np.ndarray:
+        """The ``[C, n]`` view the next ``n`` samples go to (``C`` >= ``channels``)."""
+        block = self._block
+        if block is None or self._used + n > block.shape[1] or channels > block.shape[0]:
+            if block is not None:
+                self._blocks.append((block, self._used))
+                if self._on_block is not None:
+                    self._on_block(block, self._used)
+            rows = max(channels, block.shape[0] if block is not None else 0)
+            block = self._block = np.empty((rows, max(_BLOCK_SAMPLES, n)), dtype=np.float32)
+            self._used = 0
+        view = block[:, self._used : self._used + n]
+        self._used += n
+        self.count += n
+        return view
+
+    def _put(self, data: np.ndarray) -> int:
+        view = self.reserve(data.shape[0], data.shape[1])
+        view[...] = data if data.shape[0] == view.shape[0] else data[:1]
+        return data.shape[1]
+
+    def write(self, frame, cut: int, packer: list) -> int:
+        """Copy ``frame``'s samples from ``cut`` on, as float32 in [-1, 1); returns how many were written."""
+        fmt = frame.format
+        channels = frame.layout.nb_channels
+        n = frame.samples
+        planar = fmt.is_planar
+        if planar and channels > 2:  # PyAV's planes are wrong for these: FFmpeg's packer (see _planar)
+            return self._put(_planar(frame, packer)[:, cut:])
+        name = fmt.name[:-1] if planar else fmt.name
+        dtype = _SAMPLE_DTYPES.get(name)
+        if dtype is None:  # an unusual format: the general path
+            return self._put(_planar(frame, packer)[:, cut:])
+        m = n - cut
+        view = self.reserve(channels, m)
+        same = view.shape[0] == channels
+        if planar:
+            planes = frame.planes
+            if same:
+                for ch in range(channels):
+                    view[ch] = np.frombuffer(planes[ch], dtype, count=n)[cut:]
+            else:
+                view[...] = np.frombuffer(planes[0], dtype, count=n)[cut:]
+        else:
+            packed = np.frombuffer(frame.planes[0], dtype, count=n * channels).reshape(n, channels)[cut:]
+            view[...] = packed.T if same else packed[:, 0]
+        if dtype is np.uint8:  # centred on 128
+            view -= 128.0
+            view *= 1.0 / 128.0
+        elif dtype not in (np.float32, np.float64):
+            view *= 1.0 / float(np.iinfo(dtype).max + 1)  # a power of two: exact, as the division was
+        return m
+
+    def finish(self) -> None:
+        """Hand the last, partly filled block to ``on_block``."""
+        if self._block is not None and self._on_block is not None:
+            self._on_block(self._block, self._used)
+
+    @property
+    def width(self) -> int:
+        """Rows of the joined array: the most channels any frame had."""
+        blocks = self._blocks + ([(self._block, self._used)] if self._block is not None else [])
+        return max((block.shape[0] for block, _ in blocks), default=1)
+
+    def join(self, gaps: list[tuple[int, int]], *, mono: bool) -> np.ndarray:
+        """All samples as one ``[C, N]`` array (``[1, N]``: the mean of the channels, when ``mono``), with
+        ``pad`` samples of silence inserted before decoded sample ``position`` for each ``(position, pad)``."""
+        blocks = self._blocks + ([(self._block, self._used)] if self._block is not None else [])
+        width = max((block.shape[0] for block, _ in blocks), default=1)
+        total = self.count + sum(pad for _, pad in gaps)
+        rows = 1 if mono else width
+        out = (np.zeros if gaps else np.empty)((rows, total), dtype=np.float32)
+        cuts = sorted({position for position, _ in gaps})
+        shift = {position: 0 for position in cuts}
+        for position, pad in gaps:
+            shift[position] += pad
+        decoded = 0
+        offset = 0  # silence inserted before the current decoded position
+        for block, used in blocks:
+            start = 0
+            while start < used:
+                while cuts and cuts[0] <= decoded + start:
+                    offset += shift[cuts.pop(0)]
+                stop = used if not cuts else min(used, cuts[0] - decoded)
+                at = decoded + start + offset
+                self._copy(block[:, start:stop], out[:, at : at + stop - start], width, mono)
+                start = stop
+            decoded += used
+        return out
+
+    @staticmethod
+    def _copy(source: np.ndarray, target: np.ndarray, width: int, mono: bool) -> None:
+        if source.shape[0] < width:  # a narrower stretch: its first channel on every row
+            target[...] = source[:1]
+        elif not mono or width == 1:
+            target[...] = source
+        else:  # the mean, summed in channel order as np.mean(axis=0) sums it
+            row = target[0]
+            np.add(source[0], source[1], out=row)
+            for ch in range(2, width):
+                row += source[ch]
+            row /= width
+
+
 def _tolerant_frames(container, stream, label: str, bad_packets: list):
     """Decoded frames of ``stream``; a packet the decoder rejects is skipped and its pts appended to
     ``bad_packets`` (as ``ffmpeg -i`` does), so its time becomes a gap that :func:`_decode_all` fills with silence."""
@@ -102,9 +234,92 @@ def _tolerant_frames(container, stream, label: str, bad_packets: list):
         yield from frames
 
 
+class _PipelinedResample:
+    """Mono downmix and soxr resampling of each full block on one helper thread while decoding goes on.
+
+    soxr releases the GIL, so on two cores the resampling costs next to nothing in wall time. The output is
+    bit-identical to joining everything and calling :func:`resample` (soxr's stream output does not depend on
+    how the input is chunked, and the downmix sums the channels in the same order), provided every block has
+    the final channel count: :meth:`result` returns None otherwise and the caller resamples the joined
+    samples. Silence of timestamp gaps is streamed where it belongs.
+    """
+
+    def __init__(self, from_rate: int, to_rate: int, gaps: list[tuple[int, int]]) -> None:
+        import soxr
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._stream = soxr.ResampleStream(from_rate, to_rate, 1, dtype="float32", quality="HQ")
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avalign-soxr")
+        self._futures: list = []
+        self._parts: list[np.ndarray] = []
+        self._gaps = gaps  # the decode loop's list, appended to as gaps are found
+        self._next_gap = 0
+        self._decoded = 0
+        self._rows: set[int] = set()
+        self._rates = (from_rate, to_rate)
+
+    def __call__(self, block: np.ndarray, used: int) -> None:
+        """Queue ``block[:, :used]`` (the next decoded samples) with the gaps that fall inside it."""
+        silence = []
+        while self._next_gap < len(self._gaps) and self._gaps[self._next_gap][0] < self._decoded + used:
+            position, pad = self._gaps[self._next_gap]
+            silence.append((position - self._decoded, pad))
+            self._next_gap += 1
+        self._decoded += used
+        self._rows.add(block.shape[0])
+        self._futures.append(self._pool.submit(self._process, block, used, silence))
+
+    def _push(self, mono: np.ndarray) -> None:
+        if mono.size:
+            self._parts.append(self._stream.resample_chunk(mono.reshape(-1, 1)))
+
+    def _process(self, block: np.ndarray, used: int, silence: list[tuple[int, int]]) -> None:
+        at = 0
+        for position, pad in silence + [(used, 0)]:
+            if position > at:
+                piece = block[:, at:position]
+                if piece.shape[0] == 1:
+                    self._push(np.array(piece[0]))
+                else:
+                    row = np.add(piece[0], piece[1])
+                    for ch in range(2, piece.shape[0]):
+                        row += piece[ch]
+                    row /= piece.shape[0]
+                    self._push(row)
+            if pad:
+                self._push(np.zeros(pad, dtype=np.float32))
+            at = position
+
+    def result(self, width: int, total: int) -> Optional[np.ndarray]:
+        """The resampled ``[1, round_half_up(total * to / from)]`` samples, or None when a block had fewer
+        channels than ``width`` (the channel rule needs the joined array). Waits for the helper thread."""
+        for future in self._futures:
+            future.result()
+        if self._rows != {width}:
+            return None
+        trailing = sum(pad for position, pad in self._gaps[self._next_gap:])
+        if trailing:
+            self._push(np.zeros(trailing, dtype=np.float32))
+        self._parts.append(self._stream.resample_chunk(np.zeros((0, 1), dtype=np.float32), last=True))
+        out = np.concatenate(self._parts)[:, 0] if self._parts else np.zeros(0, dtype=np.float32)
+        from_rate, to_rate = self._rates
+        target = seconds_to_samples(total / from_rate, to_rate)
+        if out.size < target:
+            out = np.pad(out, (0, target - out.size))
+        return out[:target].reshape(1, -1)
+
+    def close(self) -> None:
+        for future in self._futures:
+            future.cancel()
+        self._pool.shutdown(wait=True)
+
+
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
-                max_duration_seconds: Optional[float] = None) -> tuple[np.ndarray, float, int, int]:
-    """Decode the stream: (samples [C, N], time of sample 0, rate, packets skipped), repairing gaps and overlaps.
+                max_duration_seconds: Optional[float] = None, *, mono: bool = False,
+                sample_rate: Optional[int] = None) -> tuple[np.ndarray, float, int, int]:
+    """Decode the stream: (samples [C, N], or [1, N] channel means when ``mono``, at ``sample_rate`` (default:
+    the stream's); time of sample 0; the stream's rate; packets skipped as undecodable), repairing gaps and
+    overlaps.
 
     Gaps are only counted while decoding and filled once the whole stream has been checked: timestamps
     that would need more silence than :data:`_GAP_FILL_ALLOWANCE_SECONDS` beyond the decoded audio, or an
@@ -119,39 +334,60 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                           f"frames (limit {_MAX_TICK_SECONDS} s): a corrupt header (mdhd timescale 0 or 1?)")
     if seek_seconds is not None:
         container.seek(int(math.floor(seek_seconds / float(time_base))), stream=stream, backward=True)
-    pieces: list = []  # float32 [C, n] arrays, or an int: that many samples of silence
+    gaps: list[tuple[int, int]] = []  # (position among the decoded samples, samples of silence inserted there)
+    out_rate = sample_rate or rate
+    pipeline = _PipelinedResample(rate, out_rate, gaps) if mono and out_rate != rate else None
+    buffer = _SampleBuffer(on_block=pipeline)
+    bad_packets: list = []
+    try:
+        total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds, bad_packets)
+        if pipeline is not None:
+            buffer.finish()
+            resampled = pipeline.result(buffer.width, total)
+            if resampled is not None:
+                return resampled, start, rate, len(bad_packets)
+    finally:
+        if pipeline is not None:
+            pipeline.close()
+    return resample(buffer.join(gaps, mono=mono), rate, out_rate), start, rate, len(bad_packets)
+
+
+def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer, gaps: list[tuple[int, int]],
+                 max_duration_seconds: Optional[float], bad_packets: list) -> tuple[int, float]:
+    """Decode every frame into ``buffer``, appending timestamp gaps to ``gaps`` and the pts of packets the
+    decoder rejects to ``bad_packets``; returns (samples including the silence of the gaps, time of sample 0).
+    Raises DecodeError as :func:`_decode_all` documents."""
     start: Optional[float] = None
     written = decoded = filled = 0
-    gaps = overlaps = 0
+    overlaps = 0
     packer: list = []
-    bad_packets: list = []
+    limit = None if max_duration_seconds is None else max_duration_seconds * rate
     for frame in _tolerant_frames(container, stream, label, bad_packets):
-        if frame.samples == 0:
+        n = frame.samples
+        if n == 0:
             continue
-        data = _planar(frame, packer)
-        if frame.time is not None:
+        cut = 0
+        t = frame.time
+        if t is not None:
             if start is None:
-                start = float(frame.time)
-            expected = start + written / rate
-            drift = float(frame.time) - expected
+                start = float(t)
+            drift = float(t) - (start + written / rate)
             if drift > _GAP_TOLERANCE_SECONDS:
                 pad = seconds_to_samples(drift, rate)
-                pieces.append(pad)
+                gaps.append((decoded, pad))
                 written += pad
                 filled += pad
-                gaps += 1
             elif drift < -_GAP_TOLERANCE_SECONDS:
-                cut = min(seconds_to_samples(-drift, rate), data.shape[1])
-                data = data[:, cut:]
+                cut = min(seconds_to_samples(-drift, rate), n)
                 overlaps += 1
         elif start is None:
             start = 0.0
-        pieces.append(data)
-        written += data.shape[1]
-        decoded += data.shape[1]
+        kept = buffer.write(frame, cut, packer) if cut < n else 0
+        written += kept
+        decoded += kept
         if filled > decoded + _GAP_FILL_ALLOWANCE_SECONDS * rate and filled > decoded * 8:
             break  # already hopeless: stop decoding (refused below)
-        if max_duration_seconds is not None and written > max_duration_seconds * rate:
+        if limit is not None and written > limit:
             break  # over the limit: refused below, without decoding the rest
     if start is None:
         raise DecodeError(f"{label}: the audio stream decoded to no samples (corrupt or truncated?)")
@@ -160,22 +396,12 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
             f"{label}: the audio timestamps span {written / rate:.3f} s but the stream holds {decoded / rate:.3f} s of "
             f"samples ({filled / rate:.3f} s of gaps): timestamps in the wrong unit (corrupt mdhd timescale?)"
         )
-    if max_duration_seconds is not None and written > max_duration_seconds * rate:
+    if limit is not None and written > limit:
         raise DecodeError(f"{label}: the audio spans {written / rate:.3f} s, over max_duration_seconds="
                           f"{max_duration_seconds:g}; raise the limit to decode it", reason="too_large")
     if gaps or overlaps:
-        logger.info("%s: filled %d audio gap(s) with silence, trimmed %d overlap(s)", label, gaps, overlaps)
-    width = max((p.shape[0] for p in pieces if not isinstance(p, int)), default=1)
-    out = np.zeros((width, written), dtype=np.float32)
-    at = 0
-    for piece in pieces:
-        if isinstance(piece, int):
-            at += piece
-            continue
-        n = piece.shape[1]
-        out[:, at:at + n] = piece if piece.shape[0] == width else piece[:1]  # a mono stretch is copied to every channel
-        at += n
-    return out, start, rate, len(bad_packets)
+        logger.info("%s: filled %d audio gap(s) with silence, trimmed %d overlap(s)", label, len(gaps), overlaps)
+    return written, start
 
 
 def read_audio(
@@ -237,13 +463,11 @@ def read_audio(
             seek = None
             if start_seconds is not None and start_seconds > 2 * _SEEK_MARGIN_SECONDS:
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
-            samples, first_seconds, rate, decode_errors = _decode_all(container, stream, label, seek, max_duration_seconds)
+            samples, first_seconds, rate, decode_errors = _decode_all(
+                container, stream, label, seek, max_duration_seconds, mono=mono, sample_rate=sample_rate)
         finally:
             container.close()
-        if mono and samples.shape[0] > 1:
-            samples = samples.mean(axis=0, keepdims=True)
         out_rate = sample_rate or rate
-        samples = resample(samples, rate, out_rate)
     except DecodeError:
         raise
     except MemoryError as e:
@@ -263,8 +487,11 @@ def read_audio(
         b = min(max(seconds_to_samples(hi - first_seconds, out_rate), a), samples.shape[1])
         samples = samples[:, a:b]
         first_seconds = first_seconds + a / out_rate
+    samples = np.ascontiguousarray(samples, dtype=np.float32)
+    if samples.base is not None and samples.base.nbytes > 2 * samples.nbytes:
+        samples = samples.copy()  # a window or one row of the decode buffer: do not keep the whole buffer alive
     return AudioClip(
-        samples=torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32)),
+        samples=torch.from_numpy(samples),
         sample_rate=int(out_rate),
         start_seconds=float(first_seconds),
         source_sample_rate=rate,

@@ -1,9 +1,17 @@
-"""Frame index from a demux-only scan: every frame's presentation time and keyframe flag, no decoding.
+"""Frame index: every frame's presentation time and keyframe flag, without decoding.
 
-The scan reads packets (cheap: no pixels are decoded) so that windows and sparse requests can
-seek straight to the keyframe before a target, and so the metadata can state the real frame count
-and rate of the whole file even when only a few frames are decoded. Preprocessing stores it in
-shards (``frames.json``) so training-time loading skips the scan.
+Windows and sparse requests seek straight to the keyframe before a target with it, and the metadata
+states the real frame count and rate of the whole file even when only a few frames are decoded.
+:func:`frame_index` takes it from where it is cheapest and still exact:
+
+1. the container's own tables (MP4/MOV ``moov``: ``stts``/``ctts``/``stss``/``elst``, read by
+   :mod:`loaders._mp4_index` in a few ms whatever the file's length, checked against what FFmpeg read
+   from the same header);
+2. else a demux-only scan (:func:`scan_frame_index`: every packet read, no pixels decoded; Matroska
+   cues list only keyframes, so Matroska/WebM, AVI and MPEG-TS are scanned), 120 ms for a 600 s file;
+
+and caches it per path within the process. Preprocessing stores it in shards (``frames.json``) so
+training-time loading skips both.
 """
 from __future__ import annotations
 
@@ -16,7 +24,7 @@ from aligner._time import ticks_to_seconds
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FrameIndex", "scan_frame_index"]
+__all__ = ["FrameIndex", "frame_index", "header_frame_index", "scan_frame_index"]
 
 
 @dataclass(frozen=True)
@@ -95,3 +103,124 @@ def scan_frame_index(container, stream) -> FrameIndex:
     if last_duration <= 0 and pts.size > 1:
         last_duration = float(np.median(np.diff(pts)))
     return FrameIndex(pts_seconds=pts, is_keyframe=is_key, end_seconds=float(pts[-1] + last_duration))
+
+
+class _IndexCache:
+    """Frame indexes of files already indexed in this process, keyed by path, size, mtime and inode (so
+    a rewritten file is indexed again); least recently used dropped beyond ``capacity``. Thread-safe."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        import threading
+        from collections import OrderedDict
+
+        self._entries: "OrderedDict[tuple, FrameIndex]" = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> "FrameIndex | None":
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, index: FrameIndex) -> None:
+        with self._lock:
+            self._entries[key] = index
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_CACHE = _IndexCache()
+"""Per-process cache of :func:`frame_index`: a cache, not a setting (results are identical without it)."""
+
+
+def _cache_key(source, stream) -> "tuple | None":
+    import os
+
+    if not isinstance(source, (str, os.PathLike)):
+        return None  # bytes and file objects have no cheap identity: not cached
+    try:
+        path = os.path.realpath(os.fspath(source))
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (path, st.st_size, st.st_mtime_ns, st.st_ino, int(stream.index))
+
+
+def _freeze(index: FrameIndex) -> FrameIndex:
+    index.pts_seconds.setflags(write=False)
+    index.is_keyframe.setflags(write=False)
+    return index
+
+
+def header_frame_index(source, container, stream) -> "FrameIndex | None":
+    """The index from the container's own header where that is exact (MP4/MOV ``moov`` tables in the simple
+    layout :mod:`loaders._mp4_index` accepts, agreeing with what FFmpeg read from the same header), else None.
+    A file object's position is restored."""
+    import io
+    import os
+    from fractions import Fraction
+
+    from loaders._mp4_index import read_mp4_video_tracks
+
+    try:
+        if "mov" not in container.format.name.split(","):
+            return None
+    except AttributeError:
+        return None
+    if isinstance(source, (str, os.PathLike)):
+        with open(os.fspath(source), "rb") as handle:
+            tracks = read_mp4_video_tracks(handle)
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        tracks = read_mp4_video_tracks(io.BytesIO(source))
+    elif hasattr(source, "seek") and hasattr(source, "tell"):
+        try:
+            position = source.tell()
+        except (OSError, ValueError):
+            return None
+        try:
+            tracks = read_mp4_video_tracks(source)
+        finally:
+            source.seek(position)
+    else:
+        return None
+    track = (tracks or {}).get(int(stream.index))
+    if track is None:
+        return None
+    time_base = stream.time_base
+    if time_base is None or Fraction(time_base) != Fraction(1, track.timescale):
+        logger.debug("mp4 header index: timescale %d, stream time base %s: scanning", track.timescale, time_base)
+        return None
+    if stream.frames and int(stream.frames) != track.pts_ticks.size:
+        logger.debug("mp4 header index: %d samples, FFmpeg counts %d: scanning", track.pts_ticks.size, stream.frames)
+        return None
+    if stream.start_time is not None and int(stream.start_time) != int(track.pts_ticks[0]):
+        logger.debug("mp4 header index: first pts %d, FFmpeg's start %d: scanning", track.pts_ticks[0], stream.start_time)
+        return None
+    pts = ticks_to_seconds(track.pts_ticks, time_base)
+    end = float(pts[-1] + ticks_to_seconds(track.last_duration_ticks, time_base))
+    return FrameIndex(pts_seconds=np.asarray(pts, dtype=np.float64), is_keyframe=track.is_keyframe.copy(), end_seconds=end)
+
+
+def frame_index(source, container, stream) -> FrameIndex:
+    """``stream``'s frame index: read from the container's header where it is exact (MP4/MOV), else from a
+    demux scan (:func:`scan_frame_index`: Matroska, WebM, AVI, MPEG-TS, and MP4s outside the simple layout);
+    cached within the process for paths. The arrays of the result are read-only (it may be shared)."""
+    key = _cache_key(source, stream)
+    if key is not None:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+    index = header_frame_index(source, container, stream)
+    if index is None:
+        index = scan_frame_index(container, stream)
+    index = _freeze(index)
+    if key is not None:
+        _CACHE.put(key, index)
+    return index

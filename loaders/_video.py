@@ -9,7 +9,10 @@ and what players show), never ``k / fps``::
 
 Windows are half-open: ``read_video(src, start_seconds=a, stop_seconds=b)`` returns the frames with
 ``a <= pts < b``. ``fps=N`` returns, for each time ``t = a + i/N < b`` of a grid, the frame *played* at
-``t`` (the last frame with ``pts <= t``), decoding only the GOPs that hold those frames.
+``t`` (the last frame with ``pts <= t``), decoding only the GOPs that hold those frames, skipping every
+non-reference frame that is not an answer, with FFmpeg's frame threads (a skip is set per packet, and
+frame threading applies it to that packet). Windows and ``fps=`` locate frames with the file's frame index
+(:func:`loaders._index.frame_index`: from the MP4 header where exact, else a demux scan; cached per path).
 
 Stream: the one FFmpeg picks by default (``av_find_best_stream``; never an attached picture), or
 ``stream_index=``; recorded in ``metadata.stream_index``. Times that break presentation order (``stts``
@@ -33,7 +36,7 @@ import numpy as np
 import torch
 
 from aligner._time import seconds_to_ticks, ticks_to_seconds
-from loaders._index import FrameIndex, scan_frame_index
+from loaders._index import FrameIndex, frame_index
 from loaders._records import VideoClip, VideoMetadata
 from loaders._source import MediaSource, check_source, describe_source, open_container, open_for_pyav, pick_stream
 from loaders.errors import DecodeError
@@ -155,8 +158,9 @@ def _content_facts(pts_seconds: np.ndarray) -> dict:
 
 def probe_video(source: MediaSource, *, name: str | None = None, stream_index: Optional[int] = None,
                 max_duration_seconds: Optional[float] = None) -> tuple[VideoMetadata, FrameIndex]:
-    """Header facts and the demux frame index of ``source``'s video stream (chosen as ``read_video`` chooses
-    it), without decoding pixels.
+    """Header facts and the frame index of ``source``'s video stream (chosen as ``read_video`` chooses it),
+    without decoding pixels. The index comes from the MP4/MOV header where that is exact, else from a demux
+    scan (:func:`loaders._index.frame_index`), and is cached per path within the process.
 
     Raises:
         DecodeError: as ``read_video`` (any failure of the file: ``decode``, ``missing_video``, ``too_large``).
@@ -169,7 +173,7 @@ def probe_video(source: MediaSource, *, name: str | None = None, stream_index: O
             stream = pick_stream(container, "video", label, stream_index=stream_index)
             check_time_base(stream, label)
             header = _header_metadata(stream, backend="")
-            index = scan_frame_index(container, stream)
+            index = frame_index(source, container, stream)
         finally:
             container.close()
         if index.num_frames:
@@ -240,6 +244,11 @@ class _FrameBuffer:
         grown = torch.empty((2 * self._data.shape[0],) + tuple(self._data.shape[1:]), dtype=torch.uint8)
         grown[: self._count] = self._data[: self._count]
         self._data = grown
+
+    @property
+    def count(self) -> int:
+        """Frames written (or being written) so far."""
+        return self._count
 
     def take_slot(self) -> torch.Tensor:
         """The ``[H, W, 3]`` view the next frame goes to."""
@@ -467,41 +476,54 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
 
 def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None,
                            bad_packets: Optional[list] = None):
-    """For each target time, the frame on screen then; seeks only when the next keyframe is ahead of us,
-    and decodes no non-reference frame that is not one of the answers (known in advance from the index)."""
+    """For each target time, the frame on screen then: (pts_seconds list, uint8 tensor [T, H, W, 3]).
+
+    Seeks only when the next keyframe is ahead of us, and decodes no non-reference frame that is not one of
+    the answers (known in advance from the index). Each distinct answer is converted to RGB once, on the
+    helper thread of :class:`_RGBWriter`, while the decoder's threads go on."""
     played = np.searchsorted(index.pts_seconds, targets, side="right") - 1
     needed = frozenset(seconds_to_ticks(float(index.pts_seconds[i]), stream.time_base) for i in played[played >= 0])
     frames: Optional[Iterator[tuple[float, object]]] = None
     position = -math.inf  # pts of the last decoded frame
     prev: Optional[tuple[float, object]] = None  # last frame with pts <= current target
     pending: Optional[tuple[float, object]] = None  # first frame with pts > current target
-    converted: dict[float, np.ndarray] = {}
-    rgb = _RGB(size)
+    height, width = size or (stream.codec_context.height, stream.codec_context.width)
+    buffer = _FrameBuffer(len(targets), height, width)
+    writer = _RGBWriter(buffer, _RGB(size))
     pts_out: list[float] = []
-    rgb_out: list[np.ndarray] = []
-    for t in targets:
-        keyframe = index.keyframe_at_or_before(float(t))
-        if frames is None or keyframe > position + 1e-9:
-            frames = _frames_from(container, stream, index, float(t), needed, bad_packets)
-            prev = pending = None
-        while pending is None or pending[0] <= t:
-            if pending is not None:
-                prev, pending = pending, None
-            item = next(frames, None)
-            if item is None:
-                break
-            position = item[0]
-            if position <= t:
-                prev = item
-            else:
-                pending = item
-        if prev is None:
-            continue  # target before the first frame: nothing on screen
-        if prev[0] not in converted:
-            converted = {prev[0]: rgb(prev[1])}  # keep one: consecutive targets reuse it
-        pts_out.append(prev[0])
-        rgb_out.append(converted[prev[0]])
-    return pts_out, rgb_out
+    rows: list[int] = []  # the buffer row of each answer (consecutive targets may share one frame)
+    last: Optional[float] = None
+    try:
+        for t in targets:
+            keyframe = index.keyframe_at_or_before(float(t))
+            if frames is None or keyframe > position + 1e-9:
+                frames = _frames_from(container, stream, index, float(t), needed, bad_packets)
+                prev = pending = None
+            while pending is None or pending[0] <= t:
+                if pending is not None:
+                    prev, pending = pending, None
+                item = next(frames, None)
+                if item is None:
+                    break
+                position = item[0]
+                if position <= t:
+                    prev = item
+                else:
+                    pending = item
+            if prev is None:
+                continue  # target before the first frame: nothing on screen
+            if prev[0] != last:
+                writer.put(prev[1])
+                last = prev[0]
+            pts_out.append(prev[0])
+            rows.append(buffer.count - 1)
+        writer.drain()
+    finally:
+        writer.close()
+    out = buffer.tensor()
+    if rows != list(range(out.shape[0])):
+        out = out[torch.as_tensor(rows, dtype=torch.long)]
+    return pts_out, out
 
 
 def _stack(rgb: list[np.ndarray], height: int, width: int) -> torch.Tensor:
@@ -542,11 +564,13 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
                 "raise max_pixels to decode it",
                 reason="too_large",
             )
-        # Sparse sampling skips frames per packet, which frame threading would apply out of order: slices only.
-        stream.thread_type = "SLICE" if fps is not None else "AUTO"
+        # Frame threading also for sparse sampling: FFmpeg copies ``skip_frame`` into the worker thread's context
+        # when a packet is submitted (``update_context_from_user``), so a per-packet skip applies to exactly that
+        # packet. Slice threading alone leaves the second core idle on x264 output (one slice per frame).
+        stream.thread_type = "AUTO"
         stream.codec_context.thread_count = request.num_threads
         whole = start is None and stop is None and fps is None
-        index = None if whole else (request.index or scan_frame_index(container, stream))
+        index = None if whole else (request.index or frame_index(source, container, stream))
         known = request.index if whole else None
         if known is not None and known.num_frames:  # refuse before decoding what the caller's index says is too long
             check_duration(float(known.pts_seconds[0]), known.end_seconds, known.num_frames, label, request.max_duration_seconds)
@@ -575,8 +599,7 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
             targets = lo + np.arange(count, dtype=np.float64) / fps
-            pts, rgb = _decode_played_at_pyav(container, stream, targets, index, size, bad_packets)
-            frames = _stack(rgb, *(size or (meta.height, meta.width)))
+            pts, frames = _decode_played_at_pyav(container, stream, targets, index, size, bad_packets)
     except (DecodeError, IndexError):
         raise
     except Exception as e:  # FFmpeg errors, corrupt data mid-stream
@@ -685,7 +708,7 @@ def read_video(
         frame_size: ``(height, width)`` to scale frames to while converting to RGB (one swscale pass, area
             filter); None keeps the stream's size. ``max_pixels`` still applies to the stream's own size.
         frame_index: the file's :class:`FrameIndex` when already known (e.g. ``frames.json`` written by
-            ``avalign preprocess``): windows and ``fps=`` seek with it instead of scanning the file.
+            ``avalign preprocess``): windows and ``fps=`` seek with it instead of indexing the file.
         name: label used in error messages (e.g. the shard key) when ``source`` is bytes.
         fallback_timeout_seconds: time limit of the decord fallback of ``auto`` (run in a watchdog process).
         stream_index: the container index of the video stream to decode (``ffprobe``'s ``index``); default:

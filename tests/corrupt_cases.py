@@ -8,7 +8,7 @@ matrix checks)::
     truncated_media      skip  decode               skip  decode                 skip  decode
     empty_media          skip  decode               skip  decode                 skip  decode
     random_bytes         skip  decode               skip  decode                 skip  decode
-    video_only           kept  (empty audio span)   skip  missing_audio          skip  missing_audio
+    video_only           kept  (empty audio span)   kept  (offsets None)         kept  (offsets None)
     audio_only           kept  (no frames)          kept  (av_offset_ms None)    kept  (av_offset_ms None)
     missing_transcript   kept  (no words)           kept  (no transcript.json)   kept  (has_transcript False)
     malformed_json       skip  transcript           skip  transcript             skip  transcript
@@ -170,9 +170,9 @@ def build_cases(root: Path) -> tuple[str, dict[str, Case]]:
         same(skip("decode")),
         "20 kB of pseudo-random bytes named .mp4")
     add("video_only", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", media["video_only.mp4"])],
-        {"loader": Expect("kept", flagged="no_audio"), "preprocess": skip("missing_audio"),
-         "report": skip("missing_audio")},
-        "an H.264 MP4 without an audio stream (the loader keeps it with an empty audio span)")
+        same(Expect("kept", flagged="no_audio")),
+        "an H.264 MP4 without an audio stream (the loader keeps it with an empty audio span; preprocess/report "
+        "keep it with null A/V and text offsets)")
     add("audio_only", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", media["audio_only.mp4"])],
         {tool: Expect("kept", flagged="no_video") for tool in TOOLS},
         "an AAC-only MP4 (the loader gives it no frames; preprocess/report keep it with null A/V offset)")

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from avalign._measure import read_video_for_estimation
-from conftest import REPO, SAMPLE_DATA, ffmpeg, sample_truth
+from conftest import REPO, SAMPLE_DATA, ffmpeg, ffprobe_frame_times, sample_truth
 
 
 def test_measure_json_schema_and_values():
@@ -53,6 +53,25 @@ def test_measure_audio_only_has_null_av_fields(tmp_path):
     record = json.loads(out.stdout)
     assert record["av_offset_ms"] is None and record["video"] is None
     assert all(w["frame_start"] is None for w in record["words"]) and record["words"]
+
+
+def test_measure_video_only_keeps_the_frames_and_nulls_the_offsets(tmp_path):
+    """Video-only media are measured like the loader loads them: every frame at ffprobe's time, offsets null
+    (nothing to measure against), the caption's segments on frames, their sample ranges null."""
+    truth = sample_truth()["clip00"]
+    mp4 = tmp_path / "silent.mp4"
+    ffmpeg("-i", str(SAMPLE_DATA / truth["media"]), "-an", "-c:v", "copy", str(mp4))
+    out = subprocess.run([sys.executable, "-m", "avalign", "measure", str(mp4), "--transcript",
+                          str(SAMPLE_DATA / truth["transcript"]), "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    times = ffprobe_frame_times(mp4)
+    assert record["video"]["num_frames"] == len(times)
+    assert record["video"]["start_seconds"] == pytest.approx(times[0], abs=1e-6)
+    assert record["av_offset_ms"] is None and record["text_offset_ms"] is None and record["drift_ppm"] is None
+    assert record["audio"]["num_samples"] == 0 and record["decode_errors"] == 0
+    assert record["segments"] and all(s["sample_start"] is None and s["frame_start"] is not None
+                                      for s in record["segments"])
 
 
 def test_estimation_decode_is_small_and_keeps_times(tmp_path):

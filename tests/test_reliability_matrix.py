@@ -211,6 +211,10 @@ def _check_preprocess(built, case, mode: str, caplog, tmp_path) -> None:
     elif expect.flagged == "no_video":
         assert record["av_offset_ms"] is None and f"{BAD_KEY}.frames.json" not in members
         assert record["audio"]["num_samples"] > 0
+    elif expect.flagged == "no_audio":  # every frame indexed, nothing to measure against: offsets null
+        assert record["av_offset_ms"] is None and record["text_offset_ms"] is None
+        assert record["audio"]["num_samples"] == 0 and record["video"]["num_frames"] == CLIP_FRAMES
+        assert len(json.loads(members[f"{BAD_KEY}.frames.json"])["pts_seconds"]) == CLIP_FRAMES
     elif expect.flagged == "spans_outside":
         assert record["aligned"]["spans_outside"] == 2
     elif expect.flagged == "frame_count":
@@ -246,6 +250,9 @@ def _check_report(built, case, mode: str, caplog, tmp_path) -> None:
     elif expect.flagged == "no_video":
         assert row["av_offset_ms"] is None and row["container"].get("num_frames_from_content") is None
         assert row["container"]["audio_duration_seconds"] > 0.9
+    elif expect.flagged == "no_audio":
+        assert row["av_offset_ms"] is None and row["text_offset_ms"] is None
+        assert row["container"]["num_frames_from_content"] == CLIP_FRAMES
     elif expect.flagged == "spans_outside":
         assert row["spans_outside"] == 2
     elif expect.flagged == "frame_count":

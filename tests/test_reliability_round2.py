@@ -69,7 +69,7 @@ def test_av_errors_from_any_backend_become_decode_errors(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise av.error.PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(video, "scan_frame_index", refuse)
+    monkeypatch.setattr(video, "frame_index", refuse)
     with pytest.raises(DecodeError) as info:
         loaders.read_video(path, backend="decord")
     assert info.value.reason == "decode" and "PermissionError" in str(info.value)

@@ -161,7 +161,7 @@ def test_given_frame_index_is_used_instead_of_a_scan(media_dir, monkeypatch):
     def no_scan(*args, **kwargs):
         raise AssertionError("scanned although an index was given")
 
-    monkeypatch.setattr(video_module, "scan_frame_index", no_scan)
+    monkeypatch.setattr(video_module, "frame_index", no_scan)
     clip = loaders.read_video(path, start_seconds=1.0, stop_seconds=2.0, frame_index=index)
     assert clip.pts_seconds.tolist() == reference.pts_seconds.tolist()
     assert bool((clip.frames == reference.frames).all())

@@ -4,11 +4,13 @@ Workloads (all at the same thread count, RGB24 output, the same file):
   (a) full decode of every frame;
   (b) sparse: 8 frames at 1 fps starting 10 s into a 30 s clip (seek + decode only what is needed);
   (c) decoder creation: from a path to a ready-to-decode object (read_video: the demux frame index).
+``--long`` (:func:`bench_long`): sparse reads, 1 fps and audio on 600 s files, every tool interleaved.
 Each figure is the median of ``repeats`` runs; ratios are against ffmpeg's own CLI speed.
 """
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import statistics
@@ -21,7 +23,7 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["bench_decode", "format_decode_table", "make_bench_clips"]
+__all__ = ["bench_decode", "bench_long", "format_decode_table", "format_long_table", "make_bench_clips", "make_long_clips"]
 
 
 def make_bench_clips(out_dir: str) -> tuple[str, str]:
@@ -161,9 +163,10 @@ def _creation(path: str, threads: int) -> dict[str, Callable[[], int]]:
     import av
 
     import loaders
+    from loaders import _index  # the per-process index cache is cleared before each call: a cold start
 
     out = {
-        "avalign probe_video (header + frame index)": lambda: loaders.probe_video(path)[1].num_frames,
+        "avalign probe_video (header + frame index)": lambda: _index._CACHE.clear() or loaders.probe_video(path)[1].num_frames,
         "PyAV av.open": lambda: av.open(path).close() or 0,
     }
     try:
@@ -229,4 +232,186 @@ def format_decode_table(result: dict) -> str:
     lines += [f"| {r['tool']} | {r['seconds']:.3f} | {r['frames']} |" for r in result["sparse"]]
     lines += ["", "(c) decoder creation", "", "| tool | milliseconds |", "|---|---:|"]
     lines += [f"| {r['tool']} | {r['seconds'] * 1000:.1f} |" for r in result["creation"]]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ long files (issue #17): interleaved, medians
+
+LONG_SECONDS = 600
+"""Length of the generated long video and audio (``--long``)."""
+
+
+def make_long_clips(out_dir: str, seconds: int = LONG_SECONDS) -> tuple[str, str]:
+    """A ``seconds``-long 854x480 30 fps H.264 file (x264 ``veryfast`` defaults: B-frames, a keyframe every <= 250
+    frames) and a ``seconds``-long 48 kHz stereo AAC file (a tone plus noise). Generated once, reused."""
+    video = os.path.join(out_dir, f"bench_480p_{seconds}s.mp4")
+    audio = os.path.join(out_dir, f"bench_aac48k_{seconds}s.m4a")
+    if not os.path.exists(video):
+        subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=854x480:rate=30",
+                        "-t", str(seconds), "-c:v", "libx264", "-pix_fmt", "yuv420p", "-preset", "veryfast", video], check=True)
+    if not os.path.exists(audio):
+        subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i",
+                        f"sine=frequency=440:sample_rate=48000:duration={seconds}", "-f", "lavfi", "-i",
+                        f"anoisesrc=d={seconds}:r=48000:a=0.1", "-filter_complex", "[0][1]amerge=inputs=2",
+                        "-c:a", "aac", "-b:a", "128k", audio], check=True)
+    return video, audio
+
+
+def _interleaved(tools: dict[str, Callable[[], int]], repeats: int) -> list[dict]:
+    """Each tool once as warm-up, then ``repeats`` rounds running every tool once per round (so machine load
+    hits all tools alike); rows with the median and the spread of each tool's wall seconds."""
+    counts = {name: fn() for name, fn in tools.items()}
+    times: dict[str, list[float]] = {name: [] for name in tools}
+    for _ in range(repeats):
+        for name, fn in tools.items():
+            t0 = time.perf_counter()
+            counts[name] = fn()
+            times[name].append(time.perf_counter() - t0)
+    return [{"tool": name, "seconds": statistics.median(times[name]), "min_seconds": min(times[name]),
+             "max_seconds": max(times[name]), "frames": counts[name]} for name in tools]
+
+
+def _played_at_tools(path: str, threads: int, start: float, stop: float, fps: float,
+                     size: Optional[tuple[int, int]]) -> dict[str, Callable[[], int]]:
+    """read_video(fps=) and its peers, each returning the frame played at ``start + i / fps < stop``."""
+    import torch
+
+    import loaders
+    from loaders import _index
+
+    count = max(0, math.ceil((stop - start) * fps - 1e-9))
+    times = [start + i / fps for i in range(count)]
+
+    def resize(frames: "torch.Tensor") -> "torch.Tensor":  # NCHW uint8 -> NCHW uint8 at ``size`` (area filter)
+        if size is None:
+            return frames
+        return torch.nn.functional.interpolate(frames.float(), size=size, mode="area").round_().to(torch.uint8)
+
+    def avalign(clear_cache: bool) -> Callable[[], int]:
+        def run() -> int:
+            if clear_cache:
+                _index._CACHE.clear()
+            return loaders.read_video(path, start_seconds=start, stop_seconds=stop, fps=fps, num_threads=threads,
+                                      frame_size=size).num_frames
+        return run
+
+    out: dict[str, Callable[[], int]] = {
+        "avalign read_video(fps=)": avalign(False),
+        "avalign read_video(fps=), index cache cleared": avalign(True),
+    }
+    try:
+        from torchcodec.decoders import VideoDecoder
+
+        def torchcodec(mode: str) -> Callable[[], int]:
+            def run() -> int:
+                decoder = VideoDecoder(path, num_ffmpeg_threads=threads, seek_mode=mode)
+                return int(resize(decoder.get_frames_played_at(seconds=times).data).shape[0])
+            return run
+
+        out["torchcodec approximate" + (" + resize" if size else "")] = torchcodec("approximate")
+        out["torchcodec exact" + (" + resize" if size else "")] = torchcodec("exact")
+    except Exception as e:  # noqa: BLE001 - torchcodec needs FFmpeg shared libraries
+        logger.warning("torchcodec unavailable: %s", e)
+    try:
+        import decord
+
+        def decord_batch() -> int:
+            height, width = size or (-1, -1)
+            reader = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=threads, width=width, height=height)
+            rate = reader.get_avg_fps()  # CFR file: frame k at k / rate
+            indices = [min(int(math.floor(t * rate + 1e-6)), len(reader) - 1) for t in times]
+            return int(reader.get_batch(indices).shape[0])
+
+        out["decord get_batch"] = decord_batch
+    except ImportError:
+        pass
+    scale = f",scale={size[1]}:{size[0]}:flags=area" if size else ""
+
+    def ffmpeg_cli() -> int:
+        subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-threads", str(threads), "-ss", str(start), "-i", path,
+                        "-t", str(stop - start), "-vf", f"fps={fps}{scale}", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                        "-y", "/dev/null"], check=True)
+        return count
+
+    out["ffmpeg -ss + fps filter"] = ffmpeg_cli
+    return out
+
+
+def _audio_tools(path: str, rate: int) -> dict[str, Callable[[], int]]:
+    import loaders
+
+    out: dict[str, Callable[[], int]] = {
+        "avalign read_audio(sample_rate=16000, mono)": lambda: loaders.read_audio(path, sample_rate=rate).num_samples,
+    }
+    try:
+        from torchcodec.decoders import AudioDecoder
+
+        out["torchcodec AudioDecoder(sample_rate, num_channels=1)"] = lambda: int(
+            AudioDecoder(path, sample_rate=rate, num_channels=1).get_all_samples().data.shape[1])
+    except Exception as e:  # noqa: BLE001
+        logger.warning("torchcodec unavailable: %s", e)
+
+    def ffmpeg_cli() -> int:
+        subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-i", path, "-ac", "1", "-ar", str(rate), "-f", "f32le",
+                        "-y", "/dev/null"], check=True)
+        return -1
+
+    out["ffmpeg -ac 1 -ar 16000 f32le"] = ffmpeg_cli
+    return out
+
+
+def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = None, seconds: int = LONG_SECONDS,
+               one_fps_repeats: Optional[int] = None) -> dict:
+    """Issue #17's cases on a ``seconds``-long file, every tool in the same interleaved rounds:
+
+    - sparse: 8 frames from a 10 s window in the middle (``fps=0.8`` over ``[T/2, T/2 + 10)``), with and
+      without scaling to 224x224;
+    - 1 fps over the whole file;
+    - audio: the whole 48 kHz stereo AAC file to 16 kHz mono.
+
+    Returns ``{"sparse": rows, "sparse_224": rows, "one_fps": rows, "audio": rows, ...}``; each row has the
+    median wall seconds of ``repeats`` rounds (``one_fps_repeats`` for the 1 fps case, default ``repeats``).
+    """
+    if shutil.which("ffmpeg") is None:
+        raise FileNotFoundError("ffmpeg is not installed (Debian package ffmpeg)")
+    work_dir = work_dir or os.path.join(tempfile.gettempdir(), "avalign-bench-long")
+    os.makedirs(work_dir, exist_ok=True)
+    video, audio = make_long_clips(work_dir, seconds)
+    middle = float(seconds // 2)
+    result: dict = {"threads": threads, "repeats": repeats, "video": video, "audio_file": audio, "seconds": seconds,
+                    "load_before": os.getloadavg()[0]}
+    result["sparse"] = _interleaved(_played_at_tools(video, threads, middle, middle + 10.0, 0.8, None), repeats)
+    result["sparse_224"] = _interleaved(_played_at_tools(video, threads, middle, middle + 10.0, 0.8, (224, 224)), repeats)
+    result["audio"] = _interleaved(_audio_tools(audio, 16000), repeats)
+    result["one_fps_repeats"] = one_fps_repeats or repeats
+    tools = _played_at_tools(video, threads, 0.0, float(seconds), 1.0, None)
+    tools.pop("avalign read_video(fps=), index cache cleared")  # the index is a few ms of a ~10 s read
+    result["one_fps"] = _interleaved(tools, result["one_fps_repeats"])
+    result["load_after"] = os.getloadavg()[0]
+    return result
+
+
+def format_long_table(result: dict) -> str:
+    """Markdown tables of :func:`bench_long`'s result, each tool's median against the first peer named."""
+    lines = [f"threads={result['threads']}, tools interleaved, median of {result['repeats']} rounds "
+             f"({result['one_fps_repeats']} for 1 fps); 1-minute load average {result['load_before']:.1f} before, "
+             f"{result['load_after']:.1f} after; `{os.path.basename(result['video'])}`, "
+             f"`{os.path.basename(result['audio_file'])}`"]
+    titles = {
+        "sparse": ("8 frames from a 10 s window in the middle (fps=0.8)", "torchcodec approximate"),
+        "sparse_224": ("same, scaled to 224x224", "torchcodec approximate + resize"),
+        "one_fps": ("1 fps over the whole file", "torchcodec approximate"),
+        "audio": ("whole file, 48 kHz stereo AAC -> 16 kHz mono float32", "torchcodec AudioDecoder(sample_rate, num_channels=1)"),
+    }
+    for key, (title, peer) in titles.items():
+        rows = result.get(key)
+        if not rows:
+            continue
+        base = next((r["seconds"] for r in rows if r["tool"] == peer), None)
+        lines += ["", f"{title}", "", f"| tool | median s | min-max s | frames/samples | speed × {peer} |",
+                  "|---|---:|---:|---:|---:|"]
+        for r in rows:
+            ratio = f"{base / r['seconds']:.2f}" if base else "-"
+            lines.append(f"| {r['tool']} | {r['seconds']:.3f} | {r['min_seconds']:.3f}-{r['max_seconds']:.3f} | "
+                         f"{r['frames']} | {ratio} |")
     return "\n".join(lines)

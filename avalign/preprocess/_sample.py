@@ -24,7 +24,7 @@ from typing import Literal, Optional
 from avalign.preprocess._inputs import InputSample, read_members
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
-from avalign._measure import count_words, read_video_for_estimation
+from avalign._measure import count_words, decode_errors_of, decode_for_measure, null_unmeasurable
 
 logger = logging.getLogger(__name__)
 
@@ -150,16 +150,11 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
             transcript = None
             if transcript_bytes is not None:
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
-            audio = loaders.read_audio(media, name=media_name, max_duration_seconds=max_duration_seconds)
+            video, index, audio, video_only = decode_for_measure(media, name=media_name, num_threads=1, max_pixels=max_pixels,
+                                                                 max_duration_seconds=max_duration_seconds)
             try:
-                video, index = read_video_for_estimation(media, name=media_name, num_threads=1, max_pixels=max_pixels,
-                                                         max_duration_seconds=max_duration_seconds)
-            except DecodeError as e:
-                if e.reason != "missing_video":  # audio-only media are kept, with a null A/V offset
-                    raise
-                video, index = None, None
-            try:
-                record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate)
+                record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate,
+                                                  estimate=not video_only)
             except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
                 raise sample_error(e, stage="align") from e  # the key is filled in by process_sample
             if transcript is not None:  # num_words counts the input's words, as before caption words were added
@@ -170,8 +165,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
                 limits.unregister()
     finally:
         torch.set_num_threads(threads)
-    if video is None:
-        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
+    null_unmeasurable(record, video=video, video_only=video_only, decode_errors=decode_errors_of(video, audio))
     words = num_words if transcript is not None else 0
     return {
         "record": record,

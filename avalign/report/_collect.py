@@ -36,27 +36,21 @@ OnError = Literal["skip", "raise"]
 def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int = DEFAULT_MAX_PIXELS) -> dict:
     """Decode ``clip``'s media (path or bytes) and return its ``measure`` record (as ``avalign measure``).
 
-    Audio-only media (no video stream) are measured with a null A/V offset.
+    Audio-only media (no video stream) are measured with a null A/V offset; video-only media (no audio stream)
+    with null A/V and text offsets (``avalign._measure.decode_for_measure``, the rule ``measure`` and
+    ``preprocess`` follow).
 
     Raises:
         DecodeError, TranscriptError, IndexError, ValueError: unreadable media or transcript (``DecodeError.reason``
-            ``missing_audio`` without an audio stream, ``too_large`` over ``max_pixels``).
+            ``missing_audio`` for media with neither stream, ``too_large`` over ``max_pixels``).
     """
     import loaders
-    from avalign._measure import measure_sample, read_video_for_estimation
+    from avalign._measure import decode_errors_of, decode_for_measure, measure_sample, null_unmeasurable
 
-    audio = loaders.read_audio(clip.media, name=clip.media_name)
-    try:
-        video, _ = read_video_for_estimation(clip.media, name=clip.media_name, max_pixels=max_pixels)
-    except loaders.DecodeError as e:
-        if e.reason != "missing_video":
-            raise
-        video = None
+    video, _, audio, video_only = decode_for_measure(clip.media, name=clip.media_name, max_pixels=max_pixels)
     text = loaders.read_transcript(clip.transcript, name=clip.transcript_name) if clip.transcript is not None else None
-    record = measure_sample(video, audio, text, sample_rate=sample_rate)
-    if video is None:
-        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
-    return record
+    record = measure_sample(video, audio, text, sample_rate=sample_rate, estimate=not video_only)
+    return null_unmeasurable(record, video=video, video_only=video_only, decode_errors=decode_errors_of(video, audio))
 
 
 def residual(measured: Optional[float], true: Optional[float]) -> Optional[float]:

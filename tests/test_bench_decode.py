@@ -1,0 +1,25 @@
+"""``avalign bench decode --long`` on a short generated pair: every tool answers the same request."""
+import shutil
+
+import pytest
+
+from avalign.bench import bench_long, format_long_table
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg is not installed")
+def test_bench_long_runs_every_tool_on_the_same_request(tmp_path):
+    result = bench_long(threads=1, repeats=1, work_dir=str(tmp_path), seconds=20)
+    for case, frames in (("sparse", 8), ("sparse_224", 8), ("one_fps", 20)):
+        rows = {r["tool"]: r for r in result[case]}
+        assert rows["avalign read_video(fps=)"]["frames"] == frames
+        for name, row in rows.items():  # every peer decoded the same number of frames (ffmpeg reports the request)
+            assert row["frames"] == frames, (case, name)
+            assert row["seconds"] > 0
+    audio = {r["tool"]: r for r in result["audio"]}
+    ours = audio["avalign read_audio(sample_rate=16000, mono)"]["frames"]
+    assert abs(ours - 20 * 16000) <= 16000 * 0.05  # 20 s at 16 kHz (AAC adds up to ~1 frame of padding)
+    peer = audio.get("torchcodec AudioDecoder(sample_rate, num_channels=1)")
+    if peer is not None:
+        assert peer["frames"] == ours  # the same sample count as torchcodec
+    table = format_long_table(result)
+    assert "| avalign read_video(fps=) |" in table and "speed ×" in table

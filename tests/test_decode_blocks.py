@@ -1,0 +1,134 @@
+"""Issue #17 paths: sparse reads with frame threading, and read_audio's block conversion, against oracles
+(ffprobe's frame times, a single-threaded full decode's pixels, ffmpeg's own PCM output)."""
+import subprocess
+
+import numpy as np
+import pytest
+
+import loaders
+from conftest import ffmpeg, ffprobe_frame_times
+from loaders._audio import _SampleBuffer
+
+
+@pytest.fixture(scope="module")
+def bframe_clip(tmp_path_factory):
+    """x264 with 3 B-frames (B-pyramid: some B-frames are references) and a keyframe every 50 frames."""
+    path = tmp_path_factory.mktemp("sparse") / "bframes.mp4"
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "6", "-c:v", "libx264", "-bf", "3",
+           "-g", "50", "-pix_fmt", "yuv420p", str(path))
+    return path
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+@pytest.mark.parametrize("fps", [7.0, 2.5])
+def test_sparse_frame_threaded_reads_are_exact(bframe_clip, threads, fps):
+    ref = ffprobe_frame_times(bframe_clip)
+    full = loaders.read_video(bframe_clip, num_threads=1)
+    start, stop = 0.45, 5.2
+    clip = loaders.read_video(bframe_clip, start_seconds=start, stop_seconds=stop, fps=fps, num_threads=threads)
+    targets = start + np.arange(int(np.ceil((stop - start) * fps - 1e-9))) / fps
+    expected = ref[np.searchsorted(ref - 5e-7, targets, side="right") - 1]  # the frame on screen at each target
+    np.testing.assert_allclose(clip.pts_seconds.numpy(), expected, atol=1e-6)
+    rows = np.searchsorted(full.pts_seconds.numpy(), clip.pts_seconds.numpy())
+    assert bool((clip.frames == full.frames[rows]).all())  # the same pixels as a plain single-threaded decode
+
+
+def test_sparse_read_with_a_given_index_matches_the_full_decode(bframe_clip):
+    full = loaders.read_video(bframe_clip, num_threads=1)
+    index = loaders.probe_video(bframe_clip)[1]
+    clip = loaders.read_video(bframe_clip, fps=1.0, frame_index=index, num_threads=2, frame_size=(120, 160))
+    small = loaders.read_video(bframe_clip, num_threads=1, frame_size=(120, 160))
+    rows = np.searchsorted(full.pts_seconds.numpy(), clip.pts_seconds.numpy())
+    assert clip.pts_seconds.tolist() == [float(i) for i in range(6)]
+    assert bool((clip.frames == small.frames[rows]).all())
+
+
+def _ffmpeg_f32(path, channels: int) -> np.ndarray:
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", str(path), "-f", "f32le", "-"], capture_output=True,
+                         check=True).stdout
+    return np.frombuffer(raw, dtype="<f4").reshape(-1, channels).T
+
+
+@pytest.mark.parametrize("codec,ext", [("aac", "m4a"), ("pcm_s16le", "wav"), ("pcm_u8", "wav"), ("pcm_s32le", "wav"),
+                                       ("flac", "flac"), ("libopus", "ogg")])
+def test_read_audio_samples_equal_ffmpeg(tmp_path, codec, ext):
+    path = tmp_path / f"stereo_{codec}.{ext}"
+    rate = 48000
+    ffmpeg("-f", "lavfi", "-i", f"sine=f=440:r={rate}", "-f", "lavfi", "-i", f"sine=f=660:r={rate}", "-t", "3",
+           "-filter_complex", "[0][1]amerge=inputs=2", "-c:a", codec, str(path))
+    ref = _ffmpeg_f32(path, 2)  # ffmpeg's own conversion to float: the oracle
+    stereo = loaders.read_audio(path, mono=False)
+    mono = loaders.read_audio(path)
+    n = min(ref.shape[1], stereo.num_samples)
+    assert abs(ref.shape[1] - stereo.num_samples) <= 1024
+    atol = 1.0 / 128 if codec == "pcm_u8" else 1e-6
+    np.testing.assert_allclose(stereo.samples.numpy()[:, :n], ref[:, :n], atol=atol)
+    np.testing.assert_allclose(mono.samples.numpy()[0], stereo.samples.numpy().mean(axis=0), rtol=0, atol=0)
+    assert mono.start_seconds == stereo.start_seconds
+
+
+def _reference_join(pieces, mono):
+    """The former implementation: pieces (arrays, or ints of silence) concatenated, then averaged."""
+    width = max((p.shape[0] for p in pieces if not isinstance(p, int)), default=1)
+    total = sum(p if isinstance(p, int) else p.shape[1] for p in pieces)
+    out = np.zeros((width, total), dtype=np.float32)
+    at = 0
+    for p in pieces:
+        if isinstance(p, int):
+            at += p
+            continue
+        out[:, at:at + p.shape[1]] = p if p.shape[0] == width else p[:1]
+        at += p.shape[1]
+    return out.mean(axis=0, keepdims=True) if mono and width > 1 else out
+
+
+@pytest.mark.parametrize("mono", [False, True])
+def test_sample_buffer_join_equals_concatenation(monkeypatch, mono):
+    import loaders._audio as audio
+
+    monkeypatch.setattr(audio, "_BLOCK_SAMPLES", 1000)  # frames straddle many blocks
+    rng = np.random.default_rng(7)
+    pieces = []
+    for k in range(60):
+        if k in (5, 17, 18, 40):
+            pieces.append(int(rng.integers(1, 700)))  # a gap, two in a row at 17/18
+        channels = 1 if 25 <= k < 30 else (6 if k >= 50 else 2)  # a mono stretch, then wider frames
+        pieces.append(rng.standard_normal((channels, int(rng.integers(1, 900)))).astype(np.float32))
+    pieces.append(300)  # silence at the very end
+    buffer = _SampleBuffer()
+    gaps = []
+    for p in pieces:
+        if isinstance(p, int):
+            gaps.append((buffer.count, p))
+        else:
+            buffer.reserve(p.shape[0], p.shape[1])[...] = p  # a narrower piece broadcasts its first row, as write() does
+    got = buffer.join(gaps, mono=mono)
+    want = _reference_join(pieces, mono)
+    assert got.shape == want.shape
+    # Where the widest frames have 6 channels, the mean of a narrow stretch copied to 6 rows is that stretch up to
+    # float32 rounding in the old sum; the new join copies it exactly.
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert np.count_nonzero(got[:, -300:]) == 0
+
+
+@pytest.mark.parametrize("block_samples", [4096, 1 << 18])
+def test_pipelined_resampling_equals_resampling_the_whole(tmp_path, monkeypatch, block_samples):
+    """Mono + a new rate resamples block by block on a helper thread: bit-identical to joining all samples and
+    resampling once, also across a timestamp gap (0.5 s of silence inserted at 1.5 s) and at any block size."""
+    import loaders._audio as audio
+
+    monkeypatch.setattr(audio, "_BLOCK_SAMPLES", block_samples)
+    path = tmp_path / "gap.mka"
+    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-f", "lavfi", "-i", "sine=f=660:r=48000", "-t", "4",
+           "-filter_complex", "[0][1]amerge=inputs=2,asetpts='PTS+if(gte(T,1.5),0.5/TB,0)'", "-c:a", "aac", str(path))
+    native = loaders.read_audio(path)
+    mix = native.samples.numpy()[0]
+    assert float(np.abs(mix[int(1.55 * 48000):int(1.95 * 48000)]).max()) == 0.0  # the gap: silence
+    assert float(np.abs(mix[int(1.0 * 48000):int(1.4 * 48000)]).max()) > 0.05  # sine's amplitude is 1/8
+    resampled = loaders.read_audio(path, sample_rate=16000)
+    whole = audio.resample(native.samples.numpy(), 48000, 16000)
+    assert resampled.samples.shape == whole.shape
+    np.testing.assert_array_equal(resampled.samples.numpy(), whole)
+    assert resampled.start_seconds == native.start_seconds
+    window = loaders.read_audio(path, sample_rate=16000, start_seconds=1.0, stop_seconds=2.5)
+    np.testing.assert_array_equal(window.samples.numpy(), whole[:, 16000:40000])
