@@ -151,11 +151,13 @@ def gather_clip_view(clip: ClipInput, record: dict) -> ClipView:
         DecodeError, TranscriptError, ValueError: the media or transcript cannot be read (the caller notes it).
     """
     import loaders
-    from avalign._measure import read_video_for_estimation
+    from avalign._measure import decode_for_measure
 
     notes: list[str] = []
     av_offset_ms, drift_ppm = record.get("av_offset_ms"), record.get("drift_ppm")
-    audio = loaders.read_audio(clip.media, name=clip.media_name)
+    video, _, audio, video_only = decode_for_measure(clip.media, name=clip.media_name)  # measure's decode rule
+    if video_only:
+        notes.append("video-only media: no audio, no waveform and no A/V lag curve")
     mono = audio.samples.numpy().mean(axis=0)
     times, low, high = _envelope(mono, audio.start_seconds, audio.sample_rate)
     times = _to_video_seconds(times, av_offset_ms, drift_ppm)
@@ -178,12 +180,7 @@ def gather_clip_view(clip: ClipInput, record: dict) -> ClipView:
 
         words_after = tuple(WordBox(b.text, corrected(b.start_seconds), corrected(b.stop_seconds)) for b in words_before)
 
-    try:
-        video, _ = read_video_for_estimation(clip.media, name=clip.media_name)
-    except loaders.DecodeError as e:
-        if e.reason != "missing_video":
-            raise
-        video = None
+    if video is None:
         notes.append("audio-only media: no frames and no A/V lag curve")
     event_frames: list = []
     word_frames: list = []
@@ -196,7 +193,7 @@ def gather_clip_view(clip: ClipInput, record: dict) -> ClipView:
         for box in words_after[:_MAX_WORD_FRAMES]:
             i = _frame_at(pts, box.start_seconds)
             word_frames.append((float(pts[i]), box.text, _thumbnail(frames[i])))
-        if curve is None:
+        if curve is None and not video_only:
             from aligner import estimate_av_offset
 
             curve = lag_curve_of(estimate_av_offset(video, audio))
