@@ -4,11 +4,20 @@ The library lives in two packages, ``loaders`` (shards, decoding, packing, colla
 (clock model, estimation, span matching); both are importable from here too::
 
     from avalign import aligner, loaders
+
+They are imported on first use (PEP 562), so that ``avalign --help`` does not load torch.
 """
 from __future__ import annotations
 
-import aligner
-import loaders
+import importlib
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "aligner", "loaders"]
+
+
+def __getattr__(name: str):
+    if name in ("aligner", "loaders"):
+        module = importlib.import_module(name)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'avalign' has no attribute {name!r}")

@@ -7,7 +7,8 @@ from typing import Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATION_MAX_WIDTH", "format_measurement", "measure", "measure_aligned", "measure_sample", "read_video_for_estimation"]
+__all__ = ["ESTIMATION_MAX_WIDTH", "count_words", "format_measurement", "measure", "measure_aligned", "measure_sample",
+           "read_video_for_estimation"]
 
 ESTIMATION_MAX_WIDTH = 256
 """Frames are decoded at most this wide for estimation: the estimators use per-frame luma changes only,
@@ -25,6 +26,12 @@ def read_video_for_estimation(media, *, name: str, max_width: int = ESTIMATION_M
         height = max(2, int(round(meta.height * max_width / meta.width / 2)) * 2)
         size = (height, max_width)
     return loaders.read_video(media, name=name, frame_size=size, frame_index=index, **options), index
+
+
+def count_words(transcript) -> int:
+    """Words of a ``Transcript``: its timed words, else the whitespace-separated tokens of its spans (captions).
+    The one count of ``preprocess``'s manifest (``num_words``) and ``report``'s totals."""
+    return len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
 
 
 def _round(x: Optional[float], digits: int = 3) -> Optional[float]:
@@ -145,12 +152,14 @@ def decode_errors_of(video, audio) -> int:
 
 
 def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto",
-            av_offset_ms: Optional[float] = None, max_offset_ms: float = 500.0) -> dict:
+            av_offset_ms: Optional[float] = None, max_offset_ms: float = 500.0,
+            transcript_format: Optional[str] = None) -> dict:
     """Decode ``media`` (and ``transcript``), estimate offsets and drift, return the ``measure`` record.
 
     ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``).
     ``av_offset_ms`` (known A/V offset, ms) is used instead of the A/V estimate (``av_method`` then says so);
-    ``max_offset_ms`` is the estimators' search range (``aligner.align``'s ``max_offset_ms``).
+    ``max_offset_ms`` is the estimators' search range (``aligner.align``'s ``max_offset_ms``);
+    ``transcript_format`` is ``read_transcript``'s ``format`` (None: from the suffix, else the content).
 
     Audio-only media are accepted: the A/V fields are then null and words are on the audio timeline. Video-only
     media are accepted: A/V and text offsets are null (no audio to measure against).
@@ -160,7 +169,7 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     if not os.path.exists(media):
         raise FileNotFoundError(f"media file not found: {media!r}")
     video, _, audio, video_only = decode_for_measure(media, name=media)
-    text = loaders.read_transcript(transcript) if transcript else None
+    text = loaders.read_transcript(transcript, format=transcript_format) if transcript else None
     given = {"av_offset_ms": av_offset_ms} if av_offset_ms is not None else {}
     record = measure_sample(video, audio, text, sample_rate=sample_rate, text_method=text_method,
                             max_offset_ms=max_offset_ms, estimate=not video_only, **given)

@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from avalign._cli_common import TRANSCRIPT_FORMATS, check_local_input, cli_message
+
 logger = logging.getLogger("avalign")
 
 EPILOG = """examples:
@@ -36,10 +38,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
+    check_local_input(args.media, what="media file")
+    if args.transcript:
+        check_local_input(args.transcript, what="transcript")
     from avalign._measure import format_measurement, measure
 
     record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate, text_method=args.text_method,
-                     av_offset_ms=args.av_offset_ms, max_offset_ms=args.max_offset_ms)
+                     av_offset_ms=args.av_offset_ms, max_offset_ms=args.max_offset_ms,
+                     transcript_format=args.transcript_format)
     print(json.dumps(record, indent=2) if args.json else format_measurement(record))
     return 0
 
@@ -112,7 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     measure.add_argument("media", help="video or audio file")
-    measure.add_argument("--transcript", help="SRT, WebVTT, Whisper/WhisperX JSON or TextGrid file")
+    measure.add_argument("--transcript", help="SRT, WebVTT, Whisper/WhisperX JSON, TextGrid or NIST STM file")
+    measure.add_argument("--transcript-format", choices=TRANSCRIPT_FORMATS, default=None,
+                         help="the transcript's format when its name does not tell (default: from the suffix, "
+                              "else from the content)")
     measure.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices (default 16000)")
     measure.add_argument("--json", action="store_true", help="one JSON object on stdout")
     measure.add_argument("--text-method", choices=("auto", "energy", "forced"), default="auto",
@@ -152,11 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="align: print the null-pairing threshold derived on the wild tune set, and stop")
     bench.set_defaults(func=_cmd_bench)
 
-    from avalign.preprocess._cli import add_parser as add_preprocess_parser
+    from avalign.preprocess._cli import add_parser as add_preprocess_parser  # both light: no torch, no matplotlib
     from avalign.report._cli import add_parser as add_report_parser
 
     add_preprocess_parser(sub)
-
     add_report_parser(sub)
     return parser
 
@@ -167,7 +175,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (FileNotFoundError, ValueError, IndexError) as e:
-        print(f"avalign {args.command}: error: {e}", file=sys.stderr)
+        print(f"avalign {args.command}: error: {cli_message(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

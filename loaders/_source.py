@@ -121,6 +121,13 @@ def open_container(source: MediaSource, label: str, *, kind: str):
         raise DecodeError(f"cannot open {label}: {e}") from e
     if not getattr(container.streams, kind):
         types = [s.type for s in container.streams]
+        format_name = container.format.name if container.format else "?"
         container.close()
+        if types and all(t == "subtitle" for t in types):  # e.g. an SRT saved as .mp4
+            raise DecodeError(
+                f"{label} is a subtitle file (format {format_name}), not audio or video; hint: give it as the "
+                f"transcript (--transcript) and name it by its format (.{format_name.split(',')[0]})",
+                reason="decode",
+            )
         raise DecodeError(f"{label} has no {kind} stream (streams: {types})", reason=f"missing_{kind}")
     return container

@@ -20,7 +20,7 @@ from loaders.errors import TranscriptError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["parse_json", "parse_srt", "parse_textgrid", "parse_vtt"]
+__all__ = ["parse_json", "parse_srt", "parse_stm", "parse_textgrid", "parse_vtt"]
 
 # A WebVTT timestamp as webvtt-py reads it: ``[hh:]mm:ss.mmm`` (fields may be short, as in ``0:1:5.2``).
 _VTT_TIMESTAMP = r"(?:(\d{1,10}):)?(\d{1,2}):(\d{1,2})\.(\d{1,3})"
@@ -177,6 +177,43 @@ def _check_srt_blocks(lines: Sequence[str], name: str) -> None:
                     "hint: each cue is a number, a 'HH:MM:SS,mmm --> HH:MM:SS,mmm' line, its text, then a blank line"
                 )
             block_start = None
+
+
+# ---------------------------------------------------------------------------------------------- STM
+
+_STM_IGNORE = "ignore_time_segment_in_scoring"
+
+
+def parse_stm(text: str, *, name: str) -> list[Span]:
+    """NIST STM (segment time marks, as in TED-LIUM): one segment per line,
+    ``<file> <channel> <speaker> <begin> <end> [<label>] <transcript>``; ``;;`` lines are comments.
+
+    Segments marked ``ignore_time_segment_in_scoring`` (non-speech) and empty segments are dropped.
+    """
+    spans = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(";;"):
+            continue
+        fields = stripped.split(None, 5)
+        where = f"{name}: line {number}"
+        if len(fields) < 5:
+            raise TranscriptError(
+                f"{where}: STM line has {len(fields)} field(s), expected at least 5 "
+                f"(file channel speaker begin end [<label>] text): {stripped[:80]!r}"
+            )
+        try:
+            start, stop = float(fields[3]), float(fields[4])
+        except ValueError:
+            raise TranscriptError(f"{where}: STM begin/end {fields[3]!r} {fields[4]!r} are not numbers (seconds)") from None
+        rest = fields[5] if len(fields) > 5 else ""
+        if rest.startswith("<"):  # optional label, e.g. <o,f0,male>
+            rest = rest.split(">", 1)[1] if ">" in rest else ""
+        words = _clean(rest)
+        if not words or words == _STM_IGNORE:
+            continue
+        spans.append(make_span(words, check_seconds(start, where=where), check_seconds(stop, where=where), (), where=where))
+    return spans
 
 
 # ---------------------------------------------------------------------------------------------- WebVTT

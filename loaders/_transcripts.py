@@ -1,4 +1,4 @@
-"""``read_transcript``: SRT, WebVTT, Whisper-style JSON and Praat TextGrid into one ``Transcript``.
+"""``read_transcript``: SRT, WebVTT, Whisper-style JSON, Praat TextGrid and NIST STM into one ``Transcript``.
 
 Times are kept on the transcript's own clock (seconds, as stamped); the aligner moves them onto the
 video timeline. Every span and word is a half-open interval ``[start_seconds, stop_seconds)``::
@@ -22,26 +22,27 @@ import re
 from typing import BinaryIO, Callable, Literal, Optional, TextIO, Union, get_args
 
 from loaders._records import Span, Transcript
-from loaders._transcript_formats import parse_json, parse_srt, parse_textgrid, parse_vtt
+from loaders._transcript_formats import parse_json, parse_srt, parse_stm, parse_textgrid, parse_vtt
 from loaders.errors import TranscriptError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["TRANSCRIPT_EXTENSIONS", "TranscriptFormat", "is_transcript_json", "pick_transcript", "read_transcript"]
 
-TRANSCRIPT_EXTENSIONS = ("transcript.json", "json", "textgrid", "vtt", "srt")
+TRANSCRIPT_EXTENSIONS = ("transcript.json", "json", "textgrid", "vtt", "srt", "stm")
 """Transcript members / sidecar extensions, in order of preference: avalign's normalised transcript, then the
 formats that can carry word times. The loader, ``preprocess`` and ``report`` all choose with
 :func:`pick_transcript`, so one sample always gets the same transcript whichever tool reads it."""
 
-TranscriptFormat = Literal["srt", "vtt", "json", "textgrid"]
+TranscriptFormat = Literal["srt", "vtt", "json", "textgrid", "stm"]
 _FORMATS: tuple[str, ...] = get_args(TranscriptFormat)
-_SUFFIXES = {"srt": "srt", "vtt": "vtt", "webvtt": "vtt", "json": "json", "textgrid": "textgrid"}
+_SUFFIXES = {"srt": "srt", "vtt": "vtt", "webvtt": "vtt", "json": "json", "textgrid": "textgrid", "stm": "stm"}
 _PARSERS: dict[str, Callable[..., list[Span]]] = {
     "srt": parse_srt,
     "vtt": parse_vtt,
     "json": parse_json,
     "textgrid": parse_textgrid,
+    "stm": parse_stm,
 }
 
 DEFAULT_MAX_CUES = 100_000
@@ -152,6 +153,8 @@ def _estimated_cues(text: str, chosen: str) -> int:
         return text.count("-->")
     if chosen == "json":
         return text.count("{")  # every segment and word is an object
+    if chosen == "stm":
+        return text.count("\n") + 1  # one segment per line
     return text.count("\n") // 3  # TextGrid: an interval takes 3 (short format) or 4 (long) lines
 
 
@@ -169,13 +172,15 @@ def _count_tokens(text: str, limit: int) -> int:
 
 def check_size(text: str, chosen: str, label: str, *, max_cues: int, max_words: int) -> None:
     """Refuse (``too_large``) a transcript over the limits BEFORE parsing it: cue markers counted with
-    ``str.count``, words as whitespace-separated tokens (minus the 4 tokens of each SRT/VTT timing block)."""
+    ``str.count``, words as whitespace-separated tokens (minus the 4 tokens of each SRT/VTT timing block and the 5
+    fields heading each STM line)."""
     cues = _estimated_cues(text, chosen)
     if cues > max_cues:
         raise TranscriptError(f"{label}: about {cues} cues/items, over max_cues={max_cues}; hint: split the transcript "
                               "or raise max_cues", reason="too_large")
-    arrows = text.count("-->") if chosen in ("srt", "vtt") else 0
-    words = _count_tokens(text, max_words + 4 * arrows) - 4 * arrows
+    # tokens that are not words: the 4 of each SRT/VTT timing line, the 5 fields before each STM segment's text
+    markup = 4 * text.count("-->") if chosen in ("srt", "vtt") else 5 * cues if chosen == "stm" else 0
+    words = _count_tokens(text, max_words + markup) - markup
     if words > max_words:
         raise TranscriptError(f"{label}: more than {max_words} words (max_words); hint: split the transcript or "
                               "raise max_words", reason="too_large")
@@ -194,7 +199,7 @@ def read_transcript(
     Args:
         source: a path, the file's bytes (e.g. a tar member), or a binary or text file-like object.
         format: ``"srt"``, ``"vtt"``, ``"json"`` (WhisperX / faster-whisper / whisper, or a plain list
-            of ``{"text", "start", "end"}``) or ``"textgrid"``; None guesses from the name's suffix,
+            of ``{"text", "start", "end"}``), ``"textgrid"`` or ``"stm"`` (NIST); None guesses from the name's suffix,
             else from the content.
         name: what to call the source in messages and ``Transcript.source`` (e.g. the tar key);
             defaults to the path or the stream's name.

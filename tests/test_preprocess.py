@@ -162,7 +162,7 @@ def test_cli_max_pixels(clips, tmp_path, capsys):
     add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["preprocess", str(clips), str(tmp_path / "out"), "--no-progress", "--json",
                               "--max-pixels", str(64 * 48 - 1)])  # one pixel under the clips' 64x48
-    assert args.func(args) == 0 and json.loads(capsys.readouterr().out)["num_samples"] == 0
+    assert args.func(args) == 1 and json.loads(capsys.readouterr().out)["num_samples"] == 0  # nothing written: exit 1
     skipped = {r["key"]: r["reason"] for r in map(json.loads, (tmp_path / "out" / "skipped.jsonl").read_text().splitlines())}
     assert skipped == {"bad": "decode", "c0": "too_large", "c1": "too_large", "c2": "too_large", "d3": "transcript",
                        "orphan": "missing_media"}
@@ -245,3 +245,95 @@ def test_ray_backend_byte_identical(clips, reference, tmp_path):
     out = tmp_path / "ray"
     preprocess(str(clips), str(out), samples_per_shard=2, backend="ray", workers=2, progress=False)
     assert _outputs(out) == _outputs(reference)
+
+
+# ---------------------------------------------------------------- CLI: exit codes, throughput, parallel over samples
+
+def _run_cli(argv: list[str]) -> int:
+    import argparse
+
+    from avalign.preprocess._cli import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["preprocess", *argv, "--no-progress"])
+    return args.func(args)
+
+
+def test_exit_code_when_no_sample_is_written(clips, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _run_cli([str(empty), str(tmp_path / "out_empty")]) == 1
+    assert "no sample was written" in capsys.readouterr().err
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "bad.mp4").write_bytes((clips / "bad.mp4").read_bytes())
+    (broken / "x.srt").write_text(SRT)  # a transcript without media
+    assert _run_cli([str(broken), str(tmp_path / "out_broken")]) == 1
+    err = capsys.readouterr().err
+    assert "2 input(s) skipped" in err and "out_broken/skipped.jsonl" in err and "//" not in err
+    assert _run_cli([str(empty), str(tmp_path / "dry"), "--dry-run"]) == 1
+    assert _run_cli([str(clips), str(tmp_path / "ok"), "--samples-per-shard", "2"]) == 0
+
+
+def test_throughput_counts_only_processed_media(clips, tmp_path, capsys):
+    from avalign.preprocess._cli import format_result
+
+    out = tmp_path / "out"
+    first = preprocess(str(clips), str(out), samples_per_shard=2, progress=False)
+    assert first.media_seconds_processed == pytest.approx(first.media_seconds) == pytest.approx(3 * SECONDS, abs=0.1)
+    again = preprocess(str(clips), str(out) + "/", samples_per_shard=2, progress=False)
+    assert again.shards_written == () and again.media_seconds_processed == 0.0
+    line = format_result(again)
+    assert "nothing processed" in line and "realtime" not in line and "//" not in line
+    (out / "shard-000001.tar").write_bytes(b"corrupted")  # c1 and c2 are measured again, c0 is reused
+    partial = preprocess(str(clips), str(out), samples_per_shard=2, progress=False)
+    assert partial.media_seconds_processed == pytest.approx(2 * SECONDS, abs=0.1)
+    line = format_result(partial)
+    assert f"processed {partial.media_seconds_processed:.1f} s of media" in line
+    assert f"{partial.media_seconds - partial.media_seconds_processed:.1f} s reused, not counted" in line
+
+
+_PID_DIR = None
+"""Where ``_recording_measure_one`` notes the process that measured each sample (set by the test; fork copies it)."""
+
+
+def _recording_measure_one(sample, options, config):
+    from avalign.preprocess import _run
+
+    (Path(_PID_DIR) / f"{sample.key}.pid").write_text(str(os.getpid()))
+    time.sleep(0.3)  # long enough that one worker cannot take every sample before the other starts
+    return _run._original_measure_one(sample, options, config)
+
+
+def test_workers_parallel_over_samples_within_one_shard(clips, tmp_path, monkeypatch):
+    from avalign.preprocess import _run
+
+    global _PID_DIR
+    one = tmp_path / "one"
+    preprocess(str(clips), str(one), samples_per_shard=100, progress=False)  # one shard: all 5 samples
+    _PID_DIR = tmp_path / "pids"
+    _PID_DIR.mkdir()
+    monkeypatch.setattr(_run, "_original_measure_one", _run._measure_one, raising=False)
+    monkeypatch.setattr(_run, "_measure_one", _recording_measure_one)
+    two = tmp_path / "two"
+    result = preprocess(str(clips), str(two), samples_per_shard=100, workers=2, progress=False)
+    assert result.shards == ("shard-000000.tar",) and result.num_samples == 3
+    pids = {p.stem: p.read_text() for p in _PID_DIR.iterdir()}
+    assert sorted(pids) == ["bad", "c0", "c1", "c2", "d3"]
+    assert len(set(pids.values())) == 2 and str(os.getpid()) not in pids.values()  # two worker processes
+    assert _outputs(two) == _outputs(one)  # byte-identical to one worker
+
+
+def test_progress_off_a_terminal_is_plain_lines(clips, tmp_path, capsys):
+    import argparse
+
+    from avalign.preprocess._cli import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["preprocess", str(clips), str(tmp_path / "out"), "--samples-per-shard", "2"])
+    assert args.func(args) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err  # no bar drawn into a pipe or a log file
+    assert "preprocess: 5/5 clip (100%)" in err and "ETA 0 s" in err and "done=3, skipped=3" in err

@@ -191,27 +191,48 @@ def test_gate_and_files_of_directory_run(dir_report):
 # ---------------------------------------------------------------- HTML
 
 class _Cells(HTMLParser):
-    """Text of every <td> per table id, and every src/href attribute."""
+    """Text of every <td> per table id, the <th> texts of each table, and every src and href attribute."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tables: dict[str, list[list[str]]] = {}
-        self.links: list[str] = []
+        self.headers: dict[str, list[str]] = {}
+        self.sources: list[str] = []
+        self.hrefs: dict[str, str] = {}  # link text → href
         self._table = None
         self._cell = None
+        self._href = None
+
+    @property
+    def links(self) -> list[str]:
+        return self.sources + list(self.hrefs.values())
+
+    def column(self, table: str, header: str) -> int:
+        return self.headers[table].index(header)
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        self.links += [v for k, v in attrs.items() if k in ("src", "href") and v]
+        if attrs.get("src"):
+            self.sources.append(attrs["src"])
+        if tag == "a" and attrs.get("href"):
+            self._href = [attrs["href"], []]
         if tag == "table":
             self._table = attrs.get("id", "")
             self.tables.setdefault(self._table, [])
+            self.headers.setdefault(self._table, [])
         elif tag == "tr" and self._table is not None:
             self.tables[self._table].append([])
-        elif tag == "td":
+        elif tag in ("td", "th"):
             self._cell = []
 
     def handle_endtag(self, tag):
+        if tag == "a" and self._href is not None:
+            self.hrefs["".join(self._href[1])] = self._href[0]
+            self._href = None
+        if tag == "th" and self._cell is not None and self._table is not None:
+            self.headers[self._table].append("".join(self._cell))
+            self.tables[self._table][-1:] = [[]] if self.tables[self._table] else []
+            self._cell = None
         if tag == "td" and self._cell is not None:
             self.tables[self._table][-1].append("".join(self._cell))
             self._cell = None
@@ -221,6 +242,8 @@ class _Cells(HTMLParser):
     def handle_data(self, data):
         if self._cell is not None:
             self._cell.append(data)
+        if self._href is not None:
+            self._href[1].append(data)
 
 
 def _parse(path: Path) -> _Cells:
@@ -234,15 +257,26 @@ def test_html_holds_the_numbers_and_is_self_contained(dir_report):
     rows = _rows(dir_report)
     clips = {cells[0]: cells for cells in page.tables["clips"] if cells}
     assert set(clips) == set(rows)
+    col = lambda name: page.column("clips", name)  # noqa: E731
     for key, row in rows.items():
-        assert clips[key][3] == f"{row['av_offset_ms']:g}"  # av_offset_ms column
-        assert clips[key][5] == ("null" if row["drift_ppm"] is None else f"{row['drift_ppm']:g}")  # unresolved drift
-        assert clips[key][11] == f"{row['residual']['av_offset_ms']:g}"
-    assert clips["late100"][8:11] == ["within", "within", "outside"]  # BT.1359 det., acc., EBU R37
+        assert clips[key][col("av_offset_ms")] == f"{row['av_offset_ms']:g}"
+        assert clips[key][col("drift_ppm")] == ("null" if row["drift_ppm"] is None else f"{row['drift_ppm']:g}")  # unresolved drift
+        assert clips[key][col("resid. av ms")] == f"{row['residual']['av_offset_ms']:g}"
+        assert clips[key][col("words")] == str(row["num_words"])
+    standards = [col("BT.1359 det."), col("BT.1359 acc."), col("EBU R37")]
+    assert [clips["late100"][i] for i in standards] == ["within", "within", "outside"]
+    assert clips["late100"][col("flags")] == "gate, lip-sync"  # over 50 ms and outside EBU R37
     largest = {k: max(abs(r[f]) for f in ("av_offset_ms", "text_offset_ms") if r[f] is not None) for k, r in rows.items()}
     assert [c[0] for c in page.tables["clips"] if c] == sorted(largest, key=lambda k: -largest[k])  # worst first
     assert {c[2] for c in page.tables["skipped"] if c} == {"decode", "unknown_extension"}
-    assert page.links and all(link.startswith("data:image/png;base64,") for link in page.links)
+    assert page.sources and all(src.startswith("data:image/png;base64,") for src in page.sources)
+    # late100 is over the gate and outside EBU R37: its key links to its page, which exists with its figures.
+    from avalign.report._clip_page import clip_page_name
+
+    assert page.hrefs["late100"] == rows["late100"]["page"] == clip_page_name("late100")
+    clip_page = Path(dir_report.out_dir) / rows["late100"]["page"]
+    assert clip_page.is_file() and rows["late100"]["page"].startswith("clips/late100-")
+    assert clip_page.with_name(clip_page.stem + "-waveform.png").read_bytes()[:4] == b"\x89PNG"
 
 
 # ---------------------------------------------------------------- shards
@@ -265,7 +299,8 @@ def preprocessed_dir(tmp_path_factory) -> Path:
 
     def align(av, drift, text):
         return json.dumps({"av_offset_ms": av, "drift_ppm": drift, "av_confidence": 0.9, "text_offset_ms": text,
-                           "text_confidence": 0.8 if text is not None else None, "av_method": "onset_xcorr",
+                           "text_confidence": 0.8 if text is not None else None,
+                           "av_method": "onset_xcorr" if av is not None else "abstain:no_visual_events",
                            "text_method": "vad" if text is not None else "none",
                            "video": {"num_frames": 90, "fps_from_header": 30.0, "fps_from_content": 29.97, "vfr": False,
                                      "start_seconds": 0.0, "num_frames_from_header": 91},
@@ -306,7 +341,7 @@ def test_preprocessed_shards_use_align_json(preprocessed_dir, tmp_path):
     assert rows["d"]["av_offset_ms"] == 1.0 and "container probe failed" in rows["d"]["problems"][0]
     reasons = result.report["summary"]["skipped_by_reason"]
     assert reasons == {"align_json": 1, "truncated": 1}
-    assert result.report["summary"]["gate"]["abstained"] == [{"key": "b", "shard": str(preprocessed_dir / "shard-000000.tar"), "fields": ["av_offset_ms"]}]
+    assert result.report["summary"]["gate"]["abstained"] == [{"key": "b", "shard": str(preprocessed_dir / "shard-000000.tar"), "fields": ["av_offset_ms"], "reasons": ["no_visual_events"]}]
     html_text = (tmp_path / "report.html").read_text()
     assert "<img src=x" not in html_text and "x&lt;img src=x onerror=alert(1)&gt;&amp;" in html_text
     assert EVIL_KEY in {c[0] for c in _parse(tmp_path / "report.html").tables["clips"] if c}
@@ -329,7 +364,8 @@ def test_gate_exit_codes_null_offsets_do_not_fail(preprocessed_dir, tmp_path, op
     assert "5 reported, 2 skipped" in printed
     if options:
         abstained = 0 if "text" in options else 1  # b's null text offset: no transcript, so not abstained
-        assert ("FAIL" if exit_code else "pass") in printed and f"{abstained} abstained" in printed
+        gated = 1 if "text" in options else 5  # only a has a transcript
+        assert ("FAIL" if exit_code else "pass") in printed and f"{abstained} of {gated} abstained" in printed
 
 
 def test_help_has_examples(capsys):
@@ -390,3 +426,304 @@ def test_page_renders_in_headless_chromium(dir_report, tmp_path):
     assert gray.std() > 0.05  # not a blank page
     assert len(np.unique(np.round(image[..., :3].reshape(-1, 3), 2), axis=0)) > 50  # text, tables and plots
     assert (gray < 0.3).mean() > 0.002  # dark text present
+
+
+# ---------------------------------------------------------------- per-clip pages, looked at in headless Chromium
+
+def _renderer():
+    spec = importlib.util.spec_from_file_location("render_report", REPO / "scripts" / "render_report.py")
+    render_report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(render_report)
+    if render_report.find_chromium() is None:
+        pytest.skip("chromium is not installed (scripts/setup_env.sh installs it)")
+    return render_report
+
+
+def _screenshot(html: Path, png: Path, *, width: int, height: int) -> np.ndarray:
+    from matplotlib.image import imread
+
+    image = imread(_renderer().render(str(html), str(png), width=width, height=height, timeout_seconds=120))
+    return np.round(image[..., :3] * 255).astype(np.int16)
+
+
+def _mask(image: np.ndarray, hex_colour: str, tolerance: int = 14) -> np.ndarray:
+    rgb = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
+    return (np.abs(image - rgb) <= tolerance).all(axis=-1)
+
+
+def _runs(columns: np.ndarray) -> list[tuple[int, int]]:
+    """[start, stop) of consecutive True runs of a 1-D mask."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], columns.astype(np.int8), [0]])))
+    return list(zip(edges[::2], edges[1::2]))
+
+
+TEXT_LATE_SECONDS = 0.05
+"""The transcript of the clip-page test stamps each word 50 ms after its beep is heard."""
+
+
+@pytest.fixture(scope="module")
+def clip_page_report(clips_dir, tmp_path_factory):
+    """late100.mp4 (audio 100 ms late) with words stamped at the first three beeps' audio times + 50 ms."""
+    d = tmp_path_factory.mktemp("clip_page_in")
+    (d / "late.mp4").write_bytes((clips_dir / "late100.mp4").read_bytes())
+    words = [{"word": w, "start": t + DELAY_SECONDS + TEXT_LATE_SECONDS, "end": t + DELAY_SECONDS + TEXT_LATE_SECONDS + 0.08}
+             for w, t in zip(("one", "two", "three"), EVENT_SECONDS)]
+    segment = {"text": "one two three", "start": words[0]["start"], "end": words[-1]["end"], "words": words}
+    (d / "late.json").write_text(json.dumps({"segments": [segment]}))
+    out = tmp_path_factory.mktemp("clip_page_out")
+    return run_report(str(d), out_dir=str(out), fail_over_ms=50.0, gate_on="av")
+
+
+def test_clip_page_word_boxes_and_waveform_in_chromium(clip_page_report, tmp_path):
+    (row,) = clip_page_report.report["clips"]
+    assert row["page"].startswith("clips/late-") and row["av_offset_ms"] == pytest.approx(100.0, abs=3.0)
+    assert row["text_offset_ms"] == pytest.approx(1000 * TEXT_LATE_SECONDS, abs=10.0)
+    page = Path(clip_page_report.out_dir) / row["page"]
+    image = _screenshot(page, tmp_path / "clip.png", width=1400, height=1800)
+    from avalign.report._clip_page import COLOURS
+
+    # Waveform: the seven beeps are tall blue blobs; on the video timeline (audio corrected) they start at
+    # the flash times, which calibrates pixels per second.
+    blue = _mask(image, COLOURS["waveform"]).sum(axis=0) >= 40
+    blobs = _runs(blue)
+    assert len(blobs) == len(EVENT_SECONDS), blobs
+    px_per_second = (blobs[-1][0] - blobs[0][0]) / (EVENT_SECONDS[-1] - EVENT_SECONDS[0])
+    # Word boxes: tall orange (as stamped) and green (corrected) runs of columns, three each.
+    before = _runs(_mask(image, COLOURS["before"]).sum(axis=0) >= 15)
+    after = _runs(_mask(image, COLOURS["after"]).sum(axis=0) >= 15)
+    assert len(before) == len(after) == 3, (before, after)
+    for (b, _), (a, _), (beep, _) in zip(before, after, blobs):
+        assert abs(a - beep) <= 0.012 * px_per_second + 2  # corrected words start on their beeps
+        shift = (b - a) / px_per_second
+        assert shift == pytest.approx(DELAY_SECONDS + TEXT_LATE_SECONDS, abs=0.012)  # stamped: 150 ms later
+    # The frame strip shows the white flash frames (events) and is not blank.
+    strip_top = int(np.flatnonzero(_mask(image, COLOURS["after"]).any(axis=1)).max()) + 40
+    strip = image[strip_top:strip_top + 200]
+    assert (strip.min(axis=-1) >= 250).mean() < 0.97 and (strip.max(axis=-1) <= 40).sum() > 1000  # dark frames drawn
+    html_text = page.read_text()
+    assert "lag curve not available" in html_text or 'id="lag-curve"' in html_text
+
+
+def test_clip_page_lag_curve_from_align_json_in_chromium(clips_dir, tmp_path):
+    """A preprocessed sample whose align.json carries the estimator's lag curve: curve, peak and threshold drawn."""
+    record = measure(str(clips_dir / "late100.mp4"))
+    lags = np.arange(-500.0, 501.0, 1.0)
+    record.update(lag_curve_ms=lags.tolist(), lag_curve_score=(12.0 * np.exp(-0.5 * ((lags - 100.0) / 8.0) ** 2)).tolist(),
+                  null_threshold=4.0, av_offset_ms=None, av_method="abstain:low_confidence")
+    shard = _tar(tmp_path / "shard-000000.tar", {"late.align.json": json.dumps(record).encode(),
+                                                 "late.mp4": (clips_dir / "late100.mp4").read_bytes()})
+    result = run_report(str(shard), out_dir=str(tmp_path / "out"), fail_over_ms=50.0)
+    (row,) = result.report["clips"]
+    assert row["abstain_reasons"] == {"av_offset_ms": "low_confidence"} and row["page"].startswith("clips/late-")
+    assert result.exit_code == 1 and result.report["summary"]["gate"]["reasons"][0]["code"] == "nothing_measured"
+    page = tmp_path / "out" / row["page"]
+    assert 'id="lag-curve"' in page.read_text()
+
+    image = _screenshot(page, tmp_path / "clip.png", width=1400, height=1800)
+    apex_fraction, threshold_height = _lag_curve_geometry(image)
+    assert apex_fraction == pytest.approx(600 / 1000, abs=0.01)  # the curve peaks at +100 ms on [-500, +500]
+    assert threshold_height == pytest.approx(4.0 / 12.0, abs=0.05)  # the threshold at 4 on a curve peaking at 12
+
+
+def _lag_curve_geometry(image: np.ndarray) -> tuple[float, float]:
+    """From a screenshot of a clip page: where the lag curve peaks, as a fraction of its lag span, and the null
+    threshold's height as a fraction of the peak's height above the curve's floor (checks the marks on the way)."""
+    from avalign.report._clip_page import COLOURS
+
+    curve = _mask(image, COLOURS["lag_curve"])
+    peak = _mask(image, COLOURS["peak"], tolerance=20)
+    threshold = _mask(image, COLOURS["threshold"], tolerance=24)
+    assert curve.sum() > 300 and peak.sum() > 30
+    rows = np.flatnonzero(curve.any(axis=1))
+    floor = int(rows.max())  # the curve's lowest drawn row (legend samples sit below the axes, not in them)
+    baseline = int(np.argmax(curve.sum(axis=1)))  # the widest blue row spans the lag axis
+    cols = np.flatnonzero(curve[baseline])
+    left, right = cols.min(), cols.max()
+    above = curve[:floor + 1, left:right + 1]
+    apex = int(np.flatnonzero(above.any(axis=1)).min())
+    apex_x = left + np.flatnonzero(above[apex]).mean()
+    assert floor - apex > 50  # a peak, not a flat line
+    peak_cols = np.flatnonzero(peak[:floor + 1, left:right + 1].any(axis=0))
+    assert abs(left + peak_cols.mean() - apex_x) <= 6  # the red peak marker sits on the apex
+    dashes = np.flatnonzero(threshold[apex:floor + 1, left:right + 1].sum(axis=1) > 0.3 * (right - left))
+    assert dashes.size >= 1  # the null threshold: a dashed grey line across the axes
+    return (apex_x - left) / (right - left), (floor - (apex + dashes.mean())) / (floor - apex)
+
+
+def test_clip_table_fits_1400_px_in_chromium(dir_report, tmp_path):
+    html_path = Path(dir_report.out_dir) / "report.html"
+    wide = tmp_path / "wide.html"  # let the table take the width it needs: no scroll box
+    wide.write_text(html_path.read_text().replace(".scroll{overflow-x:auto;max-width:100%}", ".scroll{}"))
+    image = _screenshot(wide, tmp_path / "wide.png", width=2400, height=2600)
+    ink = image.min(axis=-1) < 200
+    assert ink[:, :1400].sum() > 10000  # the page is drawn
+    assert ink[:, 1400:].sum() == 0  # nothing, the clip table included, reaches past 1400 px
+
+
+# ---------------------------------------------------------------- gates that cannot pass on nothing
+
+def _align_record(av, *, method="onset_xcorr", text=None) -> bytes:
+    return json.dumps({"av_offset_ms": av, "drift_ppm": None, "av_confidence": 0.9 if av is not None else 0.1,
+                       "av_method": method if av is not None else "abstain:no_visual_events",
+                       "text_offset_ms": text, "text_method": "none", "video": {"num_frames": 25},
+                       "audio": {"sample_rate": 16000, "num_samples": 16000}, "words": []}).encode()
+
+
+@pytest.mark.parametrize(
+    "values, options, exit_code, reason",
+    [
+        ([None, None, None], ["--fail-over-ms", "60", "--gate-on", "av"], 1, "nothing_measured"),
+        ([None, None, 10.0], ["--fail-over-ms", "60"], 1, "too_many_abstentions"),   # 2 of 3 > 0.5
+        ([None, None, 10.0], ["--fail-over-ms", "60", "--max-abstain", "0.7"], 0, None),  # 0.67 <= 0.7
+        ([None, 10.0, 10.0], ["--fail-over-ms", "60"], 0, None),                     # 1 of 3
+        ([None, 10.0], ["--fail-over-ms", "60"], 0, None),                           # 1 of 2 = 0.5 is not over
+        ([None, None, None], [], 0, "nothing_measured"),                             # no gate: a warning, exit 0
+    ],
+)
+def test_gate_fails_on_abstentions(tmp_path, capsys, values, options, exit_code, reason):
+    shard = _tar(tmp_path / "shard-000000.tar", {f"k{i}.align.json": _align_record(v) for i, v in enumerate(values)})
+    assert _cli(["report", str(shard), "--out", str(tmp_path / "out"), "--no-progress", "--clip-pages", "0", *options]) == exit_code
+    printed = capsys.readouterr().out
+    gate = json.loads((tmp_path / "out" / "report.json").read_text())["summary"]["gate"]
+    assert [r["code"] for r in gate["reasons"]] == ([reason] if reason else [])
+    if reason and options:
+        assert f"gate        FAIL ({reason})" in printed
+    elif reason:
+        assert f"warning     {reason}:" in printed and "FAIL" not in printed
+    assert gate["abstained_share"] == pytest.approx(sum(v is None for v in values) / len(values), abs=1e-4)
+
+
+def test_gate_fails_when_the_input_holds_no_media(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _cli(["report", str(empty), "--out", str(tmp_path / "o1"), "--no-progress", "--fail-over-ms", "60"]) == 1
+    assert "FAIL (no_media)" in capsys.readouterr().out
+    (empty / "notes.txt").write_text("not media")  # a stray file is no media either
+    assert _cli(["report", str(empty), "--out", str(tmp_path / "o2"), "--no-progress", "--fail-over-ms", "60"]) == 1
+    assert "FAIL (no_media)" in capsys.readouterr().out
+    (empty / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 not a movie")  # media, but nothing measured
+    assert _cli(["report", str(empty), "--out", str(tmp_path / "o3"), "--no-progress", "--fail-over-ms", "60"]) == 1
+    assert "FAIL (nothing_measured)" in capsys.readouterr().out
+
+
+def test_report_on_preprocessed_output_reads_skips_and_totals(clips_dir, tmp_path, capsys):
+    from avalign.preprocess import preprocess
+
+    out = tmp_path / "pre"
+    result = preprocess(str(clips_dir), str(out), progress=False)
+    listed = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
+    assert result.num_samples == 2 and [(r["key"], r["reason"]) for r in listed] == [("corrupt", "decode"), ("notes", "missing_media")]
+    manifest = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert _cli(["report", str(out), "--out", str(tmp_path / "rep"), "--no-progress"]) == 0
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert [(s["key"], s["reason"], s["shard"]) for s in report["skipped"]] == [(r["key"], r["reason"], r["input"]) for r in listed]
+    summary = report["summary"]
+    assert summary["num_skipped"] == 2 and summary["corrupt"] == 1
+    assert summary["num_words"] == sum(r["num_words"] for r in manifest)
+    assert summary["total_hours"] == pytest.approx(sum(r["duration"] for r in manifest) / 3600, abs=1e-4)
+    printed = capsys.readouterr().out
+    assert "2 reported, 2 skipped {'decode': 1, 'missing_media': 1}" in printed
+    assert f"{summary['num_words']} words" in printed and summary["num_words"] >= 1  # synced.srt's "hello"
+    page = _parse(tmp_path / "rep" / "report.html")
+    assert [c[2] for c in page.tables["skipped"] if c] == ["decode", "missing_media"]
+
+
+def _png_pixels(path: Path) -> np.ndarray:
+    from matplotlib.image import imread
+
+    return np.round(imread(str(path))[..., :3] * 255).astype(np.int16)
+
+
+def test_distributions_show_values_and_abstentions_side_by_side(tmp_path):
+    """Two answered A/V offsets and three abstentions (two reasons): blue bars left, grey bars right, no "no values"."""
+    from avalign.report._plots import ABSTAIN_COLOUR, VALUE_COLOUR
+
+    members = {"a.align.json": _align_record(10.0), "b.align.json": _align_record(30.0),
+               "c.align.json": _align_record(None), "d.align.json": _align_record(None)}
+    other = json.loads(_align_record(None))
+    other["av_method"] = "abstain:low_confidence"
+    members["e.align.json"] = json.dumps(other).encode()
+    shard = _tar(tmp_path / "shard-000000.tar", members)
+    result = run_report(str(shard), out_dir=str(tmp_path / "out"), clip_pages=0)
+    assert result.report["summary"]["abstain_reasons"]["av_offset_ms"] == {"low_confidence": 1, "no_visual_events": 2}
+    image = _png_pixels(tmp_path / "out" / "av_offset_hist.png")
+    width = image.shape[1]
+    blue, grey = _mask(image, VALUE_COLOUR, 6), _mask(image, ABSTAIN_COLOUR, 6)
+    blue_bars, grey_bars = blue.sum(axis=0) >= 20, grey.sum(axis=0) >= 20  # bars are tall; text and ticks are not
+    blue_cols, grey_cols = np.flatnonzero(blue_bars), np.flatnonzero(grey_bars)
+    assert blue_cols.size and grey_cols.size and blue_cols.max() < grey_cols.min()  # values left, abstentions right
+    assert grey_cols.min() > 0.7 * width
+    grey_runs = _runs(grey_bars)
+    assert len(grey_runs) == 2  # one bar per reason
+    heights = [int(grey[:, a:b].sum(axis=0).max()) for a, b in grey_runs]
+    assert heights[0] == pytest.approx(2 * heights[1], rel=0.05)  # no_visual_events (2) twice low_confidence (1)
+    assert len(_runs(blue_bars)) == 2  # two answered values, two bars
+
+
+def test_clip_page_names_are_stable_and_safe():
+    from avalign.report._clip_page import clip_page_name
+
+    name = clip_page_name(EVIL_KEY)
+    assert name == clip_page_name(EVIL_KEY) and name.startswith("clips/x_img_src_x_onerror_alert_1-") and name.endswith(".html")
+    assert clip_page_name("../../etc/passwd").startswith("clips/etc_passwd-")
+    assert clip_page_name("a", taken={clip_page_name("a")}).endswith("-2.html")
+    assert clip_page_name("a/b") != clip_page_name("a_b")  # same slug, different keys: the hash tells them apart
+
+
+def test_progress_total_counts_clips_without_reading_media(clips_dir, preprocessed_dir, tmp_path):
+    from avalign.report._inputs import count_clips
+
+    assert count_clips(str(clips_dir)) == 3  # synced, late100, corrupt (notes.txt is no clip)
+    assert count_clips(str(preprocessed_dir / "shard-000000.tar")) == 5  # a, b, c, d, evil key; c's align.json is broken
+    assert count_clips(str(preprocessed_dir)) is None  # shard-000001.tar is truncated: unknown, not a wrong total
+    assert count_clips(str(preprocessed_dir / "shard-{000000..000001}.tar")) is None  # patterns are not expanded
+
+
+def test_report_progress_lines_when_stderr_is_not_a_terminal(preprocessed_dir, tmp_path, capsys):
+    assert _cli(["report", str(preprocessed_dir / "shard-000000.tar"), "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "report: 5/5 clip (100%)" in err and "ETA 0 s" in err and "\r" not in err
+    assert "clip pages: 2/2 page (100%)" in err  # a (outside EBU R37) and b (abstained)
+
+
+def test_clip_page_draws_the_estimators_own_lag_curve(clip_page_report, tmp_path):
+    """Once the estimator exposes its lag curve (``AVEstimate.lag_curve_ms``), a measured clip's page draws it,
+    peaking at the clip's measured offset."""
+    from aligner import AVEstimate
+
+    if "lag_curve_ms" not in AVEstimate.__dataclass_fields__:
+        pytest.skip("this estimator exposes no lag curve (AVEstimate.lag_curve_ms)")
+    (row,) = clip_page_report.report["clips"]
+    page = Path(clip_page_report.out_dir) / row["page"]
+    assert 'id="lag-curve"' in page.read_text()
+    import loaders
+    from aligner import estimate_av_offset
+    from avalign._measure import read_video_for_estimation
+
+    media = str(Path(clip_page_report.report["input"]) / "late.mp4")
+    estimate = estimate_av_offset(read_video_for_estimation(media, name=media)[0], loaders.read_audio(media))
+    lags = np.asarray(estimate.lag_curve_ms)
+    image = _screenshot(page, tmp_path / "clip.png", width=1400, height=1800)
+    apex_fraction, _ = _lag_curve_geometry(image)
+    peak_ms = float(lags[np.argmax(estimate.lag_curve_score)])
+    assert peak_ms == pytest.approx(row["av_offset_ms"], abs=10.0)
+    assert apex_fraction == pytest.approx((peak_ms - lags.min()) / (lags.max() - lags.min()), abs=0.01)
+
+
+def test_caption_only_transcript_boxes_move_by_the_measured_offsets(clips_dir):
+    """synced.srt has spans only (no word times): the corrected boxes are its spans moved by text and A/V offsets."""
+    from avalign.report._clip_view import gather_clip_view
+    from avalign.report._inputs import ClipInput
+
+    clip = ClipInput(key="synced", shard=str(clips_dir), media=str(clips_dir / "synced.mp4"),
+                     media_name=str(clips_dir / "synced.mp4"), transcript=str(clips_dir / "synced.srt"),
+                     transcript_name=str(clips_dir / "synced.srt"))
+    record = {"av_offset_ms": 40.0, "drift_ppm": 0.0, "text_offset_ms": 100.0, "words": []}
+    view = gather_clip_view(clip, record)
+    assert [(b.text, b.start_seconds, b.stop_seconds) for b in view.words_before] == [("hello", 1.0, 2.0), ("lost", 60.0, 61.0)]
+    assert [(b.text, round(b.start_seconds, 6), round(b.stop_seconds, 6)) for b in view.words_after] == [
+        ("hello", 0.86, 1.86), ("lost", 59.86, 60.86)]  # 1.0 − 0.100 (stamps late) − 0.040 (audio late)
+    assert view.audio_shift_ms == 40.0
+    column_seconds = view.envelope_seconds[1] - view.envelope_seconds[0]
+    first_sample = view.envelope_seconds[0] - column_seconds / 2  # column times are their centres
+    assert first_sample == pytest.approx(ffprobe_audio_start(clips_dir / "synced.mp4") - 0.040, abs=1e-3)  # audio moved 40 ms earlier

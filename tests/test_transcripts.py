@@ -343,7 +343,7 @@ def test_empty_inputs_give_empty_transcripts(content: bytes, name: str) -> None:
 
 
 def test_invalid_format_argument_lists_valid_values() -> None:
-    with pytest.raises(ValueError, match=r"\['srt', 'vtt', 'json', 'textgrid'\].*'ass'"):
+    with pytest.raises(ValueError, match=r"\['srt', 'vtt', 'json', 'textgrid', 'stm'\].*'ass'"):
         read_transcript(SRT.encode(), format="ass")  # type: ignore[arg-type]
 
 

@@ -54,7 +54,7 @@ _SEEDS = {
         '0\n3\n2\n0\n1.5\n"one"\n1.5\n3\n"two"\n'
     ),
 }
-_FORMATS: list[Optional[str]] = [None, "srt", "vtt", "json", "textgrid"]
+_FORMATS: list[Optional[str]] = [None, "srt", "vtt", "json", "textgrid", "stm"]
 _TOKENS = ["-->", "<", ">", "<00:00:01.200>", "\n", "\n\n", "-", "NaN", "1e999", "-1", "9", ":", ",", ".", '"',
            "{", "}", "[", "]", "null", "WEBVTT", "\ufeff", "\x00", "\xff", "99:99:99,999", "intervals [9]:"]
 

@@ -12,7 +12,7 @@ import json
 import logging
 import sys
 
-from loaders._video import DEFAULT_MAX_PIXELS
+from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input, display_path
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +29,7 @@ output: out/shard-000000.tar … (<key>.<media>, <key>.align.json, <key>.frames.
 out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words), out/skipped.jsonl (input, key,
 reason: decode, missing_audio, too_large, transcript, unsafe_name, duplicate_key, truncated…), out/state.jsonl
 (resume state). Same inputs and options give byte-identical shards for any --workers.
+exit: 0 done, 1 no sample written (empty input, only broken files), 2 error.
 """
 
 
@@ -44,7 +45,7 @@ def _call(preprocess, args: argparse.Namespace):
         reencode=args.reencode,
         dry_run=args.dry_run,
         on_error=args.on_error,
-        progress=not args.no_progress and sys.stderr.isatty(),
+        progress=not args.no_progress,
         timeout_seconds=args.timeout if args.timeout > 0 else None,
         max_pixels=args.max_pixels,
         max_duration_seconds=args.max_duration,
@@ -53,6 +54,7 @@ def _call(preprocess, args: argparse.Namespace):
 
 def run_command(args: argparse.Namespace) -> int:
     """Handler: one call to ``preprocess``, then a summary (or JSON) on stdout."""
+    check_local_input(args.input)  # a typo fails in milliseconds, not after loading torch
     from avalign.preprocess._run import preprocess
 
     try:
@@ -72,11 +74,32 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"{len(result.shards_written)} shard(s) to write, {len(result.shards_reused)} already complete, "
               f"{result.num_skipped} input(s) skipped up front (dry run: nothing written)")
     else:
-        rate = result.media_seconds / result.wall_seconds if result.wall_seconds > 0 else 0.0
-        print(f"{result.output_dir}: {len(result.shards)} shard(s) ({len(result.shards_written)} written, "
-              f"{len(result.shards_reused)} reused), {result.num_samples} sample(s), {result.num_skipped} skipped "
-              f"(see skipped.jsonl); {result.media_seconds:.1f} s of media in {result.wall_seconds:.1f} s ({rate:.1f}x realtime)")
+        print(format_result(result))
+    if not result.dry_run and result.num_samples == 0:
+        print(f"avalign preprocess: error: no sample was written ({result.num_skipped} input(s) skipped, see "
+              f"{display_path(result.output_dir, 'skipped.jsonl')}); hint: INPUT must hold media files with "
+              "audio (or shards with media members)", file=sys.stderr)
+        return 1
+    if result.dry_run and not result.keys_by_shard:
+        print("avalign preprocess: error: INPUT holds no sample to process", file=sys.stderr)
+        return 1
     return 0
+
+
+def format_result(result) -> str:
+    """One line: shards written and reused, samples, skips, and the throughput of this run's own work
+    (media of shards reused from an earlier run is not counted as processed)."""
+    line = (f"{display_path(result.output_dir)}: {len(result.shards)} shard(s) ({len(result.shards_written)} written, "
+            f"{len(result.shards_reused)} reused), {result.num_samples} sample(s), {result.num_skipped} skipped "
+            f"(see skipped.jsonl); ")
+    processed = result.media_seconds_processed
+    if not result.shards_written:
+        return line + f"nothing processed: all {result.media_seconds:.1f} s of media reused from an earlier run"
+    rate = processed / result.wall_seconds if result.wall_seconds > 0 else 0.0
+    line += f"processed {processed:.1f} s of media in {result.wall_seconds:.1f} s ({rate:.1f}x realtime)"
+    if result.shards_reused:
+        line += f"; {result.media_seconds - processed:.1f} s reused, not counted"
+    return line
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -95,7 +118,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("input", help="directory of media + sidecar transcripts, or shards (path, {..} pattern, URL)")
     parser.add_argument("output_dir", help="where shards, manifest.jsonl and skipped.jsonl go (not inside INPUT)")
     parser.add_argument("--backend", choices=["local", "ray"], default="local", help="local processes or Ray (default local)")
-    parser.add_argument("--workers", type=int, default=1, help="parallel processes / local Ray CPUs (default 1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="parallel processes (default 1): local, each sample is measured in its own worker "
+                             "process, so one shard of 100 samples keeps N workers busy; shards are still written "
+                             "in order by the main process. Ray: CPUs of a local instance, one task per shard")
     parser.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local instance)")
     parser.add_argument("--samples-per-shard", type=int, default=100, help="samples per output shard (default 100)")
     parser.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices (default 16000)")
@@ -109,7 +135,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="skip media whose video or audio spans longer as too_large (default: no limit)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per sample before giving up (0: none; default 300)")
     parser.add_argument("--dry-run", action="store_true", help="list what would be done; write nothing")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress (default: a bar with ETA on a terminal, else a line every 10 s on stderr)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=run_command)
     return parser

@@ -3,7 +3,8 @@
 ::
 
     INPUT ──list──▶ sorted samples ──chunk by samples_per_shard──▶ shard tasks ──skip done (state.jsonl)──▶
-        pending tasks ──workers / Ray──▶ .shard-N.tar.<pid>.tmp ──rename──▶ shard-N.tar ──▶ state.jsonl line
+        pending tasks ──local: samples measured in a pool of --workers processes, shards written in order here
+                       Ray: one task per shard──▶ .shard-N.tar.<pid>.tmp ──rename──▶ shard-N.tar ──▶ state.jsonl line
     end: manifest.jsonl + skipped.jsonl rewritten from state.jsonl (shard order), atomically
 
 Same inputs and options give byte-identical shards, manifest and skipped list whatever the number
@@ -11,22 +12,25 @@ of workers or the backend; a killed run leaves no partial ``shard-*.tar`` and a 
 """
 from __future__ import annotations
 
+import collections
 import errno
+import itertools
 import logging
 import os
 import re
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Iterator, Literal, Optional
 
-from avalign.preprocess._inputs import InputPlan, list_inputs
+from avalign.preprocess._inputs import InputPlan, InputSample, list_inputs
 from avalign.preprocess._lock import output_lock
-from avalign.preprocess._sample import SampleOptions, dumps, run_config
+from avalign.preprocess._sample import SampleOptions, dumps, process_sample, run_config
 from avalign.preprocess._shard import ShardTask, process_shard
 from avalign.preprocess._state import RunState, plan_sha256
 from avalign.preprocess._writer import atomic_write_bytes, remove_stale_temporaries, shard_name
 from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.errors import SampleError
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +64,9 @@ class PreprocessResult:
     """True when nothing was written."""
     keys_by_shard: dict = field(default_factory=dict)
     """Shard name → keys planned for it (filled for every run; handy for ``--dry-run``)."""
+    media_seconds_processed: float = 0.0
+    """Duration of the samples this run measured and wrote (shards reused from an earlier run excluded):
+    the figure to divide by ``wall_seconds`` for a throughput."""
 
 
 def _check_options(workers: int, backend: str, samples_per_shard: int, sample_rate: int, reencode, on_error: str,
@@ -130,28 +137,65 @@ def plan_shards(plan: InputPlan, *, samples_per_shard: int, config: dict) -> lis
     return tasks
 
 
-def _run_local(tasks, *, workers: int, on_result, on_sample, **shard_kwargs) -> None:
-    if workers == 1 or len(tasks) <= 1:
+def _measure_one(sample: InputSample, options: SampleOptions, config: dict):
+    """Pool worker: ``("ok", (members, row))`` or ``("skip", SampleError)`` (returned, not raised: ordered results)."""
+    try:
+        return "ok", process_sample(sample, options, config)
+    except SampleError as e:
+        return "skip", e
+
+
+def _measured_ahead(pool, samples, *, options: SampleOptions, config: dict, ahead: int) -> Iterator[tuple]:
+    """Results of ``_measure_one`` for ``samples`` in their order, with at most ``ahead`` submitted and not yet
+    consumed (bounds the media bytes held in memory)."""
+    pending: collections.deque = collections.deque()
+    queue = iter(samples)
+    for sample in itertools.islice(queue, ahead):
+        pending.append((sample.key, pool.submit(_measure_one, sample, options, config)))
+    while pending:
+        key, future = pending.popleft()
+        result = future.result()
+        for sample in itertools.islice(queue, 1):
+            pending.append((sample.key, pool.submit(_measure_one, sample, options, config)))
+        yield key, result
+
+
+def _run_local(tasks, *, workers: int, on_result, on_sample, options: SampleOptions, config: dict, **shard_kwargs) -> None:
+    """Shards in order in this process; with ``workers > 1`` their samples are measured in a pool of ``workers``
+    processes, up to ``4 × workers`` samples ahead, so even one shard uses every worker."""
+    if workers == 1:
         for task in tasks:
-            on_result(process_shard(task, on_sample=on_sample, **shard_kwargs))
+            on_result(process_shard(task, on_sample=on_sample, options=options, config=config, **shard_kwargs))
         return
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import ProcessPoolExecutor
 
+    samples = [sample for task in tasks for sample in task.samples]
+    if not samples:
+        for task in tasks:
+            on_result(process_shard(task, on_sample=on_sample, options=options, config=config, **shard_kwargs))
+        return
     from loaders._watchdog import exit_with_parent
 
     # Workers exit when this process dies (SIGKILL, the OOM killer): never blocked forever on the call queue.
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=multiprocessing.get_context("fork"),
+    with ProcessPoolExecutor(max_workers=min(workers, len(samples)), mp_context=multiprocessing.get_context("fork"),
                              initializer=exit_with_parent) as pool:
-        pending = {pool.submit(process_shard, task, **shard_kwargs) for task in tasks}
+        results = _measured_ahead(pool, samples, options=options, config=config, ahead=4 * workers)
+
+        def take(sample: InputSample):
+            key, (kind, value) = next(results)
+            if key != sample.key:  # pragma: no cover - both walk the same list
+                raise RuntimeError(f"result for {key!r} arrived for sample {sample.key!r}")
+            if kind == "skip":
+                raise value
+            return value
+
         try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    on_result(future.result())
+            for task in tasks:
+                on_result(process_shard(task, on_sample=on_sample, options=options, config=config, process=take,
+                                        **shard_kwargs))
         except BaseException:
-            for future in pending:
-                future.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
             raise
 
 
@@ -197,7 +241,8 @@ def preprocess(
         input: a directory of media with same-stem transcripts (``.srt .vtt .json .TextGrid``), or
             WebDataset shards (path, brace pattern, fsspec URL, ``pipe:``), e.g. video2dataset output.
         output_dir: created if needed; must not be inside ``input``.
-        workers: parallel processes (local) or CPUs of the local Ray instance.
+        workers: local: processes that measure samples (parallel over samples, also within one shard; shards
+            are written in order by this process); Ray: CPUs of the local instance (one task per shard).
         backend: ``"local"`` (processes on this machine) or ``"ray"``.
         ray_address: Ray cluster address (``"auto"``, ``"ray://host:10001"``); None starts a local instance.
         samples_per_shard: samples per output shard (the last may hold fewer, failed samples make it shorter).
@@ -207,7 +252,8 @@ def preprocess(
         on_error: ``"skip"`` records bad samples in ``skipped.jsonl`` (each logged once); ``"raise"`` stops at
             the first, naming the input: shard-level problems (hostile or duplicate members, truncated tar) raise
             while planning, before anything is written. Keys without media are listed in either mode.
-        progress: show a tqdm bar (ETA, done and skipped counts).
+        progress: show progress on stderr: a bar (total, ETA, done and skipped counts) on a terminal, else a
+            plain line every 10 s.
         timeout_seconds: per-sample limit for decode + measure (None: no limit).
         max_pixels: skip media whose frames have more pixels (width × height) with reason ``too_large``
             (default 3840 × 2160).
@@ -270,19 +316,17 @@ def preprocess(
         counts = {"done": sum(len(state.entries[t.name]["manifest"]) for t in done),
                   "skipped": len(plan.skipped) + sum(len(state.entries[t.name]["skipped"]) for t in done)}
         if progress:
-            from tqdm import tqdm
+            from avalign._progress import Progress
 
-            bar = tqdm(total=len(plan.samples), initial=sum(len(t.samples) for t in done), unit="clip", desc="preprocess",
-                       dynamic_ncols=True)
-            bar.set_postfix(counts)
+            bar = Progress(total=len(plan.samples), initial=sum(len(t.samples) for t in done), desc="preprocess",
+                           unit="clip")
 
         def on_sample(ok: bool) -> None:
             counts["done" if ok else "skipped"] += 1
             if bar is not None:
-                bar.update(1)
-                bar.set_postfix(counts)
+                bar.update(1, **counts)
 
-        in_process = backend == "local" and (workers == 1 or len(todo) <= 1)
+        in_process = backend == "local"  # local: shards are written here, sample by sample (on_sample counts)
 
         def on_result(entry: dict) -> None:
             state.record(entry)
@@ -290,8 +334,7 @@ def preprocess(
                 counts["done"] += len(entry["manifest"])
                 counts["skipped"] += len(entry["skipped"])
                 if bar is not None:
-                    bar.update(len(entry["manifest"]) + len(entry["skipped"]))
-                    bar.set_postfix(counts)
+                    bar.update(len(entry["manifest"]) + len(entry["skipped"]), **counts)
 
         shard_kwargs = dict(output_dir=output_dir, options=options, config=config, on_error=on_error)
         try:
@@ -315,8 +358,11 @@ def preprocess(
         atomic_write_bytes(os.path.join(output_dir, "manifest.jsonl"), _jsonl(manifest))
         atomic_write_bytes(os.path.join(output_dir, "skipped.jsonl"), _jsonl(skipped))
         media_seconds = sum(row["duration"] for row in manifest)
+        written = {t.name for t in todo}
+        media_seconds_processed = sum(row["duration"] for row in manifest if row["shard"] in written)
         return PreprocessResult(
             output_dir=output_dir, shards=tuple(t.name for t in tasks), shards_written=tuple(t.name for t in todo),
             shards_reused=tuple(t.name for t in done), num_samples=len(manifest), num_skipped=len(skipped),
             media_seconds=media_seconds, wall_seconds=time.monotonic() - start, keys_by_shard=keys_by_shard,
+            media_seconds_processed=media_seconds_processed,
         )

@@ -24,7 +24,7 @@ from typing import Literal, Optional
 from avalign.preprocess._inputs import InputSample, read_members
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
-from avalign._measure import decode_errors_of, decode_for_measure, null_unmeasurable
+from avalign._measure import count_words, decode_errors_of, decode_for_measure, null_unmeasurable
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
             except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
                 raise sample_error(e, stage="align") from e  # the key is filled in by process_sample
             if transcript is not None:  # num_words counts the input's words, as before caption words were added
-                num_words = len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
+                num_words = count_words(transcript)
                 transcript = aligned.transcript  # with caption words (forced alignment): loading need not redo it
         finally:
             if limits is not None:

@@ -45,11 +45,15 @@ def process_shard(
     config: dict,
     on_error: OnError = "skip",
     on_sample: Optional[Callable[[bool], None]] = None,
+    process: Optional[Callable[[InputSample], tuple[dict, dict]]] = None,
 ) -> dict:
     """Process and write one shard; returns its state entry (shard, plan_sha256, sha256, size, manifest, skipped).
 
     Args:
         on_sample: called with True (written) or False (skipped) after each sample (in-process progress).
+        process: ``sample -> (members, manifest row)`` or raises ``SampleError``; default
+            ``process_sample(sample, options, config)``. The local backend passes one that returns results
+            measured ahead in a process pool (parallel over samples); the shard is still written here, in order.
 
     Raises:
         SampleError: a sample failed and ``on_error="raise"`` (the shard's temporary file is removed).
@@ -60,7 +64,7 @@ def process_shard(
     with ShardWriter(os.path.join(output_dir, task.name)) as writer:
         for sample in task.samples:
             try:
-                members, row = process_sample(sample, options, config)
+                members, row = process(sample) if process is not None else process_sample(sample, options, config)
             except SampleError as e:
                 if on_error == "raise":
                     raise

@@ -1,30 +1,41 @@
-"""``avalign report``: per-clip alignment facts, dataset summary, lip-sync standards and a gate. Re-exports only."""
-from avalign.report._collect import clip_row, collect, measure_clip
-from avalign.report._inputs import ClipInput, Skipped, iter_inputs
-from avalign.report._probe import probe_container
-from avalign.report._report import ReportResult, load_truth, run_report
-from avalign.report._standards import STANDARDS, LipSyncTolerance, lipsync_status, to_standard_offset_ms, within_tolerance
-from avalign.report._summary import format_terminal_summary, gate, summarize
+"""``avalign report``: per-clip alignment facts, dataset summary, lip-sync standards and a gate.
 
-__all__ = sorted(
-    [
-        "ClipInput",
-        "LipSyncTolerance",
-        "ReportResult",
-        "STANDARDS",
-        "Skipped",
-        "clip_row",
-        "collect",
-        "format_terminal_summary",
-        "gate",
-        "iter_inputs",
-        "lipsync_status",
-        "load_truth",
-        "measure_clip",
-        "probe_container",
-        "run_report",
-        "summarize",
-        "to_standard_offset_ms",
-        "within_tolerance",
-    ]
-)
+Re-exports only, imported on first use (PEP 562), so that ``avalign --help`` stays fast.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "ClipInput": "avalign.report._inputs",
+    "LipSyncTolerance": "avalign.report._standards",
+    "ReportResult": "avalign.report._report",
+    "STANDARDS": "avalign.report._standards",
+    "Skipped": "avalign.report._inputs",
+    "clip_row": "avalign.report._collect",
+    "collect": "avalign.report._collect",
+    "format_terminal_summary": "avalign.report._summary",
+    "gate": "avalign.report._summary",
+    "iter_inputs": "avalign.report._inputs",
+    "lipsync_status": "avalign.report._standards",
+    "load_truth": "avalign.report._report",
+    "measure_clip": "avalign.report._collect",
+    "probe_container": "avalign.report._probe",
+    "run_report": "avalign.report._report",
+    "summarize": "avalign.report._summary",
+    "to_standard_offset_ms": "avalign.report._standards",
+    "within_tolerance": "avalign.report._standards",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

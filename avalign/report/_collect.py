@@ -18,14 +18,14 @@ import logging
 import math
 from typing import Iterable, Literal, Optional, Union
 
-from avalign.report._inputs import ClipInput, Skipped, iter_inputs
+from avalign.report._inputs import ClipInput, Skipped, count_clips, iter_inputs
 from avalign.report._standards import lipsync_status, to_standard_offset_ms
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.errors import SampleError, reason_of
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["clip_row", "collect", "measure_clip", "residual"]
+__all__ = ["abstain_reason", "clip_row", "collect", "measure_clip", "residual"]
 
 _MEASURED_FIELDS = ("av_offset_ms", "drift_ppm", "text_offset_ms")
 _NEVER_RAISED = ("unknown_extension",)
@@ -129,11 +129,21 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
     av_offset = _number(record.get("av_offset_ms"), "av_offset_ms", problems)
     text_offset = _number(record.get("text_offset_ms"), "text_offset_ms", problems)
     drift = _number(record.get("drift_ppm"), "drift_ppm", problems)
+    has_video = record.get("video", "not recorded") is not None  # None only for audio-only media
+    abstain_reasons = {}
+    if has_video and av_offset is None:
+        abstain_reasons["av_offset_ms"] = abstain_reason(record, "av")
+    has_transcript = clip.transcript is not None or record.get("text_method") not in (None, "", "none")
+    if has_transcript and text_offset is None:
+        abstain_reasons["text_offset_ms"] = abstain_reason(record, "text")
     row = {
         "key": clip.key,
         "shard": clip.shard,
         "source": source,
-        "has_transcript": clip.transcript is not None or record.get("text_method") not in (None, "", "none"),
+        "has_transcript": has_transcript,
+        "has_video": has_video,
+        "num_words": _num_words(clip, record, problems),
+        "abstain_reasons": abstain_reasons,
         "duration_seconds": container.get("video_duration_seconds") or container.get("audio_duration_seconds"),
         "av_offset_ms": av_offset,
         "av_confidence": record.get("av_confidence"),
@@ -158,6 +168,35 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
             row["truth"] = true
             row["residual"] = {f: residual(row[f], true.get(f)) for f in _MEASURED_FIELDS}
     return row
+
+
+def abstain_reason(record: dict, prefix: str) -> Optional[str]:
+    """Why the ``prefix`` (``av`` / ``text``) estimate of a measure record is null: ``{prefix}_abstain.reason`` when
+    the record carries one, else the reason in an ``abstain:<reason>`` method, else ``"unknown"``."""
+    detail = record.get(f"{prefix}_abstain")
+    if isinstance(detail, dict) and detail.get("reason"):
+        return str(detail["reason"])
+    method = str(record.get(f"{prefix}_method") or "")
+    if method.startswith("abstain:"):
+        return method[len("abstain:"):] or "unknown"
+    return "unknown"
+
+
+def _num_words(clip: ClipInput, record: dict, problems: list[str]) -> int:
+    """Words of the clip's transcript, counted as ``preprocess``'s manifest counts them: its word entries, else the
+    whitespace-separated tokens of its spans (a caption-only SRT); without a transcript, the record's ``words``."""
+    if clip.transcript is not None:
+        import loaders
+        from avalign._measure import count_words
+
+        try:
+            transcript = loaders.read_transcript(clip.transcript, name=clip.transcript_name)
+        except (ValueError, OSError) as e:
+            problems.append(f"transcript unreadable for the word count: {e}")
+            return 0
+        return count_words(transcript)
+    words = record.get("words")
+    return len(words) if isinstance(words, list) else 0
 
 
 def _number(value, name: str, problems: list[str]) -> Optional[float]:
@@ -189,7 +228,7 @@ def collect(
         path: media directory, media file, directory of shards or shard spec.
         sample_rate: the rate of the ``aligned`` sample indices when measuring.
         truth: ``{key: {"av_offset_ms", "drift_ppm", "text_offset_ms", …}}`` to compute residuals.
-        progress: show a tqdm progress bar on stderr.
+        progress: show progress on stderr (a bar with total and ETA on a terminal, else a line every 10 s).
         on_error: ``"skip"`` lists bad inputs; ``"raise"`` raises at the first (stray files in a media
             directory, reason ``unknown_extension``, are still only listed).
         max_pixels: media with larger frames (width × height) are skipped as ``too_large``.
@@ -200,19 +239,26 @@ def collect(
     if on_error not in ("skip", "raise"):
         raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
     items: Iterable = iter_inputs(path, on_error=on_error)
+    bar = None
     if progress:
-        from tqdm import tqdm
+        from avalign._progress import Progress
 
-        items = tqdm(items, desc="avalign report", unit="clip")
+        bar = Progress(total=count_clips(path), desc="report", unit="clip")
     rows: list[dict] = []
     skipped: list[Skipped] = []
-    for item in items:
-        result = item if isinstance(item, Skipped) else clip_row(item, sample_rate=sample_rate, truth=truth, max_pixels=max_pixels)
-        if isinstance(result, Skipped):
-            if on_error == "raise" and result.reason not in _NEVER_RAISED:
-                raise SampleError(result.message, shard=result.shard, key=result.key, reason=result.reason)
-            skipped.append(result)
-        else:
-            rows.append(result)
+    try:
+        for item in items:
+            result = item if isinstance(item, Skipped) else clip_row(item, sample_rate=sample_rate, truth=truth, max_pixels=max_pixels)
+            if isinstance(result, Skipped):
+                if on_error == "raise" and result.reason not in _NEVER_RAISED:
+                    raise SampleError(result.message, shard=result.shard, key=result.key, reason=result.reason)
+                skipped.append(result)
+            else:
+                rows.append(result)
+            if bar is not None and not (isinstance(item, Skipped) and item.reason in ("unknown_extension", "missing_media")):
+                bar.update(1, reported=len(rows), skipped=len(skipped))  # the total counts media keys, not stray files
+    finally:
+        if bar is not None:
+            bar.close()
     return rows, skipped
 

@@ -8,6 +8,8 @@ stops at the first instead). Reasons are the shared codes of ``loaders.errors.RE
     dir/clip.mp4 + dir/clip.srt             →  key "clip", media path, transcript path
     shard.tar: clip.mp4 clip.json           →  key "clip", media bytes, transcript bytes (raw: measured)
     shard.tar: clip.align.json [clip.mp4]   →  key "clip", align record (preprocessed: no decoding)
+    out/skipped.jsonl (preprocess output)   →  the inputs preprocess skipped, as Skipped records
+                                               (read when INPUT is the output directory itself)
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import glob
 import json
 import logging
 import os
+import tarfile
 from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
@@ -23,7 +26,7 @@ from loaders._transcripts import TRANSCRIPT_EXTENSIONS, pick_transcript
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ClipInput", "Skipped", "iter_inputs", "MEDIA_EXTENSIONS", "TRANSCRIPT_EXTENSIONS"]
+__all__ = ["ClipInput", "MEDIA_EXTENSIONS", "Skipped", "TRANSCRIPT_EXTENSIONS", "count_clips", "iter_inputs", "preprocess_skips"]
 
 MEDIA_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v", "m4a", "mp3", "wav", "flac", "ogg", "opus", "aac")
 """Media file extensions recognised in directories and shards (lower case)."""
@@ -102,6 +105,7 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
         media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
         if tars and not media:
             yield from _shard_inputs(tars, on_error=on_error)
+            yield from preprocess_skips(path)
         else:
             yield from _directory_inputs(path)
         return
@@ -115,6 +119,59 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
         yield from _directory_clip(os.path.dirname(path) or ".", stem, path)
         return
     raise FileNotFoundError(f"input not found: {path!r}; hint: give a media directory, a .tar shard or a brace pattern")
+
+
+def preprocess_skips(directory: str) -> Iterator[Skipped]:
+    """The inputs ``avalign preprocess`` skipped, from ``directory/skipped.jsonl`` (none when the file is absent).
+
+    Each line ``{"input", "key", "reason", "message"}`` becomes a :class:`Skipped` whose ``shard`` is the
+    original input; a line that is not such an object is itself listed (reason ``error``, with its line
+    number), so a damaged list is visible rather than silently short.
+    """
+    path = os.path.join(directory, "skipped.jsonl")
+    if not os.path.isfile(path):
+        return
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                if not isinstance(row, dict) or not row.get("reason"):
+                    raise ValueError("not an object with a reason")
+            except ValueError as e:
+                yield _skipped("", path, "error", f"line {number} of skipped.jsonl is unreadable: {e}")
+                continue
+            yield Skipped(str(row.get("key", "")), str(row.get("input", "")), str(row["reason"]), str(row.get("message", "")))
+
+
+def count_clips(path: str) -> Optional[int]:
+    """How many clips :func:`iter_inputs` will yield for ``path`` (for a progress total), reading directory
+    listings and tar headers only; None when it cannot tell cheaply (remote or piped shards, patterns)."""
+    try:
+        if os.path.isdir(path):
+            tars = sorted(glob.glob(os.path.join(path, "*.tar")))
+            media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
+            if media or not tars:
+                return len({os.path.splitext(f)[0] for f in media})
+            return sum(_count_tar_keys(t) for t in tars)
+        if os.path.isfile(path):
+            return _count_tar_keys(path) if path.endswith(".tar") else 1
+    except (OSError, tarfile.TarError):
+        return None
+    return None
+
+
+def _count_tar_keys(path: str) -> int:
+    """Keys of a local tar that have a media or an ``align.json`` member (headers only)."""
+    keys = set()
+    with tarfile.open(path) as tar:
+        for name in tar.getnames():
+            base = os.path.basename(name)
+            key, _, ext = base.partition(".")
+            if ext.lower() in MEDIA_EXTENSIONS or ext == "align.json":
+                keys.add(os.path.join(os.path.dirname(name), key))
+    return len(keys)
 
 
 def _ext(path: str) -> str:

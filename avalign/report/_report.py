@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from avalign.report._collect import collect
-from avalign.report._summary import GateOn, format_terminal_summary, gate, summarize
+from avalign.report._summary import (
+    DEFAULT_MAX_ABSTAIN,
+    GateOn,
+    check_gate_options,
+    flagged_rows,
+    format_terminal_summary,
+    gate,
+    summarize,
+)
 from loaders._video import DEFAULT_MAX_PIXELS
 
 logger = logging.getLogger(__name__)
@@ -54,6 +62,79 @@ def load_truth(path: str) -> dict:
     return clips
 
 
+class _Silence(logging.Filter):
+    """Drops records: the second pass over the inputs must not log their skips again."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+_SECOND_PASS_LOGGERS = ("avalign.report._inputs", "loaders._shards")
+
+
+def _write_clip_pages(input_path: str, out_dir: str, rows: list[dict], *, sample_rate: int, max_pixels: int,
+                      progress: bool = False) -> list[str]:
+    """A page for each of ``rows`` (``row["page"]`` set to its relative path); reads the inputs a second time
+    and decodes only these clips. A clip that cannot be decoded again gets a page saying so."""
+    from avalign.report._inputs import iter_inputs
+
+    wanted = {(r["key"], r["shard"]): i for i, r in enumerate(rows)}
+    files: list[str] = []
+    if not wanted:
+        return files
+    silence = _Silence()
+    for name in _SECOND_PASS_LOGGERS:
+        logging.getLogger(name).addFilter(silence)
+    bar = None
+    if progress:
+        from avalign._progress import Progress
+
+        bar = Progress(total=len(wanted), desc="clip pages", unit="page")
+    try:
+        files += _pages_from_inputs(iter_inputs(input_path, on_error="skip"), out_dir, rows, wanted,
+                                    sample_rate=sample_rate, max_pixels=max_pixels, on_page=bar.update if bar else None)
+    finally:
+        for name in _SECOND_PASS_LOGGERS:
+            logging.getLogger(name).removeFilter(silence)
+        if bar is not None:
+            bar.close()
+    return files
+
+
+def _pages_from_inputs(items, out_dir: str, rows: list[dict], wanted: dict, *, sample_rate: int, max_pixels: int,
+                       on_page=None) -> list[str]:
+    from avalign.report._clip_page import clip_page_name, write_clip_page
+    from avalign.report._clip_view import gather_clip_view
+    from avalign.report._collect import measure_clip
+    from avalign.report._inputs import ClipInput
+
+    files: list[str] = []
+    taken: set[str] = set()
+    for item in items:
+        if not isinstance(item, ClipInput) or (item.key, item.shard) not in wanted:
+            continue
+        index = wanted.pop((item.key, item.shard))
+        row, view, error = rows[index], None, ""
+        try:
+            if item.media is None:
+                error = "the sample carries no media member (align.json only): facts without figures"
+            else:
+                record = item.align if item.align is not None else measure_clip(item, sample_rate=sample_rate, max_pixels=max_pixels)
+                view = gather_clip_view(item, record)
+        except Exception as e:  # a page without figures, saying why, rather than no report
+            error = f"{type(e).__name__}: {e}"
+            logger.warning("%s: clip page without figures: %s", item.key, error, exc_info=not isinstance(e, ValueError))
+        page = clip_page_name(row["key"], taken)
+        taken.add(page)
+        files += write_clip_page(out_dir, page, row, view, error=error)
+        row["page"] = page
+        if on_page is not None:
+            on_page(1)
+        if not wanted:
+            break
+    return files
+
+
 def run_report(
     input_path: str,
     *,
@@ -65,6 +146,8 @@ def run_report(
     progress: bool = False,
     on_error: Literal["skip", "raise"] = "skip",
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    max_abstain: float = DEFAULT_MAX_ABSTAIN,
+    clip_pages: int = 50,
 ) -> ReportResult:
     """Report on every clip of ``input_path`` and write ``out_dir/report.{json,html}`` and ``out_dir/*.png``.
 
@@ -72,14 +155,20 @@ def run_report(
         input_path: preprocessed shards (``align.json`` is used, nothing decoded), raw WebDataset shards,
             a directory of media with sidecar transcripts (same stem), or one media file.
         out_dir: output directory (created).
-        fail_over_ms: gate threshold: the exit code is 1 when any clip's |offset| exceeds it.
+        fail_over_ms: gate threshold: the exit code is 1 when any clip's |offset| exceeds it, or when the gate
+            cannot vouch for the data (no media, nothing measured, abstentions over ``max_abstain``).
         gate_on: which offsets the gate checks: ``"av"``, ``"text"`` or ``"any"`` (both).
         truth_path: a truth file; adds ``residual = measured − true`` per clip.
         sample_rate: rate of the sample indices when clips are measured.
-        progress: show a progress bar on stderr.
+        progress: show progress on stderr (clips, then clip pages): a bar with total and ETA on a terminal,
+            else a plain line every 10 s.
         on_error: ``"skip"`` counts bad inputs in ``report.json["skipped"]`` (each logged once, reason codes of
             ``loaders.errors.REASONS``); ``"raise"`` raises at the first one and writes nothing.
         max_pixels: skip media whose frames have more pixels (width × height) as ``too_large`` (default 3840 × 2160).
+        max_abstain: the gate fails when more than this share of gated clips abstained (default 0.5).
+        clip_pages: write a page (``out_dir/clips/<key>-<hash>.html`` + PNGs, linked from the clip table) for at most
+            this many flagged clips (over the gate, outside a lip-sync window, abstained), gate failures first,
+            then worst first. Each page decodes its clip again (and measures it again when it was measured).
 
     Raises:
         SampleError: with ``on_error="raise"``, the first bad input (its shard, key and reason attached).
@@ -97,10 +186,13 @@ def run_report(
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
         raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels = !r}; try {DEFAULT_MAX_PIXELS}")
     truth = load_truth(truth_path) if truth_path else None
-    gate_check = gate([], fail_over_ms=fail_over_ms, gate_on=gate_on)  # validates the options before any work
+    check_gate_options(fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain)  # before any work
     rows, skipped = collect(input_path, sample_rate=sample_rate, truth=truth, progress=progress, on_error=on_error,
                             max_pixels=max_pixels)
-    gate_check = gate(rows, fail_over_ms=fail_over_ms, gate_on=gate_on)
+    gate_check = gate(rows, fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain, skipped=skipped)
+    flagged = flagged_rows(rows, gate_check)
+    for row, flags in flagged:
+        row["flags"] = flags
     report = {
         "input": input_path,
         "truth": truth_path,
@@ -109,8 +201,11 @@ def run_report(
         "summary": summarize(rows, skipped, gate_check),
     }
     os.makedirs(out_dir, exist_ok=True)
+    files = _write_clip_pages(input_path, out_dir, [r for r, _ in flagged[:max(clip_pages, 0)]], sample_rate=sample_rate,
+                              max_pixels=max_pixels, progress=progress)
+    report["summary"]["num_flagged"] = len(flagged)
+    report["summary"]["num_clip_pages"] = sum(1 for r in rows if r.get("page"))
     plots = make_plots(rows)
-    files = []
     for name, png in plots.items():
         path = os.path.join(out_dir, name)
         with open(path, "wb") as f:
