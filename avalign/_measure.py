@@ -136,13 +136,23 @@ def null_unmeasurable(record: dict, *, video, video_only: bool, decode_errors: i
     """Null what could not be measured: the A/V fields without video or without audio, the text offset and the
     spans' sample ranges without audio; record ``decode_errors`` (packets the decoders skipped). Returns ``record``."""
     if video is None or video_only:
-        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None)
+        missing = "audio" if video_only else "video"
+        record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None,
+                      av_abstain=_missing_stream(missing, "an A/V offset needs both a video and an audio stream"))
     if video_only:  # no samples to index: sample ranges are null, as frame ranges are for audio-only media
         record.update(text_offset_ms=None, text_confidence=None)
+        if record.get("transcript") is not None or record.get("segments"):
+            record["text_abstain"] = _missing_stream("audio", "a transcript offset is measured against the speech")
         for span in (record.get("segments") or []) + (record.get("words") or []):
             span.update(sample_start=None, sample_stop=None)
     record["decode_errors"] = int(decode_errors)
     return record
+
+
+def _missing_stream(stream: str, why: str) -> dict:
+    """The abstain record of an estimate that cannot be made: the media has no ``stream`` (``audio``/``video``)."""
+    return {"reason": f"no_{stream}_stream", "found": f"no {stream} stream in the media", "needed": f"an {stream} stream",
+            "best_guess_ms": None, "hint": f"{why}; nothing to do unless the {stream} is in another file"}
 
 
 def decode_errors_of(video, audio) -> int:

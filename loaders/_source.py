@@ -123,7 +123,9 @@ def open_container(source: MediaSource, label: str, *, kind: str):
         types = [s.type for s in container.streams]
         format_name = container.format.name if container.format else "?"
         container.close()
-        if types and all(t == "subtitle" for t in types):  # e.g. an SRT saved as .mp4
+        container_formats = ("matroska", "mov", "mp4", "avi", "mpegts", "ogg", "flv", "asf", "nut")
+        is_container = any(name in format_name.split(",") for name in container_formats)
+        if types and all(t == "subtitle" for t in types) and not is_container:  # e.g. an SRT saved as .mp4
             raise DecodeError(
                 f"{label} is a subtitle file (format {format_name}), not audio or video; hint: give it as the "
                 f"transcript (--transcript) and name it by its format (.{format_name.split(',')[0]})",

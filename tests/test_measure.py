@@ -52,6 +52,7 @@ def test_measure_audio_only_has_null_av_fields(tmp_path):
     assert out.returncode == 0, out.stderr
     record = json.loads(out.stdout)
     assert record["av_offset_ms"] is None and record["video"] is None
+    assert record["av_abstain"]["reason"] == "no_video_stream"
     assert all(w["frame_start"] is None for w in record["words"]) and record["words"]
 
 
@@ -70,6 +71,7 @@ def test_measure_video_only_keeps_the_frames_and_nulls_the_offsets(tmp_path):
     assert record["video"]["start_seconds"] == pytest.approx(times[0], abs=1e-6)
     assert record["av_offset_ms"] is None and record["text_offset_ms"] is None and record["drift_ppm"] is None
     assert record["audio"]["num_samples"] == 0 and record["decode_errors"] == 0
+    assert record["av_abstain"]["reason"] == record["text_abstain"]["reason"] == "no_audio_stream"
     assert record["segments"] and all(s["sample_start"] is None and s["frame_start"] is not None
                                       for s in record["segments"])
 
