@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._clip import _VFR_SETPTS, _measure_shift_samples, _run_ffmpeg, _shift, _trim, decode_audio, decode_video
+from ._clip import (_VFR_SETPTS, _measure_shift_samples, _nominal_pts, _run_ffmpeg, _shift, _trim, decode_audio,
+                    decode_video)
 from ._espeak import synthesize_speech
 from ._transcript_writers import StampedWord, render_transcript
 from ._wild_spec import WildEvent, WildSpec
@@ -88,19 +89,6 @@ def _event_wave(event: WildEvent, local: np.ndarray, rng: np.random.Generator) -
 
 
 # ---------------------------------------------------------------------------------------------- video
-
-
-def _nominal_pts(spec: WildSpec) -> np.ndarray:
-    if spec.vfr:
-        pts, n = [], 0
-        while True:
-            t = n / 30 if n < 60 else (2 + (n - 60) / 15 if n < 90 else 4 + (n - 90) / 30)
-            if t >= spec.duration_seconds - 1e-9:
-                return np.asarray(pts)
-            pts.append(t)
-            n += 1
-    count = math.floor(spec.duration_seconds * spec.fps_fraction + 1e-6)
-    return np.arange(count) / float(spec.fps_fraction)
 
 
 def _texture(rng: np.random.Generator, size: int = 384) -> np.ndarray:
