@@ -4,7 +4,7 @@ Re-exports only, imported on first use (PEP 562), so that ``avalign --help`` sta
 """
 from __future__ import annotations
 
-import importlib
+from avalign._lazy import lazy_exports
 
 _EXPORTS = {
     "ClipInput": "avalign.report._inputs",
@@ -28,14 +28,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
