@@ -2,13 +2,11 @@
 loud failures, PackedBatch.to / pin_memory."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import pickle
 import signal
-import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -19,19 +17,12 @@ from torch.utils.data import DataLoader
 from loaders import make_dataset, make_loader
 from tests.conftest import ffmpeg
 from tests.resume_helper import assert_same
+from tests.corrupt_cases import write_tar
 
 FPS = 10
 SAMPLE_RATE = 16000
 OPTIONS = dict(budgets=(20, 32000, 16), window_seconds=0.5, buffer_size=4, frame_size=(24, 32), max_items=8,
                max_words=16)
-
-
-def _write_tar(path: Path, members: list[tuple[str, bytes]]) -> None:
-    with tarfile.open(path, "w") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +52,7 @@ def shards(tmp_path_factory) -> dict:
                 expected[key] = int(np.ceil(seconds / 0.5 - 1e-9))
             members.append((f"{key}.json", transcript))
         path = d / f"shard-{index:06d}.tar"
-        _write_tar(path, members)
+        write_tar(path, members)
         paths.append(str(path))
     return {"paths": paths, "expected": expected}
 
@@ -345,7 +336,7 @@ def test_video_only_clip_with_silence_option(tmp_path):
     clip = tmp_path / "v.mp4"
     ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-t", "1", "-c:v", "libx264", "-g", "5", str(clip))
     shard = tmp_path / "shard-000000.tar"
-    _write_tar(shard, [("v.mp4", clip.read_bytes())])
+    write_tar(shard, [("v.mp4", clip.read_bytes())])
     for mode, num_samples in (("empty", 0), ("silence", SAMPLE_RATE)):
         batch = next(iter(make_loader(str(shard), seed=0, missing_audio=mode, frame_size=(24, 32),
                                       budgets=(20, 32000, 16))))
@@ -368,7 +359,7 @@ def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path, monkeypatch):
            "-t", "1", "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(clip))
     srt = "".join(f"{i + 1}\n00:00:00,{i % 900:03d} --> 00:00:00,{i % 900 + 50:03d}\nw{i}\n\n" for i in range(5_000))
     shard = tmp_path / "shard-000000.tar"
-    _write_tar(shard, [("h.mp4", clip.read_bytes()), ("h.srt", srt.encode()), ("ok.mp4", clip.read_bytes())])
+    write_tar(shard, [("h.mp4", clip.read_bytes()), ("h.srt", srt.encode()), ("ok.mp4", clip.read_bytes())])
     from loaders import _items
 
     cuts = []

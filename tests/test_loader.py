@@ -1,10 +1,8 @@
 """make_loader: determinism across worker counts, resume at start/middle/end, skipped samples, rank sync."""
 from __future__ import annotations
 
-import io
 import json
 import pickle
-import tarfile
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from loaders._loader import make_loader
 from loaders.errors import SampleError
 from tests.conftest import ffmpeg
 from tests.resume_helper import assert_same, run_test_save_load_state
+from tests.corrupt_cases import write_tar
 
 FPS = 10
 SAMPLE_RATE = 16000
@@ -27,14 +26,6 @@ def _transcript(words: list[tuple[str, float, float]]) -> bytes:
     segment = {"start": words[0][1], "end": words[-1][2], "text": " ".join(w for w, _, _ in words),
                "words": [{"word": w, "start": s, "end": e} for w, s, e in words]}
     return json.dumps({"segments": [segment]}).encode()
-
-
-def _write_tar(path: Path, members: list[tuple[str, bytes]]) -> None:
-    with tarfile.open(path, "w") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +61,7 @@ def shards(tmp_path_factory) -> dict:
             if with_align:
                 members.append((f"{key}.align.json", align_json))
         path = d / f"shard-{index:06d}.tar"
-        _write_tar(path, members)
+        write_tar(path, members)
         paths.append(str(path))
     return {"paths": paths, "expected": expected}
 
