@@ -26,6 +26,22 @@ def _restore_rng_state():
     torch.set_rng_state(torch_state)
 
 
+@pytest.fixture
+def watchdog_waits(monkeypatch) -> list:
+    """The timeouts (seconds) of every wait of this process on a pipe (``Connection.poll``): the decode watchdog
+    waits for its child only there, so this bounds how long a watchdog call could block, without a clock."""
+    from multiprocessing.connection import Connection
+
+    waits, poll = [], Connection.poll
+
+    def recording_poll(self, timeout=0.0):
+        waits.append(timeout)
+        return poll(self, timeout)
+
+    monkeypatch.setattr(Connection, "poll", recording_poll)
+    return waits
+
+
 def ffmpeg(*args: str) -> None:
     """Run Debian's ffmpeg quietly; raises with its stderr on failure."""
     if shutil.which("ffmpeg") is None:
