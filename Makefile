@@ -1,6 +1,9 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
 PY := .venv/bin/python
 PYTEST_ARGS ?=
+# Two pytest-xdist workers (the machine's two cores); each test module runs whole on one worker (tests/conftest.py).
+PYTEST_WORKERS ?= 2
+PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: env demo test sample-data bench clean
 
@@ -11,7 +14,7 @@ demo: env
 	$(PY) -m avalign demo
 
 test: env
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 sample-data: env
 	$(PY) scripts/make_sample_data.py --out sample_data

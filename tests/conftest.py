@@ -7,6 +7,7 @@ import random
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -14,6 +15,38 @@ import torch
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = REPO / "sample_data"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules holding a ``slow`` test run first; each module's tests stay together, in their own order.
+
+    Under pytest-xdist, ``make test`` runs ``-n 2 --dist loadfile --no-loadscope-reorder``: a module runs whole
+    on one worker (its module-scoped fixtures, generated media, are built once) and the workers take modules
+    in this order, so the long ones start early and the short ones fill both workers at the end.
+    """
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    order = sorted(modules, key=lambda m: not any(item.get_closest_marker("slow") for item in modules[m]))
+    items[:] = [item for module in order for item in modules[module]]
+
+
+def shared_dir(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """``name``, a directory that ``build(path)`` fills once per test run, shared by the pytest-xdist workers:
+    the first worker builds it under a file lock, the others wait and reuse it (without xdist: built here)."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's directory, common to all workers
+    path, done = root / name, root / f"{name}.complete"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir()
+            build(path)
+            done.touch()
+    return path
 
 
 @pytest.fixture(autouse=True)
@@ -77,8 +110,11 @@ def ffprobe_audio_start(path: str | os.PathLike) -> float:
 
 @pytest.fixture(scope="session")
 def media_dir(tmp_path_factory) -> Path:
-    """Small clips made once per session for decode tests (the sample_data/ clips are the main oracle set)."""
-    d = tmp_path_factory.mktemp("media")
+    """Small clips made once per test run for decode tests (the sample_data/ clips are the main oracle set)."""
+    return shared_dir(tmp_path_factory, "media", _make_media)
+
+
+def _make_media(d: Path) -> None:
     # 3 s, 30 fps, H.264 with B-frames, AAC 48 kHz.
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",
            "-t", "3", "-c:v", "libx264", "-bf", "2", "-g", "15", "-c:a", "aac", str(d / "cfr30.mp4"))
@@ -101,7 +137,6 @@ def media_dir(tmp_path_factory) -> Path:
     ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=16000", "-t", "1.5", "-c:a", "aac", str(d / "audio.m4a"))
     # Video only.
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-t", "1", "-c:v", "libx264", str(d / "silent.mp4"))
-    return d
 
 
 def sample_truth() -> dict:
