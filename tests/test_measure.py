@@ -30,42 +30,43 @@ def test_measure_json_schema_and_values():
         assert set(w) >= {"frame_start", "frame_stop", "sample_start", "sample_stop"}
 
 
+def _measure_json(capsys, *argv: str) -> dict:
+    """``avalign measure ARGV --json`` in this process: the CLI's parser and command, without starting another
+    interpreter (the console entry point itself runs in a subprocess in test_measure_json_schema_and_values)."""
+    from avalign.cli import build_parser
+
+    args = build_parser().parse_args(["measure", *argv, "--json"])
+    assert args.func(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 @pytest.mark.parametrize("method", ["energy", "forced"])
-def test_measure_text_method(method):
+def test_measure_text_method(method, capsys):
     pytest.importorskip("pocketsphinx")
     truth = sample_truth()["clip03"]  # TextGrid with word times
-    out = subprocess.run([sys.executable, "-m", "avalign", "measure", str(SAMPLE_DATA / truth["media"]),
-                          "--transcript", str(SAMPLE_DATA / truth["transcript"]), "--json", "--text-method", method],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert out.returncode == 0, out.stderr
-    record = json.loads(out.stdout)
+    record = _measure_json(capsys, str(SAMPLE_DATA / truth["media"]), "--transcript", str(SAMPLE_DATA / truth["transcript"]),
+                           "--text-method", method)
     assert record["text_method"].startswith("forced_words" if method == "forced" else "word_onsets+activity")
     assert record["text_offset_ms"] == pytest.approx(truth["text_offset_ms"], abs=15)
 
 
-def test_measure_audio_only_has_null_av_fields(tmp_path):
+def test_measure_audio_only_has_null_av_fields(tmp_path, capsys):
     truth = sample_truth()["clip00"]
     m4a = tmp_path / "speech.m4a"
     ffmpeg("-i", str(SAMPLE_DATA / truth["media"]), "-vn", "-c:a", "copy", str(m4a))
-    out = subprocess.run([sys.executable, "-m", "avalign", "measure", str(m4a), "--transcript",
-                          str(SAMPLE_DATA / truth["transcript"]), "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert out.returncode == 0, out.stderr
-    record = json.loads(out.stdout)
+    record = _measure_json(capsys, str(m4a), "--transcript", str(SAMPLE_DATA / truth["transcript"]))
     assert record["av_offset_ms"] is None and record["video"] is None
     assert record["av_abstain"]["reason"] == "no_video_stream"
     assert all(w["frame_start"] is None for w in record["words"]) and record["words"]
 
 
-def test_measure_video_only_keeps_the_frames_and_nulls_the_offsets(tmp_path):
+def test_measure_video_only_keeps_the_frames_and_nulls_the_offsets(tmp_path, capsys):
     """Video-only media are measured like the loader loads them: every frame at ffprobe's time, offsets null
     (nothing to measure against), the caption's segments on frames, their sample ranges null."""
     truth = sample_truth()["clip00"]
     mp4 = tmp_path / "silent.mp4"
     ffmpeg("-i", str(SAMPLE_DATA / truth["media"]), "-an", "-c:v", "copy", str(mp4))
-    out = subprocess.run([sys.executable, "-m", "avalign", "measure", str(mp4), "--transcript",
-                          str(SAMPLE_DATA / truth["transcript"]), "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert out.returncode == 0, out.stderr
-    record = json.loads(out.stdout)
+    record = _measure_json(capsys, str(mp4), "--transcript", str(SAMPLE_DATA / truth["transcript"]))
     times = ffprobe_frame_times(mp4)
     assert record["video"]["num_frames"] == len(times)
     assert record["video"]["start_seconds"] == pytest.approx(times[0], abs=1e-6)
