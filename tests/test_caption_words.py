@@ -20,18 +20,20 @@ from conftest import REPO, SAMPLE_DATA, sample_truth
 pytest.importorskip("pocketsphinx")
 
 
-def _measure_json(clip: str) -> tuple[dict, dict]:
+def _measure_json(clip: str, capsys) -> tuple[dict, dict]:
+    """``avalign measure MEDIA --transcript T --json`` through the CLI's parser and command, in this process."""
+    from avalign.cli import build_parser
+
     truth = sample_truth()[clip]
-    out = subprocess.run([sys.executable, "-m", "avalign", "measure", str(SAMPLE_DATA / truth["media"]),
-                          "--transcript", str(SAMPLE_DATA / truth["transcript"]), "--json"],
-                         capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout), truth
+    args = build_parser().parse_args(["measure", str(SAMPLE_DATA / truth["media"]),
+                                      "--transcript", str(SAMPLE_DATA / truth["transcript"]), "--json"])
+    assert args.func(args) == 0
+    return json.loads(capsys.readouterr().out), truth
 
 
 @pytest.mark.parametrize("clip", ["clip01", "clip02"])  # SRT and WebVTT
-def test_measure_gives_caption_words_and_segments(clip):
-    record, truth = _measure_json(clip)
+def test_measure_gives_caption_words_and_segments(clip, capsys):
+    record, truth = _measure_json(clip, capsys)
     assert record["text_offset_ms"] == pytest.approx(truth["text_offset_ms"], abs=15.0)
     assert record["text_abstain"] is None
     captions = loaders.read_transcript(str(SAMPLE_DATA / truth["transcript"]))

@@ -123,12 +123,13 @@ _CLI = (
 )
 
 
-def test_sigkill_then_rerun_matches_clean_run(clips, tmp_path):
+def test_sigkill_then_rerun_matches_clean_run(clips, tmp_path, capsys):
+    """Only the run to be killed is a separate process; the clean run and the rerun go through the same CLI
+    command in this process."""
     args = [str(clips), "--samples-per-shard", "1", "--no-progress", "--json"]
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    subprocess.run([sys.executable, "-c", _CLI, "preprocess", args[0], str(clean), *args[1:]], check=True,
-                   env=env, capture_output=True)
+    assert _run_cli([args[0], str(clean), *args[1:]]) == 0
     proc = subprocess.Popen([sys.executable, "-c", _CLI, "preprocess", args[0], str(killed), *args[1:]], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline, state = time.monotonic() + 60, killed / "state.jsonl"
@@ -145,9 +146,9 @@ def test_sigkill_then_rerun_matches_clean_run(clips, tmp_path):
     assert len(visible) < 5, "the run finished before the kill: nothing was interrupted"
     reference = _outputs(clean)
     assert all(data == reference[name] for name, data in visible.items())  # no partial shard is visible
-    rerun = subprocess.run([sys.executable, "-c", _CLI, "preprocess", args[0], str(killed), *args[1:]], check=True,
-                           env=env, capture_output=True, text=True)
-    result = json.loads(rerun.stdout)
+    capsys.readouterr()
+    assert _run_cli([args[0], str(killed), *args[1:]]) == 0
+    result = json.loads(capsys.readouterr().out)
     assert "shard-000000.tar" in result["shards_reused"]
     assert not list(killed.glob(".*.tmp"))
     assert _outputs(killed) == reference
