@@ -10,7 +10,8 @@ plus a learned embedding of its position in its item, through one linear layer. 
 token ids over the non-padding tokens. The colour words are only predictable from the frames.
 
 Resume: with ``--save-at K`` the run writes a checkpoint after step K (model, optimiser, the loader's state,
-epoch, step) and stops; ``--resume CHECKPOINT`` continues from it. The resumed run's losses and final weights
+epoch, step) and stops (with ``--keep-going`` it goes on, as after a periodic checkpoint); ``--resume CHECKPOINT``
+continues from it. The resumed run's losses and final weights
 are byte-identical to an uninterrupted run (``StatefulDataLoader`` from torchdata restores each worker).
 
 Usage::
@@ -18,6 +19,7 @@ Usage::
     .venv/bin/python scripts/train_example.py --out /tmp/train-example [--steps 300] [--num-workers 2]
     .venv/bin/python scripts/train_example.py --out /tmp/train-example --save-at 120     # stops after step 120
     .venv/bin/python scripts/train_example.py --out /tmp/train-example --resume /tmp/train-example/ckpt.pt
+    .venv/bin/python scripts/train_example.py --out /tmp/train-example --save-at 120 --keep-going  # saves, goes on
 """
 from __future__ import annotations
 
@@ -122,8 +124,9 @@ class TinyVideoText(nn.Module):
 
 
 def train(paths: list[str], *, steps: int, num_workers: int, out_dir: Path, save_at: int = 0,
-          resume: str = "") -> list[float]:
-    """Trains for ``steps`` steps (epochs repeat, reshuffled); returns the losses of the steps run here."""
+          resume: str = "", keep_going: bool = False) -> list[float]:
+    """Trains for ``steps`` steps (epochs repeat, reshuffled); returns the losses of the steps run here.
+    After step ``save_at`` (if > 0) a checkpoint is written, and the run stops there unless ``keep_going``."""
     from torchdata.stateful_dataloader import StatefulDataLoader
 
     torch.manual_seed(0)
@@ -159,7 +162,8 @@ def train(paths: list[str], *, steps: int, num_workers: int, out_dir: Path, save
                               "epoch": epoch, "loader": loader.state_dict()}
                 torch.save(checkpoint, out_dir / "ckpt.pt")
                 print(f"saved {out_dir / 'ckpt.pt'} after step {step}")
-                return losses
+                if not keep_going:
+                    return losses
             if step >= steps:
                 break
         else:
@@ -175,6 +179,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--num-workers", type=int, default=2)
     parser.add_argument("--save-at", type=int, default=0, help="write a checkpoint after this step and stop")
+    parser.add_argument("--keep-going", action="store_true", help="with --save-at: go on after the checkpoint")
     parser.add_argument("--resume", default="", help="continue from this checkpoint")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -182,7 +187,7 @@ def main() -> int:
     shard_dir = out_dir / "shards"
     paths = sorted(str(p) for p in shard_dir.glob("*.tar")) or sorted(make_shards(shard_dir))
     losses = train(paths, steps=args.steps, num_workers=args.num_workers, out_dir=out_dir, save_at=args.save_at,
-                   resume=args.resume)
+                   resume=args.resume, keep_going=args.keep_going)
     if losses:
         head, tail = losses[:10], losses[-10:]
         print(f"mean loss: first {len(head)} steps {sum(head) / len(head):.4f}, last {len(tail)} steps "

@@ -6,6 +6,7 @@ import pytest
 from avalign.bench import bench_long, format_long_table
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg is not installed")
 def test_bench_long_runs_every_tool_on_the_same_request(tmp_path):
     result = bench_long(threads=1, repeats=1, work_dir=str(tmp_path), seconds=20)

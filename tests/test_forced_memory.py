@@ -46,6 +46,7 @@ print(json.dumps({"growth_mb": (after - before) / 1024.0, **results}))
 """
 
 
+@pytest.mark.slow
 def test_peak_memory_bounded_on_huge_transcripts():
     proc = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})

@@ -120,6 +120,7 @@ def build(tmp_path: Path, *, seed: int = SEED, media_mutants: int = MEDIA_MUTANT
     return list(shards), shards, good_keys, {str(tmp_path / "cut.tar"): cut_key}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_fuzzed_media_transcripts_and_tars_lose_nothing_silently(tmp_path):
     shards, keys_by_shard, good_keys, cut = build(tmp_path)

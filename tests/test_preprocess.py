@@ -123,6 +123,7 @@ _CLI = (
 )
 
 
+@pytest.mark.slow
 def test_sigkill_then_rerun_matches_clean_run(clips, tmp_path, capsys):
     """Only the run to be killed is a separate process; the clean run and the rerun go through the same CLI
     command in this process."""

@@ -14,7 +14,7 @@ import pytest
 
 from avalign.bench._align import REAL_AV_CLIPS, TARGETS, real_av_shifts, real_text_offsets
 
-pytestmark = [pytest.mark.realmedia, pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")]
+pytestmark = [pytest.mark.realmedia, pytest.mark.slow, pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")]
 
 AV_SHIFTS_MS = (-120.0, -40.0, 40.0, 120.0, 200.0)
 TEXT_OFFSETS_MS = (-80.0, 0.0, 150.0)

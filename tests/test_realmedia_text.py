@@ -10,7 +10,7 @@ import pytest
 
 from avalign.bench._hand_timed import hand_timed_offsets, hand_timed_word_starts
 
-pytestmark = [pytest.mark.realmedia]
+pytestmark = [pytest.mark.realmedia, pytest.mark.slow]
 pytest.importorskip("pocketsphinx")
 pytest.importorskip("praatio")
 

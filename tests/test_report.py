@@ -411,6 +411,7 @@ def test_missing_input_raises(tmp_path):
 
 # ---------------------------------------------------------------- headless Chromium
 
+@pytest.mark.slow
 def test_page_renders_in_headless_chromium(dir_report, tmp_path):
     spec = importlib.util.spec_from_file_location("render_report", REPO / "scripts" / "render_report.py")
     render_report = importlib.util.module_from_spec(spec)

@@ -1,7 +1,7 @@
 """Bounded fuzz of the tar reader: flipped, cut and inserted bytes in a valid small shard through ``shard_samples``.
 
 Invariants: with ``on_error="raise"`` the only exceptions are ``ShardError`` / other ``ValueError``
-subclasses; with ``"skip"`` it never raises; it never hangs (hypothesis deadline + pytest timeout);
+subclasses; with ``"skip"`` it never raises; it never hangs (the pytest timeout; no per-example clock);
 no member name that is absolute or holds ``..`` ever reaches a sample; nothing is written anywhere
 (the working directory is an empty sandbox that must stay empty).
 """
@@ -90,7 +90,7 @@ def test_the_unmutated_shard_reads_whole(tmp_path):
 
 
 @pytest.mark.timeout(120)
-@settings(max_examples=150, deadline=2000, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations=st.lists(_mutation, min_size=1, max_size=4))
 def test_mutated_shards_fail_cleanly(sandbox, mutations):
     data = _mutate(VALID, mutations)

@@ -15,6 +15,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("even", ["pad", "drop"])
 def test_two_ranks_under_torchrun(tmp_path, even):
