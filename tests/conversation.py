@@ -7,6 +7,8 @@ times; ``offset_ms`` is the transcript offset to recover (DESIGN.md's sign: > 0,
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -34,21 +36,26 @@ def band_pass(samples: np.ndarray, sample_rate: int, *, low_hz: float = 300.0, h
     return np.fft.irfft(spectrum, n=samples.size).astype(np.float32)
 
 
-def conversation(*, offset_ms: float, overlap_seconds: float = 0.4, jitter_ms: float = 80.0, seed: int = 0,
-                 snr_db: float = 25.0) -> tuple[AudioClip, Transcript, list[float]]:
-    """``(audio at 16 kHz, captions, true speech start of each turn in seconds)``."""
+@functools.lru_cache(maxsize=None)
+def _turn(who: str, text: str, rate: int) -> tuple[np.ndarray, float, float]:
+    """One turn spoken by ``who``'s voice at ``rate`` Hz: (read-only samples, first word's start, last word's
+    stop) in seconds. espeak-ng is deterministic, so each turn is synthesised once per test process."""
     from avalign.synth import synthesize_speech
     from loaders._audio import resample
 
+    voice, wpm = VOICES[who]
+    speech = synthesize_speech(text.replace(",", "").replace("?", "."), voice=voice, rate_wpm=wpm)
+    samples = resample(speech.samples.astype(np.float32)[None], speech.sample_rate, rate)[0]
+    samples.setflags(write=False)
+    return samples, speech.words[0].start_seconds, speech.words[-1].stop_seconds
+
+
+def conversation(*, offset_ms: float, overlap_seconds: float = 0.4, jitter_ms: float = 80.0, seed: int = 0,
+                 snr_db: float = 25.0) -> tuple[AudioClip, Transcript, list[float]]:
+    """``(audio at 16 kHz, captions, true speech start of each turn in seconds)``."""
     rng = np.random.default_rng(seed)
     rate = 16000
-    speeches = []
-    for who, text in TURNS:
-        voice, wpm = VOICES[who]
-        speech = synthesize_speech(text.replace(",", "").replace("?", "."), voice=voice, rate_wpm=wpm)
-        samples = resample(speech.samples.astype(np.float32)[None], speech.sample_rate, rate)[0]
-        first = speech.words[0].start_seconds
-        speeches.append((text, samples, first, speech.words[-1].stop_seconds))
+    speeches = [(text, *_turn(who, text, rate)) for who, text in TURNS]
     total = int((sum(s.size for _, s, _, _ in speeches) / rate + 0.6 * len(speeches) + 2.0) * rate)
     mix = np.zeros(total, np.float32)
     t, spans, truth = 0.5, [], []
