@@ -15,8 +15,8 @@ from aligner._signals import audio_onset_envelope, visual_change_events
 from aligner._spans import AlignedSpan, map_spans
 from aligner._text_forced import TEXT_METHODS, estimate_text_offset_forced, estimate_transcript_offset
 from aligner._text_offset import TextEstimate, estimate_text_offset, refine_word_times
-from aligner._time import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
 from aligner._tokens import word_token_ranges
+from avcore import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
 
 __all__ = [
     "AVAbstain",

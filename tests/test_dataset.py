@@ -353,7 +353,7 @@ def test_cuda_device_inside_workers_is_refused(shards):
 
 def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path, monkeypatch):
     """A 5 000-cue SRT on a 1 s clip needs ~300 windows for its text: over_budget at once, not cut into
-    windows (cutting costs windows x spans; the bound is loaders._items._MAX_TEXT_WINDOWS_FACTOR)."""
+    windows (cutting costs windows x spans; the bound is loaders.pipeline._items._MAX_TEXT_WINDOWS_FACTOR)."""
     clip = tmp_path / "c.mp4"
     ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-f", "lavfi", "-i", f"sine=f=440:r={SAMPLE_RATE}",
            "-t", "1", "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(clip))

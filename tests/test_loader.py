@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from loaders._loader import make_loader
+from loaders.pipeline._loader import make_loader
 from loaders.errors import SampleError
 from tests.conftest import ffmpeg
 from tests.resume_helper import assert_same, run_test_save_load_state

@@ -93,7 +93,7 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
     Raises:
         ValueError: a bad option; the message names it, the value, the valid range and a hint.
     """
-    from loaders._collate import Collator
+    from loaders.pipeline._collate import Collator
     from loaders._video import DEFAULT_MAX_PIXELS
 
     check_choice("on_error", o["on_error"], ("skip", "raise"))

@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from loaders._records import BatchItem, TextTokens
+from avcore import BatchItem, TextTokens
 from loaders._transcripts import is_transcript_json
 
 logger = logging.getLogger(__name__)
