@@ -1,4 +1,8 @@
-"""One clock for video, audio and text. Re-exports only; implementation in underscore modules."""
+"""One clock for video, audio and text. Re-exports only; implementation in underscore modules.
+
+The alignment stage: imports only :mod:`avcore` (records, time rules, errors), never ``loaders`` or
+``avalign``. The time-rule functions re-exported here live in ``avcore._time``.
+"""
 from aligner._align import AlignedSample, AlignmentReport, align
 from aligner._apply import audio_on_video_clock
 from aligner._clock import ClockModel

@@ -1,4 +1,6 @@
-"""Errors raised by the loaders: subclasses of built-in types, chosen by meaning.
+"""Errors raised by the readers and the pipeline: subclasses of built-in types, chosen by meaning.
+
+They live in the base layer (``avcore``); the public module ``loaders.errors`` re-exports them.
 
 Every error about an input carries a short, stable **reason code**. The loader (``LoaderStats.skipped``),
 ``avalign preprocess`` (``skipped.jsonl``) and ``avalign report`` (``report.json["skipped"]``) all speak

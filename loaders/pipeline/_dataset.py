@@ -54,14 +54,14 @@ from typing import Any, Literal, Optional, Union
 import torch
 
 from avcore import BatchItem
+from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
+from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths
 from loaders.pipeline._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
 from loaders.pipeline._pack import OnlinePacker, PackItem
 from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed
 from loaders.pipeline._shard_loop import Event, ItemEvent, Position, ShardEnd, SkipEvent, shard_events
-from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
-from loaders._video import DEFAULT_MAX_PIXELS
 
 logger = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Union
 
 from avcore import BatchItem, SampleError
+from loaders._shards import ShardError, group_by_key, tar_members
 from loaders.pipeline._items import sample_items
 from loaders.pipeline._options import SampleOptions
 from loaders.pipeline._resume import ResumePlan
-from loaders._shards import ShardError, group_by_key, tar_members
 
 logger = logging.getLogger(__name__)
 
