@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from aligner import AlignedSample
 from avcore import BatchItem
+from loaders.pipeline._text import tokenize_item
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +55,6 @@ def as_batch_item(item: Union[BatchItem, AlignedSample]) -> BatchItem:
     """A :class:`BatchItem` as is; an aligned sample with its whitespace tokens (no ids)."""
     if isinstance(item, BatchItem):
         return item
-    from loaders.pipeline._text import tokenize_item
-
     return tokenize_item(item, None)
 
 
