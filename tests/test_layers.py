@@ -49,3 +49,11 @@ def test_import_contracts_hold(tmp_path):
     assert proc.returncode == 0, f"an import breaks the layering:\n{proc.stdout}\n{proc.stderr}"
     kept = re.search(r"Contracts: (\d+) kept, 0 broken", proc.stdout)
     assert kept is not None and int(kept.group(1)) >= 5, proc.stdout
+
+
+def test_one_shot_soxr_resampling_has_one_owner():
+    """``avcore._resample`` is the only library module calling ``soxr.resample`` (readers and aligner use it);
+    the generators in ``avalign.synth`` keep their own (they write the tests' ground truth)."""
+    callers = sorted(str(path.relative_to(REPO)) for package in ("avcore", "aligner", "loaders")
+                     for path in (REPO / package).rglob("*.py") if "soxr.resample(" in path.read_text())
+    assert callers == ["avcore/_resample.py"]
