@@ -12,7 +12,7 @@ import functools
 import numpy as np
 import torch
 
-from loaders._records import AudioClip, Span, Transcript
+from avcore import AudioClip, Span, Transcript
 
 TURNS = (
     ("a", "Hello, did you get the report I sent this morning?"),
@@ -41,7 +41,7 @@ def _turn(who: str, text: str, rate: int) -> tuple[np.ndarray, float, float]:
     """One turn spoken by ``who``'s voice at ``rate`` Hz: (read-only samples, first word's start, last word's
     stop) in seconds. espeak-ng is deterministic, so each turn is synthesised once per test process."""
     from avalign.synth import synthesize_speech
-    from loaders._audio import resample
+    from avcore import resample
 
     voice, wpm = VOICES[who]
     speech = synthesize_speech(text.replace(",", "").replace("?", "."), voice=voice, rate_wpm=wpm)
