@@ -146,7 +146,7 @@ def test_resume_start_middle_end(shards, num_workers):
 def test_restore_is_fast_and_small(shards, monkeypatch):
     """The state is metadata; restoring decodes nothing, and the restored pass decodes only what was not yet
     pulled plus the packer's buffered samples (at most buffer_size): the work is counted, not timed."""
-    from loaders import _items
+    from loaders.pipeline import _items
 
     decoded, read_video = [], _items.read_video
     monkeypatch.setattr(_items, "read_video", lambda media, **kw: decoded.append(kw["name"]) or read_video(media, **kw))
