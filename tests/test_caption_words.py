@@ -6,8 +6,6 @@ offsets) and ffprobe-checked frame pts (via ``frame_range``'s rule, asserted aga
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,7 +13,7 @@ import pytest
 import aligner
 import loaders
 from aligner._forced import normalise_words
-from conftest import REPO, SAMPLE_DATA, sample_truth
+from conftest import SAMPLE_DATA, sample_truth
 
 pytest.importorskip("pocketsphinx")
 
