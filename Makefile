@@ -4,6 +4,9 @@ PYTEST_ARGS ?=
 # Two pytest-xdist workers (the machine's two cores); each test module runs whole on one worker (tests/conftest.py).
 PYTEST_WORKERS ?= 2
 PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+# One OpenMP/BLAS thread per test process: the workers already fill the cores, and two threads each spin-wait
+# (tests/test_estimate.py alone: 26 CPU-s with 2 threads, 14 with 1; BENCHMARKS.md "Test suite").
+PYTEST_ENV := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 .PHONY: env demo test sample-data bench clean
 
@@ -14,7 +17,7 @@ demo: env
 	$(PY) -m avalign demo
 
 test: env
-	$(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 sample-data: env
 	$(PY) scripts/make_sample_data.py --out sample_data

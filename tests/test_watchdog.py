@@ -32,3 +32,30 @@ def test_result_and_errors_come_back(media_dir):
     assert torch.equal(clip.frames, direct.frames) and torch.equal(clip.pts_seconds, direct.pts_seconds)
     with pytest.raises(loaders.DecodeError, match="no video stream"):
         call_with_timeout(loaders.read_video, media_dir / "audio.m4a", timeout_seconds=30)
+
+
+_FORK_AFTER_OPENMP = r"""
+import torch
+from loaders._watchdog import call_with_timeout
+
+torch.set_num_threads(2)
+x = torch.ones(4_000_000)
+assert float((x + x).sum()) == 8e6  # the parent's OpenMP thread pool is up (torch's parallel_for)
+print(float(call_with_timeout(lambda: (x + x).sum().item(), timeout_seconds=60)))
+"""
+
+
+def test_child_runs_torch_after_the_parent_ran_openmp_threads():
+    """GNU OpenMP is not fork-safe: a forked child that enters a parallel region hangs once the parent has run
+    one; the watchdog's child uses one thread. Checked in a subprocess with two OpenMP threads, whatever the
+    test run's own OMP_NUM_THREADS (make test sets 1)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = dict(os.environ, OMP_NUM_THREADS="2", PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _FORK_AFTER_OPENMP], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["8000000.0"]
