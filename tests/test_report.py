@@ -65,6 +65,12 @@ def dir_report(clips_dir, truth_file, tmp_path_factory):
     return run_report(str(clips_dir), out_dir=str(out), fail_over_ms=50.0, gate_on="av", truth_path=str(truth_file))
 
 
+@pytest.fixture(scope="module")
+def late100_record(clips_dir) -> dict:
+    """``measure`` of late100.mp4 (no transcript), run once for the tests that compare against it (copy to change)."""
+    return measure(str(clips_dir / "late100.mp4"))
+
+
 def _rows(result) -> dict:
     return {r["key"]: r for r in result.report["clips"]}
 
@@ -108,11 +114,11 @@ def test_sign_conversion_and_windows():
 
 # ---------------------------------------------------------------- directory input, measured on the fly
 
-def test_rows_match_measure_run_directly(clips_dir, dir_report):
+def test_rows_match_measure_run_directly(clips_dir, dir_report, late100_record):
     rows = _rows(dir_report)
     assert set(rows) == {"synced", "late100"}
     for key, transcript in (("synced", str(clips_dir / "synced.srt")), ("late100", None)):
-        direct = measure(str(clips_dir / f"{key}.mp4"), transcript=transcript)
+        direct = late100_record if key == "late100" else measure(str(clips_dir / f"{key}.mp4"), transcript=transcript)
         row = rows[key]
         assert row["source"] == "measured"
         for field in ("av_offset_ms", "drift_ppm", "av_confidence", "text_offset_ms", "text_confidence"):
@@ -374,14 +380,14 @@ def test_help_has_examples(capsys):
     assert "examples:" in capsys.readouterr().out
 
 
-def test_raw_shard_is_measured_like_the_file(clips_dir, tmp_path):
+def test_raw_shard_is_measured_like_the_file(clips_dir, tmp_path, late100_record):
     shard = _tar(tmp_path / "raw-000000.tar", {
         "clip.mp4": (clips_dir / "late100.mp4").read_bytes(),
         "bad.mp4": b"\x00\x00\x00\x18ftypmp42 definitely not a movie",
         "lonely.srt": b"1\n00:00:01,000 --> 00:00:02,000\nhi\n",
     })
     result = run_report(str(shard), out_dir=str(tmp_path / "out"))
-    direct = measure(str(clips_dir / "late100.mp4"))
+    direct = late100_record
     (row,) = result.report["clips"]
     assert row["key"] == "clip" and row["source"] == "measured"
     assert (row["av_offset_ms"], row["drift_ppm"]) == (direct["av_offset_ms"], direct["drift_ppm"])
@@ -505,9 +511,11 @@ def test_clip_page_word_boxes_and_waveform_in_chromium(clip_page_report, tmp_pat
     assert "lag curve not available" in html_text or 'id="lag-curve"' in html_text
 
 
-def test_clip_page_lag_curve_from_align_json_in_chromium(clips_dir, tmp_path):
+def test_clip_page_lag_curve_from_align_json_in_chromium(clips_dir, tmp_path, late100_record):
     """A preprocessed sample whose align.json carries the estimator's lag curve: curve, peak and threshold drawn."""
-    record = measure(str(clips_dir / "late100.mp4"))
+    import copy
+
+    record = copy.deepcopy(late100_record)
     lags = np.arange(-500.0, 501.0, 1.0)
     record.update(lag_curve_ms=lags.tolist(), lag_curve_score=(12.0 * np.exp(-0.5 * ((lags - 100.0) / 8.0) ** 2)).tolist(),
                   null_threshold=4.0, av_offset_ms=None, av_method="abstain:low_confidence")
