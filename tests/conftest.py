@@ -31,6 +31,22 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [item for module in order for item in modules[module]]
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Captured output is made UTF-8-encodable (lone surrogates, e.g. a non-UTF-8 member name logged through
+    ``surrogateescape``, written as ``\\udcff``): pytest-xdist sends reports between processes as UTF-8 and a
+    report it cannot encode aborts the whole run."""
+    report = yield
+    report.sections = [(title, _utf8_safe(text)) for title, text in report.sections]
+    if isinstance(report.longrepr, str) or (report.failed and _utf8_safe(str(report.longrepr)) != str(report.longrepr)):
+        report.longrepr = _utf8_safe(str(report.longrepr))
+    return report
+
+
+def _utf8_safe(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def shared_dir(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
     """``name``, a directory that ``build(path)`` fills once per test run, shared by the pytest-xdist workers:
     the first worker builds it under a file lock, the others wait and reuse it (without xdist: built here)."""
