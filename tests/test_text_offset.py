@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from aligner._text_offset import TextEstimate, estimate_text_offset, refine_word_times
+from avcore import AudioClip, Span, Transcript, Word
 
 SAMPLE_RATE = 16000
 
