@@ -1,4 +1,4 @@
-"""The base layer of avalign: records, time rules, errors and resampling. Re-exports only.
+"""The base layer of avalign: records, time rules, errors, media types and resampling. Re-exports only.
 
 Layers (imports run one way, checked by ``tests/test_layers.py`` with import-linter):
 
@@ -9,7 +9,23 @@ Layers (imports run one way, checked by ``tests/test_layers.py`` with import-lin
 
 ``avcore`` imports nothing from ``aligner``, ``loaders`` or ``avalign``.
 """
-from avcore._errors import REASONS, DecodeError, DecodeTimeout, SampleError, TranscriptError, reason_of, sample_error
+from avcore._errors import (
+    REASONS,
+    DecodeError,
+    DecodeTimeout,
+    SampleError,
+    ShardError,
+    TranscriptError,
+    reason_of,
+    sample_error,
+)
+from avcore._media_types import (
+    AUDIO_EXTENSIONS,
+    CAPTION_EXTENSIONS,
+    MEDIA_EXTENSIONS,
+    TRANSCRIPT_EXTENSIONS,
+    VIDEO_EXTENSIONS,
+)
 from avcore._records import AudioClip, BatchItem, Span, TextTokens, Transcript, VideoClip, VideoMetadata, Word
 from avcore._resample import resample, soxr_hq
 from avcore._time import (
@@ -24,16 +40,22 @@ from avcore._time import (
 )
 
 __all__ = [
+    "AUDIO_EXTENSIONS",
+    "CAPTION_EXTENSIONS",
     "AudioClip",
     "BatchItem",
     "DecodeError",
     "DecodeTimeout",
+    "MEDIA_EXTENSIONS",
     "REASONS",
     "SampleError",
+    "ShardError",
     "Span",
+    "TRANSCRIPT_EXTENSIONS",
     "TextTokens",
     "Transcript",
     "TranscriptError",
+    "VIDEO_EXTENSIONS",
     "VideoClip",
     "VideoMetadata",
     "Word",

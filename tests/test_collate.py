@@ -9,8 +9,8 @@ import torch
 
 from aligner._align import align
 from avcore import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
-from loaders.pipeline._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
-from loaders.pipeline._window import split_windows, windows
+from loaders.pipeline import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
+from loaders.pipeline import split_windows, windows
 
 SAMPLE_RATE = 16000
 FPS = 10

@@ -5,6 +5,7 @@ Layers, bottom to top: ``avcore`` (records, time rules, errors, resampling); ``l
 """
 from __future__ import annotations
 
+import ast
 import configparser
 import os
 import re
@@ -57,3 +58,85 @@ def test_one_shot_soxr_resampling_has_one_owner():
     callers = sorted(str(path.relative_to(REPO)) for package in ("avcore", "aligner", "loaders")
                      for path in (REPO / package).rglob("*.py") if "soxr.resample(" in path.read_text())
     assert callers == ["avcore/_resample.py"]
+
+
+# ------------------------------------------------------------------ public names only outside a package
+
+PRIVATE_IMPORT_ALLOWED = ("aligner.",)
+"""Imports of underscore modules still allowed outside their package: ``aligner``'s, while its public API (estimator
+internals in an explicit submodule) lands on the ``aligncore`` branch. Empty this tuple once it has."""
+
+_CHECKED_TREES = ("avcore", "aligner", "loaders", "avalign", "scripts", "tests")
+
+
+def _owning_package(module: str) -> str:
+    """``loaders.pipeline._pack.x`` → ``loaders.pipeline``: the package an underscore module belongs to, or ''."""
+    parts = module.split(".")
+    private = next((i for i, part in enumerate(parts) if part.startswith("_") and not part.startswith("__")), None)
+    return "" if private is None else ".".join(parts[:private])
+
+
+def private_imports(source: str, *, importer: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import, in ``source`` (the code of module ``importer``), of an underscore module
+    of a package that ``importer`` is not inside (``loaders._shards`` from ``avalign.preprocess._inputs``).
+
+    Inside a package its private modules are free to use each other (``loaders.pipeline._items`` may import
+    ``loaders._video``); from outside only public names: the package's ``__init__`` or a public submodule.
+    """
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            owner = _owning_package(module)
+            if owner and owner.split(".")[0] in _CHECKED_TREES[:4] and not f"{importer}.".startswith(f"{owner}."):
+                found.append((node.lineno, module))
+                break
+    return found
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_private_import_rule_catches_what_it_should():
+    """The checker can fail: each of these is flagged (and the allowed ones are not)."""
+    flagged = [
+        ("from loaders._shards import shard_samples", "avalign.preprocess._inputs"),
+        ("import loaders._video as video", "tests.test_video"),
+        ("from loaders.pipeline._pack import plan_packs", "scripts.bench_pack"),
+        ("from loaders.pipeline import _pack", "tests.test_pack"),
+        ("from avalign.report._cli import add_parser", "avalign.cli"),
+        ("from avcore._errors import SampleError", "loaders.errors"),
+    ]
+    assert private_imports(flagged[0][0], importer=flagged[0][1]) == [(1, "loaders._shards")]
+    for source, importer in flagged[1:]:
+        assert private_imports(source, importer=importer), (source, importer)
+    allowed = [
+        ("from loaders._audio import read_audio", "loaders"),  # a package's __init__ re-exports its own modules
+        ("from loaders._video import read_video", "loaders.pipeline._items"),  # a subpackage uses its parent's
+        ("from avalign._measure import measure", "avalign.report._collect"),
+        ("from loaders.pipeline import plan_packs", "scripts.bench_pack"),
+        ("from loaders.shards import shard_samples", "tests.test_shards"),
+        ("import loaders.media", "tests.test_index"),
+    ]
+    for source, importer in allowed:
+        assert private_imports(source, importer=importer) == [], (source, importer)
+
+
+def test_outside_a_package_only_its_public_names_are_imported():
+    """No module imports an underscore module of another package (``from loaders._shards import …`` in
+    ``avalign/`` or ``tests/``): the package's ``__init__`` or a public submodule (``loaders.shards``,
+    ``loaders.media``, ``loaders.pipeline``, ``avalign.report`` …) instead."""
+    offenders = []
+    for tree in _CHECKED_TREES:
+        for path in sorted((REPO / tree).rglob("*.py")):
+            for line, module in private_imports(path.read_text(), importer=_module_name(path)):
+                if not module.startswith(PRIVATE_IMPORT_ALLOWED):
+                    offenders.append(f"{path.relative_to(REPO)}:{line}: {module}")
+    assert offenders == [], "imports of another package's private modules:\n" + "\n".join(offenders)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loaders.pipeline._pack import OnlinePacker, PackItem, lower_bound_num_packs, plan_packs
+from loaders.pipeline import OnlinePacker, PackItem, lower_bound_num_packs, plan_packs
 from resume_helper import run_test_save_load_state
 
 
@@ -223,7 +223,7 @@ def test_load_state_dict_rejects_other_budgets():
 
 
 def test_held_payloads_are_the_items_not_yet_emitted():
-    from loaders import OnlinePacker, PackItem
+    from loaders.pipeline import OnlinePacker, PackItem
 
     packer = OnlinePacker([8], buffer_size=4, seed=0)
     items = [PackItem(f"k{i}", (n,), payload=i) for i, n in enumerate([5, 3, 4, 4, 8, 2])]

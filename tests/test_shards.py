@@ -4,7 +4,7 @@ import tarfile
 
 import pytest
 
-from loaders._shards import (
+from loaders.shards import (
     ShardError,
     expand_shard_urls,
     group_by_key,

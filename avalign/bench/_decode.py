@@ -163,10 +163,10 @@ def _creation(path: str, threads: int) -> dict[str, Callable[[], int]]:
     import av
 
     import loaders
-    from loaders import _index  # the per-process index cache is cleared before each call: a cold start
+    from loaders.media import clear_frame_index_cache  # cleared before each call: a cold start
 
     out = {
-        "avalign probe_video (header + frame index)": lambda: _index._CACHE.clear() or loaders.probe_video(path)[1].num_frames,
+        "avalign probe_video (header + frame index)": lambda: clear_frame_index_cache() or loaders.probe_video(path)[1].num_frames,
         "PyAV av.open": lambda: av.open(path).close() or 0,
     }
     try:
@@ -277,7 +277,7 @@ def _played_at_tools(path: str, threads: int, start: float, stop: float, fps: fl
     import torch
 
     import loaders
-    from loaders import _index
+    from loaders.media import clear_frame_index_cache
 
     count = max(0, math.ceil((stop - start) * fps - 1e-9))
     times = [start + i / fps for i in range(count)]
@@ -290,7 +290,7 @@ def _played_at_tools(path: str, threads: int, start: float, stop: float, fps: fl
     def avalign(clear_cache: bool) -> Callable[[], int]:
         def run() -> int:
             if clear_cache:
-                _index._CACHE.clear()
+                clear_frame_index_cache()
             return loaders.read_video(path, start_seconds=start, stop_seconds=stop, fps=fps, num_threads=threads,
                                       frame_size=size).num_frames
         return run

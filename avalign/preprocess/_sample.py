@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from avalign.preprocess._inputs import InputSample, read_members
-from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.media import DEFAULT_MAX_PIXELS
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
 from avalign._measure import count_words, decode_errors_of, decode_for_measure, null_unmeasurable
 
@@ -183,7 +183,7 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
             ``missing_audio``, ``too_large``, ``transcript``, ``timeout``, ``read`` or ``error``, and the
             message names the input.
     """
-    from loaders._watchdog import call_with_timeout
+    from loaders.media import call_with_timeout
 
     shard = sample.media.path if sample.media.member else ""
     try:

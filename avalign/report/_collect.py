@@ -20,7 +20,7 @@ from typing import Iterable, Literal, Optional, Union
 
 from avalign.report._inputs import ClipInput, Skipped, count_clips, iter_inputs
 from avalign.report._standards import lipsync_status, to_standard_offset_ms
-from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.media import DEFAULT_MAX_PIXELS
 from loaders.errors import SampleError, reason_of
 
 logger = logging.getLogger(__name__)

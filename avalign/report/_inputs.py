@@ -21,14 +21,14 @@ import tarfile
 from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
-from loaders._source import MediaSource
-from loaders._transcripts import TRANSCRIPT_EXTENSIONS, pick_transcript
+from avcore import MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS
+from loaders.media import MediaSource
+from loaders.transcripts import pick_transcript
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ClipInput", "MEDIA_EXTENSIONS", "Skipped", "TRANSCRIPT_EXTENSIONS", "count_clips", "iter_inputs", "preprocess_skips"]
+__all__ = ["ClipInput", "Skipped", "count_clips", "iter_inputs", "preprocess_skips"]
 
-MEDIA_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v", "m4a", "mp3", "wav", "flac", "ogg", "opus", "aac")
 """Media file extensions recognised in directories and shards (lower case)."""
 _PREPROCESSED_KEYS = ("align.json", "frames.json", "transcript.json")
 
@@ -230,7 +230,7 @@ def _directory_inputs(directory: str) -> Iterator[Item]:
 
 
 def _shard_inputs(urls, *, on_error: OnError = "skip") -> Iterator[Item]:
-    from loaders._shards import ShardError, shard_samples
+    from loaders.shards import ShardError, shard_samples
     from loaders.errors import SampleError
 
     problems: list[Skipped] = []

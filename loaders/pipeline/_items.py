@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import torch
 
-from avcore import AudioClip, BatchItem, DecodeError, SampleError, sample_error
+from avcore import MEDIA_EXTENSIONS, AudioClip, BatchItem, DecodeError, SampleError, sample_error
 from loaders._audio import read_audio
 from loaders._index import FrameIndex
 from loaders._transcripts import pick_transcript, read_transcript
@@ -36,13 +36,8 @@ from loaders.pipeline._window import split_windows
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AUDIO_EXTENSIONS", "MEDIA_EXTENSIONS", "VIDEO_EXTENSIONS", "pack_lengths", "sample_items"]
+__all__ = ["pack_lengths", "sample_items"]
 
-VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v")
-"""Tar member extensions read as the sample's (video) media, first match wins."""
-AUDIO_EXTENSIONS = ("flac", "wav", "mp3", "m4a", "ogg", "opus", "aac")
-"""Audio-only media members (tried after the video extensions): items without frames."""
-MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 
 
 _MAX_TEXT_WINDOWS_FACTOR = 8
