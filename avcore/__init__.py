@@ -36,6 +36,7 @@ from avcore._time import (
     samples_to_seconds,
     seconds_to_samples,
     seconds_to_ticks,
+    span_sample_range,
     ticks_to_seconds,
 )
 
@@ -70,5 +71,6 @@ __all__ = [
     "seconds_to_samples",
     "seconds_to_ticks",
     "soxr_hq",
+    "span_sample_range",
     "ticks_to_seconds",
 ]

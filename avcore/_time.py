@@ -39,6 +39,7 @@ __all__ = [
     "frame_range",
     "sample_range",
     "samples_to_seconds",
+    "span_sample_range",
     "seconds_to_samples",
 ]
 
@@ -78,6 +79,39 @@ def sample_range(start_seconds: float, stop_seconds: float, sample_rate: float) 
     if stop_seconds < start_seconds:
         raise ValueError(f"span must have stop >= start, got {start_seconds = }, {stop_seconds = }")
     return seconds_to_samples(start_seconds, sample_rate), seconds_to_samples(stop_seconds, sample_rate)
+
+
+def span_sample_range(
+    start_seconds: float,
+    stop_seconds: float,
+    *,
+    audio_start_seconds: float,
+    sample_rate: float,
+    num_samples: Optional[int] = None,
+) -> tuple[int, int]:
+    """``[sample_start, sample_stop)`` of the span ``[start_seconds, stop_seconds)`` in audio whose sample 0 plays at
+    ``audio_start_seconds``: the one span → sample rule of ``aligner.align`` and the windowing stage.
+
+    Indices are counted from the audio's own first sample, half-up (:func:`sample_range` of the times relative to
+    it). With ``num_samples``, both are clamped to ``[0, num_samples]`` and ``sample_stop >= sample_start``.
+
+    Relative to the audio's first sample, not to a window's nominal start: a window cut at ``a`` starts its audio
+    at the parent's sample ``round(a·sr)``, which plays up to half a sample away from ``a``; its spans keep the
+    parent's samples only when counted from there::
+
+        parent samples   0    ...   16000 (plays at 1.0 s)  ...  32001 (2.0000375 s)
+        window at a = 1 s + 0.4 sample: audio starts at 16000 (1.0 s)
+        span at s = 2 s + 0.6 sample    -> 16001 in the window (= 32001 - 16000), not round((s - a)·sr) = 16000
+
+    Example:
+        >>> span_sample_range(0.5, 1.5, audio_start_seconds=0.25, sample_rate=16000)
+        (4000, 20000)
+    """
+    start, stop = sample_range(start_seconds - audio_start_seconds, stop_seconds - audio_start_seconds, sample_rate)
+    if num_samples is not None:
+        start = min(max(start, 0), num_samples)
+        stop = min(max(stop, start), num_samples)
+    return start, stop
 
 
 def frame_range(

@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from aligner import AlignedSample, AlignedSpan
-from avcore import VideoClip, clip_to_window, frame_range, seconds_to_samples
+from avcore import AudioClip, VideoClip, clip_to_window, frame_range, span_sample_range
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +81,8 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
     """The part of ``sample`` over ``[window_start, window_stop)`` with re-based index ranges."""
     sample_rate = sample.audio.sample_rate
     origin = float(sample.start_seconds)
-    sample_start = min(seconds_to_samples(window_start - origin, sample_rate), sample.audio.num_samples)
-    sample_stop = min(seconds_to_samples(window_stop - origin, sample_rate), sample.audio.num_samples)
+    sample_start, sample_stop = span_sample_range(window_start, window_stop, audio_start_seconds=origin,
+                                                  sample_rate=sample_rate, num_samples=sample.audio.num_samples)
     audio = dataclasses.replace(
         sample.audio,
         samples=sample.audio.samples[:, sample_start:sample_stop].contiguous(),
@@ -103,10 +103,7 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
     rebase = dict(
         window_start=window_start,
         window_stop=window_stop,
-        origin=origin,
-        sample_rate=sample_rate,
-        sample_offset=sample_start,
-        num_samples=audio.num_samples,
+        audio=audio,
         pts=None if video is None else video.pts_seconds.numpy(),
     )
     words = _clip_spans(sample.words, **rebase)
@@ -128,10 +125,7 @@ def _clip_spans(
     *,
     window_start: float,
     window_stop: float,
-    origin: float,
-    sample_rate: int,
-    sample_offset: int,
-    num_samples: int,
+    audio: AudioClip,
     pts: Optional[np.ndarray],
 ) -> tuple[AlignedSpan, ...]:
     """Spans overlapping the window, clipped to it, with frame/sample/token ranges relative to the window."""
@@ -146,9 +140,9 @@ def _clip_spans(
         frame_start = frame_stop = None
         if pts is not None:
             frame_start, frame_stop = frame_range(pts, s, e)
-        # Same rounding as the parent (relative to the parent's origin), then re-based: a span keeps its samples.
-        sample_start = min(max(seconds_to_samples(s - origin, sample_rate) - sample_offset, 0), num_samples)
-        sample_stop = min(max(seconds_to_samples(e - origin, sample_rate) - sample_offset, sample_start), num_samples)
+        # Counted from the window audio's first sample (the parent's sample round((a - T0)·sr)): a span keeps its samples.
+        sample_start, sample_stop = span_sample_range(s, e, audio_start_seconds=audio.start_seconds,
+                                                      sample_rate=audio.sample_rate, num_samples=audio.num_samples)
         token_start = None if span.token_start is None else span.token_start - token_base
         token_stop = None if span.token_stop is None else span.token_stop - token_base
         out.append(
