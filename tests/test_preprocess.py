@@ -116,7 +116,7 @@ def test_rerun_reuses_and_repairs(clips, reference, tmp_path):
 
 _CLI = (
     "import argparse, sys\n"
-    "from avalign.preprocess._cli import add_parser\n"
+    "from avalign.preprocess import add_parser\n"
     "p = argparse.ArgumentParser(); add_parser(p.add_subparsers(dest='command'))\n"
     "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n"
 )

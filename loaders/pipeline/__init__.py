@@ -5,6 +5,7 @@ This layer sits above both the readers (``loaders._video``, ``loaders._audio``, 
 ``loaders`` re-exports the contract (``make_dataset``, ``make_loader``, ``plan_packs``, ``PackedBatch``,
 ``decode_items``, ``pack_batches``); the parts below are for those who build their own pipeline or test one.
 """
+from loaders.pipeline._budgets import first_over_budget
 from loaders.pipeline._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
 from loaders.pipeline._dataset import AVDataset, LoaderStats, make_dataset
 from loaders.pipeline._items import sample_items
@@ -36,6 +37,7 @@ __all__ = [
     "caption_text",
     "decode_items",
     "encode_text",
+    "first_over_budget",
     "join_unit_texts",
     "lower_bound_num_packs",
     "make_dataset",

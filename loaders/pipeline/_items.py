@@ -30,6 +30,7 @@ from loaders._audio import read_audio
 from loaders._index import FrameIndex
 from loaders._transcripts import pick_transcript, read_transcript
 from loaders._video import read_video
+from loaders.pipeline._budgets import first_over_budget
 from loaders.pipeline._options import AUTO, SampleOptions
 from loaders.pipeline._text import caption_text, tokenize_item, with_caption
 from loaders.pipeline._window import split_windows
@@ -239,7 +240,7 @@ def _overshoot(items: list[BatchItem], options: SampleOptions, columns: tuple[in
 def _check_budgets(items: list[BatchItem], options: SampleOptions, url: str) -> None:
     for item in items:
         lengths = pack_lengths(item)
-        if any(n > limit for n, limit in zip(lengths, options.limits)):
+        if first_over_budget(lengths, options.limits) is not None:
             hint = ("a clip-level text or a segment longer than the budget cannot be cut; raise the budgets"
                     if options.window_seconds == AUTO else "set window_seconds (or 'auto') or raise the budgets")
             raise SampleError(
