@@ -1,4 +1,4 @@
-"""The base layer of avalign: records, time rules, errors, media types and resampling. Re-exports only.
+"""The base layer of avalign: records, time rules, errors, media types, the align.json schema and resampling. Re-exports only.
 
 Layers (imports run one way, checked by ``tests/test_layers.py`` with import-linter):
 
@@ -9,6 +9,7 @@ Layers (imports run one way, checked by ``tests/test_layers.py`` with import-lin
 
 ``avcore`` imports nothing from ``aligner``, ``loaders`` or ``avalign``.
 """
+from avcore._align_json import ALIGN_JSON, canonical_json, clock_values, dump_align_json, read_align_json
 from avcore._errors import (
     REASONS,
     DecodeError,
@@ -41,6 +42,7 @@ from avcore._time import (
 )
 
 __all__ = [
+    "ALIGN_JSON",
     "AUDIO_EXTENSIONS",
     "CAPTION_EXTENSIONS",
     "AudioClip",
@@ -60,9 +62,13 @@ __all__ = [
     "VideoClip",
     "VideoMetadata",
     "Word",
+    "canonical_json",
+    "clock_values",
     "clip_to_window",
+    "dump_align_json",
     "frame_played_at",
     "frame_range",
+    "read_align_json",
     "reason_of",
     "resample",
     "sample_error",

@@ -13,7 +13,6 @@ JSON is written with sorted keys and no spaces, so equal inputs give equal bytes
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from avalign.preprocess._inputs import InputSample, read_members
+from avcore import canonical_json, dump_align_json
 from loaders.media import DEFAULT_MAX_PIXELS
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
 from avalign._measure import count_words, decode_errors_of, decode_for_measure, null_unmeasurable
@@ -55,15 +55,8 @@ class SampleOptions:
     are written, not their bytes: recorded in ``state.jsonl``'s options, not in ``align.json``."""
 
 
-def dumps(value) -> bytes:
-    """Canonical JSON bytes: sorted keys, no spaces, UTF-8, NaN refused.
-
-    Any string can be written: a name that is not valid Unicode (a tar member name with undecodable bytes,
-    held as lone surrogates such as ``\\udcff``) is written as the JSON escape ``\\udcff``, which reads back
-    as the same string (``json.loads``); valid text is written as UTF-8, unchanged.
-    """
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text.encode("utf-8", "backslashreplace")
+dumps = canonical_json
+"""Canonical JSON bytes (``avcore.canonical_json``), for every member preprocess writes."""
 
 
 def run_config(options: SampleOptions) -> dict:
@@ -212,7 +205,7 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         record["media"] = f"{sample.key}.{media_ext}"
         record["transcript"] = f"{sample.key}.transcript.json" if result["transcript"] is not None else None
         record["config"] = dict(config, methods=dict(config["methods"], av=record["av_method"], text=record["text_method"]))
-        members = {f"{sample.key}.{media_ext}": media, f"{sample.key}.align.json": dumps(record)}
+        members = {f"{sample.key}.{media_ext}": media, f"{sample.key}.align.json": dump_align_json(record, key=sample.key)}
         if result["frames"] is not None:
             members[f"{sample.key}.frames.json"] = dumps(result["frames"])
         if result["transcript"] is not None:

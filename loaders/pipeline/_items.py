@@ -25,7 +25,17 @@ from typing import Any, Optional
 
 import torch
 
-from avcore import MEDIA_EXTENSIONS, AudioClip, BatchItem, DecodeError, SampleError, sample_error
+from avcore import (
+    ALIGN_JSON,
+    MEDIA_EXTENSIONS,
+    AudioClip,
+    BatchItem,
+    DecodeError,
+    SampleError,
+    clock_values,
+    read_align_json,
+    sample_error,
+)
 from loaders._audio import read_audio
 from loaders._index import FrameIndex
 from loaders._transcripts import pick_transcript, read_transcript
@@ -144,13 +154,9 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
 
 
 def _given_values(sample: dict, url: str, key: str) -> dict[str, Optional[float]]:
-    if "align.json" not in sample:
+    if ALIGN_JSON not in sample:
         return {}
-    try:
-        record = json.loads(sample["align.json"])
-        return {name: record.get(name) for name in ("av_offset_ms", "drift_ppm", "text_offset_ms")}
-    except (ValueError, AttributeError) as error:
-        raise SampleError(f"align.json is not a JSON object: {error}", shard=url, key=key, reason="align_json") from None
+    return clock_values(read_align_json(sample[ALIGN_JSON], key=key, shard=url))
 
 
 def _frame_index(sample: dict, key: str) -> Optional[FrameIndex]:
