@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Optional, Sequence
+from typing import Literal, Optional, Sequence
 
 import numpy as np
 
@@ -129,22 +129,44 @@ def frame_range(
     return start, stop
 
 
-def frame_played_at(pts_seconds: Sequence[float] | np.ndarray, seconds: float | np.ndarray) -> np.ndarray:
-    """Index of the frame on screen at each time: the last ``k`` with ``pts[k] <= t``.
+def frame_played_at(
+    pts_seconds: Sequence[float] | np.ndarray,
+    seconds: float | np.ndarray,
+    *,
+    before_first: Literal["raise", "none", "first"] = "raise",
+) -> np.ndarray:
+    """Index of the frame on screen at each time: the last ``k`` with ``pts[k] <= t`` (a frame plays over
+    ``[pts[k], pts[k+1])``). The one "frame played at t" rule of the decoder, the report and the benchmarks.
+
+    Args:
+        pts_seconds: presentation times, sorted.
+        seconds: one time or an array of times.
+        before_first: a time before the first frame (nothing on screen yet): ``"raise"`` an ``IndexError``,
+            ``"none"``: index -1 (callers drop those), ``"first"``: index 0 (show the first frame).
 
     Raises:
-        IndexError: a time before the first frame's pts (nothing is on screen yet).
+        IndexError: with ``before_first="raise"``, a time before the first frame or no frames at all.
+
+    Example:
+        >>> frame_played_at([0.5, 0.6, 0.8], [0.5, 0.79, 9.0]).tolist()
+        [0, 1, 2]
+        >>> frame_played_at([0.5, 0.6], [0.1, 0.6], before_first="none").tolist()
+        [-1, 1]
     """
+    if before_first not in ("raise", "none", "first"):
+        raise ValueError(f"before_first must be 'raise', 'none' or 'first', got {before_first!r}")
     pts = np.asarray(pts_seconds, dtype=np.float64)
     times = np.atleast_1d(np.asarray(seconds, dtype=np.float64))
-    if pts.size == 0:
-        raise IndexError("no frames: the clip is empty")
-    if times.size and float(times.min()) < pts[0]:
-        raise IndexError(
-            f"time {float(times.min()):.6f} s is before the first frame (pts {pts[0]:.6f} s); "
-            f"valid times are >= {pts[0]:.6f} s"
-        )
-    return np.searchsorted(pts, times, side="right") - 1
+    if before_first == "raise":
+        if pts.size == 0:
+            raise IndexError("no frames: the clip is empty")
+        if times.size and float(times.min()) < pts[0]:
+            raise IndexError(
+                f"time {float(times.min()):.6f} s is before the first frame (pts {pts[0]:.6f} s); "
+                f"valid times are >= {pts[0]:.6f} s"
+            )
+    played = np.searchsorted(pts, times, side="right") - 1
+    return np.maximum(played, 0) if before_first == "first" else played
 
 
 def clip_to_window(start: float, stop: float, window_start: float, window_stop: float) -> Optional[tuple[float, float]]:

@@ -35,7 +35,7 @@ from typing import Iterator, Literal, Optional
 import numpy as np
 import torch
 
-from avcore import DecodeError, VideoClip, VideoMetadata, seconds_to_ticks, ticks_to_seconds
+from avcore import DecodeError, VideoClip, VideoMetadata, frame_played_at, seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, frame_index
 from loaders._source import MediaSource, check_source, describe_source, open_container, open_for_pyav, pick_stream
 
@@ -479,7 +479,7 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
     Seeks only when the next keyframe is ahead of us, and decodes no non-reference frame that is not one of
     the answers (known in advance from the index). Each distinct answer is converted to RGB once, on the
     helper thread of :class:`_RGBWriter`, while the decoder's threads go on."""
-    played = np.searchsorted(index.pts_seconds, targets, side="right") - 1
+    played = frame_played_at(index.pts_seconds, targets, before_first="none")
     needed = frozenset(seconds_to_ticks(float(index.pts_seconds[i]), stream.time_base) for i in played[played >= 0])
     frames: Optional[Iterator[tuple[float, object]]] = None
     position = -math.inf  # pts of the last decoded frame
@@ -661,7 +661,7 @@ def _read_decord(source, label: str, request: _Request) -> VideoClip:
     else:
         count = max(0, math.ceil((hi - lo) * fps - 1e-9))
         targets = lo + np.arange(count, dtype=np.float64) / fps
-        indices = np.searchsorted(pts_all, targets, "right") - 1
+        indices = frame_played_at(pts_all, targets, before_first="none")
         indices = indices[indices >= 0]
     try:
         frames = (

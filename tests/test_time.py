@@ -70,6 +70,15 @@ def test_frame_range_exact_boundaries_and_empty():
         frame_range(pts, 0.1, 0.05)
 
 
+def test_frame_played_at_before_the_first_frame():
+    pts = [0.5, 0.6, 0.8]
+    assert frame_played_at(pts, [0.1, 0.5, 0.7], before_first="none").tolist() == [-1, 0, 1]
+    assert frame_played_at(pts, [0.1, 0.5, 0.7], before_first="first").tolist() == [0, 0, 1]
+    assert frame_played_at([], [0.1], before_first="none").tolist() == [-1]
+    with pytest.raises(ValueError, match="before_first"):
+        frame_played_at(pts, 0.6, before_first="clamp")
+
+
 def test_frame_played_at():
     pts = np.array([0.5, 0.6, 0.8])  # first pts not zero, uneven (VFR)
     assert frame_played_at(pts, [0.5, 0.59, 0.6, 0.79, 0.8, 9.0]).tolist() == [0, 0, 1, 1, 2, 2]

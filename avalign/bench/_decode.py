@@ -21,6 +21,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from avcore import frame_played_at
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["bench_decode", "bench_long", "format_decode_table", "format_long_table", "make_bench_clips", "make_long_clips"]
@@ -140,7 +142,7 @@ def _sparse_decoders(path: str, threads: int, start: float, count: int, fps: flo
         def decord_batch() -> int:
             vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=threads)
             ts = vr.get_frame_timestamp(range(len(vr)))[:, 0]
-            idx = [int(np.searchsorted(ts, t + 1e-9, side="right") - 1) for t in times]
+            idx = frame_played_at(ts, np.asarray(times) + 1e-9, before_first="none").tolist()  # decord rounds its times
             return int(vr.get_batch(idx).shape[0])
 
         out["decord get_batch"] = decord_batch
