@@ -32,6 +32,7 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "check_window_overlaps",
     "clip_to_window",
     "frame_played_at",
     "seconds_to_ticks",
@@ -179,6 +180,31 @@ def clip_to_window(start: float, stop: float, window_start: float, window_stop: 
     if start == stop and window_start <= start < window_stop:
         return start, stop
     return None
+
+
+def check_window_overlaps(
+    start_seconds: float, stop_seconds: float, media_start_seconds: float, media_stop_seconds: float, *, label: str,
+    what: str,
+) -> None:
+    """Raise ``IndexError`` when a non-empty window ``[start_seconds, stop_seconds)`` lies entirely outside the
+    media's ``[media_start_seconds, media_stop_seconds)``: the one "window outside the media" rule of the readers.
+
+    An empty window (``stop <= start``) is never refused (it reads as nothing); a window that overlaps the media
+    by any amount is accepted (the reader returns the overlap).
+
+    Args:
+        label: the media's name, for the message; what: ``"video"`` or ``"audio"``.
+
+    Example:
+        >>> check_window_overlaps(5.0, 6.0, 0.0, 4.0, label="clip.mp4", what="audio")
+        Traceback (most recent call last):
+        IndexError: clip.mp4: window [5.000000, 6.000000) s is outside the audio, which covers [0.000000, 4.000000) s
+    """
+    if stop_seconds > start_seconds and (start_seconds >= media_stop_seconds or stop_seconds <= media_start_seconds):
+        raise IndexError(
+            f"{label}: window [{start_seconds:.6f}, {stop_seconds:.6f}) s is outside the {what}, which covers "
+            f"[{media_start_seconds:.6f}, {media_stop_seconds:.6f}) s"
+        )
 
 
 def ticks_to_seconds(ticks, time_base) -> float | np.ndarray:

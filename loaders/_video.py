@@ -35,7 +35,15 @@ from typing import Iterator, Literal, Optional
 import numpy as np
 import torch
 
-from avcore import DecodeError, VideoClip, VideoMetadata, frame_played_at, seconds_to_ticks, ticks_to_seconds
+from avcore import (
+    DecodeError,
+    VideoClip,
+    VideoMetadata,
+    check_window_overlaps,
+    frame_played_at,
+    seconds_to_ticks,
+    ticks_to_seconds,
+)
 from loaders._index import FrameIndex, frame_index
 from loaders._source import MediaSource, check_source, describe_source, open_container, open_for_pyav, pick_stream
 
@@ -579,11 +587,7 @@ def _read_pyav(source, label: str, request: _Request) -> VideoClip:
             check_duration(first, end, index.num_frames, label, request.max_duration_seconds)
             lo = first if start is None else start
             hi = end if stop is None else stop
-            if hi > lo and (lo >= end or hi <= first):
-                raise IndexError(
-                    f"{label}: window [{lo:.6f}, {hi:.6f}) s is outside the video, whose frames cover "
-                    f"[{first:.6f}, {end:.6f}) s"
-                )
+            check_window_overlaps(lo, hi, first, end, label=label, what="video")
         if whole:
             hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
             pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, size, bad_packets)
@@ -653,8 +657,7 @@ def _read_decord(source, label: str, request: _Request) -> VideoClip:
     first, end = (float(pts_all[0]), index.end_seconds) if pts_all.size else (0.0, 0.0)
     lo = first if start is None else start
     hi = end if stop is None else stop
-    if hi > lo and (lo >= end or hi <= first):
-        raise IndexError(f"{label}: window [{lo:.6f}, {hi:.6f}) s is outside the video, frames cover [{first:.6f}, {end:.6f}) s")
+    check_window_overlaps(lo, hi, first, end, label=label, what="video")
     if fps is None:
         a, b = int(np.searchsorted(pts_all, lo, "left")), int(np.searchsorted(pts_all, hi, "left"))
         indices = np.arange(a, b)

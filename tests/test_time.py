@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from avcore import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples, span_sample_range
+from avcore import check_window_overlaps, frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples, span_sample_range
 
 RATES = st.sampled_from([8000, 16000, 22050, 24000, 44100, 48000])
 
@@ -116,3 +116,12 @@ def test_span_sample_range_is_the_nearest_sample(rate, audio_start, offset):
     candidates = np.arange(max(got - 3, 0), got + 4)
     distance = np.abs(audio_start + candidates / rate - start)
     assert abs(distance[candidates == got][0] - distance.min()) <= 1e-6 / rate
+
+
+def test_window_outside_the_media_boundaries():
+    """Half-open on both sides: [4, 5) misses media [0, 4); [-1, 0) misses it; [3.9, 5) overlaps; empty never raises."""
+    for lo, hi in [(4.0, 5.0), (-1.0, 0.0), (9.0, 10.0)]:
+        with pytest.raises(IndexError, match=r"clip: window .* is outside the audio, which covers \[0\.000000, 4\.000000\) s"):
+            check_window_overlaps(lo, hi, 0.0, 4.0, label="clip", what="audio")
+    for lo, hi in [(3.9, 5.0), (-1.0, 0.1), (0.0, 4.0), (7.0, 7.0), (8.0, 7.0)]:
+        check_window_overlaps(lo, hi, 0.0, 4.0, label="clip", what="video")
