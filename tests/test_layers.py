@@ -140,3 +140,16 @@ def test_outside_a_package_only_its_public_names_are_imported():
                 if not module.startswith(PRIVATE_IMPORT_ALLOWED):
                     offenders.append(f"{path.relative_to(REPO)}:{line}: {module}")
     assert offenders == [], "imports of another package's private modules:\n" + "\n".join(offenders)
+
+
+def test_the_measure_flow_has_one_owner():
+    """decode → audio-only / video-only fallback → measure → null the unmeasurable fields: composed once, in
+    ``avalign.measure_media``; ``measure``, ``preprocess`` and ``report`` call it (the report's clip page only
+    re-decodes, with the same decode rule)."""
+    def callers(name: str) -> set[str]:
+        return {str(path.relative_to(REPO)) for path in (REPO / "avalign").rglob("*.py")
+                if f"{name}(" in path.read_text() and path.name != "_measure.py"}
+
+    assert callers("null_unmeasurable") == set() and callers("measure_aligned") == set()
+    assert callers("decode_for_measure") == {"avalign/report/_clip_view.py"}
+    assert {"avalign/preprocess/_sample.py", "avalign/report/_collect.py"} <= callers("measure_media")

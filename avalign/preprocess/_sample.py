@@ -24,7 +24,7 @@ from avalign.preprocess._inputs import InputSample, read_members
 from avcore import canonical_json, dump_align_json
 from loaders.media import DEFAULT_MAX_PIXELS
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
-from avalign._measure import count_words, decode_errors_of, decode_for_measure, null_unmeasurable
+from avalign._measure import count_words
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
     import torch
 
     import loaders
-    from avalign._measure import measure_aligned
+    from avalign._measure import measure_media
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -143,13 +143,10 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
             transcript = None
             if transcript_bytes is not None:
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
-            video, index, audio, video_only = decode_for_measure(media, name=media_name, num_threads=1, max_pixels=max_pixels,
-                                                                 max_duration_seconds=max_duration_seconds)
-            try:
-                record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate,
-                                                  estimate=not video_only)
-            except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
-                raise sample_error(e, stage="align") from e  # the key is filled in by process_sample
+            measured = measure_media(media, transcript, name=media_name, sample_rate=sample_rate, errors_as_skips=True,
+                                     decode_options=dict(num_threads=1, max_pixels=max_pixels,
+                                                         max_duration_seconds=max_duration_seconds))
+            record, aligned, index = measured.record, measured.aligned, measured.frame_index
             if transcript is not None:  # num_words counts the input's words, as before caption words were added
                 num_words = count_words(transcript)
                 transcript = aligned.transcript  # with caption words (forced alignment): loading need not redo it
@@ -158,7 +155,6 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
                 limits.unregister()
     finally:
         torch.set_num_threads(threads)
-    null_unmeasurable(record, video=video, video_only=video_only, decode_errors=decode_errors_of(video, audio))
     words = num_words if transcript is not None else 0
     return {
         "record": record,
