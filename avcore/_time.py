@@ -170,15 +170,23 @@ def frame_played_at(
     return np.maximum(played, 0) if before_first == "first" else played
 
 
-def clip_to_window(start: float, stop: float, window_start: float, window_stop: float) -> Optional[tuple[float, float]]:
-    """``[start, stop)`` clipped to the window ``[window_start, window_stop)``; None when they do not overlap.
+def clip_to_window(
+    start_seconds: float, stop_seconds: float, window_start_seconds: float, window_stop_seconds: float
+) -> Optional[tuple[float, float]]:
+    """``[start_seconds, stop_seconds)`` clipped to the window ``[window_start_seconds, window_stop_seconds)``;
+    None when they do not overlap.
 
-    An empty span (``start == stop``, e.g. a point event) belongs to the window iff ``window_start <= start < window_stop``.
+    An empty span (``start_seconds == stop_seconds``, e.g. a point event) belongs to the window iff
+    ``window_start_seconds <= start_seconds < window_stop_seconds``.
+
+    Example:
+        >>> clip_to_window(0.5, 2.0, 1.0, 3.0)
+        (1.0, 2.0)
     """
-    if stop > window_start and start < window_stop:
-        return max(start, window_start), min(stop, window_stop)
-    if start == stop and window_start <= start < window_stop:
-        return start, stop
+    if stop_seconds > window_start_seconds and start_seconds < window_stop_seconds:
+        return max(start_seconds, window_start_seconds), min(stop_seconds, window_stop_seconds)
+    if start_seconds == stop_seconds and window_start_seconds <= start_seconds < window_stop_seconds:
+        return start_seconds, stop_seconds
     return None
 
 

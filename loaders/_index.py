@@ -8,7 +8,7 @@ states the real frame count and rate of the whole file even when only a few fram
    :mod:`loaders._mp4_index` in a few ms whatever the file's length, checked against what FFmpeg read
    from the same header);
 2. else a demux-only scan (:func:`scan_frame_index`: every packet read, no pixels decoded; Matroska
-   cues list only keyframes, so Matroska/WebM, AVI and MPEG-TS are scanned), 120 ms for a 600 s file;
+   cues list only keyframes, so Matroska/WebM, AVI and MPEG-TS are scanned; cost: BENCHMARKS.md, Lab notes);
 
 and caches it per path within the process. Preprocessing stores it in shards (``frames.json``) so
 training-time loading skips both.

@@ -207,9 +207,8 @@ def _check_window(start_seconds: Optional[float], stop_seconds: Optional[float],
 class _RGB:
     """Frame → RGB24 array with one reusable swscale context per decode.
 
-    ``frame.to_ndarray(format="rgb24")`` builds a new conversion context for every frame: measured
-    0.59 ms per 160x120 frame here, against 0.11 ms with a reused ``VideoReformatter`` (decode itself:
-    0.15 ms). Not shared between calls or threads.
+    ``frame.to_ndarray(format="rgb24")`` builds a new conversion context for every frame, several times the cost
+    of a reused ``VideoReformatter`` (BENCHMARKS.md, Lab notes). Not shared between calls or threads.
     """
 
     def __init__(self, size: Optional[tuple[int, int]] = None) -> None:
@@ -270,9 +269,8 @@ class _FrameBuffer:
 class _RGBWriter:
     """Converts decoded frames to RGB into a :class:`_FrameBuffer` on one helper thread.
 
-    The decoder (FFmpeg's own threads, driven from this thread) and the conversion + copy then overlap:
-    measured on a 10 s 720p H.264 clip with 2 cores, 0.80 s serial vs 0.55-0.58 s overlapped (ffmpeg's
-    CLI to /dev/null: 0.63-0.72 s). swscale and torch's copy release the GIL. At most ``depth`` frames
+    The decoder (FFmpeg's own threads, driven from this thread) and the conversion + copy then overlap
+    (swscale and torch's copy release the GIL; the gain: BENCHMARKS.md, Lab notes). At most ``depth`` frames
     are in flight, which bounds the memory held by decoded frames.
     """
 

@@ -153,3 +153,23 @@ def test_the_measure_flow_has_one_owner():
     assert callers("null_unmeasurable") == set() and callers("measure_aligned") == set()
     assert callers("decode_for_measure") == {"avalign/report/_clip_view.py"}
     assert {"avalign/preprocess/_sample.py", "avalign/report/_collect.py"} <= callers("measure_media")
+
+
+def test_no_bare_string_literals():
+    """A string statement is a docstring (first in a module, class or function) or documents the assignment just
+    before it; anything else is a string attached to nothing (dead text a reader takes for documentation)."""
+    found = []
+    for tree_name in _CHECKED_TREES:
+        for path in sorted((REPO / tree_name).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                body = getattr(node, "body", None)
+                if not isinstance(body, list):
+                    continue
+                for i, statement in enumerate(body):
+                    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+                            and isinstance(statement.value.value, str)):
+                        continue
+                    docstring = i == 0 and isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                    if not docstring and not (i and isinstance(body[i - 1], (ast.Assign, ast.AnnAssign))):
+                        found.append(f"{path.relative_to(REPO)}:{statement.lineno}")
+    assert found == [], f"string literals attached to nothing: {found}"

@@ -326,7 +326,8 @@ class PackStats:
     num_truncated: int
     """Items whose lengths were capped to the budgets (only with ``truncate=True``)."""
     budgets: tuple[int, ...]
-    """Budget per column."""
+    """Budget per column (in the loader: the six limits ``(frames, samples, tokens, items, words, segments)``, of
+    which ``make_loader``'s ``budgets`` are the first three)."""
     total_lengths: tuple[int, ...]
     """Summed item lengths per column over the emitted packs."""
 

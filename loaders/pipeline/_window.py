@@ -71,17 +71,17 @@ def split_windows(sample: AlignedSample, *, window_seconds: Optional[float]) -> 
     num_windows = int(math.ceil((duration - _TOLERANCE_SECONDS) / window_seconds))
     out = []
     for index in range(num_windows):
-        window_start = start + index * window_seconds
-        window_stop = min(start + (index + 1) * window_seconds, stop)
-        out.append(_cut(sample, window_start, window_stop, key=f"{sample.key}@{index}"))
+        window_start_seconds = start + index * window_seconds
+        window_stop_seconds = min(start + (index + 1) * window_seconds, stop)
+        out.append(_cut(sample, window_start_seconds, window_stop_seconds, key=f"{sample.key}@{index}"))
     return out
 
 
-def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key: str) -> AlignedSample:
-    """The part of ``sample`` over ``[window_start, window_stop)`` with re-based index ranges."""
+def _cut(sample: AlignedSample, window_start_seconds: float, window_stop_seconds: float, *, key: str) -> AlignedSample:
+    """The part of ``sample`` over ``[window_start_seconds, window_stop_seconds)`` with re-based index ranges."""
     sample_rate = sample.audio.sample_rate
     origin = float(sample.start_seconds)
-    sample_start, sample_stop = span_sample_range(window_start, window_stop, audio_start_seconds=origin,
+    sample_start, sample_stop = span_sample_range(window_start_seconds, window_stop_seconds, audio_start_seconds=origin,
                                                   sample_rate=sample_rate, num_samples=sample.audio.num_samples)
     audio = dataclasses.replace(
         sample.audio,
@@ -92,7 +92,7 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
     frame_start = 0
     if sample.video is not None:
         pts = sample.video.pts_seconds.numpy()
-        frame_start, frame_stop = frame_range(pts, window_start, window_stop)
+        frame_start, frame_stop = frame_range(pts, window_start_seconds, window_stop_seconds)
         video = dataclasses.replace(
             sample.video,
             # Views, not copies: a window's frames are a contiguous run of the clip's (the clip's storage is
@@ -101,8 +101,8 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
             pts_seconds=sample.video.pts_seconds[frame_start:frame_stop],
         )
     rebase = dict(
-        window_start=window_start,
-        window_stop=window_stop,
+        window_start_seconds=window_start_seconds,
+        window_stop_seconds=window_stop_seconds,
         audio=audio,
         pts=None if video is None else video.pts_seconds.numpy(),
     )
@@ -114,8 +114,8 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
         audio=audio,
         words=words,
         segments=segments,
-        start_seconds=window_start,
-        stop_seconds=window_stop,
+        start_seconds=window_start_seconds,
+        stop_seconds=window_stop_seconds,
         key=key,
     )
 
@@ -123,15 +123,15 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
 def _clip_spans(
     spans: tuple[AlignedSpan, ...],
     *,
-    window_start: float,
-    window_stop: float,
+    window_start_seconds: float,
+    window_stop_seconds: float,
     audio: AudioClip,
     pts: Optional[np.ndarray],
 ) -> tuple[AlignedSpan, ...]:
     """Spans overlapping the window, clipped to it, with frame/sample/token ranges relative to the window."""
     kept = []
     for span in spans:
-        clipped = clip_to_window(span.start_seconds, span.stop_seconds, window_start, window_stop)
+        clipped = clip_to_window(span.start_seconds, span.stop_seconds, window_start_seconds, window_stop_seconds)
         if clipped is not None:
             kept.append((span, *clipped))
     token_base = min((span.token_start for span, _, _ in kept if span.token_start is not None), default=0)
