@@ -95,7 +95,8 @@ def map_spans(
         f0 = f1 = None
         if pts_seconds is not None:
             f0, f1 = frame_range(pts_seconds, s, e)
-        a0, a1 = span_sample_range(s, e, audio_start_seconds=window_start_seconds, sample_rate=sample_rate)  # aligned audio starts there
+        # the aligned audio starts at the window start
+        a0, a1 = span_sample_range(s, e, audio_start_seconds=window_start_seconds, sample_rate=sample_rate)
         spans.append(AlignedSpan(text, level, s, e, f0, f1, a0, a1, t0, t1))
     if outside:
         logger.info("%d %s span(s) fall outside the media window [%.3f, %.3f) s", outside, level, window_start_seconds, window_stop_seconds)

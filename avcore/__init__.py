@@ -1,4 +1,6 @@
-"""The base layer of avalign: records, time rules, errors, media types, the align.json schema and resampling. Re-exports only.
+"""The base layer of avalign: records, time rules, errors, media types, the align.json schema and resampling.
+
+Re-exports only.
 
 Layers (imports run one way, checked by ``tests/test_layers.py`` with import-linter):
 

@@ -82,10 +82,10 @@ class _SampleBuffer:
     """Decoded samples copied frame by frame into float32 ``[C, 2**18]`` blocks, joined once at the end.
 
     Per frame this costs a few numpy views and copies instead of ``to_ndarray`` + ``vstack`` + a list of small
-    pieces concatenated at the end (ten times less: BENCHMARKS.md, Lab notes). Nothing is sized from the header (a corrupt one cannot make it allocate), and
-    the join downmixes to mono on the way (:meth:`join`). Channel rule (as before): the output has as many
-    rows as the widest frame; a stretch of frames with fewer channels contributes its first channel to
-    every row.
+    pieces concatenated at the end (ten times less: BENCHMARKS.md, Lab notes). Nothing is sized from the
+    header (a corrupt one cannot make it allocate), and the join downmixes to mono on the way (:meth:`join`).
+    Channel rule (as before): the output has as many rows as the widest frame; a stretch of frames with fewer
+    channels contributes its first channel to every row.
     """
 
     def __init__(self, on_block: Optional[Callable[[np.ndarray, int], None]] = None) -> None:
