@@ -72,7 +72,7 @@ def test_av_errors_from_any_backend_become_decode_errors(tmp_path, monkeypatch):
     with pytest.raises(DecodeError) as info:
         loaders.read_video(path, backend="decord")
     assert info.value.reason == "decode" and "PermissionError" in str(info.value)
-    monkeypatch.setattr(video, "_decode_range_pyav", lambda *a, **k: (_ for _ in ()).throw(AttributeError("ebml")))
+    monkeypatch.setattr("loaders._video._decode_range_pyav", lambda *a, **k: (_ for _ in ()).throw(AttributeError("ebml")))
     with pytest.raises(DecodeError, match="AttributeError: ebml"):
         loaders.read_video(path, backend="pyav")
 
