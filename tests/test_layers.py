@@ -173,3 +173,19 @@ def test_no_bare_string_literals():
                     if not docstring and not (i and isinstance(body[i - 1], (ast.Assign, ast.AnnAssign))):
                         found.append(f"{path.relative_to(REPO)}:{statement.lineno}")
     assert found == [], f"string literals attached to nothing: {found}"
+
+
+def test_loaders_top_level_is_the_contract():
+    """``loaders`` exports DESIGN.md's contract, the stages a webdataset user composes, and avcore's records and
+    errors; nothing else (the pipeline's parts are in ``loaders.pipeline``, shard/media/transcript helpers in
+    ``loaders.shards`` / ``loaders.media`` / ``loaders.transcripts``)."""
+    import avcore
+    import loaders
+
+    contract = {"read_video", "read_audio", "read_transcript", "probe_video", "plan_packs", "make_dataset",
+                "make_loader", "PackedBatch", "decode_items", "pack_batches"}
+    records = {"AudioClip", "BatchItem", "Span", "TextTokens", "Transcript", "VideoClip", "VideoMetadata", "Word"}
+    errors = {"DecodeError", "DecodeTimeout", "REASONS", "SampleError", "ShardError", "TranscriptError", "reason_of",
+              "sample_error"}
+    assert set(loaders.__all__) == contract | records | errors and loaders.__all__ == sorted(loaders.__all__)
+    assert all(getattr(loaders, name) is getattr(avcore, name) for name in records | errors)
