@@ -189,3 +189,21 @@ def test_loaders_top_level_is_the_contract():
               "sample_error"}
     assert set(loaders.__all__) == contract | records | errors and loaders.__all__ == sorted(loaders.__all__)
     assert all(getattr(loaders, name) is getattr(avcore, name) for name in records | errors)
+
+
+def test_media_extension_lists_have_one_owner():
+    """Which members are media, transcripts and captions is listed once (``avcore._media_types``); the loader,
+    preprocess, report and demo import those lists. (The generators in ``avalign.synth`` list the containers
+    they write, not what the readers accept; ``read_transcript``'s format names are another list: formats.)"""
+    owners = set()
+    for tree_name in ("avcore", "aligner", "loaders", "avalign"):
+        for path in sorted((REPO / tree_name).rglob("*.py")):
+            if "synth" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                    values = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+                    if ({"mkv", "webm"} <= values or {"flac", "wav"} <= values or {"transcript.json", "srt"} <= values
+                            or {"txt", "caption"} <= values):
+                        owners.add(str(path.relative_to(REPO)))
+    assert owners == {"avcore/_media_types.py"}, owners
