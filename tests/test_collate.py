@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from aligner._align import align
+from aligner import align
 from avcore import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
 from loaders.pipeline import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
 from loaders.pipeline import split_windows, windows
