@@ -32,7 +32,11 @@ _EXPORTS = {
 }
 __all__ = sorted(["__version__", *_PACKAGES, *_EXPORTS])
 
-_getattr, __dir__ = lazy_exports(globals(), _EXPORTS)
+_getattr, _dir = lazy_exports(globals(), _EXPORTS)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(_dir()) | set(_PACKAGES))
 
 
 def __getattr__(name: str):
