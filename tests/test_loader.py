@@ -146,10 +146,11 @@ def test_resume_start_middle_end(shards, num_workers):
 def test_restore_is_fast_and_small(shards, monkeypatch):
     """The state is metadata; restoring decodes nothing, and the restored pass decodes only what was not yet
     pulled plus the packer's buffered samples (at most buffer_size): the work is counted, not timed."""
-    from loaders.pipeline import _items
+    import loaders
 
-    decoded, read_video = [], _items.read_video
-    monkeypatch.setattr(_items, "read_video", lambda media, **kw: decoded.append(kw["name"]) or read_video(media, **kw))
+    decoded, read_video = [], loaders.read_video
+    monkeypatch.setattr("loaders.pipeline._items.read_video",  # counting, not fault injection
+                        lambda media, **kw: decoded.append(kw["name"]) or read_video(media, **kw))
     num_full = len(_digest(_loader(shards))) and len(decoded)
     decoded.clear()
     loader = _loader(shards)
