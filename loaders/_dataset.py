@@ -16,8 +16,10 @@ Use::
         for batch in dl:
             batch = batch.to("cuda", non_blocking=True)
 
-(With ``persistent_workers=True`` the workers keep the copy they were started with, so ``set_epoch`` does not
-reach them and every epoch repeats the first one's order: leave it off.)
+``set_epoch`` also reaches workers started with ``persistent_workers=True`` (which keep the copy they were started
+with): the epoch travels in a small shared-memory cell, read by each worker when its next pass begins. Every
+``set_epoch`` call (even with the same number) restarts that epoch at the next pass; without it, a new pass after a
+completed epoch repeats that epoch, with or without persistent workers.
 
 Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
 run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together and
@@ -127,6 +129,11 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._allow_empty_epoch = bool(allow_empty_epoch)
         self._batches_per_epoch = None if batches_per_epoch is None else int(batches_per_epoch)
         self._epoch = 0
+        self._epoch_cell = torch.zeros(2, dtype=torch.int64).share_memory_()
+        """``[epoch, generation]`` written by :meth:`set_epoch` in the main process and read by every DataLoader
+        worker's copy when a pass begins (shared memory: persistent workers see it too)."""
+        self._generation_seen = 0
+        """The cell's generation this copy has applied."""
         self._reset_epoch_state()
 
     # -- public -------------------------------------------------------------------------------------------
@@ -136,9 +143,21 @@ class AVDataset(torch.utils.data.IterableDataset):
         return self._epoch
 
     def set_epoch(self, epoch: int) -> None:
-        """Starts epoch ``epoch`` afresh at the next ``iter()`` (shards reshuffled with ``(seed, epoch)``)."""
+        """Starts epoch ``epoch`` afresh at the next ``iter()`` (shards reshuffled with ``(seed, epoch)``), here and
+        in DataLoader workers, persistent ones included."""
         self._epoch = int(epoch)
         self._reset_epoch_state()
+        self._epoch_cell[0] = self._epoch
+        self._epoch_cell[1] += 1
+        self._generation_seen = int(self._epoch_cell[1])
+
+    def _apply_set_epoch(self) -> None:
+        """In a copy that lives on (a persistent DataLoader worker): applies a ``set_epoch`` made since the last pass."""
+        generation = int(self._epoch_cell[1])
+        if generation != self._generation_seen:
+            self._epoch = int(self._epoch_cell[0])
+            self._reset_epoch_state()
+            self._generation_seen = generation
 
     @property
     def stats(self) -> LoaderStats:
@@ -189,6 +208,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._counters = EpochCounters.from_state(state["counters"])
         self._completed = bool(state["completed"])
         self._restored_completed = self._completed
+        self._generation_seen = int(self._epoch_cell[1])  # the state's epoch wins over an earlier set_epoch
 
     def __iter__(self) -> Iterator[PackedBatch]:
         """Yields the rest of the current epoch (all of it when fresh or restored at its start).
@@ -196,6 +216,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         After a completed epoch the next ``iter()`` repeats it (the same in the main process and in DataLoader
         workers, which get a fresh copy per epoch): ``set_epoch`` moves to another, as with ``DistributedSampler``.
         """
+        self._apply_set_epoch()
         if self._completed and self._restored_completed and not self._advance_epoch_on_iter:
             self._restored_completed = False
             return  # restored after its epoch ended: nothing is left of it (set_epoch starts the next one)
