@@ -28,6 +28,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
@@ -38,8 +39,10 @@ sys.path.insert(0, str(REPO))
 logger = logging.getLogger(__name__)
 
 
-def make_demo_shards(out_dir: Path, *, num_shards: int = 3, clips_per_shard: int = 4, fps: int = 30) -> list[str]:
-    """Synthetic shards of testsrc clips (2–6 s, AAC 48 kHz) with WhisperX-style JSON transcripts."""
+def make_demo_shards(out_dir: Path, *, num_shards: int = 3, clips_per_shard: int = 4, fps: int = 30,
+                     size: str = "160x120", seconds_choices: tuple = (2.0, 3.0, 4.0, 5.0, 6.0)) -> list[str]:
+    """Synthetic shards of testsrc clips (``size``, durations drawn from ``seconds_choices``, AAC 48 kHz) with
+    WhisperX-style JSON transcripts."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     paths = []
@@ -47,10 +50,10 @@ def make_demo_shards(out_dir: Path, *, num_shards: int = 3, clips_per_shard: int
         path = out_dir / f"demo-{shard:06d}.tar"
         with tarfile.open(path, "w") as tar:
             for clip in range(clips_per_shard):
-                seconds = float(rng.choice([2.0, 3.0, 4.0, 5.0, 6.0]))
+                seconds = float(rng.choice(seconds_choices))
                 media = out_dir / f"clip{shard}{clip}.mp4"
                 subprocess.run(
-                    ["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", f"testsrc=size=160x120:rate={fps}",
+                    ["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", f"testsrc=size={size}:rate={fps}",
                      "-f", "lavfi", "-i", "sine=f=440:r=48000", "-t", str(seconds), "-c:v", "libx264", "-g", "30",
                      "-c:a", "aac", str(media)],
                     check=True,
@@ -78,10 +81,10 @@ def find_shards(pattern: str) -> list[str]:
 
 
 def bench_ours(paths: list[str], *, num_workers: int, window_seconds: float, budgets: tuple[int, int, int],
-               dataloader: bool = False) -> dict:
+               dataloader: bool = False, fps: Optional[float] = None) -> dict:
     from loaders import make_dataset, make_loader
 
-    options = dict(seed=0, fps=None, sample_rate=16000, budgets=budgets, window_seconds=window_seconds, buffer_size=8,
+    options = dict(seed=0, fps=fps, sample_rate=16000, budgets=budgets, window_seconds=window_seconds, buffer_size=8,
                    frame_size=(112, 112), max_items=64)
     if dataloader:
         loader = torch.utils.data.DataLoader(make_dataset(paths, **options), batch_size=None, num_workers=num_workers,
@@ -109,10 +112,11 @@ def bench_ours(paths: list[str], *, num_workers: int, window_seconds: float, bud
 
 
 class _NaiveDataset(torch.utils.data.IterableDataset):
-    """webdataset → decord (all frames, native fps) → 16 kHz audio; one clip per item."""
+    """webdataset → decord (every frame at native fps, or the frame shown at each ``1/fps`` grid time) → 16 kHz
+    audio; one clip per item."""
 
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
+    def __init__(self, paths: list[str], fps: Optional[float] = None) -> None:
+        self.paths, self.fps = paths, fps
 
     def __iter__(self):
         import decord
@@ -125,12 +129,62 @@ class _NaiveDataset(torch.utils.data.IterableDataset):
                 continue
             try:  # decord cannot read some containers (e.g. VP9/WebM): the naive pipeline drops those clips
                 video = decord.VideoReader(io.BytesIO(sample[ext]), width=112, height=112)
-                frames = video.get_batch(list(range(len(video)))).asnumpy()
+                indices = list(range(len(video)))
+                if self.fps is not None:  # the frame shown at each grid time k / fps
+                    native = video.get_avg_fps()
+                    indices = sorted({min(int(k * native / self.fps), len(video) - 1)
+                                      for k in range(int(len(video) / native * self.fps + 1e-9))})
+                frames = video.get_batch(indices).asnumpy()
                 audio = decord.AudioReader(io.BytesIO(sample[ext]), sample_rate=16000, mono=True)._array[0]
             except Exception as error:  # noqa: BLE001 - a benchmark baseline: count and go on
                 logger.warning("naive pipeline: %s.%s failed: %s", sample["__key__"], ext, error)
                 continue
             yield torch.from_numpy(frames), torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))
+
+
+class _DecodeOnlyDataset(torch.utils.data.IterableDataset):
+    """avalign's own decode and nothing else: the same tar reading as the loader, ``read_video`` (the same frames,
+    scaled to 112×112 in the decoder) and ``read_audio`` to 16 kHz mono (the samples the batches carry), shards split
+    over DataLoader workers; yields counts only (no align, window, tokenize, pack, collate, nor tensors sent between
+    processes)."""
+
+    def __init__(self, paths: list[str], frame_size: tuple[int, int], fps: Optional[float] = None) -> None:
+        self.paths, self.frame_size, self.fps = paths, frame_size, fps
+
+    def __iter__(self):
+        from loaders._audio import read_audio
+        from loaders._items import MEDIA_EXTENSIONS
+        from loaders._shards import group_by_key, tar_members
+        from loaders._video import read_video
+
+        info = torch.utils.data.get_worker_info()
+        worker, num_workers = (0, 1) if info is None else (info.id, info.num_workers)
+        for url in self.paths[worker::num_workers]:
+            for sample in group_by_key(tar_members(url), url=url):
+                ext = next((e for e in MEDIA_EXTENSIONS if e in sample), None)
+                if ext is None:
+                    continue
+                video = read_video(sample[ext], frame_size=self.frame_size, fps=self.fps)
+                audio = read_audio(sample[ext], sample_rate=16000, mono=True)
+                yield sample["__key__"], video.num_frames, audio.num_samples
+
+
+def bench_decode_only(paths: list[str], *, num_workers: int, fps: Optional[float] = None) -> dict:
+    loader = torch.utils.data.DataLoader(_DecodeOnlyDataset(paths, (112, 112), fps), batch_size=None,
+                                         num_workers=num_workers)
+    started = time.perf_counter()
+    first = None
+    clips = frames = 0
+    for _, num_frames, _ in loader:
+        first = first or time.perf_counter() - started
+        clips += 1
+        frames += num_frames
+    seconds = time.perf_counter() - started
+    return {
+        "pipeline": f"avalign decode only: read_video + read_audio ({num_workers} workers, no batches)",
+        "clips": clips, "batches": 0, "frames": frames, "seconds": seconds, "first_batch_seconds": first,
+        "padding_frames": float("nan"), "padding_samples": float("nan"),
+    }
 
 
 def _pad_to_max(items):
@@ -145,8 +199,8 @@ def _pad_to_max(items):
     return video, sound, [f.shape[0] for f in frames], [a.shape[0] for a in audio]
 
 
-def bench_naive(paths: list[str], *, num_workers: int, batch_size: int) -> dict:
-    loader = torch.utils.data.DataLoader(_NaiveDataset(paths), batch_size=batch_size, num_workers=num_workers,
+def bench_naive(paths: list[str], *, num_workers: int, batch_size: int, fps: Optional[float] = None) -> dict:
+    loader = torch.utils.data.DataLoader(_NaiveDataset(paths, fps), batch_size=batch_size, num_workers=num_workers,
                                          collate_fn=_pad_to_max)
     started = time.perf_counter()
     first = None
