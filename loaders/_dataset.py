@@ -60,8 +60,8 @@ from loaders._items import pack_lengths
 from loaders._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
 from loaders._pack import OnlinePacker, PackItem
 from loaders._records import BatchItem
-from loaders._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed
-from loaders._shard_loop import Event, ItemEvent, Position, ShardEnd, SkipEvent, shard_events
+from loaders._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed, order_key
+from loaders._shard_loop import Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups, shard_steps
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
 from loaders._video import DEFAULT_MAX_PIXELS
 
@@ -101,6 +101,8 @@ class AVDataset(torch.utils.data.IterableDataset):
 
     _advance_epoch_on_iter = False
     """Whether ``iter()`` after a completed epoch moves to the next epoch (``make_loader``) or repeats it."""
+    _interleave = 1
+    """Shards read at a time, round-robin by sample (see ``loaders._resume.order_key``); 1: one after the other."""
 
     def __init__(
         self,
@@ -224,7 +226,8 @@ class AVDataset(torch.utils.data.IterableDataset):
             self._epoch += int(self._advance_epoch_on_iter)
             self._reset_epoch_state()
         plan = ResumePlan(next_position=tuple(self._next_position),
-                          needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)))
+                          needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)),
+                          interleave=self._interleave)
         worker_id, num_workers = self._worker_slot()
         if torch.utils.data.get_worker_info() is not None and self.collator.device.type != "cpu":
             raise ValueError(f"device={str(self.collator.device)!r} cannot be used inside DataLoader workers; build "
@@ -254,9 +257,13 @@ class AVDataset(torch.utils.data.IterableDataset):
                             rank=self._rank, world_size=self._world_size)
 
     def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
-        """Events of ``jobs`` (``(shard_position, url)``) in order, without :class:`ShardEnd`; decoded here."""
-        for p, url in jobs:
-            yield from (event for event in shard_events(p, url, self._options, plan) if not isinstance(event, ShardEnd))
+        """Events of ``jobs`` (``(shard_position, url)``) in read order (``order_key``); decoded here."""
+        for group in shard_groups(jobs, self._interleave):
+            yield from interleave_steps([shard_steps(p, url, self._options, plan) for p, url in group])
+
+    def _before(self, position: Position, other: Position) -> bool:
+        """Whether ``position`` comes before ``other`` in this epoch's read order."""
+        return order_key(position, self._interleave) < order_key(other, self._interleave)
 
     def _reset_epoch_state(self) -> None:
         self._packer = OnlinePacker(self._options.limits, buffer_size=self._buffer_size, min_fill=self._min_fill,
@@ -276,7 +283,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         if not missing:
             return events
         for event in events:
-            if event.position >= self._next_position:
+            if not self._before(event.position, self._next_position):
                 return _chain_front(event, events)
             if isinstance(event, ItemEvent) and event.position in missing:
                 self._payloads[event.position] = event.item
@@ -293,7 +300,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         c = self._counters
         for event in events:
             position = event.position
-            if position < self._next_position:
+            if self._before(position, self._next_position):
                 continue
             self._next_position = (position[0], position[1], position[2] + 1)
             if isinstance(event, SkipEvent):
@@ -493,7 +500,7 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     """Validates the options of :func:`make_dataset` and builds ``cls`` (AVDataset or a subclass) with them;
     ``kwargs`` beyond make_dataset's options are passed to ``cls``."""
     o = dict(_DEFAULTS)
-    loader_only = ("num_workers", "multiprocessing_context", "pin_memory")
+    loader_only = ("num_workers", "multiprocessing_context", "pin_memory", "interleave_shards")
     unknown = set(kwargs) - set(o) - set(loader_only)
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; see make_dataset for the valid ones.")

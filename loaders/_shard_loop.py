@@ -6,11 +6,15 @@ Every event has a position ``(shard_position, event_index, window_index)``: ``ev
 - :class:`ItemEvent`: one batch item (a sample, or one of its windows);
 - :class:`SkipEvent`: a sample (or a shard-level problem) skipped, with its shard, key, reason and message;
 - :class:`ShardEnd`: the shard is done (what a worker sends so the merging side moves to the next shard).
+
+:func:`shard_steps` gives the same events bundled per ``event_index`` (one step, possibly empty, per sample or
+report), and :func:`interleave_steps` merges several shards' steps round-robin: step ``e`` of every open shard of a
+group before step ``e + 1`` of any (the order of :func:`~loaders._resume.order_key`).
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Union
 
@@ -23,7 +27,8 @@ from loaders.errors import SampleError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Event", "ItemEvent", "Position", "ShardEnd", "SkipEvent", "shard_events"]
+__all__ = ["Event", "ItemEvent", "Position", "ShardEnd", "SkipEvent", "interleave_steps", "shard_events", "shard_groups",
+           "shard_steps"]
 
 Position = tuple[int, int, int]
 SHARD_REASONS_NOT_READ = ("open", "truncated", "member_type", "unsafe_name", "too_large")
@@ -69,15 +74,28 @@ def shard_events(shard_position: int, url: str, options: SampleOptions, plan: Re
     Raises:
         SampleError: with ``on_error="raise"``, the first bad sample or shard problem.
     """
+    for step in shard_steps(shard_position, url, options, plan):
+        yield from step
+    yield ShardEnd(shard_position)
+
+
+def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: ResumePlan) -> Iterator[list[Event]]:
+    """The events of one shard bundled by ``event_index``: step ``e`` holds the events at ``(shard_position, e, *)``
+    (a sample's items or its skip, or one shard-level report); a sample the plan does not want is an empty step.
+    Without :class:`ShardEnd` (the iterator ends).
+
+    Raises:
+        SampleError: with ``on_error="raise"``, the first bad sample or shard problem.
+    """
     reports: list[tuple[str, str, str]] = []
     event_index = 0
 
-    def drain() -> Iterator[SkipEvent]:
+    def drain() -> Iterator[list[Event]]:
         nonlocal event_index
         while reports:
             shard, name, reason = reports.pop(0)
-            yield SkipEvent((shard_position, event_index, 0), shard, name, reason, f"shard problem: {reason}",
-                            reason not in SHARD_REASONS_NOT_READ)
+            yield [SkipEvent((shard_position, event_index, 0), shard, name, reason, f"shard problem: {reason}",
+                             reason not in SHARD_REASONS_NOT_READ)]
             event_index += 1
 
     report: Callable[[str, str, str], None] = lambda shard, name, reason: reports.append((shard, name, reason))
@@ -98,6 +116,7 @@ def shard_events(shard_position: int, url: str, options: SampleOptions, plan: Re
             position = (shard_position, event_index)
             event_index += 1
             if not plan.wants(*position):
+                yield []
                 continue
             try:
                 items = sample_items(sample, options)
@@ -105,11 +124,31 @@ def shard_events(shard_position: int, url: str, options: SampleOptions, plan: Re
                 if options.on_error == "raise":
                     raise
                 logger.warning("skipping sample: %s", error)
-                yield SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True)
+                yield [SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True)]
                 continue
-            for window_index, item in enumerate(items):
-                yield ItemEvent(position + (window_index,), item)
+            yield [ItemEvent(position + (window_index,), item) for window_index, item in enumerate(items)]
     except ShardError as error:
         raise SampleError(error.message, shard=error.shard, key=error.key, reason=error.reason) from None
     yield from drain()
-    yield ShardEnd(shard_position)
+
+
+def interleave_steps(streams: Sequence[Iterator[list[Event]]]) -> Iterator[Event]:
+    """Round-robin over the shards' steps (``streams`` in shard order): step 0 of each, then step 1 of each still
+    open, … — the order :func:`~loaders._resume.order_key` sorts positions in within one group of shards."""
+    active = list(streams)
+    while active:
+        still = []
+        for stream in active:
+            step = next(stream, None)
+            if step is not None:
+                yield from step
+                still.append(stream)
+        active = still
+
+
+def shard_groups(jobs: Sequence[tuple[int, str]], interleave: int) -> list[list[tuple[int, str]]]:
+    """``jobs`` (``(shard_position, url)``, in order) grouped by ``shard_position // interleave``, groups in order."""
+    groups: dict[int, list[tuple[int, str]]] = {}
+    for job in jobs:
+        groups.setdefault(job[0] // interleave, []).append(job)
+    return [groups[g] for g in sorted(groups)]

@@ -313,7 +313,7 @@ def test_loader_failure_in_a_worker_names_it_and_chains_the_cause(shards, monkey
         raise KeyError("shard loop bug")
         yield  # a generator, as the real one
 
-    monkeypatch.setattr(_loader, "shard_events", broken)
+    monkeypatch.setattr(_loader, "shard_steps", broken)
     with pytest.raises(RuntimeError, match=r"loader worker [01] failed: KeyError: 'shard loop bug'") as info:
         list(make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS))
     assert isinstance(info.value.__cause__, KeyError)
