@@ -157,7 +157,7 @@ class _DecodeOnlyDataset(torch.utils.data.IterableDataset):
 
     def __iter__(self):
         from loaders._audio import read_audio
-        from loaders._items import MEDIA_EXTENSIONS
+        from loaders.pipeline._items import MEDIA_EXTENSIONS
         from loaders._shards import group_by_key, tar_members
         from loaders._video import read_video
 

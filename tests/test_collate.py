@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from aligner._align import align
-from loaders._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
-from loaders._records import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
-from loaders._window import split_windows, windows
+from avcore import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
+from loaders.pipeline._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
+from loaders.pipeline._window import split_windows, windows
 
 SAMPLE_RATE = 16000
 FPS = 10
@@ -151,7 +151,7 @@ def test_windows_tile_the_clip():
 def test_pixels_across_cache_blocks(monkeypatch):
     """Items longer than the CPU conversion block (forced to 3 frames here) are normalised in every block: values
     equal (x / 255 - mean) / std for every frame, padding stays zero."""
-    from loaders import _collate
+    from loaders.pipeline import _collate
 
     monkeypatch.setattr(_collate, "_CACHE_BLOCK_BYTES", 3 * 3 * 8 * 10 * 4)
     items = [make_sample("a", seconds=1.0, words=[], seed=4), make_sample("b", seconds=0.7, words=[], seed=5)]

@@ -7,13 +7,13 @@
     each worker: its shards of a group read round-robin by sample → steps (the events of one sample)
     main process: merge sample by sample (0,e0) (1,e0) (2,e0) (3,e0) (0,e1) … → OnlinePacker → Collator → PackedBatch
 
-The shards are read ``interleave_shards`` at a time, sample by sample (``loaders._resume.order_key``), and the main
+The shards are read ``interleave_shards`` at a time, sample by sample (``loaders.pipeline._resume.order_key``), and the main
 process takes each sample's step from the worker that owns its shard: the workers move through their shards in
 step, each running at most a few samples ahead (reading whole shards in order, as before, left a worker waiting
 with a full queue while the main process drained another worker's shard: 17-20 % of its time). The order does not
 depend on ``num_workers``: the same seed gives the same batches (keys and tensor bytes) for 0, 1 or 2 workers
 (unlike a ``DataLoader`` over :func:`make_dataset`, where each worker packs its own shards). Resume, rank sync and
-failure rules are those of :class:`~loaders._dataset.AVDataset`.
+failure rules are those of :class:`~loaders.pipeline._dataset.AVDataset`.
 
 A worker that dies (killed, segfault in a native decoder) ends the epoch with ``RuntimeError("loader worker
 N (pid P) was killed by signal 9 …")``; a failure of the loader itself inside a worker reaches the caller as
@@ -33,12 +33,12 @@ from typing import Any, Optional, Union
 
 import torch
 
-from loaders._collate import PackedBatch
-from loaders._dataset import AVDataset, LoaderStats, build, make_dataset
-from loaders._options import SampleOptions
-from loaders._resume import ResumePlan
-from loaders._shard_loop import Event, ShardEnd, shard_groups, shard_steps
-from loaders.errors import SampleError
+from avcore import SampleError
+from loaders.pipeline._collate import PackedBatch
+from loaders.pipeline._dataset import AVDataset, LoaderStats, build, make_dataset
+from loaders.pipeline._options import SampleOptions
+from loaders.pipeline._resume import ResumePlan
+from loaders.pipeline._shard_loop import Event, ShardEnd, shard_groups, shard_steps
 
 logger = logging.getLogger(__name__)
 

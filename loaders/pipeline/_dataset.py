@@ -33,7 +33,7 @@ Padding: each worker ends its epoch with its own last, partly filled batch, so a
 clips, 68 vs 67 on 128; BENCHMARKS.md). Within an epoch a worker packs across its shards (no per-shard flush).
 
 Resume: ``state_dict()`` / ``load_state_dict()`` (torchdata's Stateful protocol) hold one worker's position
-(see ``loaders._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
+(see ``loaders.pipeline._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
 yields exactly the batches the uninterrupted run would have. With several ranks (``torch.distributed``), each
 rank takes every ``world_size``-th shard; ranks are kept in step (``even_batches``) only when the dataset is
 iterated in the main process (``num_workers=0``) or through ``make_loader``: DataLoader workers cannot join a
@@ -59,15 +59,16 @@ from typing import Any, Literal, Optional, Union
 
 import torch
 
-from loaders._collate import Collator, PackedBatch
-from loaders._items import pack_lengths
-from loaders._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
-from loaders._pack import OnlinePacker, PackItem
-from loaders._records import BatchItem
-from loaders._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed, order_key
-from loaders._shard_loop import Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups, shard_steps
+from avcore import BatchItem
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
 from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.pipeline._collate import Collator, PackedBatch
+from loaders.pipeline._items import pack_lengths
+from loaders.pipeline._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
+from loaders.pipeline._pack import OnlinePacker, PackItem
+from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed, order_key
+from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups,
+                                         shard_steps)
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class AVDataset(torch.utils.data.IterableDataset):
     _advance_epoch_on_iter = False
     """Whether ``iter()`` after a completed epoch moves to the next epoch (``make_loader``) or repeats it."""
     _interleave = 1
-    """Shards read at a time, round-robin by sample (see ``loaders._resume.order_key``); 1: one after the other."""
+    """Shards read at a time, round-robin by sample (see ``loaders.pipeline._resume.order_key``); 1: one after the other."""
 
     def __init__(
         self,

@@ -9,7 +9,7 @@ Every event has a position ``(shard_position, event_index, window_index)``: ``ev
 
 :func:`shard_steps` gives the same events bundled per ``event_index`` (one step, possibly empty, per sample or
 report), and :func:`interleave_steps` merges several shards' steps round-robin: step ``e`` of every open shard of a
-group before step ``e + 1`` of any (the order of :func:`~loaders._resume.order_key`).
+group before step ``e + 1`` of any (the order of :func:`~loaders.pipeline._resume.order_key`).
 """
 from __future__ import annotations
 
@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Union
 
-from loaders._items import sample_items
-from loaders._options import SampleOptions
-from loaders._records import BatchItem
-from loaders._resume import ResumePlan
+from avcore import BatchItem, SampleError
 from loaders._shards import ShardError, group_by_key, tar_members
-from loaders.errors import SampleError
+from loaders.pipeline._items import sample_items
+from loaders.pipeline._options import SampleOptions
+from loaders.pipeline._resume import ResumePlan
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +133,7 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
 
 def interleave_steps(streams: Sequence[Iterator[list[Event]]]) -> Iterator[Event]:
     """Round-robin over the shards' steps (``streams`` in shard order): step 0 of each, then step 1 of each still
-    open, … — the order :func:`~loaders._resume.order_key` sorts positions in within one group of shards."""
+    open, … — the order :func:`~loaders.pipeline._resume.order_key` sorts positions in within one group of shards."""
     active = list(streams)
     while active:
         still = []

@@ -33,14 +33,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from loaders._buffers import RecycledBuffers
-from loaders._records import BatchItem
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # aligner imports loaders' records: no runtime import at module level (cycle)
-    from aligner._align import AlignedSample
-
+from aligner import AlignedSample
+from avcore import BatchItem
+from loaders.pipeline._buffers import RecycledBuffers
+from loaders.pipeline._text import tokenize_item
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +60,6 @@ def as_batch_item(item: Union[BatchItem, AlignedSample]) -> BatchItem:
     """A :class:`BatchItem` as is; an aligned sample with its whitespace tokens (no ids)."""
     if isinstance(item, BatchItem):
         return item
-    from loaders._text import tokenize_item
-
     return tokenize_item(item, None)
 
 
@@ -371,7 +365,7 @@ class Collator:
 
     def _empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """An uninitialised tensor on the device. On the CPU, the buffer of a batch nobody holds any more when there
-        is one (``loaders._buffers``); inside a DataLoader worker, a new one in shared memory, so that sending the
+        is one (``loaders.pipeline._buffers``); inside a DataLoader worker, a new one in shared memory, so that sending the
         batch to the main process does not copy it (a worker's tensors otherwise move there on send)."""
         if self.device.type != "cpu":
             return torch.empty(shape, dtype=dtype, device=self.device)
