@@ -186,3 +186,36 @@ def test_batches_held_are_never_overwritten_and_dropped_ones_are_reused(samples)
     fresh = Collator((32, 48000, 8), frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)(samples[2:])
     assert again.frames.data_ptr() == pointer
     assert torch.equal(again.frames, fresh.frames) and torch.equal(again.audio, fresh.audio)
+
+
+def test_recycled_buffers_respect_every_kind_of_holder():
+    """A buffer is handed out again only when nothing holds it: not while a view, a numpy array, a DLPack capsule
+    or an array imported from it lives, nor once it was moved to shared memory."""
+    from torch.utils.dlpack import to_dlpack
+
+    from loaders.pipeline._buffers import RecycledBuffers
+
+    pool = RecycledBuffers(per_shape=1)
+
+    def pointer_after(make_holder) -> tuple[bool, int]:
+        tensor = pool.empty((4, 5), torch.float32)
+        pointer = tensor.data_ptr()
+        holder = make_holder(tensor)
+        del tensor
+        reused = pool.empty((4, 5), torch.float32).data_ptr() == pointer
+        del holder
+        return reused, pointer
+
+    for make_holder in (lambda t: t[1:3], lambda t: t.numpy(), lambda t: to_dlpack(t), lambda t: np.from_dlpack(t)):
+        reused, pointer = pointer_after(make_holder)
+        assert not reused
+        assert pool.empty((4, 5), torch.float32).data_ptr() == pointer  # once the holder is gone: reused
+    shared = pool.empty((4, 5), torch.float32)
+    shared.share_memory_()
+    pointer = shared.data_ptr()
+    del shared
+    fresh = pool.empty((4, 5), torch.float32)
+    assert fresh.data_ptr() != pointer and not fresh.is_shared()
+    fresh_pointer = fresh.data_ptr()
+    del fresh
+    assert pool.empty((4, 5), torch.float32).data_ptr() == fresh_pointer  # the shared one left the pool
