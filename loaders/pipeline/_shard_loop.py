@@ -1,4 +1,4 @@
-"""The shard loop: one shard's tar (read by ``loaders._shards``) → typed events in tar order.
+"""The shard loop: one shard's tar (read by ``loaders._shards``) → typed events in tar order, bundled in steps.
 
 Every event has a position ``(shard_position, event_index, window_index)``: ``event_index`` counts the samples
 (and the shard-level problem reports) of a shard in tar order, ``window_index`` the items of one sample. Events:
@@ -7,7 +7,7 @@ Every event has a position ``(shard_position, event_index, window_index)``: ``ev
 - :class:`SkipEvent`: a sample (or a shard-level problem) skipped, with its shard, key, reason and message;
 - :class:`ShardEnd`: the shard is done (what a worker sends so the merging side moves to the next shard).
 
-:func:`shard_steps` gives the same events bundled per ``event_index`` (one step, possibly empty, per sample or
+:func:`shard_steps` gives a shard's events bundled per ``event_index`` (one step, possibly empty, per sample or
 report), and :func:`interleave_steps` merges several shards' steps round-robin: step ``e`` of every open shard of a
 group before step ``e + 1`` of any (the order of :func:`~loaders.pipeline._resume.order_key`).
 """
@@ -26,8 +26,7 @@ from loaders.pipeline._resume import ResumePlan
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Event", "ItemEvent", "Position", "ShardEnd", "SkipEvent", "interleave_steps", "shard_events", "shard_groups",
-           "shard_steps"]
+__all__ = ["Event", "ItemEvent", "Position", "ShardEnd", "SkipEvent", "interleave_steps", "shard_groups", "shard_steps"]
 
 Position = tuple[int, int, int]
 SHARD_REASONS_NOT_READ = ("open", "truncated", "member_type", "unsafe_name", "too_large")
@@ -64,18 +63,6 @@ class ShardEnd:
 
 
 Event = Union[ItemEvent, SkipEvent, ShardEnd]
-
-
-def shard_events(shard_position: int, url: str, options: SampleOptions, plan: ResumePlan) -> Iterator[Event]:
-    """Events of one shard in tar order, ending with :class:`ShardEnd`. Samples the plan does not want are read
-    past without decoding. A shard that cannot be opened is one ``SkipEvent`` with reason ``open``.
-
-    Raises:
-        SampleError: with ``on_error="raise"``, the first bad sample or shard problem.
-    """
-    for step in shard_steps(shard_position, url, options, plan):
-        yield from step
-    yield ShardEnd(shard_position)
 
 
 def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: ResumePlan) -> Iterator[list[Event]]:
