@@ -295,3 +295,17 @@ def test_interleaved_order_is_the_same_for_0_and_2_workers_and_resumes(shards, i
 def test_interleave_shards_is_checked(shards):
     with pytest.raises(ValueError, match="interleave_shards must be a positive int"):
         _loader(shards, interleave_shards=0)
+
+
+def test_state_of_another_interleave_is_refused(shards):
+    """Positions in a state refer to one read order: a loader with another interleave_shards refuses it (and a
+    state saved before interleaving, which has no such entry, counts as interleave 1)."""
+    loader = _loader(shards, interleave_shards=2)
+    next(iter(loader))
+    state = loader.state_dict()
+    assert state["interleave"] == 2
+    with pytest.raises(ValueError, match="state interleave = 2 but this dataset has 8"):
+        _loader(shards).load_state_dict(state)
+    del state["interleave"]
+    with pytest.raises(ValueError, match="state interleave = 1 but this dataset has 2"):
+        _loader(shards, interleave_shards=2).load_state_dict(state)

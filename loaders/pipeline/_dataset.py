@@ -188,6 +188,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             "world_size": self._world_size,
             "worker": list(self._worker_slot()),
             "num_shards": len(self._urls),
+            "interleave": self._interleave,
             "next_position": list(self._next_position),
             "packer": self._packer.state_dict(),
             "counters": self._counters.to_state(),
@@ -198,16 +199,18 @@ class AVDataset(torch.utils.data.IterableDataset):
         """Restores a state from :meth:`state_dict`; the next ``iter()`` continues that epoch exactly.
 
         Raises:
-            ValueError: The state has another version, seed, rank, world size, worker slot or shard count.
+            ValueError: The state has another version, seed, rank, world size, worker slot, shard count or
+                ``interleave_shards`` (the read order its positions refer to).
         """
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported loader state version {state.get('version')!r}; expected {STATE_VERSION}.")
         mine = {"seed": self._seed, "world_size": self._world_size, "num_shards": len(self._urls), "rank": self._rank,
-                "worker": list(self._worker_slot())}
+                "worker": list(self._worker_slot()), "interleave": self._interleave}
         for name, value in mine.items():
-            if state[name] != value:
-                raise ValueError(f"state {name} = {state[name]!r} but this dataset has {value!r}; "
-                                 "build it with the same settings (and the same num_workers).")
+            saved = state.get(name, 1 if name == "interleave" else None)  # states from before interleaving: 1
+            if saved != value:
+                raise ValueError(f"state {name} = {saved!r} but this dataset has {value!r}; "
+                                 "build it with the same settings (and the same num_workers, interleave_shards).")
         self._epoch = int(state["epoch"])
         self._reset_epoch_state()
         self._packer.load_state_dict(state["packer"])
