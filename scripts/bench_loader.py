@@ -156,10 +156,9 @@ class _DecodeOnlyDataset(torch.utils.data.IterableDataset):
         self.paths, self.frame_size, self.fps = paths, frame_size, fps
 
     def __iter__(self):
-        from loaders._audio import read_audio
-        from loaders.pipeline._items import MEDIA_EXTENSIONS
-        from loaders._shards import group_by_key, tar_members
-        from loaders._video import read_video
+        from avcore import MEDIA_EXTENSIONS
+        from loaders import read_audio, read_video
+        from loaders.shards import group_by_key, tar_members
 
         info = torch.utils.data.get_worker_info()
         worker, num_workers = (0, 1) if info is None else (info.id, info.num_workers)

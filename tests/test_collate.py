@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from aligner._align import align
+from aligner import align
 from avcore import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
-from loaders.pipeline._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
-from loaders.pipeline._window import split_windows, windows
+from loaders.pipeline import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
+from loaders.pipeline import split_windows, windows
 
 SAMPLE_RATE = 16000
 FPS = 10
@@ -151,9 +151,7 @@ def test_windows_tile_the_clip():
 def test_pixels_across_cache_blocks(monkeypatch):
     """Items longer than the CPU conversion block (forced to 3 frames here) are normalised in every block: values
     equal (x / 255 - mean) / std for every frame, padding stays zero."""
-    from loaders.pipeline import _collate
-
-    monkeypatch.setattr(_collate, "_CACHE_BLOCK_BYTES", 3 * 3 * 8 * 10 * 4)
+    monkeypatch.setattr("loaders.pipeline._collate._CACHE_BLOCK_BYTES", 3 * 3 * 8 * 10 * 4)
     items = [make_sample("a", seconds=1.0, words=[], seed=4), make_sample("b", seconds=0.7, words=[], seed=5)]
     batch = Collator((20, 32000, 8), frame_size=(8, 10), max_items=4)(items)
     mean, std = np.array(IMAGENET_MEAN).reshape(1, 3, 1, 1), np.array(IMAGENET_STD).reshape(1, 3, 1, 1)
@@ -193,7 +191,7 @@ def test_recycled_buffers_respect_every_kind_of_holder():
     or an array imported from it lives, nor once it was moved to shared memory."""
     from torch.utils.dlpack import to_dlpack
 
-    from loaders.pipeline._buffers import RecycledBuffers
+    from loaders.pipeline import RecycledBuffers
 
     pool = RecycledBuffers(per_shape=1)
 
@@ -219,3 +217,21 @@ def test_recycled_buffers_respect_every_kind_of_holder():
     fresh_pointer = fresh.data_ptr()
     del fresh
     assert pool.empty((4, 5), torch.float32).data_ptr() == fresh_pointer  # the shared one left the pool
+
+
+def test_window_spans_keep_their_samples_at_a_sub_sample_cut():
+    """Issue #15's case: a cut at a = 1 s + 0.4 sample, a word at s = 2 s + 0.6 sample (16 kHz). The window's audio
+    starts at the parent's sample round(a·sr) = 16000; the word starts at the parent's sample 32001, so in the window
+    it is sample 16001 (not round((s - a)·sr) = 16000). The window [a, 2a) ends at 2 s + 0.8 sample, its audio at the
+    parent's sample 32001 (excluded): the word's part in it holds no sample. A word at 1.5 s + 0.6 sample (parent
+    sample 24001) is window sample 8001 and holds the parent's sample 24001."""
+    tick = 1 / SAMPLE_RATE
+    a, s, mid = 1.0 + 0.4 * tick, 2.0 + 0.6 * tick, 1.5 + 0.6 * tick
+    sample = make_sample("x", seconds=2.5, words=[("m", mid, 1.7), ("w", s, 2.2)], seed=5)
+    assert [w.sample_start for w in sample.words] == [24001, 32001]  # align: round(t·sr) from the audio's 0 s
+    window = split_windows(sample, window_seconds=a)[1]
+    assert window.audio.start_seconds == 16000 / SAMPLE_RATE and window.audio.num_samples == 32001 - 16000
+    m, w = window.words
+    assert (w.start_seconds, w.sample_start, w.sample_stop) == (s, 32001 - 16000, 32001 - 16000)
+    assert (m.start_seconds, m.sample_start) == (mid, 24001 - 16000)
+    assert torch.equal(window.audio.samples[:, m.sample_start], sample.audio.samples[:, 24001])

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from loaders.errors import SampleError
-from loaders.pipeline._loader import make_loader
+from loaders.pipeline import make_loader
 from tests.conftest import ffmpeg
 from tests.resume_helper import assert_same, run_test_save_load_state
 from tests.corrupt_cases import write_tar
@@ -262,8 +262,7 @@ def test_sample_data_shards_every_frame_once():
 def test_interleave_steps_and_order_key_agree():
     """The merge reads step e of every open shard of a group before step e + 1 of any; order_key sorts positions
     in that order (plain lists, no media)."""
-    from loaders.pipeline._resume import ResumePlan, order_key
-    from loaders.pipeline._shard_loop import interleave_steps, shard_groups
+    from loaders.pipeline import ResumePlan, interleave_steps, order_key, shard_groups
 
     lengths = {0: 3, 1: 1, 2: 2, 3: 0, 4: 2}  # steps per shard; shard 3 is empty
     jobs = [(p, f"s{p}") for p in lengths]
