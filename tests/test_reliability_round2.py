@@ -400,7 +400,7 @@ def test_pool_workers_exit_when_the_main_process_is_killed(tmp_path):
     assert len(workers) == 2 and all(_alive(p) for p in workers)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a hang guard on a loaded machine, not a speed check: returns once they exit
     while any(_alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in workers)
