@@ -301,7 +301,12 @@ _PID_DIR = None
 
 def _recording_measure_one(sample, options, config):
     (Path(_PID_DIR) / f"{sample.key}.pid").write_text(str(os.getpid()))
-    time.sleep(0.3)  # long enough that one worker cannot take every sample before the other starts
+    # Rendezvous: measure only once another process has started a sample too, so one worker cannot take every
+    # sample whatever the machine's load (no sleep tuned to it). 20 s is a hang guard for a pool that runs
+    # one sample at a time: then each sample waits it out and the two-processes assertion fails.
+    deadline = time.monotonic() + 20
+    while len({p.name for p in Path(_PID_DIR).iterdir()}) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     return process_sample(sample, options, config)
 
 
