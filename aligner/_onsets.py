@@ -22,6 +22,25 @@ its rising edge back to the floor::
                      └──┴──┴───┴──────► m               50 % points meets A = 0
                       start t20 t50
 
+Tones under speech (issue #12 follow-up: an independent evaluator's 1 kHz beeps with 6 ms Hann attacks under
+unfiltered speech scored like syllables, and 4 of 8 event clips abstained). Broadband rise sums dB over 500 Hz
+bins, so a tone counts in two or three of them while a syllable counts in all. Two additions on 32 ms windows
+(31 Hz bins), see :func:`tonal_rise_db`::
+
+    tonality   max over bins of the rise (after-window vs before-window, dB) − its median over bins
+    candidates 4 ms grid: tonality peaks ≥ 30 dB, ≥ 50 ms apart, not within 20 ms of a broadband
+               detection → dated by the same rising-edge line (tune set: 13 % of beeps under speech were
+               missed by the broadband detection)
+    weight     the matcher weighs an event by z × 2^((tonality − 25 dB) / 6 dB) over the clip's median z
+               (:func:`tonal_boost`; z is ``min_z`` for a tonal candidate): a tone under speech counts like
+               a clap, the syllables keep their weight
+
+Tune set (new generator, speech over the whole clip on half the clips): tonality median 56 dB for beeps,
+17.5 dB for other onsets (p90 31); with both additions 19 of 21 event clips answer at the recalibrated null
+threshold, against 16 without (``aligner._estimate``). Each event also carries its rise time (20 % → 50 %):
+soft attacks are dated less precisely (error SD 0.75 ms under 2 ms of rise, 2-3.7 ms above 3 ms), which the
+drift fit uses as weights.
+
 Attack-shape dependence of the back-extrapolation (analytic, noise-free, attack length T): linear
 ramp 0, concave exponential ``1 − e^{−4x}`` −0.02·T, raised cosine (Hann) +0.16·T (4.7 ms at T = 30 ms);
 the analysis window makes every rise start earlier by up to about a millisecond. Dating at a fixed
@@ -59,7 +78,8 @@ class AudioOnsets:
     times_seconds: np.ndarray
     """float64 ``[E]``, presentation time of each event's start (clip ``start_seconds`` added), ascending."""
     strength: np.ndarray
-    """float64 ``[E]``, robust z-score of each event's detection peak (how much it stands out)."""
+    """float64 ``[E]``, robust z-score of each event's detection peak (how much it stands out; ``min_z`` for a
+    tonal candidate); :func:`tonal_boost` of ``tonality_db`` raises a tone's weight in the matcher."""
     duration_seconds: float
     """Length of the analysed audio."""
     rise_seconds: Optional[np.ndarray] = None
@@ -166,6 +186,12 @@ def tonal_rise_db(signal: np.ndarray, start_index: int) -> float:
     return float(smoothed.max() - np.median(rise[lo:hi]))
 
 
+def tonal_boost(tonality_db: np.ndarray) -> np.ndarray:
+    """Factor on an event's detection strength for its tonality: ``2^(max(0, tonality − 25 dB) / 6 dB)``."""
+    return np.power(2.0, np.maximum(0.0, np.asarray(tonality_db, dtype=np.float64) - _TONAL_REFERENCE_DB)
+                    / _TONAL_DOUBLING_DB)
+
+
 def _date_rise(power: np.ndarray, floor: np.ndarray, peak: int) -> Optional[tuple[float, float]]:
     """``(start, rise)`` in 1 ms frames of the event detected at frame ``peak``: the line through the 20 % and 50 %
     points of its rising edge, back to the floor (module docstring); ``rise`` is the 20 % → 50 % time. None when
@@ -265,8 +291,7 @@ def audio_onsets(
         start_frame, rise_frames = dated
         times.append(start_seconds + start_frame * _HOP / _RATE)
         tonality = tonal_rise_db(signal, int(round(start_frame * _HOP)))
-        z_peak = max(float(z[peak]), min_z)
-        strengths.append(z_peak * 2.0 ** (max(0.0, tonality - _TONAL_REFERENCE_DB) / _TONAL_DOUBLING_DB))
+        strengths.append(max(float(z[peak]), min_z))
         rises.append(rise_frames * _HOP / _RATE)
         tonal.append(tonality)
     if not times:
