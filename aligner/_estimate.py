@@ -65,7 +65,7 @@ import torch
 
 from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost
 from aligner._signals import VisualFeature, visual_change_events
-from loaders._records import AudioClip, VideoClip
+from avcore import AudioClip, VideoClip
 
 logger = logging.getLogger(__name__)
 
