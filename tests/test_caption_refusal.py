@@ -46,3 +46,25 @@ def test_words_that_cannot_fit_are_named(audio):
 def test_a_short_caption_is_not_refused(audio):
     record = measure_sample(None, audio, _captions(3), text_method="forced")
     assert (record["text_abstain"] or {}).get("reason") not in ("too_many_words", "words_do_not_fit", "too_long")
+
+
+def test_align_json_names_the_refusal(tmp_path):
+    """preprocess writes the same record into ``align.json``."""
+    import json
+    import shutil
+    import tarfile
+
+    from avalign.preprocess import preprocess
+
+    truth = sample_truth()["clip01"]
+    src = tmp_path / "in"
+    src.mkdir()
+    media = SAMPLE_DATA / truth["media"]
+    shutil.copy(media, src / f"c0{media.suffix}")
+    text = " ".join(["hello"] * (MAX_ALIGN_WORDS + 100))
+    (src / "c0.srt").write_text(f"1\n00:00:00,500 --> 00:00:04,000\n{text}\n")
+    preprocess(str(src), str(tmp_path / "out"), progress=False, timeout_seconds=None)
+    with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
+        record = json.loads(tar.extractfile("c0.align.json").read())
+    assert record["text_abstain"]["reason"] == "too_many_words" and record["text_method"] == "abstain:too_many_words"
+    assert "split the caption" in record["text_abstain"]["hint"]
