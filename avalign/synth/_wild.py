@@ -4,7 +4,11 @@ Independent of :func:`avalign.synth.make_clip` (which the estimators were first 
 are partial, coloured or weak and last 1-3 frames; the camera moves over a drifting texture; objects
 move; a mouth-like box follows the speech envelope; hard cuts change the scene silently; sounds are
 beeps, claps (noise bursts) and knocks with sharp, Hann, exponential or linear attacks of up to 30 ms,
-under speech and/or music beds at 0-30 dB SNR, optionally reverberated (sox) and MP3-re-encoded.
+under speech and/or music beds at 0-30 dB SNR, optionally reverberated (sox) and MP3-re-encoded. A second
+nuisance stream (an independent evaluator's clips, issue #12 follow-up): on about half the clips speech runs over
+the whole clip, unfiltered, with 30-60 ms tone beeps (mostly Hann attacks of 3-12 ms) under it; clicks (noise
+bursts) start with a third of the sounds; a white noise floor 15-45 dB below the bed; a texture that scrolls
+0.5-4 px every frame on about half.
 
 Truth::
 
