@@ -150,7 +150,7 @@ def _crossing_back(amplitude: np.ndarray, top: int, level: float) -> float:
 _TONAL_WINDOW = 512  # 32 ms at 16 kHz: 31 Hz bins, fine enough to resolve a tone from speech harmonics
 _TONAL_GAP = 16  # 1 ms between the "before" and "after" windows and the event's start
 _TONAL_BINS = (8, 240)  # 250 Hz .. 7.5 kHz (31.25 Hz bins)
-# strength = z * 2 ** (max(0, tonality - _TONAL_REFERENCE_DB) / _TONAL_DOUBLING_DB)
+# The matcher's weight factor (tonal_boost): 2 ** (max(0, tonality - _TONAL_REFERENCE_DB) / _TONAL_DOUBLING_DB)
 _TONAL_REFERENCE_DB = 25.0
 _TONAL_DOUBLING_DB = 6.0
 
@@ -217,24 +217,38 @@ _TONAL_HOP = 64  # 4 ms
 _TONAL_DETECT_DB = 30.0
 
 
+def _tonality_curve(signal: np.ndarray) -> np.ndarray:
+    """Tonality (:func:`tonal_rise_db`, windows abutting) at every 4 ms step ``m``: the rise starting at sample
+    ``(m + 8) * 64``. Computed in blocks of 2048 steps (8 s), so memory stays bounded on long clips."""
+    frames = np.lib.stride_tricks.sliding_window_view(signal, _TONAL_WINDOW)[::_TONAL_HOP]
+    lo, hi = _TONAL_BINS
+    shift = _TONAL_WINDOW // _TONAL_HOP
+    window = np.hanning(_TONAL_WINDOW)
+    out = np.zeros(max(0, frames.shape[0] - shift))
+    block = 2048
+    for first in range(0, out.size, block):
+        last = min(out.size, first + block)
+        chunk = frames[first: last + shift]  # before[m] = chunk[m], after[m] = chunk[m + shift]
+        spectrum = np.square(np.abs(np.fft.rfft(chunk * window, axis=1)))[:, : hi + 1]
+        after, before = spectrum[shift:], spectrum[:-shift]
+        epsilon = 1e-12 + 1e-4 * (after.mean(axis=1, keepdims=True) + before.mean(axis=1, keepdims=True))
+        rise = 10.0 * np.log10((after + epsilon) / (before + epsilon))
+        smoothed = (rise[:, lo - 1: hi - 1] + rise[:, lo:hi] + rise[:, lo + 1: hi + 1]) / 3.0
+        out[first:last] = smoothed.max(axis=1) - np.median(rise[:, lo:hi], axis=1)
+    return out
+
+
 def _tonal_candidates(signal: np.ndarray) -> list[int]:
-    """1 ms frames where a narrow-band rise (:func:`tonal_rise_db` on a 4 ms grid, windows abutting) peaks above
-    ``_TONAL_DETECT_DB``, at least 50 ms apart."""
+    """1 ms frames where a narrow-band rise (:func:`_tonality_curve`) peaks above ``_TONAL_DETECT_DB``, at least
+    50 ms apart."""
     import scipy.signal
 
     if signal.size < 4 * _TONAL_WINDOW:
         return []
-    frames = np.lib.stride_tricks.sliding_window_view(signal, _TONAL_WINDOW)[::_TONAL_HOP]
-    lo, hi = _TONAL_BINS
-    spectrum = np.square(np.abs(np.fft.rfft(frames * np.hanning(_TONAL_WINDOW), axis=1)))[:, : hi + 1].astype(np.float32)
-    shift = _TONAL_WINDOW // _TONAL_HOP
-    after, before = spectrum[shift:], spectrum[:-shift]  # after[m] starts where before[m] ends
-    epsilon = 1e-12 + 1e-4 * (after.mean(axis=1, keepdims=True) + before.mean(axis=1, keepdims=True))
-    rise = 10.0 * np.log10((after + epsilon) / (before + epsilon))
-    smoothed = (rise[:, lo - 1: hi - 1] + rise[:, lo:hi] + rise[:, lo + 1: hi + 1]) / 3.0
-    tonality = smoothed.max(axis=1) - np.median(rise[:, lo:hi], axis=1)
+    tonality = _tonality_curve(signal)
     peaks, _ = scipy.signal.find_peaks(tonality, height=_TONAL_DETECT_DB, distance=max(1, 50 * _RATE // 1000 // _TONAL_HOP))
-    # after[m] starts at sample (m + shift) * hop: the rise's start, in 1 ms frames.
+    # Step m's "after" window starts at sample (m + shift) * hop: the rise's start, in 1 ms frames.
+    shift = _TONAL_WINDOW // _TONAL_HOP
     return [int((m + shift) * _TONAL_HOP // _HOP) for m in peaks]
 
 
