@@ -252,7 +252,7 @@ def dating_sigma_seconds(onsets: AudioOnsets, index: np.ndarray) -> np.ndarray:
     """Expected dating error of audio events ``index``: ``√(σ0² + (k · rise)²)``, σ0 = 0.75 ms, k = 0.45.
 
     The back-extrapolated start of a soft attack is off by an amount that depends on its shape, so events with a
-    long rising edge (``rise_seconds``, 20 % → 50 %) are dated less precisely. Tune set (158 events matched within
+    long rising edge (``rise_seconds``, 20 % → 50 %) are dated less precisely. Tune set, previous generator (158 events matched within
     8 ms): error SD 0.75 ms for rises under 2 ms, 1.7-2.7 ms for 2-8 ms, 2.5-3.7 ms above. Equal (σ0) without
     ``rise_seconds``.
     """
