@@ -7,8 +7,7 @@ import pytest
 
 import loaders
 from aligner._forced import MAX_ALIGN_WORDS
-from avalign._measure import measure_sample
-from avalign.report._collect import abstain_reason
+from avalign import measure_sample
 from conftest import SAMPLE_DATA, sample_truth
 
 pytest.importorskip("pocketsphinx")
@@ -32,7 +31,6 @@ def test_too_many_words_is_named(audio, method):
     assert why["reason"] == "too_many_words"
     assert f"more than {MAX_ALIGN_WORDS} words" in why["found"]
     assert str(MAX_ALIGN_WORDS) in why["needed"] and "split the caption" in why["hint"]
-    assert abstain_reason(record, "text") == "too_many_words"
     assert record["caption_words_failed"] == 1  # the caption is kept as a segment, without words
     assert [s["text"][:11] for s in record["segments"]] == ["hello hello"]
 
@@ -48,13 +46,14 @@ def test_a_short_caption_is_not_refused(audio):
     assert (record["text_abstain"] or {}).get("reason") not in ("too_many_words", "words_do_not_fit", "too_long")
 
 
-def test_align_json_names_the_refusal(tmp_path):
-    """preprocess writes the same record into ``align.json``."""
+def test_align_json_and_report_name_the_refusal(tmp_path):
+    """preprocess writes the same record into ``align.json``; the report on the preprocessed shard lists the reason."""
     import json
     import shutil
     import tarfile
 
     from avalign.preprocess import preprocess
+    from avalign.report import run_report
 
     truth = sample_truth()["clip01"]
     src = tmp_path / "in"
@@ -68,3 +67,6 @@ def test_align_json_names_the_refusal(tmp_path):
         record = json.loads(tar.extractfile("c0.align.json").read())
     assert record["text_abstain"]["reason"] == "too_many_words" and record["text_method"] == "abstain:too_many_words"
     assert "split the caption" in record["text_abstain"]["hint"]
+    result = run_report(str(tmp_path / "out" / "shard-000000.tar"), out_dir=str(tmp_path / "report"), fail_over_ms=50.0)
+    (row,) = result.report["clips"]
+    assert row["abstain_reasons"]["text_offset_ms"] == "too_many_words"
