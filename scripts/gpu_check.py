@@ -30,7 +30,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from aligner._align import align  # noqa: E402
+from aligner import align  # noqa: E402
 from loaders._collate import Collator  # noqa: E402
 from loaders._records import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word  # noqa: E402
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from aligner._align import align
+from aligner import align
 from loaders._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
 from loaders._records import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
 from loaders._window import split_windows, windows
