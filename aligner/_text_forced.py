@@ -11,9 +11,10 @@ read speech is split between "word start" and "vowel onset" lags and that estima
     d_i = stamp_i - a_i         offset = median(d_i)      (> 0: stamps late, DESIGN.md's sign)
 
 Words are aligned in chunks: consecutive words closer than ``2·max_offset + 0.2 s`` share a chunk (at
-most ``max_chunk_seconds`` (30 s) of stamps each), aligned over ``[first stamp - max_offset, last stop + max_offset]`` of the audio, so a chunk's audio
-holds its own speech for any offset in the search range. Words that are not in the dictionary are
-left out (logged by the aligner); words of a chunk whose alignment fails are left out.
+most ``TextOptions.max_chunk_seconds`` of stamps each), aligned over ``[first stamp - max_offset,
+last stop + max_offset]`` of the audio, so a chunk's audio holds its own speech for any offset in the
+search range. Words that are not in the dictionary are left out (logged by the aligner); words of a chunk
+whose alignment fails are left out.
 
 Confidence::
 
@@ -36,7 +37,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from aligner._decoder import shared_decoder
+from aligner._decoder import new_decoder, shared_decoder
 from aligner._forced import MAX_ALIGN_WORDS, forced_align_words, normalise_words
 from aligner._options import TextOptions
 from aligner._text_records import TextEstimate, text_abstain
@@ -48,8 +49,8 @@ __all__ = ["CAPTION_MARGIN_SECONDS", "caption_words", "estimate_text_offset_forc
 
 _FULL_EVIDENCE_WORDS = 8
 _CHUNK_GAP_EXTRA_SECONDS = 0.2
-# Forcing an unrelated transcript onto speech still places its words somewhere; 20-50 % of the
-# differences then fall within ±40 ms of their median by chance (LibriVox utterances swapped).
+# Forcing an unrelated transcript onto speech still places its words somewhere; a fifth to a half of the
+# differences then agree by chance (BENCHMARKS.md, "Lab notes").
 _CHANCE_AGREEMENT = 0.3
 _DEFAULT = TextOptions()
 
@@ -122,8 +123,6 @@ def estimate_text_offset_forced(
     if not items:
         return text_abstain("empty_transcript")
     if decoder is None:
-        from aligner._decoder import new_decoder
-
         decoder = new_decoder()
     margin = max_offset_ms / 1000.0
     chunks: list[list[tuple[str, float, float]]] = [[items[0]]]
