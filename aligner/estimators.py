@@ -7,7 +7,8 @@ estimator (the bench, the report, tests):
 A/V offset and drift
     :func:`estimate_av_offset_from_arrays`, :func:`estimate_av_offset_from_features` (cached features),
     :func:`visual_change_events`, :func:`audio_onsets` / :class:`AudioOnsets`, :func:`audio_onset_envelope`,
-    :func:`confidence_from_score`, :data:`NULL_THRESHOLD`.
+    :func:`confidence_from_score`, :data:`NULL_THRESHOLD`; the estimator's steps, in order:
+    :func:`detect_visual_events`, :func:`match_lag_drift`, :func:`matched_pairs`, :func:`fit_drift`.
 Transcript offset
     :func:`estimate_text_offset` (speech energy), :func:`estimate_text_offset_forced` (pocketsphinx),
     :data:`TEXT_METHODS` (the dispatcher's methods), :func:`refine_word_times`.
@@ -17,6 +18,9 @@ Forced alignment (optional extra ``[align]``)
 Signals
     :func:`mono`.
 """
+from aligner._av_drift import DriftFit, MatchedPairs, fit_drift, matched_pairs
+from aligner._av_events import VisualEvents, detect_visual_events
+from aligner._av_match import LagDriftMatch, match_lag_drift
 from aligner._av_records import confidence_from_score
 from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder, shared_decoder
 from aligner._estimate import estimate_av_offset_from_arrays, estimate_av_offset_from_features
@@ -40,26 +44,34 @@ __all__ = [
     "ALIGN_SAMPLE_RATE",
     "AudioOnsets",
     "CAPTION_MARGIN_SECONDS",
+    "DriftFit",
     "FORCED_LEAD_MS",
+    "LagDriftMatch",
     "MAX_ALIGN_SECONDS",
     "MAX_ALIGN_WORDS",
     "MAX_WORDS_PER_SECOND",
+    "MatchedPairs",
     "NULL_THRESHOLD",
     "PAD_SECONDS",
     "TEXT_METHODS",
     "TextMethod",
     "VISUAL_FEATURES",
+    "VisualEvents",
     "VisualFeature",
     "alignment_refusal",
     "audio_onset_envelope",
     "audio_onsets",
     "caption_words",
     "confidence_from_score",
+    "detect_visual_events",
     "estimate_av_offset_from_arrays",
     "estimate_av_offset_from_features",
     "estimate_text_offset",
     "estimate_text_offset_forced",
+    "fit_drift",
     "forced_align_words",
+    "match_lag_drift",
+    "matched_pairs",
     "mono",
     "new_decoder",
     "normalise_words",
