@@ -48,7 +48,7 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
