@@ -48,7 +48,7 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -228,29 +228,24 @@ def estimate_text_offset(
     return dataclasses.replace(second, method=second.method + "+bands")
 
 
-def _estimate_once(audio: AudioClip, transcript: Transcript, *, options: TextOptions, band_snr: bool) -> TextEstimate:
-    """One pass of :func:`estimate_text_offset` on full-band (``band_snr=False``) or band-SNR energy."""
-    starts, weights, use_words = _onsets(transcript)
-    if starts.size == 0:
-        return text_abstain("empty_transcript")
-    features = speech_features(audio.samples, audio.sample_rate, start_seconds=audio.start_seconds,
-                               hop_seconds=options.hop_seconds, band_snr=band_snr)
+def _onset_curve(features: SpeechFeatures, starts: np.ndarray, weights: np.ndarray, lags: np.ndarray) -> np.ndarray:
+    """``onsets(δ) = Σ_w g_w · rise(s_w − δ)`` at each lag ``δ = l · hop`` (a word start ``s`` on the transcript clock
+    is heard at ``s − offset``; ``rise[m]`` is dated ``(m − 0.5)·hop``, clamped at 30 dB)."""
     hop = features.hop_seconds
-    if features.rise_db.size < 10 or not features.active.any() or features.active.all():
-        return text_abstain("no_speech_contrast", num_onsets=int(starts.size))
-
-    half_lags = int(math.ceil(options.max_offset_ms / 1000.0 / hop)) + 1
-    lags = np.arange(-half_lags, half_lags + 1)  # lag l: text_offset = l * hop
-    # Onset evidence: word start s (transcript clock) heard at s - offset.
     rise = np.minimum(features.rise_db, 30.0)
-    positions = (starts[:, None] - features.start_seconds) / hop + 0.5 - lags[None, :]  # rise m dates (m - 0.5)·hop
-    onset_curve = weights @ _gather(rise, positions)
-    # Activity evidence on the grid: transcript active at audio time t + offset.
+    positions = (starts[:, None] - features.start_seconds) / hop + 0.5 - lags[None, :]
+    return weights @ _gather(rise, positions)
+
+
+def _activity_curve(features: SpeechFeatures, intervals: Sequence, lags: np.ndarray) -> np.ndarray:
+    """``activity(δ) = Σ_t (vad(t) − mean) · (text_active(t + δ) − mean)`` at each lag ``δ = l · hop``: computed
+    every 10 ms of lag and linearly interpolated in between. ``intervals`` are the words (or spans) on the
+    transcript clock."""
+    hop = features.hop_seconds
     grid_times = features.start_seconds + np.arange(features.active.size) * hop
-    intervals = transcript.words if use_words else transcript.spans
     edges = np.array([[w.start_seconds, w.stop_seconds] for w in intervals], dtype=np.float64)
     vad = features.active - features.active.mean()
-    stride = max(1, int(round(0.01 / hop)))  # activity at 10 ms lag steps is enough, then interpolated
+    stride = max(1, int(round(0.01 / hop)))
     coarse = lags[::stride]
     coarse_values = np.empty(coarse.size)
     order = np.argsort(edges[:, 0])
@@ -260,12 +255,25 @@ def _estimate_once(audio: AudioClip, transcript: Transcript, *, options: TextOpt
         k = np.searchsorted(sorted_starts, t, side="right") - 1
         active_text = (k >= 0) & (t < sorted_stops[np.maximum(k, 0)])
         coarse_values[i] = float(vad @ (active_text - active_text.mean()))
-    activity_curve = np.interp(lags, coarse, coarse_values)
+    return np.interp(lags, coarse, coarse_values)
 
-    if np.ptp(onset_curve) <= 0:
-        return text_abstain("no_onsets", num_onsets=int(starts.size))
-    if np.ptp(activity_curve) <= 0:
-        return text_abstain("no_activity_contrast", num_onsets=int(starts.size))
+
+@dataclass(frozen=True)
+class _Peak:
+    """The lag chosen on the activity-gated onset evidence, and how far it stands out (module docstring)."""
+
+    index: int
+    """Index of the chosen lag."""
+    psr: float
+    """Robust z of the combined evidence at the peak against lags more than 30 ms away."""
+    rival: float
+    """Best gated evidence more than 30 ms away, as a fraction of the peak's."""
+    confidence: float
+    """``clip((psr − 4.5) / 5.5, 0, 1) · clip(2·(1 − rival), 0, 1)``."""
+
+
+def _choose_peak(onset_curve: np.ndarray, activity_curve: np.ndarray, hop: float) -> Optional[_Peak]:
+    """The peak of ``gated = max(z(onsets), 0) · support²``; None when fewer than 20 lags lie outside ±30 ms of it."""
     # Activity gates the onset evidence: an onset match counts only where the transcript's active
     # regions also cover the detected speech (a beep or a neighbouring word's onset does not).
     support = np.clip((activity_curve - np.median(activity_curve)) / (np.max(activity_curve) - np.median(activity_curve)), 0.0, 1.0)
@@ -276,26 +284,27 @@ def _estimate_once(audio: AudioClip, transcript: Transcript, *, options: TextOpt
     outside = np.ones(gated.size, dtype=bool)
     outside[max(peak - exclusion, 0) : peak + exclusion + 1] = False
     if int(outside.sum()) < 20:
-        return text_abstain("search_range_too_small", num_onsets=int(starts.size))
+        return None
     combined = onset_z + standardise(activity_curve)
     psr = robust_z(float(combined[peak]), combined[outside])
     # The best rival peak (activity-gated, > 30 ms away) as a fraction of the chosen one: near 1, the
     # evidence cannot tell two offsets apart (periodic speech rhythm, unrelated speech).
     rival = float(np.max(gated[outside])) / max(float(gated[peak]), 1e-12)
-    logger.debug("text offset peak %.1f ms: psr %.2f, support %.2f, rival %.2f",
-                 (peak - half_lags) * hop * 1000, psr, support[peak], rival)
+    logger.debug("text offset peak at lag index %d: psr %.2f, support %.2f, rival %.2f", peak, psr, support[peak], rival)
     confidence = float(np.clip((psr - _PSR_NOISE) / (_PSR_FULL - _PSR_NOISE), 0.0, 1.0))
     confidence *= float(np.clip(2.0 * (1.0 - rival), 0.0, 1.0))
-    if peak < 2 or peak > gated.size - 3:
-        return text_abstain("peak_at_search_edge", num_onsets=int(starts.size), psr=psr,
-                        best_guess_ms=(peak - half_lags) * hop * 1000.0)
-    # Precision from the onset curve alone, near the combined peak.
+    return _Peak(peak, psr, rival, confidence)
+
+
+def _precise_offset(features: SpeechFeatures, onset_curve: np.ndarray, peak: int, half_lags: int, starts: np.ndarray,
+                    weights: np.ndarray) -> tuple[float, bool]:
+    """``(offset_seconds, matched)``: the sub-step peak of the onset curve within ±20 ms of ``peak``, then, when at
+    least 3 onsets after a pause have a detected acoustic onset within 25 ms, the median of their differences."""
+    hop = features.hop_seconds
     near = int(math.ceil(0.02 / hop))
     lo, hi = max(peak - near, 1), min(peak + near + 1, onset_curve.size - 1)
     fine = lo + int(np.argmax(onset_curve[lo:hi]))
     offset_seconds = (parabolic_peak(onset_curve, fine) - half_lags) * hop
-    method = ("word" if use_words else "span") + "_onsets+activity"
-    # Final precision: match each onset after a pause to the nearest detected acoustic onset; median.
     candidates = _onset_candidates(features, min_rise_db=12.0, quiet_db=10.0)
     strong = starts[weights >= 1.0]
     if candidates.size and strong.size:
@@ -306,13 +315,44 @@ def _estimate_once(audio: AudioClip, transcript: Transcript, *, options: TextOpt
         pick = nearest[np.arange(expected.size), np.argmin(np.abs(nearest - expected[:, None]), axis=1)]
         matched = np.abs(pick - expected) <= _MATCH_SECONDS
         if int(matched.sum()) >= _MIN_MATCHES:
-            offset_seconds = float(np.median(strong[matched] - pick[matched]))
-            method += "+matched"
-    if confidence < options.min_confidence:
-        return text_abstain("low_confidence", num_onsets=int(starts.size), psr=psr, confidence=confidence,
-                        best_guess_ms=offset_seconds * 1000.0, found=f"peak {psr:.1f}x sidelobe, rival peak "
-                        f"{rival:.2f} of it: confidence {confidence:.2f}", needed=f"confidence >= {options.min_confidence}")
-    return TextEstimate(offset_seconds * 1000.0, confidence, method, int(starts.size), psr, offset_seconds * 1000.0)
+            return float(np.median(strong[matched] - pick[matched])), True
+    return offset_seconds, False
+
+
+def _estimate_once(audio: AudioClip, transcript: Transcript, *, options: TextOptions, band_snr: bool) -> TextEstimate:
+    """One pass of :func:`estimate_text_offset` on full-band (``band_snr=False``) or band-SNR energy:
+    features → evidence curves → peak and confidence → precise offset (module docstring)."""
+    starts, weights, use_words = _onsets(transcript)
+    if starts.size == 0:
+        return text_abstain("empty_transcript")
+    features = speech_features(audio.samples, audio.sample_rate, start_seconds=audio.start_seconds,
+                               hop_seconds=options.hop_seconds, band_snr=band_snr)
+    hop, num_onsets = features.hop_seconds, int(starts.size)
+    if features.rise_db.size < 10 or not features.active.any() or features.active.all():
+        return text_abstain("no_speech_contrast", num_onsets=num_onsets)
+
+    half_lags = int(math.ceil(options.max_offset_ms / 1000.0 / hop)) + 1
+    lags = np.arange(-half_lags, half_lags + 1)  # lag l: text_offset = l * hop
+    onset_curve = _onset_curve(features, starts, weights, lags)
+    activity_curve = _activity_curve(features, transcript.words if use_words else transcript.spans, lags)
+    if np.ptp(onset_curve) <= 0:
+        return text_abstain("no_onsets", num_onsets=num_onsets)
+    if np.ptp(activity_curve) <= 0:
+        return text_abstain("no_activity_contrast", num_onsets=num_onsets)
+    peak = _choose_peak(onset_curve, activity_curve, hop)
+    if peak is None:
+        return text_abstain("search_range_too_small", num_onsets=num_onsets)
+    if peak.index < 2 or peak.index > lags.size - 3:
+        return text_abstain("peak_at_search_edge", num_onsets=num_onsets, psr=peak.psr,
+                            best_guess_ms=(peak.index - half_lags) * hop * 1000.0)
+    offset_seconds, matched = _precise_offset(features, onset_curve, peak.index, half_lags, starts, weights)
+    method = ("word" if use_words else "span") + "_onsets+activity" + ("+matched" if matched else "")
+    if peak.confidence < options.min_confidence:
+        return text_abstain("low_confidence", num_onsets=num_onsets, psr=peak.psr, confidence=peak.confidence,
+                            best_guess_ms=offset_seconds * 1000.0, found=f"peak {peak.psr:.1f}x sidelobe, rival peak "
+                            f"{peak.rival:.2f} of it: confidence {peak.confidence:.2f}",
+                            needed=f"confidence >= {options.min_confidence}")
+    return TextEstimate(offset_seconds * 1000.0, peak.confidence, method, num_onsets, peak.psr, offset_seconds * 1000.0)
 
 
 def _onset_candidates(features: SpeechFeatures, *, min_rise_db: float, quiet_db: float) -> np.ndarray:
