@@ -304,3 +304,14 @@ def test_too_few_events_give_no_confidence(num_events: int) -> None:
     estimate3 = estimate_av_offset(video3, audio3)
     assert events3.size == 3 and estimate3.num_events == 3 and not estimate3.abstained
     assert estimate3.av_offset_ms == pytest.approx(40.0, abs=2.0)
+
+
+def test_align_passes_its_options_to_the_estimator() -> None:
+    """``align(av_options=...)`` reaches the estimator; the ``max_offset_ms`` shorthand replaces that one field."""
+    import aligner
+
+    video, audio, _ = make_clip(duration_seconds=8.0, av_offset_ms=120.0, seed=5)
+    narrow = aligner.align(video, audio, av_options=AVOptions(max_offset_ms=60.0)).report
+    assert narrow.av_offset_ms is None and narrow.av_abstain is not None  # 120 ms is outside ±60 ms
+    wide = aligner.align(video, audio, av_options=AVOptions(max_offset_ms=60.0), max_offset_ms=300.0).report
+    assert wide.av_offset_ms == pytest.approx(120.0, abs=2.0)
