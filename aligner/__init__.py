@@ -3,7 +3,10 @@
 ``align`` and the records it returns, one entry point per estimator family and their options. Estimator
 variants and building blocks live in :mod:`aligner.estimators`; span index mapping in :mod:`aligner.spans`;
 audio and features onto the video timeline in :mod:`aligner.timeline`. Time rules (seconds ↔ samples/frames)
-belong to the base package, not here.
+live in the base package :mod:`avcore`, not here.
+
+The alignment stage: imports only :mod:`avcore` (records, time rules, errors), never ``loaders`` or
+``avalign``.
 """
 from aligner._align import AlignedSample, AlignmentReport, align
 from aligner._av_records import AVAbstain, AVEstimate

@@ -22,7 +22,7 @@ from aligner._clock import ClockModel
 from aligner._options import AVOptions, TextMethod, TextOptions
 from aligner._spans import AlignedSpan, map_spans
 from aligner._tokens import Tokenizer
-from loaders._records import AudioClip, Transcript, VideoClip
+from avcore import AudioClip, Transcript, VideoClip
 
 logger = logging.getLogger(__name__)
 

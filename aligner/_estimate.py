@@ -36,7 +36,7 @@ from aligner._av_records import AVEstimate, av_abstain, confidence_from_score
 from aligner._onsets import AudioOnsets, audio_onsets
 from aligner._options import AVOptions
 from aligner._signals import visual_change_events
-from loaders._records import AudioClip, VideoClip
+from avcore import AudioClip, VideoClip
 
 logger = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from aligner._decoder import new_decoder, shared_decoder
 from aligner._forced import MAX_ALIGN_WORDS, forced_align_words, normalise_words
 from aligner._options import TextOptions
 from aligner._text_records import TextEstimate, text_abstain
-from loaders._records import AudioClip, Transcript, Word
+from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from aligner._options import TEXT_METHODS, TextMethod, TextOptions
 from aligner._text_forced import estimate_text_offset_forced
 from aligner._text_offset import estimate_text_offset
 from aligner._text_records import TextEstimate, text_abstain
-from loaders._records import AudioClip, Transcript
+from avcore import AudioClip, Transcript
 
 logger = logging.getLogger(__name__)
 

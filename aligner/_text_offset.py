@@ -56,7 +56,7 @@ from aligner._options import TextOptions
 from aligner._signals import log_energy, mono
 from aligner._stats import parabolic_peak, robust_z, standardise
 from aligner._text_records import TextEstimate, text_abstain
-from loaders._records import AudioClip, Transcript, Word
+from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def speech_features(
     onset_window = 0.005
     if band_snr:
         if sample_rate > _BAND_RATE:  # the bands end at 6 kHz: 16 kHz is enough, and 3x cheaper than 48 kHz
-            from loaders._audio import resample
+            from avcore import resample
 
             signal = resample(signal[None, :].astype(np.float32), sample_rate, _BAND_RATE)[0]
             sample_rate = _BAND_RATE

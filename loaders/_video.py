@@ -35,11 +35,9 @@ from typing import Iterator, Literal, Optional
 import numpy as np
 import torch
 
-from aligner._time import seconds_to_ticks, ticks_to_seconds
+from avcore import DecodeError, VideoClip, VideoMetadata, seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, frame_index
-from loaders._records import VideoClip, VideoMetadata
 from loaders._source import MediaSource, check_source, describe_source, open_container, open_for_pyav, pick_stream
-from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
 

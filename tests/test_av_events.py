@@ -14,7 +14,7 @@ import torch
 
 from aligner import AVEstimate, estimate_av_offset
 from aligner.estimators import NULL_THRESHOLD, audio_onsets, estimate_av_offset_from_features, visual_change_events
-from loaders._records import AudioClip, VideoClip, VideoMetadata
+from avcore import AudioClip, VideoClip, VideoMetadata
 
 RATE = 16000
 

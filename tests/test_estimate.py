@@ -19,7 +19,7 @@ from aligner.estimators import (
     estimate_av_offset_from_features,
     visual_change_events,
 )
-from loaders._records import AudioClip, VideoClip, VideoMetadata
+from avcore import AudioClip, VideoClip, VideoMetadata
 
 SAMPLE_RATE = 16000
 

@@ -17,7 +17,7 @@ import aligner
 import loaders
 from aligner import TextOptions
 from aligner.estimators import PAD_SECONDS, estimate_text_offset_forced, shared_decoder
-from loaders._records import AudioClip, Span, Transcript, Word
+from avcore import AudioClip, Span, Transcript, Word
 
 pytest.importorskip("pocketsphinx")
 

@@ -372,7 +372,7 @@ def _librivox_clip(cache_dir: str | Path) -> tuple[Any, Any, list[dict]]:
 
     import loaders
     from aligner.estimators import forced_align_words, new_decoder
-    from loaders._records import AudioClip, Span, Transcript, Word
+    from avcore import AudioClip, Span, Transcript, Word
     from avalign._realmedia import fetch_librivox
 
     utterances = fetch_librivox(cache_dir)
@@ -407,7 +407,7 @@ def real_text_offsets(cache_dir: str | Path, *, offsets_ms: Sequence[float] = (-
     from aligner import TextOptions, estimate_transcript_offset
     from aligner.estimators import estimate_text_offset
     from avalign.synth import StampedWord, render_transcript
-    from loaders._records import Span, Transcript
+    from avcore import Span, Transcript
 
     try:
         audio, transcript, per_utterance = _librivox_clip(cache_dir)
