@@ -12,6 +12,7 @@ import torch
 
 from aligner import TextEstimate, TextOptions
 from aligner.estimators import estimate_text_offset, refine_word_times
+from avcore import AudioClip, Span, Transcript, Word
 
 SAMPLE_RATE = 16000
 
