@@ -24,7 +24,7 @@ root = sys.argv[1]
 sys.path[:0] = [root, root + "/tests"]
 from test_estimate import make_clip
 from test_text_offset import make_speech
-from loaders._records import Span, Transcript
+from loaders import Span, Transcript
 from aligner import estimate_av_offset
 try:
     from aligner.estimators import estimate_text_offset
