@@ -67,19 +67,12 @@ def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: Mat
           common: dict) -> Optional[AVEstimate]:
     """Step 3: the abstention for the first failed gate, or None to answer.
 
-    A best lag at the edge of the search range always abstains (``peak_at_search_edge``). The other gates
-    (``too_few_events``, ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``, in that order) apply
-    only when ``options.min_confidence > 0``; ``min_confidence = 0`` returns the best guess. ``common`` holds the
-    confidence from the score; with fewer than :data:`MIN_EVENTS` visual events this sets it to 0 (one or two
-    coincidences prove nothing, however sharp), for the answer too.
+    The gates (``too_few_events``, ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``, in that
+    order) apply only when ``options.min_confidence > 0``; ``min_confidence = 0`` returns the best guess.
+    ``common`` holds the estimate's fields so far, ``confidence`` among them.
     """
     num_events, num_matched = events.num_events, pairs.num_matched
     guess = pairs.offset_ms
-    if match.at_search_edge:
-        return av_abstain("peak_at_search_edge", found=f"best lag {match.lag_curve_ms[match.lag_index]:+.0f} ms at the edge",
-                          needed=f"a peak inside ±{options.max_offset_ms:.0f} ms", best_guess_ms=guess, **common)
-    if num_events < MIN_EVENTS:
-        common["confidence"] = 0.0
     if options.min_confidence <= 0.0:
         return None
     peak, sidelobe = match.peak_matches, match.sidelobe_matches
@@ -142,6 +135,11 @@ def estimate_av_offset_from_features(
                   lag_curve_score=tuple(float(v) for v in np.round(match.curve_score, 4)))
     pairs = matched_pairs(events.times_seconds, onsets, match)
     common.update(num_matched=pairs.num_matched, confidence=confidence_from_score(match.score, options.null_threshold))
+    if match.at_search_edge:  # abstains whatever min_confidence: the true offset may lie outside the range
+        return av_abstain("peak_at_search_edge", found=f"best lag {match.lag_curve_ms[match.lag_index]:+.0f} ms at the edge",
+                          needed=f"a peak inside ±{options.max_offset_ms:.0f} ms", best_guess_ms=pairs.offset_ms, **common)
+    if events.num_events < MIN_EVENTS:
+        common["confidence"] = 0.0  # one or two coincidences prove nothing, however sharp
     abstention = _gate(events, num_audio, match, pairs, options, common)
     if abstention is not None:
         return abstention
