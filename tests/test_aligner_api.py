@@ -56,3 +56,14 @@ def test_options_are_frozen_and_validated_once() -> None:
         dataclasses.replace(options, max_drift_ppm=-5.0)
     assert aligner.estimators.TEXT_METHODS == ("auto", "energy", "forced")
     assert aligner.estimators.VISUAL_FEATURES == ("background_rise", "luma_rise", "frame_difference")
+
+
+def test_cli_offers_the_estimators_text_methods() -> None:
+    """The CLI cannot import the aligner at parse time (start-up cost), so it spells the methods out: they must
+    be exactly ``TextMethod``'s."""
+    from avalign.cli import build_parser
+
+    parser = build_parser()
+    measure = next(a for a in parser._subparsers._group_actions[0].choices["measure"]._actions  # noqa: SLF001
+                   if "--text-method" in a.option_strings)
+    assert tuple(measure.choices) == aligner.estimators.TEXT_METHODS and measure.default == "auto"
