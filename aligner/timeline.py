@@ -4,6 +4,6 @@
 exact sample counts); :func:`interpolate_features` carries per-frame or per-hop features onto other times.
 """
 from aligner._apply import audio_on_video_clock
-from aligner._interpolate import interpolate_features
+from aligner._interpolate import InterpolationMode, interpolate_features
 
-__all__ = ["audio_on_video_clock", "interpolate_features"]
+__all__ = ["InterpolationMode", "audio_on_video_clock", "interpolate_features"]
