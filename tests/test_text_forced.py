@@ -124,6 +124,7 @@ def test_auto_falls_back_to_forced_only_when_energy_abstains() -> None:
     assert auto.method == "forced_words" and auto.text_offset_ms == pytest.approx(30.0, abs=15.0)
     report = aligner.align(None, audio, late, max_offset_ms=45.0).report  # align() uses the same choice
     assert report.text_method == "forced_words" and report.text_offset_ms == pytest.approx(auto.text_offset_ms)
+    assert aligner.align(None, audio, late, text_options=narrow).report == report  # the options object, same result
 
 
 def test_forced_without_pocketsphinx(monkeypatch) -> None:
