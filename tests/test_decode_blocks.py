@@ -7,7 +7,7 @@ import pytest
 
 import loaders
 from conftest import ffmpeg, ffprobe_frame_times
-from loaders._audio import _SampleBuffer
+from loaders.media import SampleBuffer
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +84,7 @@ def _reference_join(pieces, mono):
 
 @pytest.mark.parametrize("mono", [False, True])
 def test_sample_buffer_join_equals_concatenation(monkeypatch, mono):
-    import loaders._audio as audio
-
-    monkeypatch.setattr(audio, "_BLOCK_SAMPLES", 1000)  # frames straddle many blocks
+    monkeypatch.setattr("loaders._audio._BLOCK_SAMPLES", 1000)  # frames straddle many blocks
     rng = np.random.default_rng(7)
     pieces = []
     for k in range(60):
@@ -95,7 +93,7 @@ def test_sample_buffer_join_equals_concatenation(monkeypatch, mono):
         channels = 1 if 25 <= k < 30 else (6 if k >= 50 else 2)  # a mono stretch, then wider frames
         pieces.append(rng.standard_normal((channels, int(rng.integers(1, 900)))).astype(np.float32))
     pieces.append(300)  # silence at the very end
-    buffer = _SampleBuffer()
+    buffer = SampleBuffer()
     gaps = []
     for p in pieces:
         if isinstance(p, int):
@@ -115,10 +113,9 @@ def test_sample_buffer_join_equals_concatenation(monkeypatch, mono):
 def test_pipelined_resampling_equals_resampling_the_whole(tmp_path, monkeypatch, block_samples):
     """Mono + a new rate resamples block by block on a helper thread: bit-identical to joining all samples and
     resampling once, also across a timestamp gap (0.5 s of silence inserted at 1.5 s) and at any block size."""
-    import loaders._audio as audio
     from avcore import resample
 
-    monkeypatch.setattr(audio, "_BLOCK_SAMPLES", block_samples)
+    monkeypatch.setattr("loaders._audio._BLOCK_SAMPLES", block_samples)
     path = tmp_path / "gap.mka"
     ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-f", "lavfi", "-i", "sine=f=660:r=48000", "-t", "4",
            "-filter_complex", "[0][1]amerge=inputs=2,asetpts='PTS+if(gte(T,1.5),0.5/TB,0)'", "-c:a", "aac", str(path))
