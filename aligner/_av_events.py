@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aligner._onsets import AudioOnsets, tonal_boost
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["MIN_EVENTS", "VisualEvents", "detect_visual_events", "onset_weights"]
@@ -97,8 +99,11 @@ def detect_visual_events(visual_events: np.ndarray, pts_seconds: np.ndarray) -> 
     return VisualEvents(pts[selected], strength, weights, num_continuous)
 
 
-def onset_weights(strength: np.ndarray) -> np.ndarray:
-    """Weight of each audio event: its detection strength over 1.5 × the clip's median strength, in [0.25, 1]."""
+def onset_weights(onsets: AudioOnsets) -> np.ndarray:
+    """Weight of each audio event in [0.25, 1]: its detection strength, raised for a tone (``tonal_boost`` of
+    ``tonality_db``, when measured), over 1.5 × the clip's median strength."""
+    strength = onsets.strength
     if strength.size == 0:
         return strength
-    return np.clip(strength / (_AUDIO_REFERENCE * float(np.median(strength))), 0.25, 1.0)
+    boosted = strength if onsets.tonality_db is None else strength * tonal_boost(onsets.tonality_db)
+    return np.clip(boosted / (_AUDIO_REFERENCE * float(np.median(strength))), 0.25, 1.0)

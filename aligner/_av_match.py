@@ -3,6 +3,8 @@
 ::
 
     G(x)    = max_j  u_j · exp(−(x − a_j)² / 2σ²)           how close an audio event (weight u_j) is to x
+              u_j = clip(s_j / (1.5 · median z), 0.25, 1), s_j = detection z × tonal_boost(tonality): a tone that
+              starts under speech counts like a clap (``onset_weights``)
     c(L, d) = Σ_k w_k · G(t_k + L + d·(t_k − t_c))          L: lag at the events' centre t_c, d: drift
               L ∈ ±max_offset_ms in 1 ms steps, d ∈ ±max_drift_ppm in steps that keep d·span/2 ≤ σ
     S       = −log10 P(≥ c(peak) of n = Σ w_k events match at one lag by chance) − log10(cells)
@@ -154,7 +156,7 @@ def match_lag_drift(events: VisualEvents, onsets: AudioOnsets, options: AVOption
     num_drift = int(math.floor(options.max_drift_ppm * 1e-6 / drift_step)) if math.isfinite(drift_step) else 0
     drifts = np.arange(-num_drift, num_drift + 1) * drift_step if num_drift > 0 else np.zeros(1)
     reach = options.max_offset_ms / 1000.0 + options.max_drift_ppm * 1e-6 * half_span + 0.05
-    weights = onset_weights(onsets.strength)
+    weights = onset_weights(onsets)
     best = None
     for sigma in _SIGMAS_SECONDS:
         grid, grid_lo = _proximity(onsets.times_seconds, weights, float(event_t[0]) - reach, float(event_t[-1]) + reach,

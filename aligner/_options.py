@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["AVOptions", "NULL_THRESHOLD", "TEXT_METHODS", "TextMethod", "TextOptions", "VISUAL_FEATURES"]
 
-NULL_THRESHOLD = 0.5
+NULL_THRESHOLD = 0.7
 """Match significance reached by at most 1 % of null pairings on the tune set (``avalign bench align
 --calibrate``; derivation in BENCHMARKS.md, "Lab notes")."""
 

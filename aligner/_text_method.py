@@ -12,12 +12,13 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Optional
 
 from aligner._decoder import shared_decoder
 from aligner._options import TEXT_METHODS, TextMethod, TextOptions
-from aligner._text_forced import estimate_text_offset_forced
+from aligner._text_forced import REFUSAL_NEEDED, estimate_text_offset_forced
 from aligner._text_offset import estimate_text_offset
 from aligner._text_records import TextEstimate, text_abstain
 from avcore import AudioClip, Transcript
@@ -89,6 +90,11 @@ def estimate_transcript_offset(
         return forced
     if not energy.abstained:
         return _cross_checked(energy, forced)
+    if forced.abstained and forced.method.removeprefix("abstain:") in REFUSAL_NEEDED:
+        # The caption itself is what stops an answer (too many words for forced alignment): say so, with what
+        # the energy estimator saw.
+        return dataclasses.replace(forced, best_guess_ms=energy.best_guess_ms, confidence=energy.confidence,
+                                   found=f"{forced.found}; energy onsets: {energy.found}")
     return energy if forced.abstained else forced
 
 

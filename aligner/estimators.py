@@ -8,7 +8,9 @@ A/V offset and drift
     :func:`estimate_av_offset_from_arrays`, :func:`estimate_av_offset_from_features` (cached features),
     :func:`visual_change_events`, :func:`audio_onsets` / :class:`AudioOnsets`, :func:`audio_onset_envelope`,
     :func:`confidence_from_score`, :data:`NULL_THRESHOLD`; the estimator's steps, in order:
-    :func:`detect_visual_events`, :func:`match_lag_drift`, :func:`matched_pairs`, :func:`fit_drift`.
+    :func:`detect_visual_events`, :func:`match_lag_drift` (audio events weighted by :func:`onset_weights`,
+    tones raised by :func:`tonal_boost` of :func:`tonal_rise_db`), :func:`matched_pairs`, :func:`fit_drift`
+    (:func:`drift_line` weighted by :func:`dating_sigma_seconds`).
 Transcript offset
     :func:`estimate_text_offset` (speech energy), :func:`estimate_text_offset_forced` (pocketsphinx),
     :data:`TEXT_METHODS` (the dispatcher's methods), :func:`refine_word_times`.
@@ -18,8 +20,8 @@ Forced alignment (optional extra ``[align]``)
 Signals
     :func:`mono`.
 """
-from aligner._av_drift import DriftFit, MatchedPairs, fit_drift, matched_pairs
-from aligner._av_events import VisualEvents, detect_visual_events
+from aligner._av_drift import DriftFit, MatchedPairs, dating_sigma_seconds, drift_line, fit_drift, matched_pairs
+from aligner._av_events import VisualEvents, detect_visual_events, onset_weights
 from aligner._av_match import LagDriftMatch, match_lag_drift
 from aligner._av_records import confidence_from_score
 from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder, shared_decoder
@@ -34,7 +36,7 @@ from aligner._forced import (
     forced_align_words,
     normalise_words,
 )
-from aligner._onsets import AudioOnsets, audio_onsets
+from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_db
 from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
 from aligner._signals import VisualFeature, audio_onset_envelope, mono, visual_change_events
 from aligner._text_forced import CAPTION_MARGIN_SECONDS, caption_words, estimate_text_offset_forced
@@ -63,7 +65,9 @@ __all__ = [
     "audio_onsets",
     "caption_words",
     "confidence_from_score",
+    "dating_sigma_seconds",
     "detect_visual_events",
+    "drift_line",
     "estimate_av_offset_from_arrays",
     "estimate_av_offset_from_features",
     "estimate_text_offset",
@@ -75,7 +79,10 @@ __all__ = [
     "mono",
     "new_decoder",
     "normalise_words",
+    "onset_weights",
     "refine_word_times",
     "shared_decoder",
+    "tonal_boost",
+    "tonal_rise_db",
     "visual_change_events",
 ]
