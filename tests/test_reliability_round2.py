@@ -61,7 +61,8 @@ def test_av_errors_from_any_backend_become_decode_errors(tmp_path, monkeypatch):
     """av.error.PermissionError (the decord fallback's probe on a 0-frame track) was recorded as ``read``."""
     import av
 
-    import loaders._video as video
+    import loaders._video_meta as video_meta
+    import loaders._video_pyav as video_pyav
 
     path = tmp_path / "c.mp4"
     hostile.clip(path)
@@ -69,11 +70,11 @@ def test_av_errors_from_any_backend_become_decode_errors(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise av.error.PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(video, "frame_index", refuse)
+    monkeypatch.setattr(video_meta, "frame_index", refuse)
     with pytest.raises(DecodeError) as info:
         loaders.read_video(path, backend="decord")
     assert info.value.reason == "decode" and "PermissionError" in str(info.value)
-    monkeypatch.setattr(video, "_decode_range_pyav", lambda *a, **k: (_ for _ in ()).throw(AttributeError("ebml")))
+    monkeypatch.setattr(video_pyav, "_decode_range_pyav", lambda *a, **k: (_ for _ in ()).throw(AttributeError("ebml")))
     with pytest.raises(DecodeError, match="AttributeError: ebml"):
         loaders.read_video(path, backend="pyav")
 
@@ -543,13 +544,13 @@ def test_preprocess_decord_fallback_runs_inside_the_sample_watchdog(tmp_path, mo
     (the forked child inherits the patch); the sample must come out of decord, under the nested watchdog."""
     import tarfile
 
-    import loaders._video as video
+    import loaders._video_pyav as video_pyav
     from avalign.preprocess import preprocess
 
     def pyav_fails(source, label, request):
         raise DecodeError(f"{label}: forced PyAV failure")
 
-    monkeypatch.setattr(video, "_read_pyav", pyav_fails)
+    monkeypatch.setattr(video_pyav, "read_pyav", pyav_fails)
     src = tmp_path / "in"
     src.mkdir()
     hostile.clip(src / "a.mp4", size="64x48")

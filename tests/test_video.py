@@ -152,7 +152,7 @@ def test_frame_size_scales_in_the_decoder(media_dir):
 
 
 def test_given_frame_index_is_used_instead_of_a_scan(media_dir, monkeypatch):
-    import loaders._video as video_module
+    import loaders._video_pyav as video_module
 
     path = media_dir / "cfr30.mp4"
     _, index = loaders.probe_video(path)
