@@ -12,7 +12,8 @@ Differences from the PyAV backend, by construction:
   B-frames keeps its repeated times (PyAV's rule spaces them by one frame);
 - ``frame_size`` is applied after decoding (``torch.nn.functional.interpolate``, area filter), not by swscale
   while converting: the pixels differ from the PyAV backend's by rounding;
-- a corrupt packet is an error (the PyAV backend drops it and counts it in ``decode_errors``).
+- a corrupt packet is an error (the PyAV backend drops it and counts it in ``decode_errors``);
+- ``get_frames_played_in_range(a, b)`` also returns the frame on screen at ``a`` (pts < a); it is dropped here.
 
 Where it is the default is measured, not assumed: see :mod:`loaders._video` and BENCHMARKS.md.
 """
@@ -96,7 +97,9 @@ def read_torchcodec(source, label: str, request: VideoRequest) -> VideoClip:
                 frames, pts = empty
             else:
                 batch = decoder.get_frames_played_in_range(a, b)
-                frames, pts = batch.data, batch.pts_seconds
+                # torchcodec 0.9 also returns the frame already on screen at ``a`` (pts < a): ours starts at pts >= a
+                keep = batch.pts_seconds >= lo
+                frames, pts = batch.data[keep], batch.pts_seconds[keep]
     else:
         count = max(0, math.ceil((hi - lo) * fps - 1e-9))
         targets = lo + np.arange(count, dtype=np.float64) / fps
