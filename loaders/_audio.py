@@ -538,14 +538,10 @@ def read_audio(
             container.close()
 
     try:
-        if hasattr(source, "seek"):
-            position = source.tell()
         try:
             decoded, index_of_stream, codec = decode(True)
-        except _ChannelsGrew:
+        except _ChannelsGrew:  # (open_container rewinds a file object)
             logger.info("%s: the channel count grew mid-stream: decoding again, keeping every block", label)
-            if hasattr(source, "seek"):
-                source.seek(position)
             decoded, index_of_stream, codec = decode(False)
         samples, first_seconds, rate, decode_errors = decoded
         out_rate = sample_rate or rate

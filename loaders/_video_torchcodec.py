@@ -15,7 +15,10 @@ Differences from the PyAV backend, by construction:
 - a corrupt packet is an error (the PyAV backend drops it and counts it in ``decode_errors``);
 - ``get_frames_played_in_range(a, b)`` also returns the frame on screen at ``a`` (pts < a); it is dropped here.
 
-Where it is the default is measured, not assumed: see :mod:`loaders._video` and BENCHMARKS.md.
+It fails the ffprobe-oracle tests on AVI with B-frames (no frame or the wrong frame), on zero ``stts`` deltas,
+on MPEG-4 packed B-frames and on a corrupt packet (BENCHMARKS.md, "Video backend decision"), so it is an
+opt-in backend (``backend="torchcodec"``); ``auto`` uses the measured fastest *exact* backend
+(:data:`loaders._video.AUTO_BACKEND`).
 """
 from __future__ import annotations
 

@@ -153,6 +153,9 @@ def test_streamed_resampling_when_the_channel_count_grows(tmp_path, monkeypatch)
     streamed = loaders.read_audio(both, sample_rate=16000)
     np.testing.assert_array_equal(streamed.samples.numpy(), audio.resample(mix.samples.numpy(), 48000, 16000))
     assert streamed.start_seconds == mix.start_seconds
+    with open(both, "rb") as handle:  # decoded twice from a file object too
+        np.testing.assert_array_equal(loaders.read_audio(handle, sample_rate=16000).samples.numpy(),
+                                      streamed.samples.numpy())
 
 
 def test_sample_buffer_reuses_blocks_it_was_handed_back():
