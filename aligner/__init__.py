@@ -1,4 +1,8 @@
-"""One clock for video, audio and text. Re-exports only; implementation in underscore modules."""
+"""One clock for video, audio and text. Re-exports only; implementation in underscore modules.
+
+The alignment stage: imports only :mod:`avcore` (records, time rules, errors), never ``loaders`` or
+``avalign``. The time-rule functions re-exported here live in ``avcore._time``.
+"""
 from aligner._align import AlignedSample, AlignmentReport, align
 from aligner._apply import audio_on_video_clock
 from aligner._clock import ClockModel
@@ -15,8 +19,8 @@ from aligner._signals import audio_onset_envelope, visual_change_events
 from aligner._spans import AlignedSpan, map_spans
 from aligner._text_forced import TEXT_METHODS, estimate_text_offset_forced, estimate_transcript_offset
 from aligner._text_offset import TextEstimate, estimate_text_offset, refine_word_times
-from aligner._time import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
 from aligner._tokens import word_token_ranges
+from avcore import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
 
 __all__ = [
     "AVAbstain",

@@ -21,7 +21,7 @@ from aligner._apply import audio_on_video_clock
 from aligner._clock import ClockModel
 from aligner._spans import AlignedSpan, map_spans
 from aligner._tokens import Tokenizer
-from loaders._records import AudioClip, Transcript, VideoClip
+from avcore import AudioClip, Transcript, VideoClip
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,7 @@ import numpy as np
 import torch
 
 from aligner._clock import ClockModel
-from aligner._time import seconds_to_samples
-from loaders._records import AudioClip
+from avcore import AudioClip, seconds_to_samples, soxr_hq
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +33,6 @@ def audio_on_video_clock(
 
     The result has exactly ``round_half_up((stop - start)·sample_rate)`` samples.
     """
-    import soxr
-
     if stop_seconds < start_seconds:
         raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
     num_out = seconds_to_samples(stop_seconds - start_seconds, sample_rate)
@@ -47,7 +44,7 @@ def audio_on_video_clock(
     elif clock.drift_ppm == 0 and audio.sample_rate == sample_rate:
         y = x
     else:
-        y = soxr.resample(np.ascontiguousarray(x.T), source_rate, sample_rate, quality="HQ").T
+        y = soxr_hq(x, source_rate, sample_rate)
     # y[k] sits at video time v0 + k / sample_rate.
     v0 = float(clock.audio_to_video(audio.start_seconds))
     shift = seconds_to_samples(v0 - start_seconds, sample_rate)  # out[j] = y[j - shift]

@@ -61,7 +61,7 @@ import torch
 
 from aligner._onsets import AudioOnsets, audio_onsets
 from aligner._signals import VisualFeature, visual_change_events
-from loaders._records import AudioClip, VideoClip
+from avcore import AudioClip, VideoClip
 
 logger = logging.getLogger(__name__)
 

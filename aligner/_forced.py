@@ -50,8 +50,7 @@ from typing import Any, Optional
 import numpy as np
 
 from aligner._signals import mono
-from aligner._time import sample_range
-from loaders._records import AudioClip, Word
+from avcore import AudioClip, Word, sample_range
 
 logger = logging.getLogger(__name__)
 
@@ -243,7 +242,7 @@ def forced_align_words(
     first, last = sample_range(lo - audio.start_seconds, hi - audio.start_seconds, audio.sample_rate)
     signal = mono(audio.samples)[first:last]
     if audio.sample_rate != ALIGN_SAMPLE_RATE:
-        from loaders._audio import resample
+        from avcore import resample
 
         signal = resample(signal[None, :].astype(np.float32), audio.sample_rate, ALIGN_SAMPLE_RATE)[0]
     pcm = (np.clip(signal, -1.0, 1.0) * 32767.0).astype("<i2")

@@ -20,8 +20,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from aligner._clock import ClockModel
-from aligner._time import clip_to_window, frame_range, sample_range
 from aligner._tokens import Tokenizer, word_token_ranges
+from avcore import clip_to_window, frame_range, sample_range
 
 logger = logging.getLogger(__name__)
 

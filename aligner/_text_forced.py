@@ -39,7 +39,7 @@ import numpy as np
 
 from aligner._forced import MAX_ALIGN_WORDS, forced_align_words, normalise_words
 from aligner._text_offset import TextEstimate, _abstain, _check_search
-from loaders._records import AudioClip, Transcript, Word
+from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 

@@ -64,7 +64,7 @@ import numpy as np
 
 from aligner._estimate import _parabolic, _robust_z
 from aligner._signals import log_energy, mono
-from loaders._records import AudioClip, Transcript, Word
+from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ def speech_features(
     onset_window = 0.005
     if band_snr:
         if sample_rate > _BAND_RATE:  # the bands end at 6 kHz: 16 kHz is enough, and 3x cheaper than 48 kHz
-            from loaders._audio import resample
+            from avcore import resample
 
             signal = resample(signal[None, :].astype(np.float32), sample_rate, _BAND_RATE)[0]
             sample_rate = _BAND_RATE

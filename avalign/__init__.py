@@ -1,7 +1,8 @@
 """avalign: load video, audio and text for PyTorch training and put them on one clock.
 
 The library lives in two packages, ``loaders`` (shards, decoding, packing, collate) and ``aligner``
-(clock model, estimation, span matching); both are importable from here too::
+(clock model, estimation, span matching), on the base package ``avcore`` (records, time rules, errors);
+``loaders`` and ``aligner`` are importable from here too::
 
     from avalign import aligner, loaders
 

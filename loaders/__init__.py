@@ -1,17 +1,49 @@
-"""Shards, decoding with real timestamps, packing and collate. Re-exports only."""
+"""Shards, decoding with real timestamps, packing and collate. Re-exports only.
+
+Two layers live here: the readers at the top of the package (``_video``, ``_audio``, ``_index``,
+``_mp4_index``, ``_source``, ``_shards``, ``_transcripts``, ``_transcript_formats``, ``_watchdog``) import only
+:mod:`avcore`; the training pipeline (:mod:`loaders.pipeline`) sits above the readers and :mod:`aligner`.
+The records and errors re-exported here live in :mod:`avcore`.
+"""
+from avcore import (
+    REASONS,
+    AudioClip,
+    BatchItem,
+    DecodeError,
+    DecodeTimeout,
+    SampleError,
+    Span,
+    TextTokens,
+    Transcript,
+    TranscriptError,
+    VideoClip,
+    VideoMetadata,
+    Word,
+    reason_of,
+    sample_error,
+)
 from loaders._audio import read_audio
-from loaders._collate import Collator, PackedBatch
 from loaders._index import FrameIndex
-from loaders._dataset import AVDataset, LoaderStats, make_dataset
-from loaders._loader import Loader, make_loader
-from loaders._pack import OnlinePacker, PackItem, PackStats, lower_bound_num_packs, plan_packs
-from loaders._records import AudioClip, BatchItem, Span, TextTokens, Transcript, VideoClip, VideoMetadata, Word
-from loaders._stages import decode_items, pack_batches
 from loaders._transcripts import read_transcript
 from loaders._video import probe_video, read_video
 from loaders._watchdog import call_with_timeout
-from loaders._window import windows
-from loaders.errors import REASONS, DecodeError, DecodeTimeout, SampleError, TranscriptError, reason_of, sample_error
+from loaders.pipeline import (
+    AVDataset,
+    Collator,
+    Loader,
+    LoaderStats,
+    OnlinePacker,
+    PackedBatch,
+    PackItem,
+    PackStats,
+    decode_items,
+    lower_bound_num_packs,
+    make_dataset,
+    make_loader,
+    pack_batches,
+    plan_packs,
+    windows,
+)
 
 __all__ = [
     "AVDataset",

@@ -28,14 +28,12 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from aligner._time import seconds_to_samples
-from loaders._records import AudioClip
+from avcore import AudioClip, DecodeError, resample, seconds_to_samples
 from loaders._source import MediaSource, check_source, describe_source, open_container, pick_stream
-from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["read_audio", "resample"]
+__all__ = ["read_audio"]
 
 _GAP_TOLERANCE_SECONDS = 0.002
 """Frame timestamps may jitter by a sample or two; only larger gaps/overlaps are repaired."""
@@ -46,21 +44,6 @@ _MAX_TICK_SECONDS = 0.5
 _GAP_FILL_ALLOWANCE_SECONDS = 10.0
 """Silence filled into timestamp gaps may exceed the decoded audio by at most this much. More means the
 timestamps are in the wrong unit (a corrupt timescale put 2 s of AAC 1024 s apart), not real gaps."""
-
-
-def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
-    """Resample ``[C, N]`` float32 with soxr HQ; the result has ``round_half_up(N * to / from)`` samples."""
-    if from_rate == to_rate:
-        return samples
-    import soxr
-
-    target = seconds_to_samples(samples.shape[1] / from_rate, to_rate)
-    if samples.shape[1] == 0:
-        return np.zeros((samples.shape[0], 0), dtype=np.float32)
-    out = soxr.resample(np.ascontiguousarray(samples.T), from_rate, to_rate, quality="HQ").T
-    if out.shape[1] < target:
-        out = np.pad(out, ((0, 0), (0, target - out.shape[1])))
-    return np.ascontiguousarray(out[:, :target], dtype=np.float32)
 
 
 def _planar(frame, packer: list) -> np.ndarray:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aligner._time import ticks_to_seconds
+from avcore import ticks_to_seconds
 
 logger = logging.getLogger(__name__)
 

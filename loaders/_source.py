@@ -59,7 +59,7 @@ def pick_stream(container, kind: str, label: str, *, stream_index: int | None = 
         DecodeError: no such stream (reason ``missing_video`` / ``missing_audio``), or ``stream_index`` is not
             a ``kind`` stream of this file (same reasons: the file lacks what was asked for).
     """
-    from loaders.errors import DecodeError
+    from avcore import DecodeError
 
     reason = f"missing_{kind}"
     if stream_index is not None:
@@ -111,7 +111,7 @@ def open_container(source: MediaSource, label: str, *, kind: str):
     """
     import av
 
-    from loaders.errors import DecodeError
+    from avcore import DecodeError
 
     try:
         container = av.open(open_for_pyav(source), mode="r", metadata_errors="ignore")

@@ -15,8 +15,7 @@ import math
 import re
 from typing import Any, Optional, Sequence
 
-from loaders._records import Span, Word
-from loaders.errors import TranscriptError
+from avcore import Span, TranscriptError, Word
 
 logger = logging.getLogger(__name__)
 

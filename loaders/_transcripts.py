@@ -21,9 +21,8 @@ import os
 import re
 from typing import BinaryIO, Callable, Literal, Optional, TextIO, Union, get_args
 
-from loaders._records import Span, Transcript
+from avcore import Span, Transcript, TranscriptError
 from loaders._transcript_formats import parse_json, parse_srt, parse_stm, parse_textgrid, parse_vtt
-from loaders.errors import TranscriptError
 
 logger = logging.getLogger(__name__)
 

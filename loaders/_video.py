@@ -34,12 +34,11 @@ import math
 from typing import Literal, Optional
 
 from loaders import _video_decord, _video_pyav, _video_torchcodec
+from avcore import DecodeError, VideoClip
 from loaders._index import FrameIndex
-from loaders._records import VideoClip
 from loaders._source import MediaSource, check_source, describe_source
 from loaders._video_meta import DEFAULT_MAX_PIXELS, VideoRequest, probe_video
 from loaders._video_pyav import strictly_increasing
-from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
 

@@ -9,10 +9,9 @@ import math
 import numpy as np
 import torch
 
-from loaders._records import VideoClip
+from avcore import DecodeError, VideoClip
 from loaders._source import open_for_pyav
 from loaders._video_meta import VideoRequest, probe_video
-from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
 

@@ -14,11 +14,9 @@ from typing import Optional
 
 import numpy as np
 
-from aligner._time import ticks_to_seconds
+from avcore import DecodeError, VideoMetadata, ticks_to_seconds
 from loaders._index import FrameIndex, frame_index
-from loaders._records import VideoMetadata
 from loaders._source import MediaSource, check_source, describe_source, open_container, pick_stream
-from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
 

@@ -17,13 +17,11 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
-from aligner._time import seconds_to_ticks, ticks_to_seconds
+from avcore import DecodeError, VideoClip, seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, frame_index
-from loaders._records import VideoClip
 from loaders._source import pick_stream
 from loaders._video_meta import (VideoRequest, check_duration, check_time_base, content_facts, frame_seconds,
                                  header_metadata, open_video)
-from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
 

@@ -31,9 +31,8 @@ from typing import Optional
 import numpy as np
 import torch
 
-from loaders._records import VideoClip
+from avcore import DecodeError, VideoClip
 from loaders._video_meta import VideoRequest, content_facts, probe_video
-from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)
 

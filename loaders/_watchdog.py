@@ -121,7 +121,7 @@ def call_with_timeout(fn: Callable[..., Any], *args: Any, timeout_seconds: float
 
     import torch.multiprocessing  # noqa: F401  (registers tensor reductions: tensors come back via shared memory)
 
-    from loaders.errors import DecodeError, DecodeTimeout
+    from avcore import DecodeError, DecodeTimeout
 
     if not timeout_seconds > 0:
         raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds = }")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from loaders._records import AudioClip, Span, Transcript
+from avcore import AudioClip, Span, Transcript
 
 TURNS = (
     ("a", "Hello, did you get the report I sent this morning?"),
@@ -38,7 +38,7 @@ def conversation(*, offset_ms: float, overlap_seconds: float = 0.4, jitter_ms: f
                  snr_db: float = 25.0) -> tuple[AudioClip, Transcript, list[float]]:
     """``(audio at 16 kHz, captions, true speech start of each turn in seconds)``."""
     from avalign.synth import synthesize_speech
-    from loaders._audio import resample
+    from avcore import resample
 
     rng = np.random.default_rng(seed)
     rate = 16000

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
+from avcore import seconds_to_samples
 import loaders
-from aligner._time import seconds_to_samples
 from conftest import ffprobe_audio_start
 
 

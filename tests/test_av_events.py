@@ -15,7 +15,7 @@ import torch
 from aligner._estimate import NULL_THRESHOLD, AVEstimate, estimate_av_offset, estimate_av_offset_from_features
 from aligner._onsets import audio_onsets
 from aligner._signals import visual_change_events
-from loaders._records import AudioClip, VideoClip, VideoMetadata
+from avcore import AudioClip, VideoClip, VideoMetadata
 
 RATE = 16000
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from aligner._align import align
-from loaders._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
-from loaders._records import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
-from loaders._window import split_windows, windows
+from avcore import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
+from loaders.pipeline._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
+from loaders.pipeline._window import split_windows, windows
 
 SAMPLE_RATE = 16000
 FPS = 10

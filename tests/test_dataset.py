@@ -133,7 +133,7 @@ def test_dataset_state_is_per_worker_and_checked(shards):
 
 def _kill_on(key: str):
     """A sample_items replacement that SIGKILLs its process on ``key`` (inherited by forked workers)."""
-    from loaders import _shard_loop
+    from loaders.pipeline import _shard_loop
 
     original = _shard_loop.sample_items
 
@@ -146,7 +146,7 @@ def _kill_on(key: str):
 
 
 def test_killed_dataloader_worker_is_named(shards, monkeypatch):
-    from loaders import _shard_loop
+    from loaders.pipeline import _shard_loop
 
     monkeypatch.setattr(_shard_loop, "sample_items", _kill_on("s1c1"))
     loader = DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None, num_workers=2)
@@ -161,7 +161,7 @@ def test_killed_dataloader_worker_is_named(shards, monkeypatch):
 
 
 def test_killed_loader_worker_is_named(shards, monkeypatch):
-    from loaders import _shard_loop
+    from loaders.pipeline import _shard_loop
 
     monkeypatch.setattr(_shard_loop, "sample_items", _kill_on("s1c1"))
     with pytest.raises(RuntimeError, match=r"loader worker \d \(pid \d+\) was killed by signal 9 without finishing"):
@@ -266,7 +266,7 @@ def test_packed_batch_to_and_pin_memory(shards):
 def test_any_decoder_exception_is_a_decode_skip(shards, monkeypatch, error):
     """What #13 found escaping read_video (av.PermissionError from the decord fallback, AttributeError after a byte
     flip, ValueError from a zero stts delta, the daemonic-child assertion) is a 'decode' skip of that key only."""
-    from loaders import _items
+    from loaders.pipeline import _items
 
     original = _items.read_video
 
@@ -307,7 +307,7 @@ def test_pin_memory_is_what_dataloader_calls(shards, monkeypatch):
 def test_loader_failure_in_a_worker_names_it_and_chains_the_cause(shards, monkeypatch):
     """A failure of the loader itself in a worker (here: the shard loop breaks) ends the epoch with a RuntimeError
     naming the worker, chained to the original exception."""
-    from loaders import _loader
+    from loaders.pipeline import _loader
 
     def broken(shard_position, url, options, plan):
         raise KeyError("shard loop bug")
@@ -353,14 +353,14 @@ def test_cuda_device_inside_workers_is_refused(shards):
 
 def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path, monkeypatch):
     """A 5 000-cue SRT on a 1 s clip needs ~300 windows for its text: over_budget at once, not cut into
-    windows (cutting costs windows x spans; the bound is loaders._items._MAX_TEXT_WINDOWS_FACTOR)."""
+    windows (cutting costs windows x spans; the bound is loaders.pipeline._items._MAX_TEXT_WINDOWS_FACTOR)."""
     clip = tmp_path / "c.mp4"
     ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-f", "lavfi", "-i", f"sine=f=440:r={SAMPLE_RATE}",
            "-t", "1", "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(clip))
     srt = "".join(f"{i + 1}\n00:00:00,{i % 900:03d} --> 00:00:00,{i % 900 + 50:03d}\nw{i}\n\n" for i in range(5_000))
     shard = tmp_path / "shard-000000.tar"
     write_tar(shard, [("h.mp4", clip.read_bytes()), ("h.srt", srt.encode()), ("ok.mp4", clip.read_bytes())])
-    from loaders import _items
+    from loaders.pipeline import _items
 
     cuts = []
     original = _items.split_windows

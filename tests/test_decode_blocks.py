@@ -116,6 +116,7 @@ def test_pipelined_resampling_equals_resampling_the_whole(tmp_path, monkeypatch,
     """Mono + a new rate resamples block by block on a helper thread: bit-identical to joining all samples and
     resampling once, also across a timestamp gap (0.5 s of silence inserted at 1.5 s) and at any block size."""
     import loaders._audio as audio
+    from avcore import resample
 
     monkeypatch.setattr(audio, "_BLOCK_SAMPLES", block_samples)
     path = tmp_path / "gap.mka"
@@ -126,7 +127,7 @@ def test_pipelined_resampling_equals_resampling_the_whole(tmp_path, monkeypatch,
     assert float(np.abs(mix[int(1.55 * 48000):int(1.95 * 48000)]).max()) == 0.0  # the gap: silence
     assert float(np.abs(mix[int(1.0 * 48000):int(1.4 * 48000)]).max()) > 0.05  # sine's amplitude is 1/8
     resampled = loaders.read_audio(path, sample_rate=16000)
-    whole = audio.resample(native.samples.numpy(), 48000, 16000)
+    whole = resample(native.samples.numpy(), 48000, 16000)
     assert resampled.samples.shape == whole.shape
     np.testing.assert_array_equal(resampled.samples.numpy(), whole)
     assert resampled.start_seconds == native.start_seconds
@@ -139,6 +140,7 @@ def test_streamed_resampling_when_the_channel_count_grows(tmp_path, monkeypatch)
     block with reused blocks (the channel rule needs the joined samples): read_audio decodes once more and
     gives what resampling the whole mono mix gives."""
     import loaders._audio as audio
+    from avcore import resample
 
     monkeypatch.setattr(audio, "_BLOCK_SAMPLES", 4096)  # many blocks, so blocks are handed on and reused
     mono, stereo = tmp_path / "mono.aac", tmp_path / "stereo.aac"
@@ -151,7 +153,7 @@ def test_streamed_resampling_when_the_channel_count_grows(tmp_path, monkeypatch)
     assert native.samples.shape[0] == 2
     mix = loaders.read_audio(both)  # mono at the native rate: joined, not streamed
     streamed = loaders.read_audio(both, sample_rate=16000)
-    np.testing.assert_array_equal(streamed.samples.numpy(), audio.resample(mix.samples.numpy(), 48000, 16000))
+    np.testing.assert_array_equal(streamed.samples.numpy(), resample(mix.samples.numpy(), 48000, 16000))
     assert streamed.start_seconds == mix.start_seconds
     with open(both, "rb") as handle:  # decoded twice from a file object too
         np.testing.assert_array_equal(loaders.read_audio(handle, sample_rate=16000).samples.numpy(),

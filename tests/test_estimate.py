@@ -20,7 +20,7 @@ from aligner._estimate import (
 )
 from aligner._onsets import audio_onsets
 from aligner._signals import visual_change_events
-from loaders._records import AudioClip, VideoClip, VideoMetadata
+from avcore import AudioClip, VideoClip, VideoMetadata
 
 SAMPLE_RATE = 16000
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from aligner._forced import forced_align_words, normalise_words
-from loaders._records import AudioClip
+from avcore import AudioClip
 from tests.test_text_forced import with_noise_floor
 
 pytest.importorskip("pocketsphinx")

@@ -21,10 +21,10 @@ PEAK_GROWTH_LIMIT_MB = 150.0
 _CHILD = r"""
 import json, logging, resource, sys
 import numpy as np, torch
-from loaders._records import AudioClip, Span, Transcript, Word
 import aligner
 from aligner._forced import forced_align_words
 from aligner._text_forced import _shared_decoder, caption_words, estimate_text_offset_forced
+from avcore import AudioClip, Span, Transcript, Word
 
 rate = 16000
 audio = AudioClip(torch.from_numpy(np.random.default_rng(0).standard_normal(2 * rate).astype(np.float32) * 0.1)[None], rate, 0.0)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loaders._pack import OnlinePacker, PackItem, lower_bound_num_packs, plan_packs
+from loaders.pipeline._pack import OnlinePacker, PackItem, lower_bound_num_packs, plan_packs
 from resume_helper import run_test_save_load_state
 
 
@@ -100,7 +100,7 @@ def test_oversize_item_raises_naming_index_column_length_budget():
 
 def test_truncate_caps_and_logs(caplog):
     table = np.array([[30, 2], [5, 50], [4, 4]])
-    with caplog.at_level(logging.INFO, logger="loaders._pack"):
+    with caplog.at_level(logging.INFO, logger="loaders.pipeline._pack"):
         packs = plan_packs(table, [20, 10], truncate=True)
     check_packs(packs, np.minimum(table, [20, 10]), np.array([20, 10]))
     assert "capped 2 of 3 items" in caplog.text

@@ -16,7 +16,7 @@ import aligner
 import loaders
 from aligner import _text_forced
 from aligner._text_offset import TextEstimate
-from loaders._records import AudioClip, Span, Transcript, Word
+from avcore import AudioClip, Span, Transcript, Word
 
 pytest.importorskip("pocketsphinx")
 

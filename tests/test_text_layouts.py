@@ -245,7 +245,7 @@ def test_webdataset_stages_give_the_same_items(shards, tokenizer):
 def test_token_owner_rules_on_plain_lists():
     """A token belongs to the first unit whose characters it overlaps; specials (0, 0) to none; a unit without
     tokens gets an empty range at the next token; a token across two units belongs to the first."""
-    from loaders._text import _join, _token_owners, _unit_token_ranges
+    from loaders.pipeline._text import _join, _token_owners, _unit_token_ranges
 
     text, chars = _join(["hello", "", "big", "world"])
     assert text == "hello  big world" and chars == [(0, 5), (6, 6), (7, 10), (11, 16)]
@@ -257,7 +257,7 @@ def test_token_owner_rules_on_plain_lists():
 
 
 def test_encode_text_rejects_bad_tokenizer_output():
-    from loaders._text import encode_text
+    from loaders.pipeline._text import encode_text
 
     with pytest.raises(ValueError, match="outside the text"):
         encode_text(lambda text: ([1], [(0, len(text) + 1)]), "abc")
@@ -270,7 +270,7 @@ def test_encode_text_rejects_bad_tokenizer_output():
 
 def test_caption_members_on_plain_dicts():
     """txt wins over json metadata; transcripts and captionless metadata are not captions; a huge txt is refused."""
-    from loaders._text import MAX_CAPTION_BYTES, caption_text
+    from loaders.pipeline._text import MAX_CAPTION_BYTES, caption_text
 
     meta = json.dumps({"url": "u", "caption": "from json"}).encode()
     assert caption_text({"txt": " from\n  txt ".encode(), "json": meta}) == "from txt"

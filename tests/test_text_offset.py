@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from aligner._text_offset import TextEstimate, estimate_text_offset, refine_word_times
-from loaders._records import AudioClip, Span, Transcript, Word
 
 SAMPLE_RATE = 16000
 
@@ -159,6 +158,7 @@ import json, sys
 import numpy as np
 from scipy.signal import resample_poly
 from avalign.synth._espeak import synthesize_speech
+from avcore import AudioClip, Span, Transcript, Word
 sentences, out = json.loads(sys.argv[1]), sys.argv[2]
 rng = np.random.default_rng(0)
 pieces, words, t = [np.zeros(8000)], [], 0.5

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from aligner._text_offset import estimate_text_offset
-from loaders._records import AudioClip, Span, Transcript, Word
+from avcore import AudioClip, Span, Transcript, Word
 
 RATE = 16000
 OFFSET_MS = 80.0
@@ -19,7 +19,7 @@ OFFSET_MS = 80.0
 
 def _speech(seed: int):
     from avalign.synth import SENTENCES, synthesize_speech
-    from loaders._audio import resample
+    from avcore import resample
 
     rng = np.random.default_rng(seed)
     chunks, spans, t = [np.zeros(RATE // 2, np.float32)], [], 0.5

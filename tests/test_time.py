@@ -1,10 +1,10 @@
-"""The one rounding rule and the pts rule (aligner/_time.py), with hypothesis invariants."""
+"""The one rounding rule and the pts rule (avcore/_time.py), with hypothesis invariants."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aligner._time import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
+from avcore import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
 
 RATES = st.sampled_from([8000, 16000, 22050, 24000, 44100, 48000])
 
@@ -78,7 +78,7 @@ def test_frame_played_at():
 
 
 def test_clip_to_window():
-    from aligner._time import clip_to_window
+    from avcore import clip_to_window
 
     assert clip_to_window(0.5, 2.0, 1.0, 3.0) == (1.0, 2.0)
     assert clip_to_window(0.0, 1.0, 1.0, 3.0) is None  # touches the start: half-open, no overlap

@@ -11,7 +11,7 @@ import pathlib
 
 import pytest
 
-from loaders._records import Span, Transcript, Word
+from avcore import Span, Transcript, Word
 from loaders._transcripts import read_transcript
 from loaders.errors import TranscriptError
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loaders._records import Transcript
+from avcore import Transcript
 from loaders._transcripts import read_transcript
 from loaders.errors import TranscriptError
 

@@ -22,7 +22,7 @@ from tests.corrupt_cases import good_transcript, write_tar
 
 _CHILD = r"""
 import json, os, sys, time
-from loaders._loader import make_loader
+from loaders.pipeline._loader import make_loader
 
 def children(pid):
     out = []

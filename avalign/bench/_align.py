@@ -371,7 +371,7 @@ def _librivox_clip(cache_dir: str | Path) -> tuple[Any, Any, list[dict]]:
 
     import loaders
     from aligner._forced import _new_decoder, forced_align_words
-    from loaders._records import AudioClip, Span, Transcript, Word
+    from avcore import AudioClip, Span, Transcript, Word
     from avalign._realmedia import fetch_librivox
 
     utterances = fetch_librivox(cache_dir)
@@ -406,7 +406,7 @@ def real_text_offsets(cache_dir: str | Path, *, offsets_ms: Sequence[float] = (-
     from aligner._text_forced import estimate_transcript_offset
     from aligner._text_offset import estimate_text_offset
     from avalign.synth import StampedWord, render_transcript
-    from loaders._records import Span, Transcript
+    from avcore import Span, Transcript
 
     try:
         audio, transcript, per_utterance = _librivox_clip(cache_dir)

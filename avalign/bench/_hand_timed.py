@@ -45,7 +45,7 @@ def hand_timed_word_starts(cache_dir) -> dict:
 def _joined(cache_dir, gap_seconds: float = 0.5):
     import loaders
     from avalign._realmedia import fetch_hand_timed_speech
-    from loaders._records import AudioClip, Span, Transcript, Word
+    from avcore import AudioClip, Span, Transcript, Word
 
     rate, chunks, spans, t = 16000, [], [], 0.0
     # Pauses hold white noise at -60 dBFS, not exact zeros: a recording never has digital silence, and

@@ -25,13 +25,12 @@ from typing import Any, Optional, Union
 
 import torch
 
-from loaders._collate import Collator, PackedBatch
-from loaders._items import pack_lengths, sample_items
-from loaders._options import AUTO, OnError, SampleOptions, WindowSeconds, check_choice, check_window_seconds
-from loaders._pack import OnlinePacker, PackItem
-from loaders._records import BatchItem
+from avcore import BatchItem, SampleError
 from loaders._video import DEFAULT_MAX_PIXELS
-from loaders.errors import SampleError
+from loaders.pipeline._collate import Collator, PackedBatch
+from loaders.pipeline._items import pack_lengths, sample_items
+from loaders.pipeline._options import AUTO, OnError, SampleOptions, WindowSeconds, check_choice, check_window_seconds
+from loaders.pipeline._pack import OnlinePacker, PackItem
 
 logger = logging.getLogger(__name__)
 

@@ -24,14 +24,8 @@ from typing import Optional
 
 import numpy as np
 
-from aligner._time import clip_to_window, frame_range, seconds_to_samples
-from loaders._records import VideoClip
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # aligner imports loaders' records: no runtime import at module level (cycle)
-    from aligner._align import AlignedSample
-    from aligner._spans import AlignedSpan
+from aligner import AlignedSample, AlignedSpan
+from avcore import VideoClip, clip_to_window, frame_range, seconds_to_samples
 
 logger = logging.getLogger(__name__)
 

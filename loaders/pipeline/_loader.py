@@ -10,7 +10,7 @@
 The main process reads shard ``p``'s events from worker ``p % num_workers`` in order, so the packer sees the
 same stream for any ``num_workers``: the same seed gives the same batches (keys and tensor bytes) for 0, 1 or 2
 workers (unlike a ``DataLoader`` over :func:`make_dataset`, where each worker packs its own shards). Resume,
-rank sync and failure rules are those of :class:`~loaders._dataset.AVDataset`.
+rank sync and failure rules are those of :class:`~loaders.pipeline._dataset.AVDataset`.
 
 A worker that dies (killed, segfault in a native decoder) ends the epoch with ``RuntimeError("loader worker
 N (pid P) was killed by signal 9 …")``; a failure of the loader itself inside a worker reaches the caller as
@@ -30,12 +30,12 @@ from typing import Any, Optional, Union
 
 import torch
 
-from loaders._collate import PackedBatch
-from loaders._dataset import AVDataset, LoaderStats, build, make_dataset
-from loaders._options import SampleOptions
-from loaders._resume import ResumePlan
-from loaders._shard_loop import Event, ShardEnd, shard_events
-from loaders.errors import SampleError
+from avcore import SampleError
+from loaders.pipeline._collate import PackedBatch
+from loaders.pipeline._dataset import AVDataset, LoaderStats, build, make_dataset
+from loaders.pipeline._options import SampleOptions
+from loaders.pipeline._resume import ResumePlan
+from loaders.pipeline._shard_loop import Event, ShardEnd, shard_events
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from loaders._records import BatchItem, TextTokens
+from aligner import AlignedSpan
+from avcore import BatchItem, TextTokens
 from loaders._transcripts import is_transcript_json
 
 logger = logging.getLogger(__name__)
@@ -74,8 +75,6 @@ def caption_text(sample: dict) -> Optional[str]:
 
 def with_caption(aligned: Any, text: str) -> Any:
     """``aligned`` (an ``aligner.AlignedSample`` without transcript) with one segment ``text`` over all of it."""
-    from aligner import AlignedSpan
-
     num_frames = None if aligned.video is None else aligned.video.num_frames
     span = AlignedSpan(text, "segment", float(aligned.start_seconds), float(aligned.stop_seconds),
                        None if num_frames is None else 0, num_frames, 0, aligned.audio.num_samples)

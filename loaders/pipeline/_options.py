@@ -12,6 +12,9 @@ from typing import Any, Literal, Optional, Union
 
 import torch
 
+from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.pipeline._collate import Collator
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["AUTO", "MissingAudio", "OnError", "ResolvedOptions", "SampleOptions", "WindowSeconds", "check_choice",
@@ -93,9 +96,6 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
     Raises:
         ValueError: a bad option; the message names it, the value, the valid range and a hint.
     """
-    from loaders._collate import Collator
-    from loaders._video import DEFAULT_MAX_PIXELS
-
     check_choice("on_error", o["on_error"], ("skip", "raise"))
     check_choice("even_batches", o["even_batches"], ("drop", "pad"))
     check_choice("missing_audio", o["missing_audio"], ("empty", "silence"))

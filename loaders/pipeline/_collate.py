@@ -33,13 +33,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from loaders._records import BatchItem
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # aligner imports loaders' records: no runtime import at module level (cycle)
-    from aligner._align import AlignedSample
-
+from aligner import AlignedSample
+from avcore import BatchItem
+from loaders.pipeline._text import tokenize_item
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +55,6 @@ def as_batch_item(item: Union[BatchItem, AlignedSample]) -> BatchItem:
     """A :class:`BatchItem` as is; an aligned sample with its whitespace tokens (no ids)."""
     if isinstance(item, BatchItem):
         return item
-    from loaders._text import tokenize_item
-
     return tokenize_item(item, None)
 
 

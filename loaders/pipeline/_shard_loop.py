@@ -14,12 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Union
 
-from loaders._items import sample_items
-from loaders._options import SampleOptions
-from loaders._records import BatchItem
-from loaders._resume import ResumePlan
+from avcore import BatchItem, SampleError
 from loaders._shards import ShardError, group_by_key, tar_members
-from loaders.errors import SampleError
+from loaders.pipeline._items import sample_items
+from loaders.pipeline._options import SampleOptions
+from loaders.pipeline._resume import ResumePlan
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ the shard order, and the skip records. (``make_loader`` merges its workers' item
 before packing, so there even the batches do not depend on ``num_workers``.)
 
 Resume: ``state_dict()`` / ``load_state_dict()`` (torchdata's Stateful protocol) hold one worker's position
-(see ``loaders._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
+(see ``loaders.pipeline._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
 yields exactly the batches the uninterrupted run would have. With several ranks (``torch.distributed``), each
 rank takes every ``world_size``-th shard; ranks are kept in step (``even_batches``) only when the dataset is
 iterated in the main process (``num_workers=0``) or through ``make_loader``: DataLoader workers cannot join a
@@ -53,15 +53,15 @@ from typing import Any, Literal, Optional, Union
 
 import torch
 
-from loaders._collate import Collator, PackedBatch
-from loaders._items import pack_lengths
-from loaders._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
-from loaders._pack import OnlinePacker, PackItem
-from loaders._records import BatchItem
-from loaders._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed
-from loaders._shard_loop import Event, ItemEvent, Position, ShardEnd, SkipEvent, shard_events
+from avcore import BatchItem
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
 from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.pipeline._collate import Collator, PackedBatch
+from loaders.pipeline._items import pack_lengths
+from loaders.pipeline._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
+from loaders.pipeline._pack import OnlinePacker, PackItem
+from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed
+from loaders.pipeline._shard_loop import Event, ItemEvent, Position, ShardEnd, SkipEvent, shard_events
 
 logger = logging.getLogger(__name__)
 

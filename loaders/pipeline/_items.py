@@ -25,15 +25,14 @@ from typing import Any, Optional
 
 import torch
 
+from avcore import AudioClip, BatchItem, DecodeError, SampleError, sample_error
 from loaders._audio import read_audio
 from loaders._index import FrameIndex
-from loaders._options import AUTO, SampleOptions
-from loaders._records import AudioClip, BatchItem
-from loaders._text import caption_text, tokenize_item, with_caption
 from loaders._transcripts import pick_transcript, read_transcript
 from loaders._video import read_video
-from loaders._window import split_windows
-from loaders.errors import DecodeError, SampleError, sample_error
+from loaders.pipeline._options import AUTO, SampleOptions
+from loaders.pipeline._text import caption_text, tokenize_item, with_caption
+from loaders.pipeline._window import split_windows
 
 logger = logging.getLogger(__name__)
 

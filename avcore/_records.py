@@ -254,7 +254,7 @@ class BatchItem:
     sample: Any
     """The ``aligner.AlignedSample`` (video, audio, words and segments on one clock)."""
     tokens: TextTokens
-    """Its tokens (see :func:`loaders._text.tokenize_item`)."""
+    """Its tokens (see :func:`loaders.pipeline._text.tokenize_item`)."""
     decode_errors: int = 0
     """Packets the decoders skipped in this sample's media (counted once, on the sample's first window)."""
 
