@@ -9,15 +9,15 @@ and what players show), never ``k / fps``::
 
 Windows are half-open: ``read_video(src, start_seconds=a, stop_seconds=b)`` returns the frames with
 ``a <= pts < b``. ``fps=N`` returns, for each time ``t = a + i/N < b`` of a grid, the frame *played* at
-``t`` (the last frame with ``pts <= t``), decoding only the GOPs that hold those frames, skipping every
-non-reference frame that is not an answer, with FFmpeg's frame threads (a skip is set per packet, and
-frame threading applies it to that packet). Windows and ``fps=`` locate frames with the file's frame index
+``t`` (the last frame with ``pts <= t``); the PyAV backend decodes only the GOPs that hold those frames,
+skipping every non-reference frame that is not an answer, with FFmpeg's frame threads (a skip is set per
+packet, and frame threading applies it to that packet). Windows and ``fps=`` locate frames with the file's frame index
 (:func:`loaders._index.frame_index`: from the MP4 header where exact, else a demux scan; cached per path).
 
 Stream: the one FFmpeg picks by default (``av_find_best_stream``; never an attached picture), or
 ``stream_index=``; recorded in ``metadata.stream_index``. Times that break presentation order (``stts``
 deltas of 0, DivX packed B-frames, a last frame without a timestamp) are repaired by one rule
-(:func:`strictly_increasing`); headers whose timescale cannot time the frames are refused.
+(:func:`strictly_increasing`, PyAV backend); headers whose timescale cannot time the frames are refused.
 
 Backends, one module each: ``pyav`` (:mod:`loaders._video_pyav`, FFmpeg through PyAV: frame threading, exact
 skipping), ``torchcodec`` (:mod:`loaders._video_torchcodec`, its ``VideoDecoder`` in exact mode) and ``decord``
@@ -27,14 +27,13 @@ backend measured fastest among the exact ones for the kind of read (:data:`AUTO_
 decision table), and falls back to ``decord`` in a watchdog process when it fails on a file.
 """
 from __future__ import annotations
-from __future__ import annotations
 
 import logging
 import math
 from typing import Literal, Optional
 
-from loaders import _video_decord, _video_pyav, _video_torchcodec
 from avcore import DecodeError, VideoClip
+from loaders import _video_decord, _video_pyav, _video_torchcodec
 from loaders._index import FrameIndex
 from loaders._source import MediaSource, check_source, describe_source
 from loaders._video_meta import DEFAULT_MAX_PIXELS, VideoRequest, probe_video
@@ -47,16 +46,16 @@ __all__ = ["AUTO_BACKEND", "DEFAULT_MAX_PIXELS", "probe_video", "read_video", "s
 Backend = Literal["auto", "pyav", "torchcodec", "decord"]
 _BACKENDS = ("auto", "pyav", "torchcodec", "decord")
 ReadKind = Literal["full", "window", "fps"]
-AUTO_BACKEND: dict[str, str] = {"full": "pyav", "window": "pyav", "fps": "pyav"}
+AUTO_BACKEND: dict[ReadKind, str] = {"full": "pyav", "window": "pyav", "fps": "pyav"}
 """The backend ``auto`` uses for each kind of read: ``full`` (no window, no fps), ``window`` (start/stop, every
 frame) and ``fps`` (frames played at a grid of times). Decided by measurement (BENCHMARKS.md, "Video backend
 decision"): the fastest backend that passes every ffprobe-oracle test."""
 
 
 def _reader(backend: str):
-    """The read function of a backend, looked up at call time (tests replace them)."""
-    return {"pyav": lambda: _video_pyav.read_pyav, "torchcodec": lambda: _video_torchcodec.read_torchcodec,
-            "decord": lambda: _video_decord.read_decord}[backend]()
+    """The read function of a backend, looked up in its module at call time (tests replace them)."""
+    module = {"pyav": _video_pyav, "torchcodec": _video_torchcodec, "decord": _video_decord}[backend]
+    return getattr(module, f"read_{backend}")
 
 
 def _check_window(start_seconds: Optional[float], stop_seconds: Optional[float], fps: Optional[float]) -> None:

@@ -30,6 +30,7 @@ __all__ = ["read_pyav", "strictly_increasing"]
 _SEEK_RETRIES = 3
 """Keyframes tried before a target when a seek lands after it, before falling back to the stream start."""
 
+
 class _BestEffortClock:
     """FFmpeg's ``guess_correct_pts``: trust pts unless it went backwards more often than dts did."""
 
