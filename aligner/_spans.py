@@ -21,7 +21,7 @@ import numpy as np
 
 from aligner._clock import ClockModel
 from aligner._tokens import Tokenizer, word_token_ranges
-from avcore import clip_to_window, frame_range, sample_range
+from avcore import clip_to_window, frame_range, span_sample_range
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,8 @@ def map_spans(
         f0 = f1 = None
         if pts_seconds is not None:
             f0, f1 = frame_range(pts_seconds, s, e)
-        a0, a1 = sample_range(s - window_start_seconds, e - window_start_seconds, sample_rate)
+        # the aligned audio starts at the window start
+        a0, a1 = span_sample_range(s, e, audio_start_seconds=window_start_seconds, sample_rate=sample_rate)
         spans.append(AlignedSpan(text, level, s, e, f0, f1, a0, a1, t0, t1))
     if outside:
         logger.info("%d %s span(s) fall outside the media window [%.3f, %.3f) s", outside, level, window_start_seconds, window_stop_seconds)

@@ -11,7 +11,7 @@ import re
 __all__ = ["DEFAULT_MAX_PIXELS", "TRANSCRIPT_FORMATS", "check_local_input", "cli_message", "display_path"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
-"""= ``loaders._video.DEFAULT_MAX_PIXELS`` (frames larger than this are skipped as ``too_large``)."""
+"""= ``loaders.media.DEFAULT_MAX_PIXELS`` (frames larger than this are skipped as ``too_large``)."""
 TRANSCRIPT_FORMATS = ("srt", "vtt", "json", "textgrid", "stm")
 """= the formats ``loaders.read_transcript`` knows (its ``format=`` values), offered as ``--transcript-format``."""
 

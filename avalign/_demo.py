@@ -19,8 +19,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["format_summary", "run_demo"]
 
-_MEDIA_EXTS = ("mp4", "mkv", "webm", "mov", "avi", "m4a", "wav", "ogg", "mp3", "flac")
-_TRANSCRIPT_EXTS = ("json", "srt", "vtt", "textgrid")
 
 
 def _ffprobe_matches(data_dir: str, truth: dict, pts: np.ndarray):
@@ -72,7 +70,10 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
     """Run the pipeline over ``data_dir/shards/*.tar`` and return a JSON-able summary."""
     import aligner
     import loaders
-    from loaders._shards import shard_samples
+    from avcore import MEDIA_EXTENSIONS
+    from loaders.pipeline import lower_bound_num_packs
+    from loaders.shards import shard_samples
+    from loaders.transcripts import pick_transcript
 
     shards = sorted(glob.glob(os.path.join(data_dir, "shards", "*.tar")))
     if not shards:
@@ -90,8 +91,8 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
 
     for sample in shard_samples(shards, report=report):
         key = sample["__key__"]
-        media_ext = next((e for e in _MEDIA_EXTS if e in sample), None)
-        text_ext = next((e for e in _TRANSCRIPT_EXTS if e in sample), None)
+        media_ext = next((e for e in MEDIA_EXTENSIONS if e in sample), None)
+        text_ext = pick_transcript(sample, sample.__getitem__)
         if media_ext is None:
             report(sample["__url__"], key, "missing_media")
             continue
@@ -101,7 +102,7 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
             video = loaders.read_video(data, name=key)
             audio = loaders.read_audio(data, name=key)
             decode_seconds = time.perf_counter() - t0
-            transcript = loaders.read_transcript(sample[text_ext], format=text_ext, name=f"{key}.{text_ext}") if text_ext else None
+            transcript = loaders.read_transcript(sample[text_ext], name=f"{key}.{text_ext}") if text_ext else None
             t0 = time.perf_counter()
             aligned = aligner.align(video, audio, transcript, sample_rate=sample_rate, key=key)
             align_seconds = time.perf_counter() - t0
@@ -156,7 +157,7 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
         packing = {
             "budgets": {"frames": budgets[0], "samples": budgets[1], "tokens": budgets[2]},
             "num_packs": len(packs),
-            "lower_bound": loaders.lower_bound_num_packs(table, budgets),
+            "lower_bound": lower_bound_num_packs(table, budgets),
             "packs": [[rows[i]["key"] for i in p] for p in packs],
             "padding_percent": [round(100 * (1 - used[j] / (len(packs) * budgets[j])), 1) for j in range(3)],
         }

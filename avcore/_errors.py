@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["DecodeError", "DecodeTimeout", "REASONS", "SampleError", "TranscriptError", "reason_of", "sample_error"]
+__all__ = ["DecodeError", "DecodeTimeout", "REASONS", "SampleError", "ShardError", "TranscriptError", "reason_of",
+           "sample_error"]
 
 REASONS: dict[str, str] = {
     # media
@@ -102,11 +103,22 @@ class SampleError(ValueError):
         self.reason = reason
 
     def __reduce__(self):
-        return (_rebuild_sample_error, (self.message, self.shard, self.key, self.reason))
+        return (_rebuild_sample_error, (type(self), self.message, self.shard, self.key, self.reason))
 
 
-def _rebuild_sample_error(message: str, shard: str, key: str, reason: str) -> SampleError:
-    return SampleError(message, shard=shard, key=key, reason=reason)
+class ShardError(SampleError):
+    """A shard, or a member of it, that cannot be used: a :class:`SampleError` whose shard is always named.
+
+    Raised by the shard reader with ``on_error="raise"``; reason ``open`` (the shard cannot be opened; key is
+    empty), ``unsafe_name``, ``member_type``, ``too_large``, ``duplicate_key`` or ``truncated``.
+    """
+
+    def __init__(self, message: str, *, shard: str, key: str = "", reason: str = "open") -> None:
+        super().__init__(message, shard=shard, key=key, reason=reason)
+
+
+def _rebuild_sample_error(cls: type, message: str, shard: str, key: str, reason: str) -> SampleError:
+    return cls(message, shard=shard, key=key, reason=reason)
 
 
 def reason_of(error: BaseException, *, default: str = "error") -> str:

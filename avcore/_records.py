@@ -37,7 +37,11 @@ class VideoMetadata:
     duration_seconds_from_header: Optional[float]
     """The stream's declared duration; None if absent."""
     fps_from_content: Optional[float] = None
-    """Median frame rate from decoded pts (``1 / median(diff(pts))``); None when not decoded."""
+    """Mean frame rate of the decoded / indexed pts, ``(T - 1) / (pts[T-1] - pts[0])``; None when not decoded.
+
+    The mean, not ``1 / median(diff(pts))``: with timestamps rounded to the container's tick (Matroska: 1 ms, so
+    29.97 fps shows as 33/33/34 ms durations) the median duration says 30.30 fps while the mean is exact to one tick
+    over the clip (``tests/test_video.py::test_metadata_provenance`` checks both against ffprobe's pts)."""
     num_frames_from_content: Optional[int] = None
     """Frames actually decoded over the whole file; None when only part of the file was decoded."""
     vfr: Optional[bool] = None

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Optional, Sequence
+from typing import Literal, Optional, Sequence
 
 import numpy as np
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "check_window_overlaps",
     "clip_to_window",
     "frame_played_at",
     "seconds_to_ticks",
@@ -39,6 +40,7 @@ __all__ = [
     "frame_range",
     "sample_range",
     "samples_to_seconds",
+    "span_sample_range",
     "seconds_to_samples",
 ]
 
@@ -80,6 +82,39 @@ def sample_range(start_seconds: float, stop_seconds: float, sample_rate: float) 
     return seconds_to_samples(start_seconds, sample_rate), seconds_to_samples(stop_seconds, sample_rate)
 
 
+def span_sample_range(
+    start_seconds: float,
+    stop_seconds: float,
+    *,
+    audio_start_seconds: float,
+    sample_rate: float,
+    num_samples: Optional[int] = None,
+) -> tuple[int, int]:
+    """``[sample_start, sample_stop)`` of the span ``[start_seconds, stop_seconds)`` in audio whose sample 0 plays at
+    ``audio_start_seconds``: the one span → sample rule of ``aligner.align`` and the windowing stage.
+
+    Indices are counted from the audio's own first sample, half-up (:func:`sample_range` of the times relative to
+    it). With ``num_samples``, both are clamped to ``[0, num_samples]`` and ``sample_stop >= sample_start``.
+
+    Relative to the audio's first sample, not to a window's nominal start: a window cut at ``a`` starts its audio
+    at the parent's sample ``round(a·sr)``, which plays up to half a sample away from ``a``; its spans keep the
+    parent's samples only when counted from there::
+
+        parent samples   0    ...   16000 (plays at 1.0 s)  ...  32001 (2.0000375 s)
+        window at a = 1 s + 0.4 sample: audio starts at 16000 (1.0 s)
+        span at s = 2 s + 0.6 sample    -> 16001 in the window (= 32001 - 16000), not round((s - a)·sr) = 16000
+
+    Example:
+        >>> span_sample_range(0.5, 1.5, audio_start_seconds=0.25, sample_rate=16000)
+        (4000, 20000)
+    """
+    start, stop = sample_range(start_seconds - audio_start_seconds, stop_seconds - audio_start_seconds, sample_rate)
+    if num_samples is not None:
+        start = min(max(start, 0), num_samples)
+        stop = min(max(stop, start), num_samples)
+    return start, stop
+
+
 def frame_range(
     pts_seconds: Sequence[float] | np.ndarray, start_seconds: float, stop_seconds: float
 ) -> tuple[int, int]:
@@ -95,34 +130,89 @@ def frame_range(
     return start, stop
 
 
-def frame_played_at(pts_seconds: Sequence[float] | np.ndarray, seconds: float | np.ndarray) -> np.ndarray:
-    """Index of the frame on screen at each time: the last ``k`` with ``pts[k] <= t``.
+def frame_played_at(
+    pts_seconds: Sequence[float] | np.ndarray,
+    seconds: float | np.ndarray,
+    *,
+    before_first: Literal["raise", "none", "first"] = "raise",
+) -> np.ndarray:
+    """Index of the frame on screen at each time: the last ``k`` with ``pts[k] <= t`` (a frame plays over
+    ``[pts[k], pts[k+1])``). The one "frame played at t" rule of the decoder, the report and the benchmarks.
+
+    Args:
+        pts_seconds: presentation times, sorted.
+        seconds: one time or an array of times.
+        before_first: a time before the first frame (nothing on screen yet): ``"raise"`` an ``IndexError``,
+            ``"none"``: index -1 (callers drop those), ``"first"``: index 0 (show the first frame).
 
     Raises:
-        IndexError: a time before the first frame's pts (nothing is on screen yet).
+        IndexError: with ``before_first="raise"``, a time before the first frame or no frames at all.
+
+    Example:
+        >>> frame_played_at([0.5, 0.6, 0.8], [0.5, 0.79, 9.0]).tolist()
+        [0, 1, 2]
+        >>> frame_played_at([0.5, 0.6], [0.1, 0.6], before_first="none").tolist()
+        [-1, 1]
     """
+    if before_first not in ("raise", "none", "first"):
+        raise ValueError(f"before_first must be 'raise', 'none' or 'first', got {before_first!r}")
     pts = np.asarray(pts_seconds, dtype=np.float64)
     times = np.atleast_1d(np.asarray(seconds, dtype=np.float64))
-    if pts.size == 0:
-        raise IndexError("no frames: the clip is empty")
-    if times.size and float(times.min()) < pts[0]:
-        raise IndexError(
-            f"time {float(times.min()):.6f} s is before the first frame (pts {pts[0]:.6f} s); "
-            f"valid times are >= {pts[0]:.6f} s"
-        )
-    return np.searchsorted(pts, times, side="right") - 1
+    if before_first == "raise":
+        if pts.size == 0:
+            raise IndexError("no frames: the clip is empty")
+        if times.size and float(times.min()) < pts[0]:
+            raise IndexError(
+                f"time {float(times.min()):.6f} s is before the first frame (pts {pts[0]:.6f} s); "
+                f"valid times are >= {pts[0]:.6f} s"
+            )
+    played = np.searchsorted(pts, times, side="right") - 1
+    return np.maximum(played, 0) if before_first == "first" else played
 
 
-def clip_to_window(start: float, stop: float, window_start: float, window_stop: float) -> Optional[tuple[float, float]]:
-    """``[start, stop)`` clipped to the window ``[window_start, window_stop)``; None when they do not overlap.
+def clip_to_window(
+    start_seconds: float, stop_seconds: float, window_start_seconds: float, window_stop_seconds: float
+) -> Optional[tuple[float, float]]:
+    """``[start_seconds, stop_seconds)`` clipped to the window ``[window_start_seconds, window_stop_seconds)``;
+    None when they do not overlap.
 
-    An empty span (``start == stop``, e.g. a point event) belongs to the window iff ``window_start <= start < window_stop``.
+    An empty span (``start_seconds == stop_seconds``, e.g. a point event) belongs to the window iff
+    ``window_start_seconds <= start_seconds < window_stop_seconds``.
+
+    Example:
+        >>> clip_to_window(0.5, 2.0, 1.0, 3.0)
+        (1.0, 2.0)
     """
-    if stop > window_start and start < window_stop:
-        return max(start, window_start), min(stop, window_stop)
-    if start == stop and window_start <= start < window_stop:
-        return start, stop
+    if stop_seconds > window_start_seconds and start_seconds < window_stop_seconds:
+        return max(start_seconds, window_start_seconds), min(stop_seconds, window_stop_seconds)
+    if start_seconds == stop_seconds and window_start_seconds <= start_seconds < window_stop_seconds:
+        return start_seconds, stop_seconds
     return None
+
+
+def check_window_overlaps(
+    start_seconds: float, stop_seconds: float, media_start_seconds: float, media_stop_seconds: float, *, label: str,
+    what: str,
+) -> None:
+    """Raise ``IndexError`` when a non-empty window ``[start_seconds, stop_seconds)`` lies entirely outside the
+    media's ``[media_start_seconds, media_stop_seconds)``: the one "window outside the media" rule of the readers.
+
+    An empty window (``stop <= start``) is never refused (it reads as nothing); a window that overlaps the media
+    by any amount is accepted (the reader returns the overlap).
+
+    Args:
+        label: the media's name, for the message; what: ``"video"`` or ``"audio"``.
+
+    Example:
+        >>> check_window_overlaps(5.0, 6.0, 0.0, 4.0, label="clip.mp4", what="audio")
+        Traceback (most recent call last):
+        IndexError: clip.mp4: window [5.000000, 6.000000) s is outside the audio, which covers [0.000000, 4.000000) s
+    """
+    if stop_seconds > start_seconds and (start_seconds >= media_stop_seconds or stop_seconds <= media_start_seconds):
+        raise IndexError(
+            f"{label}: window [{start_seconds:.6f}, {stop_seconds:.6f}) s is outside the {what}, which covers "
+            f"[{media_start_seconds:.6f}, {media_stop_seconds:.6f}) s"
+        )
 
 
 def ticks_to_seconds(ticks, time_base) -> float | np.ndarray:

@@ -28,7 +28,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from avcore import AudioClip, DecodeError, resample, seconds_to_samples
+from avcore import AudioClip, DecodeError, check_window_overlaps, resample, seconds_to_samples
 from loaders._source import MediaSource, check_source, describe_source, open_container, pick_stream
 
 logger = logging.getLogger(__name__)
@@ -83,12 +83,11 @@ _BLOCK_SAMPLES = 1 << 18
 class _SampleBuffer:
     """Decoded samples copied frame by frame into float32 ``[C, 2**18]`` blocks, joined once at the end.
 
-    Per frame this costs a few numpy views and copies (~3 µs for a stereo AAC frame) instead of
-    ``to_ndarray`` + ``vstack`` + a list of small pieces concatenated at the end (~30 µs, measured on 600 s
-    of AAC: 28,125 frames). Nothing is sized from the header (a corrupt one cannot make it allocate), and
-    the join downmixes to mono on the way (:meth:`join`). Channel rule (as before): the output has as many
-    rows as the widest frame; a stretch of frames with fewer channels contributes its first channel to
-    every row.
+    Per frame this costs a few numpy views and copies instead of ``to_ndarray`` + ``vstack`` + a list of small
+    pieces concatenated at the end (ten times less: BENCHMARKS.md, Lab notes). Nothing is sized from the
+    header (a corrupt one cannot make it allocate), and the join downmixes to mono on the way (:meth:`join`).
+    Channel rule (as before): the output has as many rows as the widest frame; a stretch of frames with fewer
+    channels contributes its first channel to every row.
     """
 
     def __init__(self, on_block: Optional[Callable[[np.ndarray, int], None]] = None, *, keep: bool = True) -> None:
@@ -520,11 +519,7 @@ def read_audio(
     if start_seconds is not None or stop_seconds is not None:
         lo = first_seconds if start_seconds is None else start_seconds
         hi = end_seconds if stop_seconds is None else stop_seconds
-        if hi > lo and (lo >= end_seconds or hi <= first_seconds):
-            raise IndexError(
-                f"{label}: window [{lo:.6f}, {hi:.6f}) s is outside the audio, which covers "
-                f"[{first_seconds:.6f}, {end_seconds:.6f}) s"
-            )
+        check_window_overlaps(lo, hi, first_seconds, end_seconds, label=label, what="audio")
         a = min(max(seconds_to_samples(lo - first_seconds, out_rate), 0), samples.shape[1])
         b = min(max(seconds_to_samples(hi - first_seconds, out_rate), a), samples.shape[1])
         samples = samples[:, a:b]

@@ -8,7 +8,7 @@ states the real frame count and rate of the whole file even when only a few fram
    :mod:`loaders._mp4_index` in a few ms whatever the file's length, checked against what FFmpeg read
    from the same header);
 2. else a demux-only scan (:func:`scan_frame_index`: every packet read, no pixels decoded; Matroska
-   cues list only keyframes, so Matroska/WebM, AVI and MPEG-TS are scanned), 120 ms for a 600 s file;
+   cues list only keyframes, so Matroska/WebM, AVI and MPEG-TS are scanned; cost: BENCHMARKS.md, Lab notes);
 
 and caches it per path within the process. Preprocessing stores it in shards (``frames.json``) so
 training-time loading skips both.
@@ -24,7 +24,14 @@ from avcore import ticks_to_seconds
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FrameIndex", "frame_index", "header_frame_index", "scan_frame_index"]
+__all__ = [
+    "FrameIndex",
+    "clear_frame_index_cache",
+    "frame_index",
+    "frame_index_cache_size",
+    "header_frame_index",
+    "scan_frame_index",
+]
 
 
 @dataclass(frozen=True)
@@ -135,9 +142,23 @@ class _IndexCache:
         with self._lock:
             self._entries.clear()
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
 
 _CACHE = _IndexCache()
 """Per-process cache of :func:`frame_index`: a cache, not a setting (results are identical without it)."""
+
+
+def clear_frame_index_cache() -> None:
+    """Forget every cached frame index of this process (benchmarks time a cold start with it)."""
+    _CACHE.clear()
+
+
+def frame_index_cache_size() -> int:
+    """How many frame indexes this process holds in its cache (one per file path, size, mtime and stream)."""
+    return len(_CACHE)
 
 
 def _cache_key(source, stream) -> "tuple | None":

@@ -18,6 +18,8 @@ import tarfile
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
 
+from avcore import ShardError
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -27,8 +29,11 @@ __all__ = [
     "group_by_key",
     "open_shard",
     "refuse_member",
+    "safe_member_name",
+    "scan_tar",
     "shard_samples",
     "shuffle_shards",
+    "split_key",
     "split_shards",
     "tar_members",
 ]
@@ -36,14 +41,6 @@ __all__ = [
 OnError = Literal["skip", "raise"]
 DEFAULT_MAX_MEMBER_BYTES = 2 * 1024**3
 """Refuse tar members larger than this (2 GiB) instead of reading them into memory."""
-
-
-class ShardError(ValueError):
-    """A shard or a member of it cannot be used; names the shard, the member and the reason."""
-
-    def __init__(self, message: str, *, shard: str, key: str = "", reason: str = "shard") -> None:
-        super().__init__(f"{message} [shard={shard!r}, key={key!r}, reason={reason}]")
-        self.message, self.shard, self.key, self.reason = message, shard, key, reason
 
 
 def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
@@ -93,7 +90,8 @@ def open_shard(url: str):
     return open(path, "rb")
 
 
-def _safe_member_name(name: str) -> bool:
+def safe_member_name(name: str) -> bool:
+    """True when a tar member name is relative and has no ``..`` part (it is never used as a path anyway)."""
     if not name or name.startswith("/") or name.startswith("\\") or os.path.isabs(name):
         return False
     parts = name.replace("\\", "/").split("/")
@@ -120,7 +118,7 @@ def refuse_member(member: tarfile.TarInfo, *, max_member_bytes: int = DEFAULT_MA
     name = member.name
     if not member.isfile():
         return TarMember(name, b"", "member_type", f"tar member {name!r} is not a regular file (link/device)")
-    if not _safe_member_name(name):
+    if not safe_member_name(name):
         return TarMember(name, b"", "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
     if member.size > max_member_bytes:
         return TarMember(name, b"", "too_large", f"tar member {name!r} is {member.size} bytes > {max_member_bytes = }")
@@ -215,7 +213,7 @@ def scan_tar(
         yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}")
 
 
-def _split_key(name: str) -> tuple[str, str]:
+def split_key(name: str) -> tuple[str, str]:
     """``dir/clip.align.json`` → (``dir/clip``, ``align.json``): the extension starts at the base name's first dot."""
     directory, _, base = name.rpartition("/")
     stem, dot, ext = base.partition(".")
@@ -250,7 +248,7 @@ def group_by_key(
     for member in members:
         if not isinstance(member, TarMember):
             member = TarMember(*member)
-        key, ext = _split_key(member.name)
+        key, ext = split_key(member.name)
         if current is not None and key != current["__key__"]:
             yield current
             current = None

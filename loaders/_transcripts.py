@@ -21,20 +21,18 @@ import os
 import re
 from typing import BinaryIO, Callable, Literal, Optional, TextIO, Union, get_args
 
-from avcore import Span, Transcript, TranscriptError
+from avcore import TRANSCRIPT_EXTENSIONS, Span, Transcript, TranscriptError
 from loaders._transcript_formats import parse_json, parse_srt, parse_stm, parse_textgrid, parse_vtt
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["TRANSCRIPT_EXTENSIONS", "TranscriptFormat", "is_transcript_json", "pick_transcript", "read_transcript"]
 
-TRANSCRIPT_EXTENSIONS = ("transcript.json", "json", "textgrid", "vtt", "srt", "stm")
-"""Transcript members / sidecar extensions, in order of preference: avalign's normalised transcript, then the
-formats that can carry word times. The loader, ``preprocess`` and ``report`` all choose with
-:func:`pick_transcript`, so one sample always gets the same transcript whichever tool reads it."""
 
 TranscriptFormat = Literal["srt", "vtt", "json", "textgrid", "stm"]
-_FORMATS: tuple[str, ...] = get_args(TranscriptFormat)
+TRANSCRIPT_FORMATS: tuple[str, ...] = get_args(TranscriptFormat)
+"""The `format=` values of :func:`read_transcript`."""
+_FORMATS = TRANSCRIPT_FORMATS
 _SUFFIXES = {"srt": "srt", "vtt": "vtt", "webvtt": "vtt", "json": "json", "textgrid": "textgrid", "stm": "stm"}
 _PARSERS: dict[str, Callable[..., list[Span]]] = {
     "srt": parse_srt,

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import torch
 
-from avcore import DecodeError, VideoClip
+from avcore import DecodeError, VideoClip, check_window_overlaps, frame_played_at
 from loaders._source import open_for_pyav
 from loaders._video_meta import VideoRequest, probe_video
 
@@ -48,15 +48,14 @@ def read_decord(source, label: str, request: VideoRequest) -> VideoClip:
     first, end = (float(pts_all[0]), index.end_seconds) if pts_all.size else (0.0, 0.0)
     lo = first if start is None else start
     hi = end if stop is None else stop
-    if hi > lo and (lo >= end or hi <= first):
-        raise IndexError(f"{label}: window [{lo:.6f}, {hi:.6f}) s is outside the video, frames cover [{first:.6f}, {end:.6f}) s")
+    check_window_overlaps(lo, hi, first, end, label=label, what="video")
     if fps is None:
         a, b = int(np.searchsorted(pts_all, lo, "left")), int(np.searchsorted(pts_all, hi, "left"))
         indices = np.arange(a, b)
     else:
         count = max(0, math.ceil((hi - lo) * fps - 1e-9))
         targets = lo + np.arange(count, dtype=np.float64) / fps
-        indices = np.searchsorted(pts_all, targets, "right") - 1
+        indices = frame_played_at(pts_all, targets, before_first="none")
         indices = indices[indices >= 0]
     try:
         frames = (

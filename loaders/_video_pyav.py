@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
-from avcore import DecodeError, VideoClip, seconds_to_ticks, ticks_to_seconds
+from avcore import DecodeError, VideoClip, check_window_overlaps, frame_played_at, seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, frame_index
 from loaders._source import pick_stream
 from loaders._video_meta import (VideoRequest, check_duration, check_time_base, content_facts, frame_seconds,
@@ -56,9 +56,8 @@ class _BestEffortClock:
 class _RGB:
     """Frame → RGB24 array with one reusable swscale context per decode.
 
-    ``frame.to_ndarray(format="rgb24")`` builds a new conversion context for every frame: measured
-    0.59 ms per 160x120 frame here, against 0.11 ms with a reused ``VideoReformatter`` (decode itself:
-    0.15 ms). Not shared between calls or threads.
+    ``frame.to_ndarray(format="rgb24")`` builds a new conversion context for every frame, several times the cost
+    of a reused ``VideoReformatter`` (BENCHMARKS.md, Lab notes). Not shared between calls or threads.
     """
 
     def __init__(self, size: Optional[tuple[int, int]] = None) -> None:
@@ -119,9 +118,8 @@ class _FrameBuffer:
 class _RGBWriter:
     """Converts decoded frames to RGB into a :class:`_FrameBuffer` on one helper thread.
 
-    The decoder (FFmpeg's own threads, driven from this thread) and the conversion + copy then overlap:
-    measured on a 10 s 720p H.264 clip with 2 cores, 0.80 s serial vs 0.55-0.58 s overlapped (ffmpeg's
-    CLI to /dev/null: 0.63-0.72 s). swscale and torch's copy release the GIL. At most ``depth`` frames
+    The decoder (FFmpeg's own threads, driven from this thread) and the conversion + copy then overlap
+    (swscale and torch's copy release the GIL; the gain: BENCHMARKS.md, Lab notes). At most ``depth`` frames
     are in flight, which bounds the memory held by decoded frames.
     """
 
@@ -324,7 +322,7 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
     Seeks only when the next keyframe is ahead of us, and decodes no non-reference frame that is not one of
     the answers (known in advance from the index). Each distinct answer is converted to RGB once, on the
     helper thread of :class:`_RGBWriter`, while the decoder's threads go on."""
-    played = np.searchsorted(index.pts_seconds, targets, side="right") - 1
+    played = frame_played_at(index.pts_seconds, targets, before_first="none")
     needed = frozenset(seconds_to_ticks(float(index.pts_seconds[i]), stream.time_base) for i in played[played >= 0])
     frames: Optional[Iterator[tuple[float, object]]] = None
     position = -math.inf  # pts of the last decoded frame
@@ -409,11 +407,7 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
             check_duration(first, end, index.num_frames, label, request.max_duration_seconds)
             lo = first if start is None else start
             hi = end if stop is None else stop
-            if hi > lo and (lo >= end or hi <= first):
-                raise IndexError(
-                    f"{label}: window [{lo:.6f}, {hi:.6f}) s is outside the video, whose frames cover "
-                    f"[{first:.6f}, {end:.6f}) s"
-                )
+            check_window_overlaps(lo, hi, first, end, label=label, what="video")
         if whole:
             hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
             pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, size, bad_packets)

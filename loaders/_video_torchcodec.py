@@ -31,7 +31,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from avcore import DecodeError, VideoClip
+from avcore import DecodeError, VideoClip, check_window_overlaps
 from loaders._video_meta import VideoRequest, content_facts, probe_video
 
 logger = logging.getLogger(__name__)
@@ -79,9 +79,7 @@ def read_torchcodec(source, label: str, request: VideoRequest) -> VideoClip:
     start, stop, fps = request.start, request.stop, request.fps
     lo = first if start is None else start
     hi = end if stop is None else stop
-    if hi > lo and (lo >= end or hi <= first):
-        raise IndexError(f"{label}: window [{lo:.6f}, {hi:.6f}) s is outside the video, whose frames cover "
-                         f"[{first:.6f}, {end:.6f}) s")
+    check_window_overlaps(lo, hi, first, end, label=label, what="video")
     decoder = VideoDecoder(_source_for_torchcodec(source), stream_index=meta.stream_index, dimension_order="NHWC",
                            num_ffmpeg_threads=request.num_threads, seek_mode="exact")
     height, width = request.size or (meta.height, meta.width)

@@ -14,6 +14,10 @@ where ``multiprocessing`` refuses to start children. It is killed when its paren
 (:func:`exit_with_parent`), so a SIGKILLed caller leaves no decoder behind.
 
 Cost: one ``fork`` per call (a few ms), so callers enable it per call with ``timeout_seconds``.
+
+Who uses it: ``read_video``'s decord fallback (``backend="auto"`` when PyAV fails: ``fallback_timeout_seconds``),
+so the loader too through ``read_video``; and ``avalign preprocess`` around each sample (``--timeout``). The
+loader's own per-sample limit (``sample_timeout_seconds``) is a timer in the worker, not this watchdog.
 """
 from __future__ import annotations
 

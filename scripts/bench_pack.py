@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from loaders.pipeline._pack import OnlinePacker, PackItem, lower_bound_num_packs, plan_packs  # noqa: E402
+from loaders.pipeline import OnlinePacker, PackItem, lower_bound_num_packs, plan_packs  # noqa: E402
 
 
 def text_lengths(num_items: int, *, seed: int) -> tuple[np.ndarray, list[int]]:

@@ -30,9 +30,9 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from aligner._align import align  # noqa: E402
+from aligner import align  # noqa: E402
 from avcore import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word  # noqa: E402
-from loaders.pipeline._collate import Collator  # noqa: E402
+from loaders.pipeline import Collator  # noqa: E402
 
 BUDGETS = (256, 160_000, 512)
 FRAME_SIZE = (112, 112)
@@ -143,7 +143,7 @@ def main() -> int:
             failures.append(f"reserved memory not flat over {len(reserved)} steps: {min(reserved)}..{max(reserved)} bytes")
         shards = sorted(glob.glob(args.shards))
         if shards:
-            from loaders.pipeline._loader import make_loader
+            from loaders.pipeline import make_loader
 
             loader = make_loader(shards, seed=0, num_workers=2, device="cuda", window_seconds=8.0, buffer_size=16,
                                  budgets=BUDGETS, frame_size=FRAME_SIZE)

@@ -26,15 +26,14 @@ def pytest_addoption(parser):
 def _video_backend(request, monkeypatch):
     backend = request.config.getoption("--video-backend")
     if backend:
-        import loaders._video as video
-        import loaders._watchdog as watchdog
+        from loaders.media import AUTO_BACKEND
 
-        monkeypatch.setattr(video, "AUTO_BACKEND", {kind: backend for kind in video.AUTO_BACKEND})
+        monkeypatch.setattr("loaders._video.AUTO_BACKEND", {kind: backend for kind in AUTO_BACKEND})
 
         def no_fallback(*args, **kwargs):
             raise RuntimeError(f"--video-backend={backend}: the decord fallback is off")
 
-        monkeypatch.setattr(watchdog, "call_with_timeout", no_fallback)
+        monkeypatch.setattr("loaders._watchdog.call_with_timeout", no_fallback)
     yield
 
 

@@ -215,7 +215,7 @@ def test_a_mouth_following_the_speech_is_not_an_event(lead_ms: float) -> None:
 def test_measure_takes_a_known_offset_and_a_search_range() -> None:
     """The options the abstain hints name exist: ``measure(av_offset_ms=...)`` (CLI ``--av-offset-ms``) is used
     as given; ``max_offset_ms`` (CLI ``--max-offset-ms``) bounds the search (an offset outside it is not found)."""
-    from avalign._measure import measure_sample
+    from avalign import measure_sample
     from avalign.cli import build_parser
 
     video, audio = _clip(6, offset_ms=-40.0)
@@ -229,7 +229,7 @@ def test_measure_takes_a_known_offset_and_a_search_range() -> None:
 
 def test_measure_record_carries_the_abstention() -> None:
     """``measure`` JSON (DESIGN.md): an abstention is null with ``av_abstain`` {reason, found, needed, best_guess_ms, hint}."""
-    from avalign._measure import measure_sample
+    from avalign import measure_sample
 
     video, audio = _clip(4, offset_ms=50.0, with_events=False)
     record = measure_sample(video, audio)
@@ -266,9 +266,9 @@ def test_end_to_end_on_small_heldout_wild_clips(tmp_path) -> None:
     """Three short held-out clips of the wild generator (never tuned on), decoded from their files:
     every answer within 3 ms of the truth at mid-clip and never a frame off anywhere in the clip."""
     import loaders
-    from avalign._measure import read_video_for_estimation
-    from avalign.synth._wild import make_wild_clip
-    from avalign.synth._wild_spec import HELDOUT_SEEDS, wild_specs
+    from avalign import read_video_for_estimation
+    from avalign.synth import make_wild_clip
+    from avalign.synth import HELDOUT_SEEDS, wild_specs
 
     specs = [s for s in wild_specs(HELDOUT_SEEDS) if s.duration_seconds <= 9.0 and len(s.events) >= 3][:3]
     assert specs, "the held-out range has short clips with events"
@@ -293,7 +293,7 @@ def test_wild_specs_cover_the_nuisances_and_keep_the_ranges_apart() -> None:
     """The tune and held-out ranges never overlap; each 24-clip set has talking heads, long clips, every
     container and attack, offsets and drifts within the issue's ranges; the same seed gives the same spec."""
     from avalign.synth import HELDOUT_SEEDS, TUNE_SEEDS, wild_specs
-    from avalign.synth._wild import attack_envelope
+    from avalign.synth import attack_envelope
 
     assert not set(TUNE_SEEDS) & set(HELDOUT_SEEDS)
     for seeds in (TUNE_SEEDS, HELDOUT_SEEDS):
@@ -320,7 +320,7 @@ def test_wild_specs_cover_the_nuisances_and_keep_the_ranges_apart() -> None:
 def test_mouth_only_pairings_remove_the_flashes() -> None:
     """The bench's mouth-only check zeroes the flash frames (from the generator's truth) and keeps the mouth:
     the clip that answers with its flashes must abstain without them."""
-    from avalign.bench._wild import WildFeatures, mouth_only_pairings
+    from avalign.bench import WildFeatures, mouth_only_pairings
 
     times = (1.5, 4.2, 7.9, 11.3)
     video, audio = _talking_clip(11, offset_ms=60.0, lead_ms=25.0, flash_times=times)

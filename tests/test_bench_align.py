@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from avalign.bench._align import TARGETS, bench_align, error_stats, format_align_table
+from avalign.bench import TARGETS, bench_align, error_stats, format_align_table
 from avalign.synth import random_specs
 
 SEED = 9  # three clips: webm/vp9+opus (jsonlist), mkv (vtt), mp4 VFR (srt)
@@ -27,7 +27,7 @@ def result(tmp_path_factory):
 
 
 def test_null_threshold_rule_closed_form():
-    from avalign.bench._wild import calibrate_null_threshold
+    from avalign.bench import calibrate_null_threshold
 
     scores = list(np.arange(100) / 100.0)  # 0.00 .. 0.99: the 99th percentile is 0.9801
     got = calibrate_null_threshold(scores)
@@ -37,12 +37,12 @@ def test_null_threshold_rule_closed_form():
 
 
 def test_wild_clock_error_is_over_the_clip():
-    from avalign.bench._wild import _clock_errors_ms
+    from avalign.bench import clock_errors_ms
 
     record = {"duration_seconds": 10.0, "av_offset_ms": 100.0, "drift_ppm": 1000.0}
     # drift not reported, offset right at mid-clip (105 ms): 0 at mid-clip, 5 ms at both ends
-    assert _clock_errors_ms(record, 105.0, None) == pytest.approx((0.0, 5.0))
-    assert _clock_errors_ms(record, 100.0, 1000.0) == pytest.approx((0.0, 0.0))
+    assert clock_errors_ms(record, 105.0, None) == pytest.approx((0.0, 5.0))
+    assert clock_errors_ms(record, 100.0, 1000.0) == pytest.approx((0.0, 0.0))
 
 
 def test_error_stats_closed_form():

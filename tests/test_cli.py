@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from avalign._cli_common import DEFAULT_MAX_PIXELS, TRANSCRIPT_FORMATS, cli_message, display_path
-from avalign._progress import Progress, format_eta
+from avalign.cli import DEFAULT_MAX_PIXELS, TRANSCRIPT_FORMATS, cli_message, display_path
+from avalign.cli import Progress, format_eta
 from avalign.cli import main
 from tests.conftest import REPO, ffmpeg
 
@@ -52,11 +52,11 @@ def test_missing_input_fails_before_heavy_imports(argv):
 
 
 def test_cli_constants_match_the_library():
-    from loaders._transcripts import _FORMATS
-    from loaders._video import DEFAULT_MAX_PIXELS as LIBRARY_MAX_PIXELS
+    from loaders.media import DEFAULT_MAX_PIXELS as LIBRARY_MAX_PIXELS
+    from loaders.transcripts import TRANSCRIPT_FORMATS as LIBRARY_FORMATS
 
     assert DEFAULT_MAX_PIXELS == LIBRARY_MAX_PIXELS
-    assert set(TRANSCRIPT_FORMATS) == set(_FORMATS)
+    assert set(TRANSCRIPT_FORMATS) == set(LIBRARY_FORMATS)
 
 
 def test_library_hints_name_cli_flags():
@@ -68,7 +68,7 @@ def test_library_hints_name_cli_flags():
 
 
 def test_report_summary_path_has_no_double_slash():
-    from avalign.report._summary import format_terminal_summary, gate, summarize
+    from avalign.report import format_terminal_summary, gate, summarize
 
     summary = summarize([], [], gate([], fail_over_ms=None))
     text = format_terminal_summary(summary, out_dir="report/")

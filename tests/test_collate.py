@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from aligner._align import align
+from aligner import align
 from avcore import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
-from loaders.pipeline._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
-from loaders.pipeline._window import split_windows, windows
+from loaders.pipeline import IMAGENET_MEAN, IMAGENET_STD, Collator, PackedBatch
+from loaders.pipeline import split_windows, windows
 
 SAMPLE_RATE = 16000
 FPS = 10
@@ -146,3 +146,21 @@ def test_windows_tile_the_clip():
     assert split_windows(sample, window_seconds=5.0) == [sample]
     with pytest.raises(ValueError, match="window_seconds must be a positive"):
         split_windows(sample, window_seconds=0.0)
+
+
+def test_window_spans_keep_their_samples_at_a_sub_sample_cut():
+    """Issue #15's case: a cut at a = 1 s + 0.4 sample, a word at s = 2 s + 0.6 sample (16 kHz). The window's audio
+    starts at the parent's sample round(a·sr) = 16000; the word starts at the parent's sample 32001, so in the window
+    it is sample 16001 (not round((s - a)·sr) = 16000). The window [a, 2a) ends at 2 s + 0.8 sample, its audio at the
+    parent's sample 32001 (excluded): the word's part in it holds no sample. A word at 1.5 s + 0.6 sample (parent
+    sample 24001) is window sample 8001 and holds the parent's sample 24001."""
+    tick = 1 / SAMPLE_RATE
+    a, s, mid = 1.0 + 0.4 * tick, 2.0 + 0.6 * tick, 1.5 + 0.6 * tick
+    sample = make_sample("x", seconds=2.5, words=[("m", mid, 1.7), ("w", s, 2.2)], seed=5)
+    assert [w.sample_start for w in sample.words] == [24001, 32001]  # align: round(t·sr) from the audio's 0 s
+    window = split_windows(sample, window_seconds=a)[1]
+    assert window.audio.start_seconds == 16000 / SAMPLE_RATE and window.audio.num_samples == 32001 - 16000
+    m, w = window.words
+    assert (w.start_seconds, w.sample_start, w.sample_stop) == (s, 32001 - 16000, 32001 - 16000)
+    assert (m.start_seconds, m.sample_start) == (mid, 24001 - 16000)
+    assert torch.equal(window.audio.samples[:, m.sample_start], sample.audio.samples[:, 24001])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import loaders
-from loaders._watchdog import call_with_timeout
+from loaders.media import call_with_timeout
 
 
 def _patch_u32(data: bytearray, tag: bytes, offset_from_tag: int, value: int) -> None:

@@ -14,6 +14,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+import loaders
 from loaders import make_dataset, make_loader
 from tests.conftest import ffmpeg
 from tests.resume_helper import assert_same
@@ -133,9 +134,7 @@ def test_dataset_state_is_per_worker_and_checked(shards):
 
 def _kill_on(key: str):
     """A sample_items replacement that SIGKILLs its process on ``key`` (inherited by forked workers)."""
-    from loaders.pipeline import _shard_loop
-
-    original = _shard_loop.sample_items
+    from loaders.pipeline import sample_items as original
 
     def items(sample, options):
         if sample["__key__"] == key:
@@ -146,9 +145,7 @@ def _kill_on(key: str):
 
 
 def test_killed_dataloader_worker_is_named(shards, monkeypatch):
-    from loaders.pipeline import _shard_loop
-
-    monkeypatch.setattr(_shard_loop, "sample_items", _kill_on("s1c1"))
+    monkeypatch.setattr("loaders.pipeline._shard_loop.sample_items", _kill_on("s1c1"))  # fault injection
     loader = DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None, num_workers=2)
     # PyTorch names the dead worker; when the worker dies while the main process is rebuilding a batch it had
     # sent (shared-memory file descriptors passed over a socket), the rebuild fails first with a connection
@@ -161,9 +158,7 @@ def test_killed_dataloader_worker_is_named(shards, monkeypatch):
 
 
 def test_killed_loader_worker_is_named(shards, monkeypatch):
-    from loaders.pipeline import _shard_loop
-
-    monkeypatch.setattr(_shard_loop, "sample_items", _kill_on("s1c1"))
+    monkeypatch.setattr("loaders.pipeline._shard_loop.sample_items", _kill_on("s1c1"))  # fault injection
     with pytest.raises(RuntimeError, match=r"loader worker \d \(pid \d+\) was killed by signal 9 without finishing"):
         list(make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS))
 
@@ -266,16 +261,14 @@ def test_packed_batch_to_and_pin_memory(shards):
 def test_any_decoder_exception_is_a_decode_skip(shards, monkeypatch, error):
     """What #13 found escaping read_video (av.PermissionError from the decord fallback, AttributeError after a byte
     flip, ValueError from a zero stts delta, the daemonic-child assertion) is a 'decode' skip of that key only."""
-    from loaders.pipeline import _items
-
-    original = _items.read_video
+    original = loaders.read_video
 
     def broken(media, **kwargs):
         if kwargs.get("name") == "s3c0.mp4":
             raise error
         return original(media, **kwargs)
 
-    monkeypatch.setattr(_items, "read_video", broken)
+    monkeypatch.setattr("loaders.pipeline._items.read_video", broken)  # fault injection
     loader = make_loader(shards["paths"], seed=5, **OPTIONS)
     keys = {k.split("@")[0] for b in loader for k in b.sample_keys}
     assert keys == set(shards["expected"]) - {"s3c0"}
@@ -307,13 +300,11 @@ def test_pin_memory_is_what_dataloader_calls(shards, monkeypatch):
 def test_loader_failure_in_a_worker_names_it_and_chains_the_cause(shards, monkeypatch):
     """A failure of the loader itself in a worker (here: the shard loop breaks) ends the epoch with a RuntimeError
     naming the worker, chained to the original exception."""
-    from loaders.pipeline import _loader
-
     def broken(shard_position, url, options, plan):
         raise KeyError("shard loop bug")
         yield  # a generator, as the real one
 
-    monkeypatch.setattr(_loader, "shard_events", broken)
+    monkeypatch.setattr("loaders.pipeline._loader.shard_events", broken)  # fault injection
     with pytest.raises(RuntimeError, match=r"loader worker [01] failed: KeyError: 'shard loop bug'") as info:
         list(make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS))
     assert isinstance(info.value.__cause__, KeyError)
@@ -360,11 +351,10 @@ def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path, monkeypatch):
     srt = "".join(f"{i + 1}\n00:00:00,{i % 900:03d} --> 00:00:00,{i % 900 + 50:03d}\nw{i}\n\n" for i in range(5_000))
     shard = tmp_path / "shard-000000.tar"
     write_tar(shard, [("h.mp4", clip.read_bytes()), ("h.srt", srt.encode()), ("ok.mp4", clip.read_bytes())])
-    from loaders.pipeline import _items
+    from loaders.pipeline import split_windows as original
 
     cuts = []
-    original = _items.split_windows
-    monkeypatch.setattr(_items, "split_windows", lambda sample, **kw: cuts.append(sample.key) or original(sample, **kw))
+    monkeypatch.setattr("loaders.pipeline._items.split_windows", lambda sample, **kw: cuts.append(sample.key) or original(sample, **kw))
     loader = make_loader(str(shard), seed=0, frame_size=(24, 32), budgets=(20, 32000, 64), max_segments=16)
     keys = [k for b in loader for k in b.sample_keys]
     assert cuts == []  # neither clip was cut: "ok" fits, "h" is refused before any cutting

@@ -7,7 +7,7 @@ import pytest
 
 import loaders
 from conftest import ffmpeg, ffprobe_frame_times
-from loaders._audio import _SampleBuffer
+from loaders.media import SampleBuffer
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +84,7 @@ def _reference_join(pieces, mono):
 
 @pytest.mark.parametrize("mono", [False, True])
 def test_sample_buffer_join_equals_concatenation(monkeypatch, mono):
-    import loaders._audio as audio
-
-    monkeypatch.setattr(audio, "_BLOCK_SAMPLES", 1000)  # frames straddle many blocks
+    monkeypatch.setattr("loaders._audio._BLOCK_SAMPLES", 1000)  # frames straddle many blocks
     rng = np.random.default_rng(7)
     pieces = []
     for k in range(60):
@@ -95,7 +93,7 @@ def test_sample_buffer_join_equals_concatenation(monkeypatch, mono):
         channels = 1 if 25 <= k < 30 else (6 if k >= 50 else 2)  # a mono stretch, then wider frames
         pieces.append(rng.standard_normal((channels, int(rng.integers(1, 900)))).astype(np.float32))
     pieces.append(300)  # silence at the very end
-    buffer = _SampleBuffer()
+    buffer = SampleBuffer()
     gaps = []
     for p in pieces:
         if isinstance(p, int):
@@ -115,10 +113,9 @@ def test_sample_buffer_join_equals_concatenation(monkeypatch, mono):
 def test_pipelined_resampling_equals_resampling_the_whole(tmp_path, monkeypatch, block_samples):
     """Mono + a new rate resamples block by block on a helper thread: bit-identical to joining all samples and
     resampling once, also across a timestamp gap (0.5 s of silence inserted at 1.5 s) and at any block size."""
-    import loaders._audio as audio
     from avcore import resample
 
-    monkeypatch.setattr(audio, "_BLOCK_SAMPLES", block_samples)
+    monkeypatch.setattr("loaders._audio._BLOCK_SAMPLES", block_samples)
     path = tmp_path / "gap.mka"
     ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-f", "lavfi", "-i", "sine=f=660:r=48000", "-t", "4",
            "-filter_complex", "[0][1]amerge=inputs=2,asetpts='PTS+if(gte(T,1.5),0.5/TB,0)'", "-c:a", "aac", str(path))
@@ -139,10 +136,9 @@ def test_streamed_resampling_when_the_channel_count_grows(tmp_path, monkeypatch)
     """A stream whose frames go from mono to stereo (two ADTS files back to back) cannot be resampled block by
     block with reused blocks (the channel rule needs the joined samples): read_audio decodes once more and
     gives what resampling the whole mono mix gives."""
-    import loaders._audio as audio
     from avcore import resample
 
-    monkeypatch.setattr(audio, "_BLOCK_SAMPLES", 4096)  # many blocks, so blocks are handed on and reused
+    monkeypatch.setattr("loaders._audio._BLOCK_SAMPLES", 4096)  # many blocks, so blocks are handed on and reused
     mono, stereo = tmp_path / "mono.aac", tmp_path / "stereo.aac"
     ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-t", "1", "-c:a", "aac", "-ac", "1", str(mono))
     ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-f", "lavfi", "-i", "sine=f=660:r=48000", "-t", "1",
@@ -160,8 +156,10 @@ def test_streamed_resampling_when_the_channel_count_grows(tmp_path, monkeypatch)
                                       streamed.samples.numpy())
 
 
-def test_sample_buffer_reuses_blocks_it_was_handed_back():
+def test_sample_buffer_reuses_blocks_it_was_handed_back(monkeypatch):
     """keep=False: full blocks go to on_block only; a block handed back through recycle() is written again."""
+    size = 1000
+    monkeypatch.setattr("loaders._audio._BLOCK_SAMPLES", size)
     seen = []
     buffer = None
 
@@ -169,10 +167,7 @@ def test_sample_buffer_reuses_blocks_it_was_handed_back():
         seen.append((id(block), block[:, :used].copy()))
         buffer.recycle(block)
 
-    buffer = _SampleBuffer(on_block=on_block, keep=False)
-    import loaders._audio as audio
-
-    size = audio._BLOCK_SAMPLES
+    buffer = SampleBuffer(on_block=on_block, keep=False)
     data = np.arange(3 * size, dtype=np.float32).reshape(1, -1)
     for at in range(0, 3 * size, size // 2):
         buffer.reserve(1, size // 2)[...] = data[:, at : at + size // 2]

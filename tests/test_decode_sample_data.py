@@ -6,7 +6,7 @@ import pytest
 
 import loaders
 from conftest import SAMPLE_DATA, sample_truth
-from loaders._shards import shard_samples
+from loaders.shards import shard_samples
 
 
 def _oracle(truth_clip: dict) -> np.ndarray:

@@ -8,9 +8,15 @@ import pytest
 
 import loaders
 from conftest import ffmpeg, ffprobe_frame_times
-from loaders import _index
-from loaders._index import FrameIndex, frame_index, header_frame_index, scan_frame_index
-from loaders._source import pick_stream
+from loaders.media import (
+    FrameIndex,
+    clear_frame_index_cache,
+    frame_index,
+    frame_index_cache_size,
+    header_frame_index,
+    pick_stream,
+    scan_frame_index,
+)
 
 # (file name, ffmpeg arguments): every layout the header reader accepts, and two it must refuse.
 _LAYOUTS = {
@@ -90,8 +96,8 @@ def test_read_video_does_not_scan_an_mp4(layouts, monkeypatch):
     def no_scan(*args, **kwargs):
         raise AssertionError("scanned an MP4 whose header holds the index")
 
-    monkeypatch.setattr(_index, "scan_frame_index", no_scan)
-    _index._CACHE.clear()
+    monkeypatch.setattr("loaders._index.scan_frame_index", no_scan)
+    clear_frame_index_cache()
     clip = loaders.read_video(path, start_seconds=1.0, stop_seconds=2.0)
     keep = (reference.pts_seconds >= 1.0) & (reference.pts_seconds < 2.0)
     assert clip.pts_seconds.tolist() == reference.pts_seconds[keep].tolist()
@@ -104,14 +110,14 @@ def test_scan_is_cached_per_path_and_redone_when_the_file_changes(layouts, tmp_p
     path = tmp_path / "clip.mkv"
     path.write_bytes((layouts / "ntsc.mkv").read_bytes())
     calls = []
-    real_scan = _index.scan_frame_index
+    real_scan = scan_frame_index
 
     def counting_scan(container, stream):
         calls.append(1)
         return real_scan(container, stream)
 
-    monkeypatch.setattr(_index, "scan_frame_index", counting_scan)
-    _index._CACHE.clear()
+    monkeypatch.setattr("loaders._index.scan_frame_index", counting_scan)
+    clear_frame_index_cache()
     first = loaders.probe_video(path)[1]
     second = loaders.probe_video(path)[1]
     loaders.read_video(path, start_seconds=0.5, stop_seconds=1.0)
@@ -122,12 +128,12 @@ def test_scan_is_cached_per_path_and_redone_when_the_file_changes(layouts, tmp_p
     third = loaders.probe_video(path)[1]
     assert third.num_frames == 90
     loaders.read_video(path.read_bytes(), start_seconds=0.0, stop_seconds=0.5)  # bytes: never cached
-    assert len(_index._CACHE._entries) == 2
+    assert frame_index_cache_size() == 2
 
 
 def test_layouts_outside_the_simple_one_are_refused(layouts):
     """Two edits, or an edit rate other than 1: FFmpeg applies these frame by frame; the reader refuses."""
-    from loaders._mp4_index import read_mp4_video_tracks
+    from loaders.media import read_mp4_video_tracks
 
     data = (layouts / "bframes.mp4").read_bytes()
     tracks = read_mp4_video_tracks(io.BytesIO(data))

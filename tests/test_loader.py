@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from loaders.errors import SampleError
-from loaders.pipeline._loader import make_loader
+from loaders.pipeline import make_loader
 from tests.conftest import ffmpeg
 from tests.resume_helper import assert_same, run_test_save_load_state
 from tests.corrupt_cases import write_tar

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from avalign._measure import read_video_for_estimation
+from avalign import read_video_for_estimation
 from conftest import REPO, SAMPLE_DATA, ffmpeg, ffprobe_frame_times, sample_truth
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loaders.pipeline._pack import OnlinePacker, PackItem, lower_bound_num_packs, plan_packs
+from loaders.pipeline import OnlinePacker, PackItem, lower_bound_num_packs, plan_packs
 from resume_helper import run_test_save_load_state
 
 
@@ -223,7 +223,7 @@ def test_load_state_dict_rejects_other_budgets():
 
 
 def test_held_payloads_are_the_items_not_yet_emitted():
-    from loaders import OnlinePacker, PackItem
+    from loaders.pipeline import OnlinePacker, PackItem
 
     packer = OnlinePacker([8], buffer_size=4, seed=0)
     items = [PackItem(f"k{i}", (n,), payload=i) for i, n in enumerate([5, 3, 4, 4, 8, 2])]
@@ -234,3 +234,18 @@ def test_held_payloads_are_the_items_not_yet_emitted():
     assert held and not held & emitted and held | emitted <= set(range(6))
     rest = [item.payload for pack in packs for item in pack]
     assert held <= set(rest) and packer.held_payloads() == []
+
+
+def test_one_over_budget_rule_everywhere():
+    """A length equal to its budget fits, one more is over: the same rule in plan_packs and OnlinePacker (and the
+    collator and the item stage: all call loaders.pipeline.first_over_budget)."""
+    from loaders.pipeline import first_over_budget
+
+    assert first_over_budget((4, 10), (4, 10)) is None and first_over_budget((4, 11), (4, 10)) == (1,)
+    assert first_over_budget(np.array([[4, 10], [5, 3]]), (4, 10)) == (1, 0)
+    assert plan_packs(np.array([[4, 10]]), [4, 10]) == [[0]]
+    with pytest.raises(ValueError, match=r"item index 0 has length 11 in column 1, over the budget 10"):
+        plan_packs(np.array([[4, 11]]), [4, 10])
+    assert [[i.key for i in p] for p in OnlinePacker([4, 10], buffer_size=2).pack(iter([PackItem("a", (4, 10))]))] == [["a"]]
+    with pytest.raises(ValueError, match=r"item 'b' has length 5 in column 0, over the budget 4"):
+        list(OnlinePacker([4, 10], buffer_size=2).pack(iter([PackItem("b", (5, 10))])))

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from avalign.preprocess import is_transcript_json, list_inputs, preprocess
-from avalign.preprocess import _writer
+from avalign.preprocess import is_transcript_json, list_inputs, preprocess, process_sample
 from loaders.errors import SampleError
 from tests.conftest import REPO, ffmpeg, ffprobe_frame_times
 
@@ -117,7 +116,7 @@ def test_rerun_reuses_and_repairs(clips, reference, tmp_path):
 
 _CLI = (
     "import argparse, sys\n"
-    "from avalign.preprocess._cli import add_parser\n"
+    "from avalign.preprocess import add_parser\n"
     "p = argparse.ArgumentParser(); add_parser(p.add_subparsers(dest='command'))\n"
     "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n"
 )
@@ -156,7 +155,7 @@ def test_sigkill_then_rerun_matches_clean_run(clips, tmp_path):
 def test_cli_max_pixels(clips, tmp_path, capsys):
     import argparse
 
-    from avalign.preprocess._cli import add_parser
+    from avalign.preprocess import add_parser
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers(dest="command"))
@@ -213,7 +212,7 @@ def test_errors_are_clear(clips, tmp_path, monkeypatch):
     def full_disk(self, info, fileobj=None):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(_writer.tarfile.TarFile, "addfile", full_disk)
+    monkeypatch.setattr(tarfile.TarFile, "addfile", full_disk)
     with pytest.raises(OSError, match="disk full") as info:
         preprocess(str(clips), str(tmp_path / "full"), progress=False)
     assert info.value.errno == errno.ENOSPC
@@ -252,7 +251,7 @@ def test_ray_backend_byte_identical(clips, reference, tmp_path):
 def _run_cli(argv: list[str]) -> int:
     import argparse
 
-    from avalign.preprocess._cli import add_parser
+    from avalign.preprocess import add_parser
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers(dest="command"))
@@ -277,7 +276,7 @@ def test_exit_code_when_no_sample_is_written(clips, tmp_path, capsys):
 
 
 def test_throughput_counts_only_processed_media(clips, tmp_path, capsys):
-    from avalign.preprocess._cli import format_result
+    from avalign.preprocess import format_result
 
     out = tmp_path / "out"
     first = preprocess(str(clips), str(out), samples_per_shard=2, progress=False)
@@ -295,27 +294,22 @@ def test_throughput_counts_only_processed_media(clips, tmp_path, capsys):
 
 
 _PID_DIR = None
-"""Where ``_recording_measure_one`` notes the process that measured each sample (set by the test; fork copies it)."""
+"""Where ``_recording_measure_one`` (wrapping ``process_sample``) notes the process that measured each sample (set by the test; fork copies it)."""
 
 
 def _recording_measure_one(sample, options, config):
-    from avalign.preprocess import _run
-
     (Path(_PID_DIR) / f"{sample.key}.pid").write_text(str(os.getpid()))
     time.sleep(0.3)  # long enough that one worker cannot take every sample before the other starts
-    return _run._original_measure_one(sample, options, config)
+    return process_sample(sample, options, config)
 
 
 def test_workers_parallel_over_samples_within_one_shard(clips, tmp_path, monkeypatch):
-    from avalign.preprocess import _run
-
     global _PID_DIR
     one = tmp_path / "one"
     preprocess(str(clips), str(one), samples_per_shard=100, progress=False)  # one shard: all 5 samples
     _PID_DIR = tmp_path / "pids"
     _PID_DIR.mkdir()
-    monkeypatch.setattr(_run, "_original_measure_one", _run._measure_one, raising=False)
-    monkeypatch.setattr(_run, "_measure_one", _recording_measure_one)
+    monkeypatch.setattr("avalign.preprocess._run.process_sample", _recording_measure_one)  # the pool workers' call
     two = tmp_path / "two"
     result = preprocess(str(clips), str(two), samples_per_shard=100, workers=2, progress=False)
     assert result.shards == ("shard-000000.tar",) and result.num_samples == 3
@@ -328,7 +322,7 @@ def test_workers_parallel_over_samples_within_one_shard(clips, tmp_path, monkeyp
 def test_progress_off_a_terminal_is_plain_lines(clips, tmp_path, capsys):
     import argparse
 
-    from avalign.preprocess._cli import add_parser
+    from avalign.preprocess import add_parser
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers(dest="command"))

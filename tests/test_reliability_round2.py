@@ -17,6 +17,7 @@ import pytest
 
 import loaders
 from loaders.errors import REASONS, DecodeError, SampleError, TranscriptError, sample_error
+from loaders.media import call_with_timeout
 from tests import hostile_inputs as hostile
 from tests.conftest import REPO, ffmpeg, ffprobe_frame_times
 
@@ -61,20 +62,17 @@ def test_av_errors_from_any_backend_become_decode_errors(tmp_path, monkeypatch):
     """av.error.PermissionError (the decord fallback's probe on a 0-frame track) was recorded as ``read``."""
     import av
 
-    import loaders._video_meta as video_meta
-    import loaders._video_pyav as video_pyav
-
     path = tmp_path / "c.mp4"
     hostile.clip(path)
 
     def refuse(*args, **kwargs):
         raise av.error.PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(video_meta, "frame_index", refuse)
+    monkeypatch.setattr("loaders._video_meta.frame_index", refuse)  # fault injection into the reader
     with pytest.raises(DecodeError) as info:
         loaders.read_video(path, backend="decord")
     assert info.value.reason == "decode" and "PermissionError" in str(info.value)
-    monkeypatch.setattr(video_pyav, "_decode_range_pyav", lambda *a, **k: (_ for _ in ()).throw(AttributeError("ebml")))
+    monkeypatch.setattr("loaders._video_pyav._decode_range_pyav", lambda *a, **k: (_ for _ in ()).throw(AttributeError("ebml")))
     with pytest.raises(DecodeError, match="AttributeError: ebml"):
         loaders.read_video(path, backend="pyav")
 
@@ -99,7 +97,7 @@ def _write(path: Path, data: bytes) -> Path:
 
 
 def test_repair_rule_on_a_synthetic_decode_sequence():
-    from loaders._video import strictly_increasing
+    from loaders.media import strictly_increasing
 
     d = 1 / 23.976
 
@@ -174,14 +172,14 @@ def test_a_segfaulting_decoder_is_contained_by_the_watchdog():
         ctypes.string_at(0)
 
     with pytest.raises(DecodeError, match="died.*SIGSEGV"):
-        loaders.call_with_timeout(crash, timeout_seconds=30)
+        call_with_timeout(crash, timeout_seconds=30)
 
 
 # ------------------------------------------------------------------------------ item 6: nested / daemonic watchdog
 
 
 def _nested():
-    return loaders.call_with_timeout(os.getpid, timeout_seconds=30)
+    return call_with_timeout(os.getpid, timeout_seconds=30)
 
 
 def _in_daemon(queue):
@@ -194,7 +192,7 @@ def _in_daemon(queue):
 def test_watchdog_works_nested_and_inside_daemonic_processes():
     """Preprocess's decord fallback ran in the daemonic watchdog child: 'daemonic processes are not allowed
     to have children'. The watchdog now forks itself, so it nests and works in DataLoader/pool workers."""
-    inner = loaders.call_with_timeout(_nested, timeout_seconds=60)
+    inner = call_with_timeout(_nested, timeout_seconds=60)
     assert isinstance(inner, int) and inner != os.getpid()
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
@@ -367,7 +365,7 @@ def test_multi_dot_member_is_recorded_by_loader_and_preprocess(tmp_path):
 
 def test_output_directory_lock(tmp_path):
     from avalign.preprocess import preprocess
-    from avalign.preprocess._lock import output_lock
+    from avalign.preprocess import output_lock
 
     src = tmp_path / "in"
     src.mkdir()
@@ -386,7 +384,7 @@ _ORPHAN_SCRIPT = """
 import sys, time
 from concurrent.futures import ProcessPoolExecutor
 import multiprocessing
-from loaders._watchdog import exit_with_parent
+from loaders.media import exit_with_parent
 pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"), initializer=exit_with_parent)
 futures = [pool.submit(time.sleep, 120) for _ in range(2)]
 time.sleep(1.0)
@@ -419,8 +417,8 @@ def _alive(pid: int) -> bool:
 def test_preprocess_pool_uses_exit_with_parent(monkeypatch, tmp_path):
     import concurrent.futures
 
-    import avalign.preprocess._run as run
-    from loaders._watchdog import exit_with_parent
+    from avalign.preprocess import preprocess
+    from loaders.media import exit_with_parent
 
     seen = {}
     real = concurrent.futures.ProcessPoolExecutor
@@ -434,7 +432,7 @@ def test_preprocess_pool_uses_exit_with_parent(monkeypatch, tmp_path):
     src.mkdir()
     for k in range(2):
         hostile.clip(src / f"c{k}.mp4")
-    run.preprocess(str(src), str(tmp_path / "out"), workers=2, samples_per_shard=1, progress=False, timeout_seconds=None)
+    preprocess(str(src), str(tmp_path / "out"), workers=2, samples_per_shard=1, progress=False, timeout_seconds=None)
     assert seen.get("initializer") is exit_with_parent
 
 
@@ -544,13 +542,12 @@ def test_preprocess_decord_fallback_runs_inside_the_sample_watchdog(tmp_path, mo
     (the forked child inherits the patch); the sample must come out of decord, under the nested watchdog."""
     import tarfile
 
-    import loaders._video_pyav as video_pyav
     from avalign.preprocess import preprocess
 
     def pyav_fails(source, label, request):
         raise DecodeError(f"{label}: forced PyAV failure")
 
-    monkeypatch.setattr(video_pyav, "read_pyav", pyav_fails)
+    monkeypatch.setattr("loaders._video_pyav.read_pyav", pyav_fails)  # fault injection into the reader
     src = tmp_path / "in"
     src.mkdir()
     hostile.clip(src / "a.mp4", size="64x48")

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from avalign._measure import measure
+from avalign import measure
 from avalign.report import STANDARDS, lipsync_status, run_report, to_standard_offset_ms, within_tolerance
-from avalign.report._cli import add_parser
+from avalign.report import add_parser
 from tests.conftest import REPO, ffmpeg, ffprobe_audio_start
 
 EVENT_SECONDS = (0.52, 1.32, 1.92, 3.12, 3.6, 4.8, 5.52)
@@ -271,7 +271,7 @@ def test_html_holds_the_numbers_and_is_self_contained(dir_report):
     assert {c[2] for c in page.tables["skipped"] if c} == {"decode", "unknown_extension"}
     assert page.sources and all(src.startswith("data:image/png;base64,") for src in page.sources)
     # late100 is over the gate and outside EBU R37: its key links to its page, which exists with its figures.
-    from avalign.report._clip_page import clip_page_name
+    from avalign.report import clip_page_name
 
     assert page.hrefs["late100"] == rows["late100"]["page"] == clip_page_name("late100")
     clip_page = Path(dir_report.out_dir) / rows["late100"]["page"]
@@ -480,7 +480,7 @@ def test_clip_page_word_boxes_and_waveform_in_chromium(clip_page_report, tmp_pat
     assert row["text_offset_ms"] == pytest.approx(1000 * TEXT_LATE_SECONDS, abs=10.0)
     page = Path(clip_page_report.out_dir) / row["page"]
     image = _screenshot(page, tmp_path / "clip.png", width=1400, height=1800)
-    from avalign.report._clip_page import COLOURS
+    from avalign.report import COLOURS
 
     # Waveform: the seven beeps are tall blue blobs; on the video timeline (audio corrected) they start at
     # the flash times, which calibrates pixels per second.
@@ -528,7 +528,7 @@ def test_clip_page_lag_curve_from_align_json_in_chromium(clips_dir, tmp_path):
 def _lag_curve_geometry(image: np.ndarray) -> tuple[float, float]:
     """From a screenshot of a clip page: where the lag curve peaks, as a fraction of its lag span, and the null
     threshold's height as a fraction of the peak's height above the curve's floor (checks the marks on the way)."""
-    from avalign.report._clip_page import COLOURS
+    from avalign.report import COLOURS
 
     curve = _mask(image, COLOURS["lag_curve"])
     peak = _mask(image, COLOURS["peak"], tolerance=20)
@@ -636,7 +636,7 @@ def _png_pixels(path: Path) -> np.ndarray:
 
 def test_distributions_show_values_and_abstentions_side_by_side(tmp_path):
     """Two answered A/V offsets and three abstentions (two reasons): blue bars left, grey bars right, no "no values"."""
-    from avalign.report._plots import ABSTAIN_COLOUR, VALUE_COLOUR
+    from avalign.report import ABSTAIN_COLOUR, VALUE_COLOUR
 
     members = {"a.align.json": _align_record(10.0), "b.align.json": _align_record(30.0),
                "c.align.json": _align_record(None), "d.align.json": _align_record(None)}
@@ -661,7 +661,7 @@ def test_distributions_show_values_and_abstentions_side_by_side(tmp_path):
 
 
 def test_clip_page_names_are_stable_and_safe():
-    from avalign.report._clip_page import clip_page_name
+    from avalign.report import clip_page_name
 
     name = clip_page_name(EVIL_KEY)
     assert name == clip_page_name(EVIL_KEY) and name.startswith("clips/x_img_src_x_onerror_alert_1-") and name.endswith(".html")
@@ -671,7 +671,7 @@ def test_clip_page_names_are_stable_and_safe():
 
 
 def test_progress_total_counts_clips_without_reading_media(clips_dir, preprocessed_dir, tmp_path):
-    from avalign.report._inputs import count_clips
+    from avalign.report import count_clips
 
     assert count_clips(str(clips_dir)) == 3  # synced, late100, corrupt (notes.txt is no clip)
     assert count_clips(str(preprocessed_dir / "shard-000000.tar")) == 5  # a, b, c, d, evil key; c's align.json is broken
@@ -698,7 +698,7 @@ def test_clip_page_draws_the_estimators_own_lag_curve(clip_page_report, tmp_path
     assert 'id="lag-curve"' in page.read_text()
     import loaders
     from aligner import estimate_av_offset
-    from avalign._measure import read_video_for_estimation
+    from avalign import read_video_for_estimation
 
     media = str(Path(clip_page_report.report["input"]) / "late.mp4")
     estimate = estimate_av_offset(read_video_for_estimation(media, name=media)[0], loaders.read_audio(media))
@@ -712,8 +712,8 @@ def test_clip_page_draws_the_estimators_own_lag_curve(clip_page_report, tmp_path
 
 def test_caption_only_transcript_boxes_move_by_the_measured_offsets(clips_dir):
     """synced.srt has spans only (no word times): the corrected boxes are its spans moved by text and A/V offsets."""
-    from avalign.report._clip_view import gather_clip_view
-    from avalign.report._inputs import ClipInput
+    from avalign.report import gather_clip_view
+    from avalign.report import ClipInput
 
     clip = ClipInput(key="synced", shard=str(clips_dir), media=str(clips_dir / "synced.mp4"),
                      media_name=str(clips_dir / "synced.mp4"), transcript=str(clips_dir / "synced.srt"),

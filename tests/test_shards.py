@@ -4,7 +4,7 @@ import tarfile
 
 import pytest
 
-from loaders._shards import (
+from loaders.shards import (
     ShardError,
     expand_shard_urls,
     group_by_key,
@@ -113,3 +113,20 @@ def test_pipe_and_file_urls_read_the_same(tmp_path):
     via_pipe = [s["__key__"] for s in shard_samples(f"pipe:cat {path}")]
     via_file = [s["__key__"] for s in shard_samples(f"file://{path}")]
     assert via_pipe == via_file == ["k1", "k2"]
+
+
+def test_shard_error_is_a_sample_error_that_survives_pickling():
+    """One error type: a ShardError is a SampleError (callers catch one type) that always names its shard, and it
+    crosses a process boundary (loader workers) as itself, with its fields."""
+    import pickle
+
+    from loaders.errors import SampleError
+
+    error = ShardError("tar member '../x.mp4' is absolute or contains '..'", shard="s.tar", key="x", reason="unsafe_name")
+    assert isinstance(error, SampleError) and isinstance(error, ValueError)
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is ShardError and (back.message, back.shard, back.key, back.reason) == (
+        error.message, "s.tar", "x", "unsafe_name")
+    assert str(back) == str(error) and str(error).endswith("[shard='s.tar', key='x', reason=unsafe_name]")
+    with pytest.raises(TypeError):
+        ShardError("no shard named")  # the shard is required

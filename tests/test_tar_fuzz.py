@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loaders._shards import _safe_member_name, shard_samples
+from loaders.shards import safe_member_name, shard_samples
 
 _MEMBERS = [
     ("a.mp4", b"\x00\x00\x00\x18ftypisom" + bytes(range(200))),
@@ -102,7 +102,7 @@ def test_mutated_shards_fail_cleanly(sandbox, mutations):
     skipped = list(shard_samples(str(path), on_error="skip", report=lambda *r: reports.append(r)))  # never raises
     for sample in skipped:
         assert isinstance(sample["__key__"], str) and sample["__url__"] == str(path)
-        assert _safe_member_name(sample["__key__"] + ".x"), sample["__key__"]
+        assert safe_member_name(sample["__key__"] + ".x"), sample["__key__"]
         assert all(isinstance(v, bytes) for k, v in sample.items() if not k.startswith("__"))
     assert all(shard == str(path) and reason for shard, _, reason in reports)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import loaders
-from avalign._measure import format_measurement, measure_sample
+from avalign import format_measurement, measure_sample
 from conftest import SAMPLE_DATA, sample_truth
 
 

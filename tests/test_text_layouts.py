@@ -245,19 +245,19 @@ def test_webdataset_stages_give_the_same_items(shards, tokenizer):
 def test_token_owner_rules_on_plain_lists():
     """A token belongs to the first unit whose characters it overlaps; specials (0, 0) to none; a unit without
     tokens gets an empty range at the next token; a token across two units belongs to the first."""
-    from loaders.pipeline._text import _join, _token_owners, _unit_token_ranges
+    from loaders.pipeline import join_unit_texts, token_owners, unit_token_ranges
 
-    text, chars = _join(["hello", "", "big", "world"])
+    text, chars = join_unit_texts(["hello", "", "big", "world"])
     assert text == "hello  big world" and chars == [(0, 5), (6, 6), (7, 10), (11, 16)]
     offsets = [(0, 0), (0, 3), (3, 5), (7, 10), (9, 13), (13, 16), (0, 0)]  # [CLS] hel lo big g-wo rld [SEP]
-    owners = _token_owners(offsets, chars)
+    owners = token_owners(offsets, chars)
     assert owners == [-1, 0, 0, 2, 2, 3, -1]
-    assert _unit_token_ranges(owners, 4) == [(1, 3), (3, 3), (3, 5), (5, 6)]
-    assert _token_owners([(0, 0)], []) == [-1] and _unit_token_ranges([], 2) == [(0, 0), (0, 0)]
+    assert unit_token_ranges(owners, 4) == [(1, 3), (3, 3), (3, 5), (5, 6)]
+    assert token_owners([(0, 0)], []) == [-1] and unit_token_ranges([], 2) == [(0, 0), (0, 0)]
 
 
 def test_encode_text_rejects_bad_tokenizer_output():
-    from loaders.pipeline._text import encode_text
+    from loaders.pipeline import encode_text
 
     with pytest.raises(ValueError, match="outside the text"):
         encode_text(lambda text: ([1], [(0, len(text) + 1)]), "abc")
@@ -270,7 +270,7 @@ def test_encode_text_rejects_bad_tokenizer_output():
 
 def test_caption_members_on_plain_dicts():
     """txt wins over json metadata; transcripts and captionless metadata are not captions; a huge txt is refused."""
-    from loaders.pipeline._text import MAX_CAPTION_BYTES, caption_text
+    from loaders.pipeline import MAX_CAPTION_BYTES, caption_text
 
     meta = json.dumps({"url": "u", "caption": "from json"}).encode()
     assert caption_text({"txt": " from\n  txt ".encode(), "json": meta}) == "from txt"

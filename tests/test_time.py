@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from avcore import frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples
+from avcore import check_window_overlaps, frame_played_at, frame_range, sample_range, samples_to_seconds, seconds_to_samples, span_sample_range
 
 RATES = st.sampled_from([8000, 16000, 22050, 24000, 44100, 48000])
 
@@ -70,6 +70,15 @@ def test_frame_range_exact_boundaries_and_empty():
         frame_range(pts, 0.1, 0.05)
 
 
+def test_frame_played_at_before_the_first_frame():
+    pts = [0.5, 0.6, 0.8]
+    assert frame_played_at(pts, [0.1, 0.5, 0.7], before_first="none").tolist() == [-1, 0, 1]
+    assert frame_played_at(pts, [0.1, 0.5, 0.7], before_first="first").tolist() == [0, 0, 1]
+    assert frame_played_at([], [0.1], before_first="none").tolist() == [-1]
+    with pytest.raises(ValueError, match="before_first"):
+        frame_played_at(pts, 0.6, before_first="clamp")
+
+
 def test_frame_played_at():
     pts = np.array([0.5, 0.6, 0.8])  # first pts not zero, uneven (VFR)
     assert frame_played_at(pts, [0.5, 0.59, 0.6, 0.79, 0.8, 9.0]).tolist() == [0, 0, 1, 1, 2, 2]
@@ -85,3 +94,34 @@ def test_clip_to_window():
     assert clip_to_window(3.0, 4.0, 1.0, 3.0) is None
     assert clip_to_window(1.0, 1.0, 1.0, 3.0) == (1.0, 1.0)  # an empty span at the window start is inside
     assert clip_to_window(3.0, 3.0, 1.0, 3.0) is None  # ... at the window stop it is not
+
+
+def test_span_sample_range_counts_from_the_audios_first_sample():
+    """Issue #15: a = 1 s + 0.4 sample, s = 2 s + 0.6 sample at 16 kHz. Audio starting at a: 16000; audio starting at
+    the sample grid's 1.0 s (a window cut at a): 16001. Both are the sample nearest to s (half-up) in that audio."""
+    tick = 1 / 16000
+    a, s = 1.0 + 0.4 * tick, 2.0 + 0.6 * tick
+    assert span_sample_range(s, s, audio_start_seconds=a, sample_rate=16000) == (16000, 16000)
+    assert span_sample_range(s, s, audio_start_seconds=1.0, sample_rate=16000) == (16001, 16001)
+    assert span_sample_range(-1.0, 9.0, audio_start_seconds=0.0, sample_rate=10, num_samples=50) == (0, 50)
+    assert span_sample_range(7.0, 9.0, audio_start_seconds=0.0, sample_rate=10, num_samples=50) == (50, 50)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([8000, 16000, 44100, 48000]), st.floats(0, 100), st.floats(0, 100))
+def test_span_sample_range_is_the_nearest_sample(rate, audio_start, offset):
+    """Oracle: the sample n whose play time audio_start + n/sr is nearest to the span start (brute force)."""
+    start = audio_start + offset
+    got = span_sample_range(start, start, audio_start_seconds=audio_start, sample_rate=rate)[0]
+    candidates = np.arange(max(got - 3, 0), got + 4)
+    distance = np.abs(audio_start + candidates / rate - start)
+    assert abs(distance[candidates == got][0] - distance.min()) <= 1e-6 / rate
+
+
+def test_window_outside_the_media_boundaries():
+    """Half-open on both sides: [4, 5) misses media [0, 4); [-1, 0) misses it; [3.9, 5) overlaps; empty never raises."""
+    for lo, hi in [(4.0, 5.0), (-1.0, 0.0), (9.0, 10.0)]:
+        with pytest.raises(IndexError, match=r"clip: window .* is outside the audio, which covers \[0\.000000, 4\.000000\) s"):
+            check_window_overlaps(lo, hi, 0.0, 4.0, label="clip", what="audio")
+    for lo, hi in [(3.9, 5.0), (-1.0, 0.1), (0.0, 4.0), (7.0, 7.0), (8.0, 7.0)]:
+        check_window_overlaps(lo, hi, 0.0, 4.0, label="clip", what="video")

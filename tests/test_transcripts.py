@@ -12,7 +12,7 @@ import pathlib
 import pytest
 
 from avcore import Span, Transcript, Word
-from loaders._transcripts import read_transcript
+from loaders.transcripts import read_transcript
 from loaders.errors import TranscriptError
 
 SRT = """1
@@ -536,7 +536,7 @@ def test_avalign_normalised_json_round_trips():
 
 
 def test_is_transcript_json_tells_metadata_from_transcripts():
-    from loaders._transcripts import is_transcript_json
+    from loaders.transcripts import is_transcript_json
 
     assert is_transcript_json(b'{"segments": []}')
     assert is_transcript_json(b'{"spans": [{"text": "a", "start_seconds": 0, "stop_seconds": 1}]}')
@@ -548,7 +548,7 @@ def test_is_transcript_json_tells_metadata_from_transcripts():
 
 
 def test_pick_transcript_one_choice_for_every_tool():
-    from loaders._transcripts import pick_transcript
+    from loaders.transcripts import pick_transcript
 
     meta = b'{"url": "http://x/v.mp4", "status": "success"}'
     whisper = b'{"segments": []}'

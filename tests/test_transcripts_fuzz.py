@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from avcore import Transcript
-from loaders._transcripts import read_transcript
+from loaders.transcripts import read_transcript
 from loaders.errors import TranscriptError
 
 _WATCHDOG_SECONDS = 5

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import loaders
-import loaders._video as video
 from conftest import ffprobe_frame_times
+from loaders.media import AUTO_BACKEND
 
 pytest.importorskip("torchcodec.decoders")
 
@@ -55,7 +55,7 @@ def test_torchcodec_backend_resizes_and_refuses_like_pyav(media_dir):
 
 def test_auto_uses_the_decided_backend_for_every_kind_of_read(media_dir):
     """BENCHMARKS.md's decision: PyAV is faster and exact for every kind of read."""
-    assert video.AUTO_BACKEND == {"full": "pyav", "window": "pyav", "fps": "pyav"}
+    assert AUTO_BACKEND == {"full": "pyav", "window": "pyav", "fps": "pyav"}
     path = media_dir / "cfr30.mp4"
     for kwargs in ({}, {"start_seconds": 1.0, "stop_seconds": 2.0}, {"fps": 2.0}):
         assert loaders.read_video(path, **kwargs).metadata.backend == "pyav"

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import loaders
-from loaders._watchdog import call_with_timeout
+from loaders.media import call_with_timeout
 
 
 def _hang_holding_the_gil():

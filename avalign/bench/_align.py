@@ -38,7 +38,16 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TARGETS", "bench_align", "error_stats", "format_align_table", "real_av_shifts", "real_text_offsets"]
+__all__ = [
+    "REAL_AV_CLIPS",
+    "TARGETS",
+    "bench_align",
+    "error_stats",
+    "format_align_table",
+    "librivox_clip",
+    "real_av_shifts",
+    "real_text_offsets",
+]
 
 TARGETS = {
     "av_offset_error_ms_median": 5.0,
@@ -365,7 +374,7 @@ def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.
     return {"clips": results}
 
 
-def _librivox_clip(cache_dir: str | Path) -> tuple[Any, Any, list[dict]]:
+def librivox_clip(cache_dir: str | Path) -> tuple[Any, Any, list[dict]]:
     """The LibriVox utterances joined into one clip, and pocketsphinx word times on its clock."""
     import torch
 
@@ -409,7 +418,7 @@ def real_text_offsets(cache_dir: str | Path, *, offsets_ms: Sequence[float] = (-
     from avcore import Span, Transcript
 
     try:
-        audio, transcript, per_utterance = _librivox_clip(cache_dir)
+        audio, transcript, per_utterance = librivox_clip(cache_dir)
     except (FileNotFoundError, ImportError) as e:
         return {"skipped": str(e)}
     out_dir = Path(work_dir or cache_dir) / "librivox_transcripts"
@@ -534,7 +543,7 @@ def bench_align(
     result["timing"] = _timing_30s(seed, clip_dir, repeats=repeats) if timing else None
     if wild:
         from avalign.bench._wild import wild_set
-        from avalign.synth._wild_spec import HELDOUT_SEEDS, TUNE_SEEDS
+        from avalign.synth import HELDOUT_SEEDS, TUNE_SEEDS
 
         result["wild"] = [wild_set("tune", TUNE_SEEDS, work, text=wild_text),
                           wild_set("heldout", HELDOUT_SEEDS, work, text=wild_text)]

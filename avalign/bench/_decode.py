@@ -23,6 +23,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from avcore import frame_played_at
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["bench_decode", "bench_long", "format_decode_table", "format_long_table", "make_bench_clips", "make_full_clips",
@@ -143,7 +145,7 @@ def _sparse_decoders(path: str, threads: int, start: float, count: int, fps: flo
         def decord_batch() -> int:
             vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=threads)
             ts = vr.get_frame_timestamp(range(len(vr)))[:, 0]
-            idx = [int(np.searchsorted(ts, t + 1e-9, side="right") - 1) for t in times]
+            idx = frame_played_at(ts, np.asarray(times) + 1e-9, before_first="none").tolist()  # decord rounds its times
             return int(vr.get_batch(idx).shape[0])
 
         out["decord get_batch"] = decord_batch
@@ -166,10 +168,10 @@ def _creation(path: str, threads: int) -> dict[str, Callable[[], int]]:
     import av
 
     import loaders
-    from loaders import _index  # the per-process index cache is cleared before each call: a cold start
+    from loaders.media import clear_frame_index_cache  # cleared before each call: a cold start
 
     out = {
-        "avalign probe_video (header + frame index)": lambda: _index._CACHE.clear() or loaders.probe_video(path)[1].num_frames,
+        "avalign probe_video (header + frame index)": lambda: clear_frame_index_cache() or loaders.probe_video(path)[1].num_frames,
         "PyAV av.open": lambda: av.open(path).close() or 0,
     }
     try:
@@ -336,7 +338,7 @@ def _played_at_tools(path: str, threads: int, start: float, stop: float, fps: fl
     import torch
 
     import loaders
-    from loaders import _index
+    from loaders.media import clear_frame_index_cache
 
     count = max(0, math.ceil((stop - start) * fps - 1e-9))
     times = [start + i / fps for i in range(count)]
@@ -349,7 +351,7 @@ def _played_at_tools(path: str, threads: int, start: float, stop: float, fps: fl
     def avalign(clear_cache: bool, backend: str = "auto") -> Callable[[], int]:
         def run() -> int:
             if clear_cache:
-                _index._CACHE.clear()
+                clear_frame_index_cache()
             return loaders.read_video(path, start_seconds=start, stop_seconds=stop, fps=fps, num_threads=threads,
                                       frame_size=size, backend=backend).num_frames
         return run

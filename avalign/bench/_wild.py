@@ -31,7 +31,7 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WildFeatures", "calibrate_null_threshold", "format_wild_tables", "mouth_only_pairings", "null_pairings",
+__all__ = ["WildFeatures", "calibrate_null_threshold", "clock_errors_ms", "format_wild_tables", "mouth_only_pairings", "null_pairings",
            "wild_features",
            "wild_records", "wild_set"]
 
@@ -55,8 +55,8 @@ class WildFeatures:
 
 def wild_records(seeds: Sequence[int], clip_dir: Path) -> dict[str, dict]:
     """Generate each wild clip once (truth cached as ``<key>.truth.json`` beside the media, checked against the spec)."""
-    from avalign.synth._wild import make_wild_clip
-    from avalign.synth._wild_spec import wild_specs
+    from avalign.synth import make_wild_clip
+    from avalign.synth import wild_specs
 
     clip_dir = Path(clip_dir)
     clip_dir.mkdir(parents=True, exist_ok=True)
@@ -122,7 +122,7 @@ def wild_features(records: dict[str, dict], clip_dir: Path) -> dict[str, tuple[W
     return out
 
 
-def _clock_errors_ms(record: dict, offset_ms: Optional[float], drift_ppm: Optional[float]) -> tuple[float, float]:
+def clock_errors_ms(record: dict, offset_ms: Optional[float], drift_ppm: Optional[float]) -> tuple[float, float]:
     """(|error| at mid-clip, max |error| over the clip) of the applied clock (None → 0) against the truth (ms)."""
     t = np.linspace(0.0, record["duration_seconds"], 65)
     applied = (offset_ms or 0.0) + (drift_ppm or 0.0) * 1e-3 * t
@@ -179,8 +179,8 @@ def _clip_row(key: str, record: dict, features: WildFeatures, clip_dir: Path, vi
         match_seconds = time.perf_counter() - started
     unthresholded = estimate_av_offset_from_features(features.visual_events, features.pts_seconds, features.onsets,
                                                      min_confidence=0.0)
-    mid, worst = _clock_errors_ms(record, est.av_offset_ms, est.drift_ppm)
-    guess_mid, _ = _clock_errors_ms(record, unthresholded.av_offset_ms, unthresholded.drift_ppm)
+    mid, worst = clock_errors_ms(record, est.av_offset_ms, est.drift_ppm)
+    guess_mid, _ = clock_errors_ms(record, unthresholded.av_offset_ms, unthresholded.drift_ppm)
     seconds = features.feature_seconds + match_seconds
     frame_ms = 1000.0 / record["fps_nominal"]
     row = {

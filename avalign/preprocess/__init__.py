@@ -9,12 +9,17 @@ from avalign._lazy import lazy_exports
 _EXPORTS = {
     "InputPlan": "avalign.preprocess._inputs",
     "InputSample": "avalign.preprocess._inputs",
+    "LOCK_NAME": "avalign.preprocess._lock",
     "PreprocessResult": "avalign.preprocess._run",
     "SampleOptions": "avalign.preprocess._sample",
+    "add_parser": "avalign.preprocess._cli",
+    "format_result": "avalign.preprocess._cli",
     "is_transcript_json": "avalign.preprocess._inputs",
     "list_inputs": "avalign.preprocess._inputs",
+    "output_lock": "avalign.preprocess._lock",
     "plan_shards": "avalign.preprocess._run",
     "preprocess": "avalign.preprocess._run",
+    "process_sample": "avalign.preprocess._sample",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -16,7 +16,7 @@ from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input, display_p
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["add_parser", "run_command"]
+__all__ = ["add_parser", "format_result", "run_command"]
 
 EPILOG = """examples:
   avalign preprocess clips/ out/                             # media + same-stem .srt/.vtt/.json/.TextGrid

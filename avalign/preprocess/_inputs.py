@@ -31,41 +31,33 @@ import tarfile
 from dataclasses import dataclass, field
 from typing import IO, Iterator, Literal, Optional
 
-from loaders._shards import (
+from avcore import CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS
+from loaders.shards import (
     DEFAULT_MAX_MEMBER_BYTES,
     ShardError,
     TarMember,
-    _split_key,
     expand_shard_urls,
     group_by_key,
     open_shard,
     scan_tar,
+    split_key,
 )
-from loaders._transcripts import TRANSCRIPT_EXTENSIONS, is_transcript_json, pick_transcript
 from loaders.errors import SampleError
+from loaders.transcripts import is_transcript_json, pick_transcript
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "AUDIO_EXTENSIONS",
     "InputPlan",
     "InputSample",
     "Locator",
-    "TRANSCRIPT_EXTENSIONS",
-    "VIDEO_EXTENSIONS",
     "is_transcript_json",
     "list_inputs",
     "read_members",
 ]
 
-VIDEO_EXTENSIONS = ("mp4", "m4v", "mov", "mkv", "webm", "avi")
-"""Media with (usually) a video stream, by file suffix / tar member extension."""
-AUDIO_EXTENSIONS = ("m4a", "mp3", "wav", "flac", "ogg", "opus")
-"""Audio-only media."""
-"""Transcript sidecars, in order of preference when a key has several (word times first)."""
-MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
-_PASS_THROUGH = ("txt",)
-"""Members copied as they are (video2dataset's caption)."""
+_PASS_THROUGH = tuple(ext for ext in CAPTION_EXTENSIONS if ext not in TRANSCRIPT_EXTENSIONS)
+"""Members copied as they are (video2dataset's caption: ``txt``, ``caption``)."""
 _KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-]")
 _READ_CHUNK_BYTES = 1 << 20
 OnError = Literal["skip", "raise"]
@@ -267,7 +259,7 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
     def noted(members: Iterator[TarMember]) -> Iterator[TarMember]:
         for member in members:
             if member.problem:
-                details.setdefault(_split_key(member.name)[0], member.message)
+                details.setdefault(split_key(member.name)[0], member.message)
             yield member
 
     def report(shard: str, key: str, reason: str) -> None:  # group_by_key has logged it

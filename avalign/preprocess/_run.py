@@ -29,7 +29,7 @@ from avalign.preprocess._sample import SampleOptions, dumps, process_sample, run
 from avalign.preprocess._shard import ShardTask, process_shard
 from avalign.preprocess._state import RunState, plan_sha256
 from avalign.preprocess._writer import atomic_write_bytes, remove_stale_temporaries, shard_name
-from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.media import DEFAULT_MAX_PIXELS
 from loaders.errors import SampleError
 
 logger = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ def _run_local(tasks, *, workers: int, on_result, on_sample, options: SampleOpti
         for task in tasks:
             on_result(process_shard(task, on_sample=on_sample, options=options, config=config, **shard_kwargs))
         return
-    from loaders._watchdog import exit_with_parent
+    from loaders.media import exit_with_parent
 
     # Workers exit when this process dies (SIGKILL, the OOM killer): never blocked forever on the call queue.
     with ProcessPoolExecutor(max_workers=min(workers, len(samples)), mp_context=multiprocessing.get_context("fork"),

@@ -13,7 +13,6 @@ JSON is written with sorted keys and no spaces, so equal inputs give equal bytes
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
@@ -22,9 +21,10 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from avalign.preprocess._inputs import InputSample, read_members
-from loaders._video import DEFAULT_MAX_PIXELS
+from avcore import canonical_json, dump_align_json
+from loaders.media import DEFAULT_MAX_PIXELS
 from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
-from avalign._measure import count_words, decode_errors_of, decode_for_measure, null_unmeasurable
+from avalign._measure import count_words
 
 logger = logging.getLogger(__name__)
 
@@ -55,15 +55,8 @@ class SampleOptions:
     are written, not their bytes: recorded in ``state.jsonl``'s options, not in ``align.json``."""
 
 
-def dumps(value) -> bytes:
-    """Canonical JSON bytes: sorted keys, no spaces, UTF-8, NaN refused.
-
-    Any string can be written: a name that is not valid Unicode (a tar member name with undecodable bytes,
-    held as lone surrogates such as ``\\udcff``) is written as the JSON escape ``\\udcff``, which reads back
-    as the same string (``json.loads``); valid text is written as UTF-8, unchanged.
-    """
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text.encode("utf-8", "backslashreplace")
+dumps = canonical_json
+"""Canonical JSON bytes (``avcore.canonical_json``), for every member preprocess writes."""
 
 
 def run_config(options: SampleOptions) -> dict:
@@ -135,7 +128,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
     import torch
 
     import loaders
-    from avalign._measure import measure_aligned
+    from avalign._measure import measure_media
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -150,13 +143,10 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
             transcript = None
             if transcript_bytes is not None:
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
-            video, index, audio, video_only = decode_for_measure(media, name=media_name, num_threads=1, max_pixels=max_pixels,
-                                                                 max_duration_seconds=max_duration_seconds)
-            try:
-                record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate,
-                                                  estimate=not video_only)
-            except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
-                raise sample_error(e, stage="align") from e  # the key is filled in by process_sample
+            measured = measure_media(media, transcript, name=media_name, sample_rate=sample_rate, errors_as_skips=True,
+                                     decode_options=dict(num_threads=1, max_pixels=max_pixels,
+                                                         max_duration_seconds=max_duration_seconds))
+            record, aligned, index = measured.record, measured.aligned, measured.frame_index
             if transcript is not None:  # num_words counts the input's words, as before caption words were added
                 num_words = count_words(transcript)
                 transcript = aligned.transcript  # with caption words (forced alignment): loading need not redo it
@@ -165,7 +155,6 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
                 limits.unregister()
     finally:
         torch.set_num_threads(threads)
-    null_unmeasurable(record, video=video, video_only=video_only, decode_errors=decode_errors_of(video, audio))
     words = num_words if transcript is not None else 0
     return {
         "record": record,
@@ -183,7 +172,7 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
             ``missing_audio``, ``too_large``, ``transcript``, ``timeout``, ``read`` or ``error``, and the
             message names the input.
     """
-    from loaders._watchdog import call_with_timeout
+    from loaders.media import call_with_timeout
 
     shard = sample.media.path if sample.media.member else ""
     try:
@@ -212,7 +201,7 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         record["media"] = f"{sample.key}.{media_ext}"
         record["transcript"] = f"{sample.key}.transcript.json" if result["transcript"] is not None else None
         record["config"] = dict(config, methods=dict(config["methods"], av=record["av_method"], text=record["text_method"]))
-        members = {f"{sample.key}.{media_ext}": media, f"{sample.key}.align.json": dumps(record)}
+        members = {f"{sample.key}.{media_ext}": media, f"{sample.key}.align.json": dump_align_json(record, key=sample.key)}
         if result["frames"] is not None:
             members[f"{sample.key}.frames.json"] = dumps(result["frames"])
         if result["transcript"] is not None:

@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from avalign.report._inputs import ClipInput
+from avcore import frame_played_at
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def _thumbnail(frame: np.ndarray) -> np.ndarray:
 
 def _frame_at(pts: np.ndarray, seconds: float) -> int:
     """Index of the frame on screen at ``seconds`` (the last with pts <= seconds; the first before it)."""
-    return int(max(0, np.searchsorted(pts, seconds, side="right") - 1))
+    return int(frame_played_at(pts, seconds, before_first="first")[0])
 
 
 def _event_indices(video) -> list[int]:

@@ -20,7 +20,7 @@ from typing import Iterable, Literal, Optional, Union
 
 from avalign.report._inputs import ClipInput, Skipped, count_clips, iter_inputs
 from avalign.report._standards import lipsync_status, to_standard_offset_ms
-from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.media import DEFAULT_MAX_PIXELS
 from loaders.errors import SampleError, reason_of
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int =
     """Decode ``clip``'s media (path or bytes) and return its ``measure`` record (as ``avalign measure``).
 
     Audio-only media (no video stream) are measured with a null A/V offset; video-only media (no audio stream)
-    with null A/V and text offsets (``avalign._measure.decode_for_measure``, the rule ``measure`` and
+    with null A/V and text offsets (``avalign.measure_media``, the flow ``measure`` and
     ``preprocess`` follow).
 
     Raises:
@@ -45,12 +45,11 @@ def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int =
             ``missing_audio`` for media with neither stream, ``too_large`` over ``max_pixels``).
     """
     import loaders
-    from avalign._measure import decode_errors_of, decode_for_measure, measure_sample, null_unmeasurable
+    from avalign._measure import measure_media
 
-    video, _, audio, video_only = decode_for_measure(clip.media, name=clip.media_name, max_pixels=max_pixels)
     text = loaders.read_transcript(clip.transcript, name=clip.transcript_name) if clip.transcript is not None else None
-    record = measure_sample(video, audio, text, sample_rate=sample_rate, estimate=not video_only)
-    return null_unmeasurable(record, video=video, video_only=video_only, decode_errors=decode_errors_of(video, audio))
+    return measure_media(clip.media, text, name=clip.media_name, sample_rate=sample_rate,
+                         decode_options=dict(max_pixels=max_pixels)).record
 
 
 def residual(measured: Optional[float], true: Optional[float]) -> Optional[float]:

@@ -21,14 +21,14 @@ import tarfile
 from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
-from loaders._source import MediaSource
-from loaders._transcripts import TRANSCRIPT_EXTENSIONS, pick_transcript
+from avcore import ALIGN_JSON, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, SampleError, read_align_json
+from loaders.media import MediaSource
+from loaders.transcripts import pick_transcript
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ClipInput", "MEDIA_EXTENSIONS", "Skipped", "TRANSCRIPT_EXTENSIONS", "count_clips", "iter_inputs", "preprocess_skips"]
+__all__ = ["ClipInput", "Skipped", "count_clips", "iter_inputs", "preprocess_skips"]
 
-MEDIA_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v", "m4a", "mp3", "wav", "flac", "ogg", "opus", "aac")
 """Media file extensions recognised in directories and shards (lower case)."""
 _PREPROCESSED_KEYS = ("align.json", "frames.json", "transcript.json")
 
@@ -230,7 +230,7 @@ def _directory_inputs(directory: str) -> Iterator[Item]:
 
 
 def _shard_inputs(urls, *, on_error: OnError = "skip") -> Iterator[Item]:
-    from loaders._shards import ShardError, shard_samples
+    from loaders.shards import ShardError, shard_samples
     from loaders.errors import SampleError
 
     problems: list[Skipped] = []
@@ -253,13 +253,11 @@ def _sample_input(sample: dict) -> Item:
     media_ext = next((e for e in MEDIA_EXTENSIONS if e in sample), None)
     media = sample.get(media_ext) if media_ext else None
     align = None
-    if "align.json" in sample:
+    if ALIGN_JSON in sample:
         try:
-            align = json.loads(sample["align.json"])
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            return _skipped(key, url, "align_json", f"align.json is not valid JSON: {e}")
-        if not isinstance(align, dict) or "av_offset_ms" not in align:
-            return _skipped(key, url, "align_json", "align.json has no 'av_offset_ms' (not the measure schema)")
+            align = read_align_json(sample[ALIGN_JSON], key=key, shard=url)
+        except SampleError as e:
+            return _skipped(key, url, e.reason, e.message)
     if align is None and media is None:
         members = sorted(k for k in sample if not k.startswith("__"))
         return _skipped(key, url, "missing_media", f"no media member (has {members}); expected one of {list(MEDIA_EXTENSIONS)}")

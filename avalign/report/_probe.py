@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from loaders._source import MediaSource, describe_source, open_for_pyav
+from loaders.media import MediaSource, describe_source, open_for_pyav
 from loaders.errors import DecodeError
 
 logger = logging.getLogger(__name__)

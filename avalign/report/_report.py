@@ -17,7 +17,7 @@ from avalign.report._summary import (
     gate,
     summarize,
 )
-from loaders._video import DEFAULT_MAX_PIXELS
+from loaders.media import DEFAULT_MAX_PIXELS
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from ._dataset import write_dataset, write_shards
 from ._espeak import ESPEAK_SAMPLE_RATE, Speech, SpokenWord, synthesize_speech, word_onset_energy_ratios
 from ._spec import SENTENCES, ClipSpec, random_specs, sample_specs
 from ._transcript_writers import StampedWord, render_transcript
-from ._wild import make_wild_clip
+from ._wild import attack_envelope, make_wild_clip
 from ._wild_spec import HELDOUT_SEEDS, TUNE_SEEDS, WildEvent, WildSpec, wild_specs
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "TUNE_SEEDS",
     "WildEvent",
     "WildSpec",
+    "attack_envelope",
     "make_clip",
     "make_wild_clip",
     "random_specs",

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from aligner import AlignedSample
 from avcore import BatchItem
+from loaders.pipeline._budgets import first_over_budget
 from loaders.pipeline._text import tokenize_item
 
 logger = logging.getLogger(__name__)
@@ -339,12 +340,13 @@ class Collator:
         if len(samples) > self.max_items:
             raise ValueError(f"{len(samples)} items exceed max_items={self.max_items}; raise max_items or lower the budgets.")
         totals = lengths.sum(axis=0) if len(samples) else np.zeros(3, dtype=np.int64)
-        for j, name in enumerate(("frames", "samples", "tokens")):
-            if totals[j] > self.budgets[j]:
-                raise ValueError(
-                    f"{name}: {int(totals[j])} over the budget {self.budgets[j]} for keys {[s.key for s in samples]}; "
-                    "pack with the same budgets as the collator."
-                )
+        over = first_over_budget(totals.tolist(), self.budgets)
+        if over is not None:
+            j = over[0]
+            raise ValueError(
+                f"{('frames', 'samples', 'tokens')[j]}: {int(totals[j])} over the budget {self.budgets[j]} for keys "
+                f"{[s.key for s in samples]}; pack with the same budgets as the collator."
+            )
         num_words = sum(len(s.words) for s in samples)
         num_segments = sum(len(s.segments) for s in samples)
         if num_words > self.max_words or num_segments > self.max_segments:

@@ -424,7 +424,9 @@ def make_dataset(
             whitespace-separated words (no ids).
         fps: Sample frames at this rate (the frame played at each grid time); None keeps every frame.
         sample_rate: Audio rate of the batches.
-        budgets: ``(frames, audio samples, tokens)`` per batch; also the fixed tensor capacities.
+        budgets: ``(frames, audio samples, tokens)`` per batch; also the fixed tensor capacities. The packer packs
+            under six *limits*: these three, then ``max_items``, ``max_words``, ``max_segments``
+            (``SampleOptions.limits``, what ``LoaderStats``' pack statistics are per column of).
         window_seconds: ``"auto"`` (default) cuts a clip over a budget into the fewest equal windows that fit;
             a number cuts every clip longer than it; None keeps clips whole (over budget: skipped, ``over_budget``).
         buffer_size: Items the packer looks ahead over (more: tighter packs, more memory).

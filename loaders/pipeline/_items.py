@@ -25,24 +25,30 @@ from typing import Any, Optional
 
 import torch
 
-from avcore import AudioClip, BatchItem, DecodeError, SampleError, sample_error
+from avcore import (
+    ALIGN_JSON,
+    MEDIA_EXTENSIONS,
+    AudioClip,
+    BatchItem,
+    DecodeError,
+    SampleError,
+    clock_values,
+    read_align_json,
+    sample_error,
+)
 from loaders._audio import read_audio
 from loaders._index import FrameIndex
 from loaders._transcripts import pick_transcript, read_transcript
 from loaders._video import read_video
+from loaders.pipeline._budgets import first_over_budget
 from loaders.pipeline._options import AUTO, SampleOptions
 from loaders.pipeline._text import caption_text, tokenize_item, with_caption
 from loaders.pipeline._window import split_windows
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AUDIO_EXTENSIONS", "MEDIA_EXTENSIONS", "VIDEO_EXTENSIONS", "pack_lengths", "sample_items"]
+__all__ = ["pack_lengths", "sample_items"]
 
-VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v")
-"""Tar member extensions read as the sample's (video) media, first match wins."""
-AUDIO_EXTENSIONS = ("flac", "wav", "mp3", "m4a", "ogg", "opus", "aac")
-"""Audio-only media members (tried after the video extensions): items without frames."""
-MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 
 
 _MAX_TEXT_WINDOWS_FACTOR = 8
@@ -148,13 +154,9 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
 
 
 def _given_values(sample: dict, url: str, key: str) -> dict[str, Optional[float]]:
-    if "align.json" not in sample:
+    if ALIGN_JSON not in sample:
         return {}
-    try:
-        record = json.loads(sample["align.json"])
-        return {name: record.get(name) for name in ("av_offset_ms", "drift_ppm", "text_offset_ms")}
-    except (ValueError, AttributeError) as error:
-        raise SampleError(f"align.json is not a JSON object: {error}", shard=url, key=key, reason="align_json") from None
+    return clock_values(read_align_json(sample[ALIGN_JSON], key=key, shard=url))
 
 
 def _frame_index(sample: dict, key: str) -> Optional[FrameIndex]:
@@ -244,7 +246,7 @@ def _overshoot(items: list[BatchItem], options: SampleOptions, columns: tuple[in
 def _check_budgets(items: list[BatchItem], options: SampleOptions, url: str) -> None:
     for item in items:
         lengths = pack_lengths(item)
-        if any(n > limit for n, limit in zip(lengths, options.limits)):
+        if first_over_budget(lengths, options.limits) is not None:
             hint = ("a clip-level text or a segment longer than the budget cannot be cut; raise the budgets"
                     if options.window_seconds == AUTO else "set window_seconds (or 'auto') or raise the budgets")
             raise SampleError(

@@ -85,7 +85,7 @@ class ResolvedOptions:
     sample: SampleOptions
     """What turns a sample into items (sent to workers)."""
     collator: Any
-    """The :class:`~loaders.Collator` (fixed capacities, device)."""
+    """The :class:`~loaders.pipeline.Collator` (fixed capacities, device)."""
     rank: int
     world_size: int
 

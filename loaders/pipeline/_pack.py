@@ -24,6 +24,8 @@ from typing import Any, Union
 
 import numpy as np
 
+from loaders.pipeline._budgets import first_over_budget
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["OnlinePacker", "PackItem", "PackStats", "plan_packs"]
@@ -150,16 +152,16 @@ def _as_int64(array: np.ndarray, *, name: str) -> np.ndarray:
 
 def _enforce_budgets(table: np.ndarray, budget_row: np.ndarray, *, truncate: bool) -> np.ndarray:
     """Raises on (or, with ``truncate``, caps) items longer than a budget."""
-    over = table > budget_row
-    if not over.any():
+    found = first_over_budget(table, budget_row)
+    if found is None:
         return table
     if not truncate:
-        index, column = (int(v) for v in np.argwhere(over)[0])
+        index, column = found
         raise ValueError(
             f"item index {index} has length {int(table[index, column])} in column {column}, over the budget "
             f"{int(budget_row[column])}; pass truncate=True to cap it, raise the budget, or window the item."
         )
-    num_capped = int(over.any(axis=1).sum())
+    num_capped = int((table > budget_row).any(axis=1).sum())
     logger.info("capped %d of %d items to the budgets %s", num_capped, table.shape[0], budget_row.tolist())
     return np.minimum(table, budget_row)
 
@@ -324,7 +326,8 @@ class PackStats:
     num_truncated: int
     """Items whose lengths were capped to the budgets (only with ``truncate=True``)."""
     budgets: tuple[int, ...]
-    """Budget per column."""
+    """Budget per column (in the loader: the six limits ``(frames, samples, tokens, items, words, segments)``, of
+    which ``make_loader``'s ``budgets`` are the first three)."""
     total_lengths: tuple[int, ...]
     """Summed item lengths per column over the emitted packs."""
 
@@ -499,8 +502,8 @@ class OnlinePacker:
                 f"item {item.key!r} has {len(item.lengths)} length column(s) {item.lengths}; "
                 f"the packer has {len(self._budgets)} budgets {self._budgets}."
             )
-        over = [j for j, (n, b) in enumerate(zip(item.lengths, self._budgets)) if n > b]
-        if not over:
+        over = first_over_budget(item.lengths, self._budgets)
+        if over is None:
             return item
         if not self._truncate:
             j = over[0]

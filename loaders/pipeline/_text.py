@@ -29,16 +29,13 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from aligner import AlignedSpan
-from avcore import BatchItem, TextTokens
+from avcore import CAPTION_EXTENSIONS, BatchItem, TextTokens
 from loaders._transcripts import is_transcript_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["caption_text", "encode_text", "tokenize_item", "with_caption"]
+__all__ = ["caption_text", "encode_text", "join_unit_texts", "token_owners", "tokenize_item", "unit_token_ranges", "with_caption"]
 
-CAPTION_EXTENSIONS = ("txt", "caption", "json")
-"""Members read as a clip-level caption when the sample has no transcript: ``txt`` / ``caption`` (the text),
-``json`` metadata with a string ``caption`` field (video2dataset)."""
 _WHITESPACE_TOKEN = re.compile(r"\S+")
 MAX_CAPTION_BYTES = 1_000_000
 """A caption member larger than this is refused (a clip-level caption is a sentence or a paragraph)."""
@@ -133,10 +130,10 @@ def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
     words, segments = tuple(sample.words), tuple(sample.segments)
     unit = "word" if words else ("segment" if segments else "")
     units = words if words else segments
-    text, char_ranges = _join([u.text for u in units])
+    text, char_ranges = join_unit_texts([u.text for u in units])
     ids, offsets = encode_text(tokenizer, text) if units else ([] if tokenizer is not None else None, [])
-    owner = _token_owners(offsets, char_ranges)
-    ranges = _unit_token_ranges(owner, len(units))
+    owner = token_owners(offsets, char_ranges)
+    ranges = unit_token_ranges(owner, len(units))
     updated = tuple(dataclasses.replace(u, token_start=r[0], token_stop=r[1]) for u, r in zip(units, ranges))
     if unit == "word":
         words = updated
@@ -162,7 +159,7 @@ def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
     return BatchItem(dataclasses.replace(sample, words=words, segments=segments), tokens)
 
 
-def _join(texts: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+def join_unit_texts(texts: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
     ranges, cursor = [], 0
     for text in texts:
         ranges.append((cursor, cursor + len(text)))
@@ -170,7 +167,7 @@ def _join(texts: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
     return " ".join(texts), ranges
 
 
-def _token_owners(offsets: Sequence[tuple[int, int]], char_ranges: Sequence[tuple[int, int]]) -> list[int]:
+def token_owners(offsets: Sequence[tuple[int, int]], char_ranges: Sequence[tuple[int, int]]) -> list[int]:
     """Index of the first unit each token overlaps, -1 for none (special tokens, offset ``(0, 0)``)."""
     if not char_ranges:
         return [-1] * len(offsets)
@@ -182,7 +179,7 @@ def _token_owners(offsets: Sequence[tuple[int, int]], char_ranges: Sequence[tupl
     return owners
 
 
-def _unit_token_ranges(owner: Sequence[int], num_units: int) -> list[tuple[int, int]]:
+def unit_token_ranges(owner: Sequence[int], num_units: int) -> list[tuple[int, int]]:
     """``[token_start, token_stop)`` per unit; a unit without tokens gets an empty range at the next token."""
     first = [-1] * num_units
     last = [-1] * num_units

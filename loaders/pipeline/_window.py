@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from aligner import AlignedSample, AlignedSpan
-from avcore import VideoClip, clip_to_window, frame_range, seconds_to_samples
+from avcore import AudioClip, VideoClip, clip_to_window, frame_range, span_sample_range
 
 logger = logging.getLogger(__name__)
 
@@ -71,18 +71,18 @@ def split_windows(sample: AlignedSample, *, window_seconds: Optional[float]) -> 
     num_windows = int(math.ceil((duration - _TOLERANCE_SECONDS) / window_seconds))
     out = []
     for index in range(num_windows):
-        window_start = start + index * window_seconds
-        window_stop = min(start + (index + 1) * window_seconds, stop)
-        out.append(_cut(sample, window_start, window_stop, key=f"{sample.key}@{index}"))
+        window_start_seconds = start + index * window_seconds
+        window_stop_seconds = min(start + (index + 1) * window_seconds, stop)
+        out.append(_cut(sample, window_start_seconds, window_stop_seconds, key=f"{sample.key}@{index}"))
     return out
 
 
-def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key: str) -> AlignedSample:
-    """The part of ``sample`` over ``[window_start, window_stop)`` with re-based index ranges."""
+def _cut(sample: AlignedSample, window_start_seconds: float, window_stop_seconds: float, *, key: str) -> AlignedSample:
+    """The part of ``sample`` over ``[window_start_seconds, window_stop_seconds)`` with re-based index ranges."""
     sample_rate = sample.audio.sample_rate
     origin = float(sample.start_seconds)
-    sample_start = min(seconds_to_samples(window_start - origin, sample_rate), sample.audio.num_samples)
-    sample_stop = min(seconds_to_samples(window_stop - origin, sample_rate), sample.audio.num_samples)
+    sample_start, sample_stop = span_sample_range(window_start_seconds, window_stop_seconds, audio_start_seconds=origin,
+                                                  sample_rate=sample_rate, num_samples=sample.audio.num_samples)
     audio = dataclasses.replace(
         sample.audio,
         samples=sample.audio.samples[:, sample_start:sample_stop].contiguous(),
@@ -92,7 +92,7 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
     frame_start = 0
     if sample.video is not None:
         pts = sample.video.pts_seconds.numpy()
-        frame_start, frame_stop = frame_range(pts, window_start, window_stop)
+        frame_start, frame_stop = frame_range(pts, window_start_seconds, window_stop_seconds)
         video = dataclasses.replace(
             sample.video,
             # Views, not copies: a window's frames are a contiguous run of the clip's (the clip's storage is
@@ -101,12 +101,9 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
             pts_seconds=sample.video.pts_seconds[frame_start:frame_stop],
         )
     rebase = dict(
-        window_start=window_start,
-        window_stop=window_stop,
-        origin=origin,
-        sample_rate=sample_rate,
-        sample_offset=sample_start,
-        num_samples=audio.num_samples,
+        window_start_seconds=window_start_seconds,
+        window_stop_seconds=window_stop_seconds,
+        audio=audio,
         pts=None if video is None else video.pts_seconds.numpy(),
     )
     words = _clip_spans(sample.words, **rebase)
@@ -117,8 +114,8 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
         audio=audio,
         words=words,
         segments=segments,
-        start_seconds=window_start,
-        stop_seconds=window_stop,
+        start_seconds=window_start_seconds,
+        stop_seconds=window_stop_seconds,
         key=key,
     )
 
@@ -126,18 +123,15 @@ def _cut(sample: AlignedSample, window_start: float, window_stop: float, *, key:
 def _clip_spans(
     spans: tuple[AlignedSpan, ...],
     *,
-    window_start: float,
-    window_stop: float,
-    origin: float,
-    sample_rate: int,
-    sample_offset: int,
-    num_samples: int,
+    window_start_seconds: float,
+    window_stop_seconds: float,
+    audio: AudioClip,
     pts: Optional[np.ndarray],
 ) -> tuple[AlignedSpan, ...]:
     """Spans overlapping the window, clipped to it, with frame/sample/token ranges relative to the window."""
     kept = []
     for span in spans:
-        clipped = clip_to_window(span.start_seconds, span.stop_seconds, window_start, window_stop)
+        clipped = clip_to_window(span.start_seconds, span.stop_seconds, window_start_seconds, window_stop_seconds)
         if clipped is not None:
             kept.append((span, *clipped))
     token_base = min((span.token_start for span, _, _ in kept if span.token_start is not None), default=0)
@@ -146,9 +140,9 @@ def _clip_spans(
         frame_start = frame_stop = None
         if pts is not None:
             frame_start, frame_stop = frame_range(pts, s, e)
-        # Same rounding as the parent (relative to the parent's origin), then re-based: a span keeps its samples.
-        sample_start = min(max(seconds_to_samples(s - origin, sample_rate) - sample_offset, 0), num_samples)
-        sample_stop = min(max(seconds_to_samples(e - origin, sample_rate) - sample_offset, sample_start), num_samples)
+        # Counted from the window audio's first sample (the parent's sample round((a - T0)·sr)): a span keeps its samples.
+        sample_start, sample_stop = span_sample_range(s, e, audio_start_seconds=audio.start_seconds,
+                                                      sample_rate=audio.sample_rate, num_samples=audio.num_samples)
         token_start = None if span.token_start is None else span.token_start - token_base
         token_stop = None if span.token_stop is None else span.token_stop - token_base
         out.append(

@@ -1,0 +1,25 @@
+"""Transcripts (a public module): :func:`read_transcript` and what tools need to pick one from a sample.
+
+Implementation: ``loaders._transcripts`` (dispatch, limits) and ``loaders._transcript_formats`` (parsers).
+"""
+from loaders._transcripts import (
+    DEFAULT_MAX_CUES,
+    DEFAULT_MAX_WORDS,
+    TRANSCRIPT_EXTENSIONS,
+    TRANSCRIPT_FORMATS,
+    TranscriptFormat,
+    is_transcript_json,
+    pick_transcript,
+    read_transcript,
+)
+
+__all__ = [
+    "DEFAULT_MAX_CUES",
+    "DEFAULT_MAX_WORDS",
+    "TRANSCRIPT_EXTENSIONS",
+    "TRANSCRIPT_FORMATS",
+    "TranscriptFormat",
+    "is_transcript_json",
+    "pick_transcript",
+    "read_transcript",
+]
