@@ -1,5 +1,5 @@
-"""Loader throughput: ``DataLoader(make_dataset(...))`` and ``make_loader`` (packed, 2 workers each) vs a naive
-webdataset + decord + pad-to-max pipeline.
+"""Loader throughput: ``make_loader`` and ``DataLoader(make_dataset(...))`` (packed, 2 workers each) vs avalign's own
+decode alone (the loader's ceiling) and a naive webdataset + decord + pad-to-max pipeline.
 
 All read the same shards, decode every frame at the native frame rate and the audio at 16 kHz mono, and
 run 2 worker processes. The naive pipeline batches a fixed number of clips and pads every clip to the
@@ -9,6 +9,8 @@ decoded frames/s, padding fraction of the delivered tensors, and the wall time o
 Usage::
 
     .venv/bin/python scripts/bench_loader.py [--shards 'sample_data/shards/*.tar'] [--out /tmp/bench_loader.md]
+    .venv/bin/python scripts/bench_loader.py --synthetic-shards 4 --repeats 4              # 32 clips, every frame
+    .venv/bin/python scripts/bench_loader.py --long-shards 4 --fps 2 --window-seconds 8   # 16 x 30 s 360p, 2 fps
 
 Without shards (``sample_data/shards`` not generated yet), synthetic shards are made with ffmpeg::
 
@@ -18,16 +20,19 @@ Without shards (``sample_data/shards`` not generated yet), synthetic shards are 
 from __future__ import annotations
 
 import argparse
+import gc
 import glob
 import io
 import json
 import logging
+import resource
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
@@ -38,8 +43,10 @@ sys.path.insert(0, str(REPO))
 logger = logging.getLogger(__name__)
 
 
-def make_demo_shards(out_dir: Path, *, num_shards: int = 3, clips_per_shard: int = 4, fps: int = 30) -> list[str]:
-    """Synthetic shards of testsrc clips (2–6 s, AAC 48 kHz) with WhisperX-style JSON transcripts."""
+def make_demo_shards(out_dir: Path, *, num_shards: int = 3, clips_per_shard: int = 4, fps: int = 30,
+                     size: str = "160x120", seconds_choices: tuple = (2.0, 3.0, 4.0, 5.0, 6.0)) -> list[str]:
+    """Synthetic shards of testsrc clips (``size``, durations drawn from ``seconds_choices``, AAC 48 kHz) with
+    WhisperX-style JSON transcripts."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     paths = []
@@ -47,10 +54,10 @@ def make_demo_shards(out_dir: Path, *, num_shards: int = 3, clips_per_shard: int
         path = out_dir / f"demo-{shard:06d}.tar"
         with tarfile.open(path, "w") as tar:
             for clip in range(clips_per_shard):
-                seconds = float(rng.choice([2.0, 3.0, 4.0, 5.0, 6.0]))
+                seconds = float(rng.choice(seconds_choices))
                 media = out_dir / f"clip{shard}{clip}.mp4"
                 subprocess.run(
-                    ["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", f"testsrc=size=160x120:rate={fps}",
+                    ["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", f"testsrc=size={size}:rate={fps}",
                      "-f", "lavfi", "-i", "sine=f=440:r=48000", "-t", str(seconds), "-c:v", "libx264", "-g", "30",
                      "-c:a", "aac", str(media)],
                     check=True,
@@ -78,10 +85,10 @@ def find_shards(pattern: str) -> list[str]:
 
 
 def bench_ours(paths: list[str], *, num_workers: int, window_seconds: float, budgets: tuple[int, int, int],
-               dataloader: bool = False) -> dict:
+               dataloader: bool = False, fps: Optional[float] = None) -> dict:
     from loaders import make_dataset, make_loader
 
-    options = dict(seed=0, fps=None, sample_rate=16000, budgets=budgets, window_seconds=window_seconds, buffer_size=8,
+    options = dict(seed=0, fps=fps, sample_rate=16000, budgets=budgets, window_seconds=window_seconds, buffer_size=8,
                    frame_size=(112, 112), max_items=64)
     if dataloader:
         loader = torch.utils.data.DataLoader(make_dataset(paths, **options), batch_size=None, num_workers=num_workers,
@@ -109,10 +116,11 @@ def bench_ours(paths: list[str], *, num_workers: int, window_seconds: float, bud
 
 
 class _NaiveDataset(torch.utils.data.IterableDataset):
-    """webdataset → decord (all frames, native fps) → 16 kHz audio; one clip per item."""
+    """webdataset → decord (every frame at native fps, or the frame shown at each ``1/fps`` grid time) → 16 kHz
+    audio; one clip per item."""
 
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
+    def __init__(self, paths: list[str], fps: Optional[float] = None) -> None:
+        self.paths, self.fps = paths, fps
 
     def __iter__(self):
         import decord
@@ -125,12 +133,61 @@ class _NaiveDataset(torch.utils.data.IterableDataset):
                 continue
             try:  # decord cannot read some containers (e.g. VP9/WebM): the naive pipeline drops those clips
                 video = decord.VideoReader(io.BytesIO(sample[ext]), width=112, height=112)
-                frames = video.get_batch(list(range(len(video)))).asnumpy()
+                indices = list(range(len(video)))
+                if self.fps is not None:  # the frame shown at each grid time k / fps
+                    native = video.get_avg_fps()
+                    indices = sorted({min(int(k * native / self.fps), len(video) - 1)
+                                      for k in range(int(len(video) / native * self.fps + 1e-9))})
+                frames = video.get_batch(indices).asnumpy()
                 audio = decord.AudioReader(io.BytesIO(sample[ext]), sample_rate=16000, mono=True)._array[0]
             except Exception as error:  # noqa: BLE001 - a benchmark baseline: count and go on
                 logger.warning("naive pipeline: %s.%s failed: %s", sample["__key__"], ext, error)
                 continue
             yield torch.from_numpy(frames), torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))
+
+
+class _DecodeOnlyDataset(torch.utils.data.IterableDataset):
+    """avalign's own decode and nothing else: the same tar reading as the loader, ``read_video`` (the same frames,
+    scaled to 112×112 in the decoder) and ``read_audio`` to 16 kHz mono (the samples the batches carry), shards split
+    over DataLoader workers; yields counts only (no align, window, tokenize, pack, collate, nor tensors sent between
+    processes)."""
+
+    def __init__(self, paths: list[str], frame_size: tuple[int, int], fps: Optional[float] = None) -> None:
+        self.paths, self.frame_size, self.fps = paths, frame_size, fps
+
+    def __iter__(self):
+        from avcore import MEDIA_EXTENSIONS
+        from loaders import read_audio, read_video
+        from loaders.shards import group_by_key, tar_members
+
+        info = torch.utils.data.get_worker_info()
+        worker, num_workers = (0, 1) if info is None else (info.id, info.num_workers)
+        for url in self.paths[worker::num_workers]:
+            for sample in group_by_key(tar_members(url), url=url):
+                ext = next((e for e in MEDIA_EXTENSIONS if e in sample), None)
+                if ext is None:
+                    continue
+                video = read_video(sample[ext], frame_size=self.frame_size, fps=self.fps)
+                audio = read_audio(sample[ext], sample_rate=16000, mono=True)
+                yield sample["__key__"], video.num_frames, audio.num_samples
+
+
+def bench_decode_only(paths: list[str], *, num_workers: int, fps: Optional[float] = None) -> dict:
+    loader = torch.utils.data.DataLoader(_DecodeOnlyDataset(paths, (112, 112), fps), batch_size=None,
+                                         num_workers=num_workers)
+    started = time.perf_counter()
+    first = None
+    clips = frames = 0
+    for _, num_frames, _ in loader:
+        first = first or time.perf_counter() - started
+        clips += 1
+        frames += num_frames
+    seconds = time.perf_counter() - started
+    return {
+        "pipeline": f"avalign decode only: read_video + read_audio ({num_workers} workers, no batches)",
+        "clips": clips, "batches": 0, "frames": frames, "seconds": seconds, "first_batch_seconds": first,
+        "padding_frames": float("nan"), "padding_samples": float("nan"),
+    }
 
 
 def _pad_to_max(items):
@@ -145,8 +202,8 @@ def _pad_to_max(items):
     return video, sound, [f.shape[0] for f in frames], [a.shape[0] for a in audio]
 
 
-def bench_naive(paths: list[str], *, num_workers: int, batch_size: int) -> dict:
-    loader = torch.utils.data.DataLoader(_NaiveDataset(paths), batch_size=batch_size, num_workers=num_workers,
+def bench_naive(paths: list[str], *, num_workers: int, batch_size: int, fps: Optional[float] = None) -> dict:
+    loader = torch.utils.data.DataLoader(_NaiveDataset(paths, fps), batch_size=batch_size, num_workers=num_workers,
                                          collate_fn=_pad_to_max)
     started = time.perf_counter()
     first = None
@@ -167,58 +224,90 @@ def bench_naive(paths: list[str], *, num_workers: int, batch_size: int) -> dict:
     }
 
 
+def _percent(fraction: float) -> str:
+    return "-" if fraction != fraction else f"{fraction:.1%}"  # NaN: no batches (decode only)
+
+
+def _cpu_seconds() -> float:
+    """User + system time of this process and of its finished children (the worker processes of past epochs)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _timed(run) -> dict:
+    before = _cpu_seconds()
+    row = run()
+    gc.collect()  # DataLoader iterators shut their workers down when collected: count their CPU time here
+    row["cpu_seconds"] = _cpu_seconds() - before
+    return row
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shards", default=str(REPO / "sample_data/shards/*.tar"))
     parser.add_argument("--out", default="/tmp/bench_loader.md")
     parser.add_argument("--num-workers", type=int, default=2)
     parser.add_argument("--window-seconds", type=float, default=4.0)
+    parser.add_argument("--fps", type=float, default=None, help="sample frames at this rate (default: every frame)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--synthetic-shards", type=int, default=0,
-                        help="make this many synthetic shards of 8 testsrc clips instead of reading --shards")
+                        help="make this many synthetic shards of 8 testsrc clips (160x120, 2-6 s) instead of reading --shards")
+    parser.add_argument("--long-shards", type=int, default=0,
+                        help="make this many synthetic shards of 4 testsrc clips (640x360, 30 s) instead of reading --shards")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(1)
     if args.synthetic_shards:
         paths = make_demo_shards(Path(tempfile.mkdtemp(prefix="avalign-bench-")), num_shards=args.synthetic_shards,
                                  clips_per_shard=8)
+    elif args.long_shards:
+        paths = make_demo_shards(Path(tempfile.mkdtemp(prefix="avalign-bench-")), num_shards=args.long_shards,
+                                 clips_per_shard=4, size="640x360", seconds_choices=(30.0,))
     else:
         paths = find_shards(args.shards)
-    budgets = (int(round(30 * args.window_seconds * 2)), int(16000 * args.window_seconds * 2), 512)
-    rows = []
-    for _ in range(args.repeats):  # interleaved, to spread the shared machine's load over all three
-        rows.append(bench_ours(paths, num_workers=args.num_workers, window_seconds=args.window_seconds, budgets=budgets,
-                               dataloader=True))
-        rows.append(bench_ours(paths, num_workers=args.num_workers, window_seconds=args.window_seconds, budgets=budgets))
-        rows.append(bench_naive(paths, num_workers=args.num_workers, batch_size=4))
-    runs: dict[str, list[dict]] = {}
-    for row in rows:
-        runs.setdefault(row["pipeline"], []).append(row)
-    best = {}
-    for name, group in runs.items():  # the median epoch of each pipeline
-        best[name] = sorted(group, key=lambda r: r["seconds"])[len(group) // 2]
+    frame_rate = args.fps or 30
+    budgets = (int(round(frame_rate * args.window_seconds * 2)), int(16000 * args.window_seconds * 2), 512)
+    w, fps = args.num_workers, args.fps
+    pipelines = {
+        "make_loader": lambda: bench_ours(paths, num_workers=w, window_seconds=args.window_seconds, budgets=budgets, fps=fps),
+        "DataLoader": lambda: bench_ours(paths, num_workers=w, window_seconds=args.window_seconds, budgets=budgets, fps=fps,
+                                         dataloader=True),
+        "decode only": lambda: bench_decode_only(paths, num_workers=w, fps=fps),
+        "naive": lambda: bench_naive(paths, num_workers=w, batch_size=4, fps=fps),
+    }
+    runs: dict[str, list[dict]] = {name: [] for name in pipelines}
+    for _ in range(args.repeats):  # interleaved, to spread the shared machine's load over all four
+        for name, run in pipelines.items():
+            runs[name].append(_timed(run))
+    median = {name: sorted(group, key=lambda r: r["seconds"])[len(group) // 2] for name, group in runs.items()}
+    cpu = {name: float(np.median([r["cpu_seconds"] for r in group])) for name, group in runs.items()}
+    frames_at = "every frame at native fps" if fps is None else f"{fps:g} fps"
     lines = [
-        f"# Loader throughput ({len(paths)} shards, every frame at native fps, audio 16 kHz mono, 112×112)",
+        f"# Loader throughput ({len(paths)} shards, {frames_at}, audio 16 kHz mono, 112×112, {w} workers)",
         "",
-        f"Median of {args.repeats} interleaved epochs each; machine shared, 2 cores. Budgets per packed batch: {budgets} "
-        "(frames, samples, tokens).",
+        f"Median of {args.repeats} interleaved epochs each (all epochs listed); CPU = user + system of the process tree "
+        f"(median). Budgets per packed batch: {budgets} (frames, samples, tokens).",
         "",
-        "| pipeline | clips | batches | frames | epoch s | clips/s | frames/s | first batch s | frame padding | audio padding |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| pipeline | clips | batches | frames | epochs s | median s | CPU s | clips/s | first batch s | frame padding | "
+        "audio padding |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in best.values():
+    for name, row in median.items():
+        epochs = " ".join(f"{r['seconds']:.2f}" for r in runs[name])
         lines.append(
-            f"| {row['pipeline']} | {row['clips']} | {row['batches']} | {row['frames']} | {row['seconds']:.2f} | "
-            f"{row['clips'] / row['seconds']:.2f} | {row['frames'] / row['seconds']:.0f} | {row['first_batch_seconds']:.2f} | "
-            f"{row['padding_frames']:.1%} | {row['padding_samples']:.1%} |"
+            f"| {row['pipeline']} | {row['clips']} | {row['batches']} | {row['frames']} | {epochs} | {row['seconds']:.2f} | "
+            f"{cpu[name]:.2f} | {row['clips'] / row['seconds']:.2f} | {row['first_batch_seconds']:.2f} | "
+            f"{_percent(row['padding_frames'])} | {_percent(row['padding_samples'])} |"
         )
-    rate = {name: row["clips"] / row["seconds"] for name, row in best.items()}
-    names = list(best)
-    if len(names) == 3:
-        ours, loader, naive = names
-        lines += ["", f"clips/s ratio: DataLoader / make_loader = {rate[ours] / rate[loader]:.2f}x, "
-                      f"DataLoader / naive = {rate[ours] / rate[naive]:.2f}x, make_loader / naive = "
-                      f"{rate[loader] / rate[naive]:.2f}x"]
+
+    def ratio(a: str, b: str) -> str:  # throughput of a over b: b's time / a's time (wall, then CPU)
+        return f"{median[b]['seconds'] / median[a]['seconds']:.2f}x (CPU {cpu[b] / cpu[a]:.2f}x)"
+
+    lines += ["", "Throughput ratios (median epoch time of the second / of the first):", "",
+              f"- loader vs decode only: make_loader {ratio('make_loader', 'decode only')}, "
+              f"DataLoader {ratio('DataLoader', 'decode only')}",
+              f"- DataLoader / make_loader: {ratio('DataLoader', 'make_loader')}",
+              f"- vs naive: make_loader {ratio('make_loader', 'naive')}, DataLoader {ratio('DataLoader', 'naive')}"]
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text)
     print(text)

@@ -148,6 +148,77 @@ def test_windows_tile_the_clip():
         split_windows(sample, window_seconds=0.0)
 
 
+def test_pixels_across_cache_blocks(monkeypatch):
+    """Items longer than the CPU conversion block (forced to 3 frames here) are normalised in every block: values
+    equal (x / 255 - mean) / std for every frame, padding stays zero."""
+    monkeypatch.setattr("loaders.pipeline._collate._CACHE_BLOCK_BYTES", 3 * 3 * 8 * 10 * 4)
+    items = [make_sample("a", seconds=1.0, words=[], seed=4), make_sample("b", seconds=0.7, words=[], seed=5)]
+    batch = Collator((20, 32000, 8), frame_size=(8, 10), max_items=4)(items)
+    mean, std = np.array(IMAGENET_MEAN).reshape(1, 3, 1, 1), np.array(IMAGENET_STD).reshape(1, 3, 1, 1)
+    expected = np.concatenate([(s.video.frames.numpy().transpose(0, 3, 1, 2) / 255.0 - mean) / std for s in items])
+    np.testing.assert_allclose(batch.frames[:17].numpy(), expected, rtol=0, atol=1e-5)
+    assert not batch.frames[17:].any()
+
+
+def test_batches_held_are_never_overwritten_and_dropped_ones_are_reused(samples):
+    """The collator reuses the frame/audio buffers of batches nobody holds (no fresh pages per batch), and never
+    those of a batch, a tensor, a view or a numpy array still held."""
+    collate = Collator((32, 48000, 8), frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)
+    first = collate(samples[:2])
+    kept = (first.frames.clone(), first.audio.clone())
+    second = collate(samples[2:])  # `first` is held: new buffers
+    assert first.frames.data_ptr() != second.frames.data_ptr()
+    assert torch.equal(first.frames, kept[0]) and torch.equal(first.audio, kept[1])
+    view, array = first.frames[3:9], first.audio.numpy()
+    pointer = first.frames.data_ptr()
+    del first
+    third = collate(samples[2:])  # only a view and a numpy array of `first` are left: still not reused
+    assert third.frames.data_ptr() != pointer and third.audio.numpy().ctypes.data != array.ctypes.data
+    assert torch.equal(view, kept[0][3:9]) and np.array_equal(array, kept[1].numpy())
+    del view, array, second
+    reused = collate(samples[:2])  # nothing holds `first`'s buffers any more
+    assert reused.frames.data_ptr() == pointer
+    assert torch.equal(reused.frames, kept[0]) and torch.equal(reused.audio, kept[1])  # rewritten in full
+    del reused, third
+    again = collate(samples[2:])  # a reused buffer that held 15 frames of other items now holds item c's 8
+    fresh = Collator((32, 48000, 8), frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)(samples[2:])
+    assert again.frames.data_ptr() == pointer
+    assert torch.equal(again.frames, fresh.frames) and torch.equal(again.audio, fresh.audio)
+
+
+def test_recycled_buffers_respect_every_kind_of_holder():
+    """A buffer is handed out again only when nothing holds it: not while a view, a numpy array, a DLPack capsule
+    or an array imported from it lives, nor once it was moved to shared memory."""
+    from torch.utils.dlpack import to_dlpack
+
+    from loaders.pipeline import RecycledBuffers
+
+    pool = RecycledBuffers(per_shape=1)
+
+    def pointer_after(make_holder) -> tuple[bool, int]:
+        tensor = pool.empty((4, 5), torch.float32)
+        pointer = tensor.data_ptr()
+        holder = make_holder(tensor)
+        del tensor
+        reused = pool.empty((4, 5), torch.float32).data_ptr() == pointer
+        del holder
+        return reused, pointer
+
+    for make_holder in (lambda t: t[1:3], lambda t: t.numpy(), lambda t: to_dlpack(t), lambda t: np.from_dlpack(t)):
+        reused, pointer = pointer_after(make_holder)
+        assert not reused
+        assert pool.empty((4, 5), torch.float32).data_ptr() == pointer  # once the holder is gone: reused
+    shared = pool.empty((4, 5), torch.float32)
+    shared.share_memory_()
+    pointer = shared.data_ptr()
+    del shared
+    fresh = pool.empty((4, 5), torch.float32)
+    assert fresh.data_ptr() != pointer and not fresh.is_shared()
+    fresh_pointer = fresh.data_ptr()
+    del fresh
+    assert pool.empty((4, 5), torch.float32).data_ptr() == fresh_pointer  # the shared one left the pool
+
+
 def test_window_spans_keep_their_samples_at_a_sub_sample_cut():
     """Issue #15's case: a cut at a = 1 s + 0.4 sample, a word at s = 2 s + 0.6 sample (16 kHz). The window's audio
     starts at the parent's sample round(a·sr) = 16000; the word starts at the parent's sample 32001, so in the window

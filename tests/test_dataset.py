@@ -304,7 +304,7 @@ def test_loader_failure_in_a_worker_names_it_and_chains_the_cause(shards, monkey
         raise KeyError("shard loop bug")
         yield  # a generator, as the real one
 
-    monkeypatch.setattr("loaders.pipeline._loader.shard_events", broken)  # fault injection
+    monkeypatch.setattr("loaders.pipeline._loader.shard_steps", broken)  # fault injection
     with pytest.raises(RuntimeError, match=r"loader worker [01] failed: KeyError: 'shard loop bug'") as info:
         list(make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS))
     assert isinstance(info.value.__cause__, KeyError)
@@ -402,3 +402,50 @@ def test_state_saved_after_the_epoch_restores_to_nothing_left(shards):
     restored.set_epoch(1)
     second = [_digest(b) for b in restored]
     assert sorted(k for d in second for k in d[0]) == sorted(k for d in first for k in d[0]) and second != first
+
+
+def test_persistent_workers_follow_set_epoch(shards):
+    """persistent_workers=True: set_epoch reaches the workers (their copy lives on), each epoch equals a fresh
+    DataLoader's epoch byte for byte, and a pass without set_epoch repeats the epoch."""
+    def fresh(epoch):
+        ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+        ds.set_epoch(epoch)
+        return [_digest(b) for b in DataLoader(ds, batch_size=None, num_workers=2)]
+
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+    epochs = []
+    for epoch in (0, 1, 2):
+        ds.set_epoch(epoch)
+        epochs.append([_digest(b) for b in loader])
+    repeat = [_digest(b) for b in loader]  # no set_epoch: epoch 2 again
+    assert epochs[0] == fresh(0) and epochs[1] == fresh(1) and epochs[2] == fresh(2)
+    assert epochs[0] != epochs[1] != epochs[2] and repeat == epochs[2]
+    assert all(sorted(k for d in e for k in d[0]) == _windows(shards) for e in epochs)
+
+
+def test_persistent_workers_resume_mid_epoch(shards):
+    """StatefulDataLoader with persistent workers: a state saved in epoch 1 restores the rest of epoch 1 exactly."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    def build():
+        ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+        return ds, StatefulDataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+
+    ds, loader = build()
+    [_digest(b) for b in loader]  # epoch 0
+    ds.set_epoch(1)
+    iterator = iter(loader)
+    head = [_digest(next(iterator)) for _ in range(2)]
+    state = pickle.loads(pickle.dumps(loader.state_dict()))
+    tail = [_digest(b) for b in iterator]
+    del iterator, loader
+    restored_ds, restored = build()
+    restored_ds.set_epoch(1)  # what a training loop does before loading the checkpoint
+    restored.load_state_dict(state)
+    assert_same([_digest(b) for b in restored], tail, where="resumed in epoch 1 after 2 batches")
+    restored_ds.set_epoch(2)  # and the persistent workers move on
+    ds2 = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    ds2.set_epoch(2)
+    assert [_digest(b) for b in restored] == [_digest(b) for b in DataLoader(ds2, batch_size=None, num_workers=2)]
+    assert head + tail != [] and len(tail) >= 1

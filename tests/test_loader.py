@@ -131,17 +131,20 @@ RESUME = dict(window_seconds=0.4, buffer_size=8, budgets=(9, 16000, 16))
 
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_resume_start_middle_end(shards, num_workers):
-    positions = ("start", 1, "middle", 5, "end") if num_workers == 0 else (1, "middle")
+    loader = _loader(shards, **RESUME)
+    hard = None  # the first save point with items buffered in the packer and packs ready: restore must decode again
+    for count, _ in enumerate(loader, start=1):
+        packer = loader.state_dict()["packer"]
+        if len(packer["buffer"]) > 0 and len(packer["ready"]) > 0:
+            hard = count
+            break
+    assert hard is not None
+    positions = ("start", 1, hard, "middle", 5, "end") if num_workers == 0 else (hard, "middle")
     reference = run_test_save_load_state(
         lambda: _loader(shards, num_workers=num_workers, **RESUME), (), positions=positions,
         iterate=lambda stage, _: iter(stage),
     )
     assert len(reference) == 7
-    loader = _loader(shards, **RESUME)
-    it = iter(loader)
-    next(it)
-    packer = loader.state_dict()["packer"]
-    assert len(packer["buffer"]) > 0 and len(packer["ready"]) > 0
 
 
 def test_restore_is_fast_and_small(shards):
@@ -161,8 +164,8 @@ def test_restore_is_fast_and_small(shards):
 
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_raise_mode_names_shard_key_reason(shards, num_workers):
-    with pytest.raises(SampleError, match=r"bad_mp4.*reason=decode") as info:
-        list(_loader(shards, on_error="raise", num_workers=num_workers))
+    with pytest.raises(SampleError, match=r"bad_mp4.*reason=decode") as info:  # shards one after the other: the first
+        list(_loader(shards, on_error="raise", num_workers=num_workers, interleave_shards=1))  # bad sample is bad_mp4
     error = info.value
     assert (Path(error.shard).name, error.key, error.reason) == ("shard-000000.tar", "bad_mp4", "decode")
     assert str(error).count("reason=") == 1  # the worker's error is not wrapped twice
@@ -254,3 +257,54 @@ def test_sample_data_shards_every_frame_once():
             frames[clip] = frames.get(clip, 0) + int(batch.cu_seqlens_frames[i + 1] - batch.cu_seqlens_frames[i])
     assert loader.stats.skipped == {}
     assert frames == {clip: record["num_frames"] for clip, record in truth.items()}  # generator's frame counts
+
+
+def test_interleave_steps_and_order_key_agree():
+    """The merge reads step e of every open shard of a group before step e + 1 of any; order_key sorts positions
+    in that order (plain lists, no media)."""
+    from loaders.pipeline import ResumePlan, interleave_steps, order_key, shard_groups
+
+    lengths = {0: 3, 1: 1, 2: 2, 3: 0, 4: 2}  # steps per shard; shard 3 is empty
+    jobs = [(p, f"s{p}") for p in lengths]
+    assert shard_groups(jobs, 2) == [[(0, "s0"), (1, "s1")], [(2, "s2"), (3, "s3")], [(4, "s4")]]
+    read = []
+    for group in shard_groups(jobs, 2):
+        streams = [iter([[(p, e, 0), (p, e, 1)] if e % 2 == 0 else [] for e in range(lengths[p])]) for p, _ in group]
+        read.extend(interleave_steps(streams))
+    assert read == [(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 0, 1), (0, 2, 0), (0, 2, 1), (2, 0, 0), (2, 0, 1),
+                    (4, 0, 0), (4, 0, 1)]
+    assert read == sorted(read, key=lambda position: order_key(position, 2))
+    plan = ResumePlan(next_position=(1, 0, 1), interleave=2)
+    assert plan.first_shard == 0 and not plan.wants(0, 0) and plan.wants(1, 0) and plan.wants(0, 1)
+    assert ResumePlan(next_position=(3, 0, 0), interleave=2).first_shard == 2
+
+
+@pytest.mark.parametrize("interleave_shards", [1, 2])
+def test_interleaved_order_is_the_same_for_0_and_2_workers_and_resumes(shards, interleave_shards):
+    """Any interleave_shards: the same batches for 0 and 2 workers; saved mid-epoch (a group boundary falls
+    inside the 3 shards for 2), the restored loader yields the rest exactly."""
+    reference = _digest(_loader(shards, num_workers=0, interleave_shards=interleave_shards, **RESUME))
+    assert _digest(_loader(shards, num_workers=2, interleave_shards=interleave_shards, **RESUME)) == reference
+    keys = [k.split("@")[0] for d in reference for k in d[0]]
+    assert sorted(set(keys)) == sorted(shards["expected"])
+    run_test_save_load_state(lambda: _loader(shards, num_workers=2, interleave_shards=interleave_shards, **RESUME), (),
+                             positions=(2, 4), iterate=lambda stage, _: iter(stage))
+
+
+def test_interleave_shards_is_checked(shards):
+    with pytest.raises(ValueError, match="interleave_shards must be a positive int"):
+        _loader(shards, interleave_shards=0)
+
+
+def test_state_of_another_interleave_is_refused(shards):
+    """Positions in a state refer to one read order: a loader with another interleave_shards refuses it (and a
+    state saved before interleaving, which has no such entry, counts as interleave 1)."""
+    loader = _loader(shards, interleave_shards=2)
+    next(iter(loader))
+    state = loader.state_dict()
+    assert state["interleave"] == 2
+    with pytest.raises(ValueError, match="state interleave = 2 but this dataset has 8"):
+        _loader(shards).load_state_dict(state)
+    del state["interleave"]
+    with pytest.raises(ValueError, match="state interleave = 1 but this dataset has 2"):
+        _loader(shards, interleave_shards=2).load_state_dict(state)

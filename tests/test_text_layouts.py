@@ -185,7 +185,7 @@ def test_callable_and_hf_style_tokenizers(shards, tokenizer):
         encoding = tokenizer.encode(text)
         return encoding.ids, encoding.offsets
 
-    class FastTokenizerLike:  # what transformers.PreTrainedTokenizerFast answers (no transformers in the lock)
+    class FastTokenizerLike:  # the shape of transformers.PreTrainedTokenizerFast (the real one: the next test)
         backend_tokenizer = tokenizer
 
         def __call__(self, text, return_offsets_mapping=False):
@@ -280,3 +280,24 @@ def test_caption_members_on_plain_dicts():
     assert caption_text({"txt": b"   "}) is None
     with pytest.raises(ValueError, match="over"):
         caption_text({"txt": b"x" * (MAX_CAPTION_BYTES + 1)})
+
+
+def test_transformers_fast_tokenizer(shards, tokenizer):
+    """A real ``transformers.PreTrainedTokenizerFast`` (built offline around the tokenizer trained above, no hub):
+    the same ids and per-token frame/sample ranges as the ``tokenizers.Tokenizer`` it wraps, in the main process
+    and through a DataLoader worker (the HF object pickles to the worker)."""
+    import torch
+    from transformers import PreTrainedTokenizerFast
+
+    hf = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]")
+    text = " ".join(w for w, _, _ in WORDS)
+    assert hf(text)["input_ids"] == tokenizer.encode(text).ids  # the wrapper adds [CLS]/[SEP] as the template does
+    reference = _one_batch(shards["whisperx"], tokenizer)
+    batch = _one_batch(shards["whisperx"], hf)
+    assert batch.token_ids.tolist() == reference.token_ids.tolist()
+    assert batch.token_spans.tolist() == reference.token_spans.tolist()
+    ds = make_dataset(shards["whisperx"], seed=0, tokenizer=hf, budgets=(64, 64000, 64), window_seconds=None,
+                      frame_size=(24, 32), buffer_size=2)
+    [through_worker] = list(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1))
+    assert through_worker.token_ids.tolist() == reference.token_ids.tolist()
+    assert through_worker.token_spans.tolist() == reference.token_spans.tolist()

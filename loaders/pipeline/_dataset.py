@@ -16,8 +16,10 @@ Use::
         for batch in dl:
             batch = batch.to("cuda", non_blocking=True)
 
-(With ``persistent_workers=True`` the workers keep the copy they were started with, so ``set_epoch`` does not
-reach them and every epoch repeats the first one's order: leave it off.)
+``set_epoch`` also reaches workers started with ``persistent_workers=True`` (which keep the copy they were started
+with): the epoch travels in a small shared-memory cell, read by each worker when its next pass begins. Every
+``set_epoch`` call (even with the same number) restarts that epoch at the next pass; without it, a new pass after a
+completed epoch repeats that epoch, with or without persistent workers.
 
 Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
 run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together and
@@ -25,6 +27,10 @@ the batch order (each worker packs the items of its own shards; the DataLoader t
 in turn). What does not: the set of items of an epoch, each item's frames, audio, words, segments and tokens,
 the shard order, and the skip records. (``make_loader`` merges its workers' items into one global order
 before packing, so there even the batches do not depend on ``num_workers``.)
+
+Padding: each worker ends its epoch with its own last, partly filled batch, so an epoch has up to
+``num_workers - 1`` more batches than ``make_loader`` packs from the same items (measured: 18 vs 17 batches on 32
+clips, 68 vs 67 on 128; BENCHMARKS.md). Within an epoch a worker packs across its shards (no per-shard flush).
 
 Resume: ``state_dict()`` / ``load_state_dict()`` (torchdata's Stateful protocol) hold one worker's position
 (see ``loaders.pipeline._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
@@ -60,8 +66,9 @@ from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths
 from loaders.pipeline._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
 from loaders.pipeline._pack import OnlinePacker, PackItem
-from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed
-from loaders.pipeline._shard_loop import Event, ItemEvent, Position, ShardEnd, SkipEvent, shard_events
+from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed, order_key
+from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups,
+                                         shard_steps)
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +106,8 @@ class AVDataset(torch.utils.data.IterableDataset):
 
     _advance_epoch_on_iter = False
     """Whether ``iter()`` after a completed epoch moves to the next epoch (``make_loader``) or repeats it."""
+    _interleave = 1
+    """Shards read at a time, round-robin by sample (see ``loaders.pipeline._resume.order_key``); 1: one after the other."""
 
     def __init__(
         self,
@@ -127,6 +136,11 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._allow_empty_epoch = bool(allow_empty_epoch)
         self._batches_per_epoch = None if batches_per_epoch is None else int(batches_per_epoch)
         self._epoch = 0
+        self._epoch_cell = torch.zeros(2, dtype=torch.int64).share_memory_()
+        """``[epoch, generation]`` written by :meth:`set_epoch` in the main process and read by every DataLoader
+        worker's copy when a pass begins (shared memory: persistent workers see it too)."""
+        self._generation_seen = 0
+        """The cell's generation this copy has applied."""
         self._reset_epoch_state()
 
     # -- public -------------------------------------------------------------------------------------------
@@ -136,9 +150,21 @@ class AVDataset(torch.utils.data.IterableDataset):
         return self._epoch
 
     def set_epoch(self, epoch: int) -> None:
-        """Starts epoch ``epoch`` afresh at the next ``iter()`` (shards reshuffled with ``(seed, epoch)``)."""
+        """Starts epoch ``epoch`` afresh at the next ``iter()`` (shards reshuffled with ``(seed, epoch)``), here and
+        in DataLoader workers, persistent ones included."""
         self._epoch = int(epoch)
         self._reset_epoch_state()
+        self._epoch_cell[0] = self._epoch
+        self._epoch_cell[1] += 1
+        self._generation_seen = int(self._epoch_cell[1])
+
+    def _apply_set_epoch(self) -> None:
+        """In a copy that lives on (a persistent DataLoader worker): applies a ``set_epoch`` made since the last pass."""
+        generation = int(self._epoch_cell[1])
+        if generation != self._generation_seen:
+            self._epoch = int(self._epoch_cell[0])
+            self._reset_epoch_state()
+            self._generation_seen = generation
 
     @property
     def stats(self) -> LoaderStats:
@@ -162,6 +188,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             "world_size": self._world_size,
             "worker": list(self._worker_slot()),
             "num_shards": len(self._urls),
+            "interleave": self._interleave,
             "next_position": list(self._next_position),
             "packer": self._packer.state_dict(),
             "counters": self._counters.to_state(),
@@ -172,16 +199,18 @@ class AVDataset(torch.utils.data.IterableDataset):
         """Restores a state from :meth:`state_dict`; the next ``iter()`` continues that epoch exactly.
 
         Raises:
-            ValueError: The state has another version, seed, rank, world size, worker slot or shard count.
+            ValueError: The state has another version, seed, rank, world size, worker slot, shard count or
+                ``interleave_shards`` (the read order its positions refer to).
         """
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported loader state version {state.get('version')!r}; expected {STATE_VERSION}.")
         mine = {"seed": self._seed, "world_size": self._world_size, "num_shards": len(self._urls), "rank": self._rank,
-                "worker": list(self._worker_slot())}
+                "worker": list(self._worker_slot()), "interleave": self._interleave}
         for name, value in mine.items():
-            if state[name] != value:
-                raise ValueError(f"state {name} = {state[name]!r} but this dataset has {value!r}; "
-                                 "build it with the same settings (and the same num_workers).")
+            saved = state.get(name, 1 if name == "interleave" else None)  # states from before interleaving: 1
+            if saved != value:
+                raise ValueError(f"state {name} = {saved!r} but this dataset has {value!r}; "
+                                 "build it with the same settings (and the same num_workers, interleave_shards).")
         self._epoch = int(state["epoch"])
         self._reset_epoch_state()
         self._packer.load_state_dict(state["packer"])
@@ -189,6 +218,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._counters = EpochCounters.from_state(state["counters"])
         self._completed = bool(state["completed"])
         self._restored_completed = self._completed
+        self._generation_seen = int(self._epoch_cell[1])  # the state's epoch wins over an earlier set_epoch
 
     def __iter__(self) -> Iterator[PackedBatch]:
         """Yields the rest of the current epoch (all of it when fresh or restored at its start).
@@ -196,6 +226,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         After a completed epoch the next ``iter()`` repeats it (the same in the main process and in DataLoader
         workers, which get a fresh copy per epoch): ``set_epoch`` moves to another, as with ``DistributedSampler``.
         """
+        self._apply_set_epoch()
         if self._completed and self._restored_completed and not self._advance_epoch_on_iter:
             self._restored_completed = False
             return  # restored after its epoch ended: nothing is left of it (set_epoch starts the next one)
@@ -203,7 +234,8 @@ class AVDataset(torch.utils.data.IterableDataset):
             self._epoch += int(self._advance_epoch_on_iter)
             self._reset_epoch_state()
         plan = ResumePlan(next_position=tuple(self._next_position),
-                          needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)))
+                          needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)),
+                          interleave=self._interleave)
         worker_id, num_workers = self._worker_slot()
         if torch.utils.data.get_worker_info() is not None and self.collator.device.type != "cpu":
             raise ValueError(f"device={str(self.collator.device)!r} cannot be used inside DataLoader workers; build "
@@ -233,9 +265,13 @@ class AVDataset(torch.utils.data.IterableDataset):
                             rank=self._rank, world_size=self._world_size)
 
     def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
-        """Events of ``jobs`` (``(shard_position, url)``) in order, without :class:`ShardEnd`; decoded here."""
-        for p, url in jobs:
-            yield from (event for event in shard_events(p, url, self._options, plan) if not isinstance(event, ShardEnd))
+        """Events of ``jobs`` (``(shard_position, url)``) in read order (``order_key``); decoded here."""
+        for group in shard_groups(jobs, self._interleave):
+            yield from interleave_steps([shard_steps(p, url, self._options, plan) for p, url in group])
+
+    def _before(self, position: Position, other: Position) -> bool:
+        """Whether ``position`` comes before ``other`` in this epoch's read order."""
+        return order_key(position, self._interleave) < order_key(other, self._interleave)
 
     def _reset_epoch_state(self) -> None:
         self._packer = OnlinePacker(self._options.limits, buffer_size=self._buffer_size, min_fill=self._min_fill,
@@ -255,7 +291,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         if not missing:
             return events
         for event in events:
-            if event.position >= self._next_position:
+            if not self._before(event.position, self._next_position):
                 return _chain_front(event, events)
             if isinstance(event, ItemEvent) and event.position in missing:
                 self._payloads[event.position] = event.item
@@ -272,7 +308,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         c = self._counters
         for event in events:
             position = event.position
-            if position < self._next_position:
+            if self._before(position, self._next_position):
                 continue
             self._next_position = (position[0], position[1], position[2] + 1)
             if isinstance(event, SkipEvent):
@@ -474,7 +510,7 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     """Validates the options of :func:`make_dataset` and builds ``cls`` (AVDataset or a subclass) with them;
     ``kwargs`` beyond make_dataset's options are passed to ``cls``."""
     o = dict(_DEFAULTS)
-    loader_only = ("num_workers", "multiprocessing_context", "pin_memory")
+    loader_only = ("num_workers", "multiprocessing_context", "pin_memory", "interleave_shards")
     unknown = set(kwargs) - set(o) - set(loader_only)
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; see make_dataset for the valid ones.")

@@ -5,6 +5,13 @@ the packer's state (keys, lengths and positions of buffered items: no tensors), 
 counters. Restoring only stores it; the next pass starts at the earliest shard that holds a buffered item,
 reads past samples before ``next_position`` that are not buffered (no decode), decodes the buffered ones
 again (at most ``buffer_size``), then continues. Nothing is replayed from the start of the epoch.
+
+Order of an epoch's items: ``make_dataset`` reads its shards one after the other (position order ``(p, e, w)``);
+``make_loader`` reads groups of ``interleave`` shards at once, sample by sample (:func:`order_key`), so that its
+workers move through their shards in step. Every comparison of positions goes through :func:`order_key`::
+
+    interleave = 2, shards p = 0, 1 (group 0), 2, 3 (group 1); e = sample index in its shard
+    read order: (0,e0) (1,e0) (0,e1) (1,e1) (0,e2) (1,e2) … | (2,e0) (3,e0) (2,e1) …
 """
 from __future__ import annotations
 
@@ -14,10 +21,18 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EpochCounters", "ResumePlan", "STATE_VERSION", "mix_seed"]
+__all__ = ["EpochCounters", "ResumePlan", "STATE_VERSION", "mix_seed", "order_key"]
 
 STATE_VERSION = 2
 """Version of the saved state (2: typed counters, worker slot, decode errors)."""
+
+
+def order_key(position: tuple[int, ...], interleave: int = 1) -> tuple[int, ...]:
+    """Sort key of a position ``(shard_position, event_index[, window_index])`` in an epoch whose shards are read
+    ``interleave`` at a time, round-robin by sample: ``(group, event_index, shard within group[, window])``.
+    ``interleave=1`` is plain position order."""
+    p, e = int(position[0]), int(position[1])
+    return (p // interleave, e, p % interleave) + tuple(int(v) for v in position[2:])
 
 
 @dataclass(frozen=True)
@@ -28,15 +43,20 @@ class ResumePlan:
     """First item not yet pulled by the packer."""
     needed: frozenset = frozenset()
     """``(shard_position, event_index)`` of samples whose items are buffered in the packer."""
+    interleave: int = 1
+    """Shards read at a time (see :func:`order_key`)."""
 
     @property
     def first_shard(self) -> int:
-        """The first shard a pass must open."""
-        return min([self.next_position[0]] + [p for p, _ in self.needed])
+        """The first shard a pass must open (the first of its group)."""
+        first = min([self.next_position[0]] + [p for p, _ in self.needed])
+        return first - first % self.interleave
 
     def wants(self, shard_position: int, event_index: int) -> bool:
         """True when the sample at this position must be decoded."""
-        return (shard_position, event_index) >= tuple(self.next_position[:2]) or (shard_position, event_index) in self.needed
+        sample = (shard_position, event_index)
+        return (order_key(sample, self.interleave) >= order_key(self.next_position[:2], self.interleave)
+                or sample in self.needed)
 
 
 @dataclass

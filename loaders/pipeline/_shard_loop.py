@@ -1,4 +1,4 @@
-"""The shard loop: one shard's tar (read by ``loaders._shards``) → typed events in tar order.
+"""The shard loop: one shard's tar (read by ``loaders._shards``) → typed events in tar order, bundled in steps.
 
 Every event has a position ``(shard_position, event_index, window_index)``: ``event_index`` counts the samples
 (and the shard-level problem reports) of a shard in tar order, ``window_index`` the items of one sample. Events:
@@ -6,11 +6,15 @@ Every event has a position ``(shard_position, event_index, window_index)``: ``ev
 - :class:`ItemEvent`: one batch item (a sample, or one of its windows);
 - :class:`SkipEvent`: a sample (or a shard-level problem) skipped, with its shard, key, reason and message;
 - :class:`ShardEnd`: the shard is done (what a worker sends so the merging side moves to the next shard).
+
+:func:`shard_steps` gives a shard's events bundled per ``event_index`` (one step, possibly empty, per sample or
+report), and :func:`interleave_steps` merges several shards' steps round-robin: step ``e`` of every open shard of a
+group before step ``e + 1`` of any (the order of :func:`~loaders.pipeline._resume.order_key`).
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Union
 
@@ -22,7 +26,7 @@ from loaders.pipeline._resume import ResumePlan
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Event", "ItemEvent", "Position", "ShardEnd", "SkipEvent", "shard_events"]
+__all__ = ["Event", "ItemEvent", "Position", "ShardEnd", "SkipEvent", "interleave_steps", "shard_groups", "shard_steps"]
 
 Position = tuple[int, int, int]
 SHARD_REASONS_NOT_READ = ("open", "truncated", "member_type", "unsafe_name", "too_large")
@@ -61,9 +65,10 @@ class ShardEnd:
 Event = Union[ItemEvent, SkipEvent, ShardEnd]
 
 
-def shard_events(shard_position: int, url: str, options: SampleOptions, plan: ResumePlan) -> Iterator[Event]:
-    """Events of one shard in tar order, ending with :class:`ShardEnd`. Samples the plan does not want are read
-    past without decoding. A shard that cannot be opened is one ``SkipEvent`` with reason ``open``.
+def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: ResumePlan) -> Iterator[list[Event]]:
+    """The events of one shard bundled by ``event_index``: step ``e`` holds the events at ``(shard_position, e, *)``
+    (a sample's items or its skip, or one shard-level report); a sample the plan does not want is an empty step.
+    Without :class:`ShardEnd` (the iterator ends).
 
     Raises:
         SampleError: with ``on_error="raise"``, the first bad sample or shard problem.
@@ -71,12 +76,12 @@ def shard_events(shard_position: int, url: str, options: SampleOptions, plan: Re
     reports: list[tuple[str, str, str]] = []
     event_index = 0
 
-    def drain() -> Iterator[SkipEvent]:
+    def drain() -> Iterator[list[Event]]:
         nonlocal event_index
         while reports:
             shard, name, reason = reports.pop(0)
-            yield SkipEvent((shard_position, event_index, 0), shard, name, reason, f"shard problem: {reason}",
-                            reason not in SHARD_REASONS_NOT_READ)
+            yield [SkipEvent((shard_position, event_index, 0), shard, name, reason, f"shard problem: {reason}",
+                             reason not in SHARD_REASONS_NOT_READ)]
             event_index += 1
 
     report: Callable[[str, str, str], None] = lambda shard, name, reason: reports.append((shard, name, reason))
@@ -97,6 +102,7 @@ def shard_events(shard_position: int, url: str, options: SampleOptions, plan: Re
             position = (shard_position, event_index)
             event_index += 1
             if not plan.wants(*position):
+                yield []
                 continue
             try:
                 items = sample_items(sample, options)
@@ -104,11 +110,31 @@ def shard_events(shard_position: int, url: str, options: SampleOptions, plan: Re
                 if options.on_error == "raise":
                     raise
                 logger.warning("skipping sample: %s", error)
-                yield SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True)
+                yield [SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True)]
                 continue
-            for window_index, item in enumerate(items):
-                yield ItemEvent(position + (window_index,), item)
+            yield [ItemEvent(position + (window_index,), item) for window_index, item in enumerate(items)]
     except ShardError as error:
         raise SampleError(error.message, shard=error.shard, key=error.key, reason=error.reason) from None
     yield from drain()
-    yield ShardEnd(shard_position)
+
+
+def interleave_steps(streams: Sequence[Iterator[list[Event]]]) -> Iterator[Event]:
+    """Round-robin over the shards' steps (``streams`` in shard order): step 0 of each, then step 1 of each still
+    open, … — the order :func:`~loaders.pipeline._resume.order_key` sorts positions in within one group of shards."""
+    active = list(streams)
+    while active:
+        still = []
+        for stream in active:
+            step = next(stream, None)
+            if step is not None:
+                yield from step
+                still.append(stream)
+        active = still
+
+
+def shard_groups(jobs: Sequence[tuple[int, str]], interleave: int) -> list[list[tuple[int, str]]]:
+    """``jobs`` (``(shard_position, url)``, in order) grouped by ``shard_position // interleave``, groups in order."""
+    groups: dict[int, list[tuple[int, str]]] = {}
+    for job in jobs:
+        groups.setdefault(job[0] // interleave, []).append(job)
+    return [groups[g] for g in sorted(groups)]
