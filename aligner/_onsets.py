@@ -22,6 +22,25 @@ its rising edge back to the floor::
                      └──┴──┴───┴──────► m               50 % points meets A = 0
                       start t20 t50
 
+Tones under speech (issue #12 follow-up: an independent evaluator's 1 kHz beeps with 6 ms Hann attacks under
+unfiltered speech scored like syllables, and 4 of 8 event clips abstained). Broadband rise sums dB over 500 Hz
+bins, so a tone counts in two or three of them while a syllable counts in all. Two additions on 32 ms windows
+(31 Hz bins), see :func:`tonal_rise_db`::
+
+    tonality   max over bins of the rise (after-window vs before-window, dB) − its median over bins
+    candidates 4 ms grid: tonality peaks ≥ 30 dB, ≥ 50 ms apart, not within 20 ms of a broadband
+               detection → dated by the same rising-edge line (tune set: 13 % of beeps under speech were
+               missed by the broadband detection)
+    weight     the matcher weighs an event by z × 2^((tonality − 25 dB) / 6 dB) over the clip's median z
+               (:func:`tonal_boost`; z is ``min_z`` for a tonal candidate): a tone under speech counts like
+               a clap, the syllables keep their weight
+
+Tune set (new generator, speech over the whole clip on half the clips): tonality median 56 dB for beeps,
+17.5 dB for other onsets (p90 31); with both additions 19 of 21 event clips answer at the recalibrated null
+threshold, against 16 without (``aligner._estimate``). Each event also carries its rise time (20 % → 50 %):
+soft attacks are dated less precisely (error SD 0.75 ms under 2 ms of rise, 2-3.7 ms above 3 ms), which the
+drift fit uses as weights.
+
 Attack-shape dependence of the back-extrapolation (analytic, noise-free, attack length T): linear
 ramp 0, concave exponential ``1 − e^{−4x}`` −0.02·T, raised cosine (Hann) +0.16·T (4.7 ms at T = 30 ms);
 the analysis window makes every rise start earlier by up to about a millisecond. Dating at a fixed
@@ -34,6 +53,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import torch
@@ -58,13 +78,23 @@ class AudioOnsets:
     times_seconds: np.ndarray
     """float64 ``[E]``, presentation time of each event's start (clip ``start_seconds`` added), ascending."""
     strength: np.ndarray
-    """float64 ``[E]``, robust z-score of each event's detection peak (how much it stands out)."""
+    """float64 ``[E]``, robust z-score of each event's detection peak (how much it stands out; ``min_z`` for a
+    tonal candidate); :func:`tonal_boost` of ``tonality_db`` raises a tone's weight in the matcher."""
     duration_seconds: float
     """Length of the analysed audio."""
+    rise_seconds: Optional[np.ndarray] = None
+    """float64 ``[E]``, time from the 20 % to the 50 % point of each event's rising edge: how soft its attack is,
+    hence how far its date may be off (the back-extrapolation's error grows with the attack); None: unknown."""
+    tonality_db: Optional[np.ndarray] = None
+    """float64 ``[E]``, how isolated in frequency each event's rise is (:func:`tonal_rise_db`); None: unknown."""
 
     def __post_init__(self) -> None:
         if self.times_seconds.shape != self.strength.shape:
             raise ValueError(f"times and strength must match, got {self.times_seconds.shape} and {self.strength.shape}")
+        for name in ("rise_seconds", "tonality_db"):
+            value = getattr(self, name)
+            if value is not None and value.shape != self.times_seconds.shape:
+                raise ValueError(f"{name} must match times, got {value.shape} and {self.times_seconds.shape}")
 
     def __repr__(self) -> str:
         return f"AudioOnsets(events={self.times_seconds.size}, duration_seconds={self.duration_seconds:.2f})"
@@ -117,6 +147,111 @@ def _crossing_back(amplitude: np.ndarray, top: int, level: float) -> float:
     return float(i + (level - a) / (b - a)) if b > a else float(i)
 
 
+_TONAL_WINDOW = 512  # 32 ms at 16 kHz: 31 Hz bins, fine enough to resolve a tone from speech harmonics
+_TONAL_GAP = 16  # 1 ms between the "before" and "after" windows and the event's start
+_TONAL_BINS = (8, 240)  # 250 Hz .. 7.5 kHz (31.25 Hz bins)
+# The matcher's weight factor (tonal_boost): 2 ** (max(0, tonality - _TONAL_REFERENCE_DB) / _TONAL_DOUBLING_DB)
+_TONAL_REFERENCE_DB = 25.0
+_TONAL_DOUBLING_DB = 6.0
+
+
+def tonal_rise_db(signal: np.ndarray, start_index: int) -> float:
+    """How isolated in frequency a rise at ``start_index`` (16 kHz samples) is, in dB.
+
+    ::
+
+        before  [start − 1 ms − 32 ms, start − 1 ms)     after  [start + 1 ms, start + 33 ms)   (Hann, 31 Hz bins)
+        rise[f] = dB(P_after[f] + ε) − dB(P_before[f] + ε)          ε = 1e-4 × mean power of both
+        tonality = max_f (rise smoothed over 3 bins) − median_f rise        over 250 Hz .. 7.5 kHz
+
+    A tone (beep) that starts under speech rises in two or three bins by 30-60 dB while the rest of the spectrum
+    keeps its level: a large value (tune set: median 56 dB). A speech onset or a clap rises over many bins
+    together (median 10-18 dB); a music note's harmonics are in between. Broadband energy rise (the detection)
+    ranks a beep under speech like a syllable; this measure does not.
+    """
+    window = np.hanning(_TONAL_WINDOW)
+
+    def power(first: int) -> np.ndarray:
+        segment = signal[max(0, first): max(0, first + _TONAL_WINDOW)]
+        if segment.size < _TONAL_WINDOW:
+            segment = np.pad(segment, (0, _TONAL_WINDOW - segment.size))
+        return np.square(np.abs(np.fft.rfft(segment * window)))
+
+    after = power(start_index + _TONAL_GAP)
+    before = power(start_index - _TONAL_GAP - _TONAL_WINDOW)
+    epsilon = 1e-12 + 1e-4 * float(after.mean() + before.mean())
+    rise = 10.0 * np.log10((after + epsilon) / (before + epsilon))
+    lo, hi = _TONAL_BINS
+    smoothed = np.convolve(rise, np.ones(3) / 3.0, mode="same")[lo:hi]
+    return float(smoothed.max() - np.median(rise[lo:hi]))
+
+
+def tonal_boost(tonality_db: np.ndarray) -> np.ndarray:
+    """Factor on an event's detection strength for its tonality: ``2^(max(0, tonality − 25 dB) / 6 dB)``."""
+    return np.power(2.0, np.maximum(0.0, np.asarray(tonality_db, dtype=np.float64) - _TONAL_REFERENCE_DB)
+                    / _TONAL_DOUBLING_DB)
+
+
+def _date_rise(power: np.ndarray, floor: np.ndarray, peak: int) -> Optional[tuple[float, float]]:
+    """``(start, rise)`` in 1 ms frames of the event detected at frame ``peak``: the line through the 20 % and 50 %
+    points of its rising edge, back to the floor (module docstring); ``rise`` is the 20 % → 50 % time. None when
+    nothing rose."""
+    lo, hi = max(0, peak - 60), min(power.shape[0], peak + 40)
+    reference = floor[max(0, peak - 5)]
+    rose = (power[peak:hi].max(axis=0) > 4.0 * reference) if hi > peak else np.zeros(0, bool)
+    if not rose.any():
+        return None
+    excess = np.sqrt(np.maximum(power[lo:hi, rose] - reference[rose], 0.0)).sum(axis=1)
+    local_top = peak - lo + int(np.argmax(excess[peak - lo: min(hi - lo, peak - lo + 30)]))
+    top_value = float(excess[local_top])
+    if top_value <= 0:
+        return None
+    t_low = _crossing_back(excess, local_top, _LOW * top_value)
+    t_high = _crossing_back(excess, local_top, _HIGH * top_value)
+    if t_low < 0 or t_high < t_low:
+        return None
+    return lo + t_low - (t_high - t_low) * (_LOW / (_HIGH - _LOW)), t_high - t_low
+
+
+_TONAL_HOP = 64  # 4 ms
+_TONAL_DETECT_DB = 30.0
+
+
+def _tonality_curve(signal: np.ndarray) -> np.ndarray:
+    """Tonality (:func:`tonal_rise_db`, windows abutting) at every 4 ms step ``m``: the rise starting at sample
+    ``(m + 8) * 64``. Computed in blocks of 2048 steps (8 s), so memory stays bounded on long clips."""
+    frames = np.lib.stride_tricks.sliding_window_view(signal, _TONAL_WINDOW)[::_TONAL_HOP]
+    lo, hi = _TONAL_BINS
+    shift = _TONAL_WINDOW // _TONAL_HOP
+    window = np.hanning(_TONAL_WINDOW)
+    out = np.zeros(max(0, frames.shape[0] - shift))
+    block = 2048
+    for first in range(0, out.size, block):
+        last = min(out.size, first + block)
+        chunk = frames[first: last + shift]  # before[m] = chunk[m], after[m] = chunk[m + shift]
+        spectrum = np.square(np.abs(np.fft.rfft(chunk * window, axis=1)))[:, : hi + 1]
+        after, before = spectrum[shift:], spectrum[:-shift]
+        epsilon = 1e-12 + 1e-4 * (after.mean(axis=1, keepdims=True) + before.mean(axis=1, keepdims=True))
+        rise = 10.0 * np.log10((after + epsilon) / (before + epsilon))
+        smoothed = (rise[:, lo - 1: hi - 1] + rise[:, lo:hi] + rise[:, lo + 1: hi + 1]) / 3.0
+        out[first:last] = smoothed.max(axis=1) - np.median(rise[:, lo:hi], axis=1)
+    return out
+
+
+def _tonal_candidates(signal: np.ndarray) -> list[int]:
+    """1 ms frames where a narrow-band rise (:func:`_tonality_curve`) peaks above ``_TONAL_DETECT_DB``, at least
+    50 ms apart."""
+    import scipy.signal
+
+    if signal.size < 4 * _TONAL_WINDOW:
+        return []
+    tonality = _tonality_curve(signal)
+    peaks, _ = scipy.signal.find_peaks(tonality, height=_TONAL_DETECT_DB, distance=max(1, 50 * _RATE // 1000 // _TONAL_HOP))
+    # Step m's "after" window starts at sample (m + shift) * hop: the rise's start, in 1 ms frames.
+    shift = _TONAL_WINDOW // _TONAL_HOP
+    return [int((m + shift) * _TONAL_HOP // _HOP) for m in peaks]
+
+
 def audio_onsets(
     samples: torch.Tensor | np.ndarray,
     sample_rate: int,
@@ -157,26 +292,24 @@ def audio_onsets(
     spread = 1.4826 * float(np.median(np.abs(detection - centre))) + 1e-9
     z = (detection - centre) / spread
     peaks, _ = scipy.signal.find_peaks(z, height=min_z, distance=max(1, int(min_gap_seconds * 1000)))
-    times, strengths = [], []
-    for peak in peaks:
-        lo, hi = max(0, peak - 60), min(power.shape[0], peak + 40)
-        reference = floor[max(0, peak - 5)]
-        rose = (power[peak:hi].max(axis=0) > 4.0 * reference) if hi > peak else np.zeros(0, bool)
-        if not rose.any():
+    # Tones that start under speech or music barely move the broadband detection: add the narrow-band rises.
+    found = [int(p) for p in peaks]
+    for candidate in _tonal_candidates(signal):
+        if not found or np.min(np.abs(np.asarray(found) - candidate)) > 20:
+            found.append(candidate)
+    times, strengths, rises, tonal = [], [], [], []
+    for peak in found:
+        dated = _date_rise(power, floor, peak)
+        if dated is None:
             continue
-        excess = np.sqrt(np.maximum(power[lo:hi, rose] - reference[rose], 0.0)).sum(axis=1)
-        local_top = peak - lo + int(np.argmax(excess[peak - lo: min(hi - lo, peak - lo + 30)]))
-        top_value = float(excess[local_top])
-        if top_value <= 0:
-            continue
-        t_low = _crossing_back(excess, local_top, _LOW * top_value)
-        t_high = _crossing_back(excess, local_top, _HIGH * top_value)
-        if t_low < 0 or t_high < t_low:
-            continue
-        start_frame = lo + t_low - (t_high - t_low) * (_LOW / (_HIGH - _LOW))
+        start_frame, rise_frames = dated
         times.append(start_seconds + start_frame * _HOP / _RATE)
-        strengths.append(float(z[peak]))
+        tonality = tonal_rise_db(signal, int(round(start_frame * _HOP)))
+        strengths.append(max(float(z[peak]), min_z))
+        rises.append(rise_frames * _HOP / _RATE)
+        tonal.append(tonality)
     if not times:
         return empty
     order = np.argsort(times)
-    return AudioOnsets(np.asarray(times)[order], np.asarray(strengths)[order], duration)
+    return AudioOnsets(np.asarray(times)[order], np.asarray(strengths)[order], duration,
+                       rise_seconds=np.asarray(rises)[order], tonality_db=np.asarray(tonal)[order])

@@ -37,7 +37,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from aligner._forced import MAX_ALIGN_WORDS, forced_align_words, normalise_words
+from aligner._forced import (MAX_ALIGN_SECONDS, MAX_ALIGN_WORDS, MAX_WORDS_PER_SECOND, alignment_refusal,
+                             forced_align_words, normalise_words)
 from aligner._text_offset import TextEstimate, _abstain, _check_search
 from avcore import AudioClip, Transcript, Word
 
@@ -74,13 +75,43 @@ def _items(transcript: Transcript) -> tuple[list[tuple[str, float, float]], bool
     return sorted(items, key=lambda item: item[1]), bool(words)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Refused:
+    """A chunk that forced alignment refuses to take (:func:`aligner._forced.alignment_refusal`)."""
+
+    reason: str
+    """``too_many_words``, ``too_long`` or ``words_do_not_fit``."""
+    num_words: int
+    """Words counted (counting stops at ``MAX_ALIGN_WORDS + 1``)."""
+    seconds: float
+    """Audio the words were to be aligned to."""
+
+    def found(self) -> str:
+        """What was refused, in words."""
+        more = "more than " if self.num_words > MAX_ALIGN_WORDS else ""
+        return f"{more}{min(self.num_words, MAX_ALIGN_WORDS)} words in {self.seconds:.1f} s of audio in one alignment"
+
+
+_REFUSAL_NEEDED = {
+    "too_many_words": f"at most {MAX_ALIGN_WORDS} words per caption (forced alignment's limit)",
+    "too_long": f"at most {MAX_ALIGN_SECONDS:g} s of audio per caption (forced alignment's limit)",
+    "words_do_not_fit": f"at most {MAX_WORDS_PER_SECOND:g} words per second of the caption's audio",
+}
+
+
 def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], margin: float,
-                       decoder: Any) -> Optional[list[float]]:
-    """``stamp - aligned start`` of each item of ``chunk`` with a dictionary word; None when the alignment fails."""
+                       decoder: Any) -> Optional[list[float] | _Refused]:
+    """``stamp - aligned start`` of each item of ``chunk`` with a dictionary word; None when the alignment fails,
+    :class:`_Refused` when forced alignment refuses the chunk (too many words, too long, words that cannot fit)."""
     lo = max(chunk[0][1] - margin, audio.start_seconds)
     hi = min(max(i[2] for i in chunk) + margin, audio.stop_seconds)
     if not hi > lo:
         return []
+    num_words = sum(len(normalise_words(text, limit=MAX_ALIGN_WORDS)) for text, _, _ in chunk)
+    refusal = alignment_refusal(num_words, hi - lo)
+    if refusal is not None:
+        logger.warning("forced alignment refused (%s): %d words in %.2f s", refusal, num_words, hi - lo)
+        return _Refused(refusal, num_words, hi - lo)
     # The first dictionary token of each item is dated; items with none are left out.
     tokens = [[t for t in normalise_words(text, limit=MAX_ALIGN_WORDS) if decoder.lookup_word(t) is not None]
               for text, _, _ in chunk]
@@ -150,15 +181,27 @@ def estimate_text_offset_forced(
             chunks[-1].append(item)
             chunk_stop = max(chunk_stop, item[2])
     differences: list[float] = []
+    refused: list[_Refused] = []
     for chunk in chunks:
+        parts = [chunk]
         found = _chunk_differences(audio, chunk, margin, decoder)
-        if found is None and len(chunk) > 1:
-            # The search sometimes fails on a long chunk ("final result does not match the grammar"):
-            # retry in halves, each with the same margin.
+        if (found is None or isinstance(found, _Refused)) and len(chunk) > 1:
+            # The search sometimes fails on a long chunk ("final result does not match the grammar"), or the
+            # chunk holds too many words: retry in halves, each with the same margin.
             half = len(chunk) // 2
-            found = [d for part in (chunk[:half], chunk[half:]) for d in (_chunk_differences(audio, part, margin, decoder) or [])]
-        differences += found or []
+            parts = [_chunk_differences(audio, part, margin, decoder) for part in (chunk[:half], chunk[half:])]
+        else:
+            parts = [found]
+        for part in parts:
+            if isinstance(part, _Refused):
+                refused.append(part)
+            else:
+                differences += part or []
     method = "forced_words" if use_words else "forced_spans"
+    if not differences and refused:
+        worst = max(refused, key=lambda r: r.num_words)
+        return _abstain(worst.reason, num_onsets=len(items), needed=_REFUSAL_NEEDED[worst.reason],
+                        found=f"{len(refused)} caption(s)/chunk(s) refused by forced alignment, e.g. {worst.found()}")
     if not differences:
         return _abstain("alignment_failed", num_onsets=len(items), found=f"0 of {len(items)} item(s) aligned",
                         needed="at least one aligned word")
@@ -238,6 +281,11 @@ def estimate_transcript_offset(
     if method == "auto" and not energy.abstained:
         return _cross_checked(energy, forced)
     if method == "auto" and forced.abstained:
+        if forced.method.removeprefix("abstain:") in _REFUSAL_NEEDED:
+            # The caption itself is what stops an answer (too many words for forced alignment): say so, with
+            # what the energy estimator saw.
+            return dataclasses.replace(forced, best_guess_ms=energy.best_guess_ms, confidence=energy.confidence,
+                                       found=f"{forced.found}; energy onsets: {energy.found}")
         return energy
     return forced
 

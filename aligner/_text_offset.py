@@ -250,6 +250,11 @@ _HINTS = {
     "peak_at_search_edge": ("an evidence peak inside the search range", "raise max_offset_ms if the offset may be larger"),
     "low_confidence": ("", "check that the transcript belongs to this audio; " + _GIVE_OFFSET),
     "alignment_failed": ("words that forced alignment can place", "check the transcript's language (en-us model) and text"),
+    "too_many_words": ("", "split the caption into shorter cues (forced alignment takes at most 2000 words at a time); "
+                           + _GIVE_OFFSET),
+    "too_long": ("", "split the caption into cues shorter than 10 minutes; " + _GIVE_OFFSET),
+    "words_do_not_fit": ("", "the caption holds more words than its time span can hold as speech: check its cue times "
+                             "and that its text belongs to this audio; " + _GIVE_OFFSET),
     "offset_out_of_range": ("an offset inside the search range", "raise max_offset_ms if the offset may be larger"),
     "methods_disagree": ("energy and forced alignment within 50 ms of each other",
                          "segment-level captions on conversational speech are often too loose; " + _GIVE_OFFSET),

@@ -308,6 +308,15 @@ def test_wild_specs_cover_the_nuisances_and_keep_the_ranges_apart() -> None:
         assert all(0.0 <= s.mouth_lead_ms <= 40.0 for s in specs) and len({s.mouth_lead_ms for s in specs}) > 12
         assert all(0 <= s.snr_db <= 30 and 30 <= e.flash_level <= 200 and 1 <= e.flash_frames <= 3
                    for s in specs for e in s.events)
+        # The independent evaluator's nuisance: speech over the whole clip with tone beeps (soft attacks, some with
+        # a click) under it, a white noise floor, a texture scrolling every frame.
+        everywhere = [s for s in specs if s.speech_everywhere]
+        assert 6 <= len(everywhere) <= 18 and all(len(s.sentences) >= s.duration_seconds / 2 for s in everywhere)
+        tones = [e for s in everywhere for e in s.events if e.sound == "beep" and e.length_ms > 0]
+        assert len(tones) >= 10 and all(30 <= e.length_ms <= 60 and e.attack_ms <= 12 for e in tones)
+        assert sum(e.attack == "hann" for e in tones) > len(tones) / 2 and any(e.click for s in specs for e in s.events)
+        assert all(15 <= s.noise_floor_db <= 45 for s in specs)
+        assert 6 <= sum(s.texture_px_per_frame > 0 for s in specs) <= 18
     # Attack envelopes: 0 before the start, the shape's value inside, 1 after the attack.
     x = np.array([-0.001, 0.0, 0.005, 0.01, 0.02])
     assert attack_envelope(x, attack="hann", attack_ms=10.0).tolist() == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.0])

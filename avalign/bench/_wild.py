@@ -188,6 +188,7 @@ def _clip_row(key: str, record: dict, features: WildFeatures, clip_dir: Path, vi
         "fps": record["fps_nominal"], "vfr": record["vfr"], "duration_seconds": record["duration_seconds"],
         "num_true_events": record["num_events"], "talking_head": record["talking_head"], "bed": record["bed"],
         "snr_db": record["snr_db"], "camera": record["camera"], "reverb": record["reverb"],
+        "speech_everywhere": bool((record.get("spec") or {}).get("speech_everywhere", False)),
         "reencode_kbps": record["reencode_kbps"], "transcript_format": record["transcript_format"],
         "true_av_offset_ms": record["av_offset_ms"], "true_drift_ppm": record["drift_ppm"],
         "true_text_offset_ms": record["text_offset_ms"],
@@ -388,7 +389,7 @@ def format_wild_tables(sets: Sequence[dict]) -> str:
             text = "-" if r.get("text_offset_ms") is None else f"{r['text_offset_ms']:.1f}"
             lines.append(
                 f"| {r['key']} | {r['duration_seconds']:.0f} | {r['container']} {r['codecs']} | {r['fps']:.2f}"
-                f"{' vfr' if r['vfr'] else ''} | {r['bed']} | {r['snr_db']:.0f} | {r['camera']} | {r['reverb']:.0f} | "
+                f"{' vfr' if r['vfr'] else ''} | {r['bed']}{' (over events)' if r.get('speech_everywhere') else ''} | {r['snr_db']:.0f} | {r['camera']} | {r['reverb']:.0f} | "
                 f"{r['reencode_kbps']} | {r['num_true_events']} ({r['num_events']}) | {est} | {r['true_av_offset_ms']:.1f} | "
                 f"{err} | {drift} | {r['true_drift_ppm']:.0f} | {r['score']:.2f} | {how} | {text} | "
                 f"{r['true_text_offset_ms'] if 'true_text_offset_ms' in r else '-'} | {r['estimate_seconds_per_30s']:.2f} |")

@@ -4,7 +4,11 @@ Independent of :func:`avalign.synth.make_clip` (which the estimators were first 
 are partial, coloured or weak and last 1-3 frames; the camera moves over a drifting texture; objects
 move; a mouth-like box follows the speech envelope; hard cuts change the scene silently; sounds are
 beeps, claps (noise bursts) and knocks with sharp, Hann, exponential or linear attacks of up to 30 ms,
-under speech and/or music beds at 0-30 dB SNR, optionally reverberated (sox) and MP3-re-encoded.
+under speech and/or music beds at 0-30 dB SNR, optionally reverberated (sox) and MP3-re-encoded. A second
+nuisance stream (an independent evaluator's clips, issue #12 follow-up): on about half the clips speech runs over
+the whole clip, unfiltered, with 30-60 ms tone beeps (mostly Hann attacks of 3-12 ms) under it; clicks (noise
+bursts) start with a third of the sounds; a white noise floor 15-45 dB below the bed; a texture that scrolls
+0.5-4 px every frame on about half.
 
 Truth::
 
@@ -71,7 +75,7 @@ def attack_envelope(local_seconds: np.ndarray, *, attack: str, attack_ms: float)
 
 def _event_wave(event: WildEvent, local: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The event's sound at ``local`` seconds after its start (exact sample times; zero outside)."""
-    length = _EVENT_SECONDS[event.sound]
+    length = event.length_ms / 1000.0 if event.length_ms > 0 else _EVENT_SECONDS[event.sound]
     inside = (local >= 0) & (local < length)
     x = local[inside]
     gain = attack_envelope(x, attack=event.attack, attack_ms=event.attack_ms)
@@ -85,6 +89,9 @@ def _event_wave(event: WildEvent, local: np.ndarray, rng: np.random.Generator) -
             0.3 * rng.standard_normal(x.size) * np.exp(-x / 0.01)
     out = np.zeros(local.shape, np.float64)
     out[inside] = gain * carrier
+    if event.click:  # a noise burst with a sharp start, at the same instant
+        near = (local >= 0) & (local < 0.03)
+        out[near] += 0.8 * rng.standard_normal(int(near.sum())) * np.exp(-local[near] / 0.006)
     return out
 
 
@@ -125,7 +132,7 @@ class _Scene:
         texture = self.textures[scene]
         vx, vy, x0, y0 = self.cameras[scene]
         scale = 1.0
-        cx, cy = x0 + 4.0 * t, y0 + 2.5 * t  # the texture drifts every frame
+        cx, cy = x0 + 4.0 * t + spec.texture_px_per_frame * index, y0 + 2.5 * t  # the texture drifts every frame
         if spec.camera == "pan":
             cx, cy = cx + vx * t, cy + vy * t
         elif spec.camera == "zoom":
@@ -204,12 +211,18 @@ def _speech(spec: WildSpec, num_samples: int, rng: np.random.Generator) -> tuple
     total = sum(s.samples.size / s.sample_rate * drift for s in speech_list)
     start_audio = 0.5 + max(0.0, 0.3 - spec.text_offset_ms / 1000)
     end_audio = num_samples / sr - 0.3
-    while speech_list and total > end_audio - start_audio:
+    pauses = 0.75 * len(speech_list) if spec.speech_everywhere else 0.0  # end to end, 0.3-1.2 s pauses
+    while speech_list and total + pauses > end_audio - start_audio:
         total -= speech_list[-1].samples.size / speech_list[-1].sample_rate * drift
         speech_list = speech_list[:-1]
+        pauses = 0.75 * len(speech_list) if spec.speech_everywhere else 0.0
     slack = end_audio - start_audio - total
-    gaps = rng.uniform(0, 1, len(speech_list) + 1)
-    gaps *= slack / gaps.sum()
+    if spec.speech_everywhere:
+        gaps = rng.uniform(0.3, 1.2, len(speech_list) + 1)
+        gaps *= min(1.0, slack / gaps.sum())
+    else:
+        gaps = rng.uniform(0, 1, len(speech_list) + 1)
+        gaps *= slack / gaps.sum()
     cursor, sentences = start_audio, []
     for gap, speech in zip(gaps, speech_list):
         cursor += gap
@@ -276,6 +289,8 @@ def _audio(spec: WildSpec, speech: np.ndarray, event_audio_seconds: list[float],
     floor -= np.convolve(floor, np.ones(401) / 401, mode="same")
     bed_rms = float(np.sqrt(np.mean(np.square(bed[bed != 0])))) if np.any(bed) else 0.05
     bed += floor / (np.std(floor) + 1e-9) * bed_rms * 10 ** (-35 / 20)
+    if spec.noise_floor_db > 0:
+        bed += rng.standard_normal(num_samples) * bed_rms * 10 ** (-spec.noise_floor_db / 20)
     times = np.arange(num_samples) / sr
     events = np.zeros(num_samples)
     for event, a in zip(spec.events, event_audio_seconds):

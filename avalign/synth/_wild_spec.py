@@ -65,6 +65,10 @@ class WildEvent:
     """Flash rectangle as fractions of the frame (x0, y0, x1, y1); (0, 0, 1, 1) is full-frame."""
     flash_colour: tuple[float, float, float]
     """RGB direction of the flash (grey = (1, 1, 1))."""
+    click: bool = False
+    """A noise-burst click (6 ms decay) starts with the sound (a beep and a clap at once)."""
+    length_ms: float = 0.0
+    """Sound length (ms); 0 = the kind's default (beep 90, clap 80, knock 120)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,13 @@ class WildSpec:
     mouth_lead_ms: float = 0.0
     """The mouth shows the speech envelope heard this long later (ms, 0..40): lips move before the sound,
     as in real speech; its brightness changes correlate with the audio near, not at, the true offset."""
+    speech_everywhere: bool = False
+    """Speech runs over the whole clip (sentences end to end, 0.3-1.2 s pauses), unfiltered, under every event:
+    its onsets compete with the events' (the nuisance of an independent evaluator's clips)."""
+    noise_floor_db: float = 0.0
+    """A white noise floor this far below the bed's RMS (dB; 0 = none; 15-45 when set)."""
+    texture_px_per_frame: float = 0.0
+    """The texture also scrolls this many pixels per frame (0-4), on top of its slow drift."""
     width: int = 160
     """Frame width (pixels)."""
     height: int = 120
@@ -216,4 +227,30 @@ def wild_specs(seeds: range | list[int], *, prefix: str = "wild") -> list["WildS
             talking_head=talking_head, sentences=sentences,
             # A separate stream: the fields above keep the values they had before this one existed.
             mouth_lead_ms=round(random.Random(seed * 104729 + 3).uniform(0.0, 40.0), 1)))
+        specs[-1] = _with_overlaid_speech(specs[-1], random.Random(seed * 15485863 + 11), SENTENCES)
     return specs
+
+
+def _with_overlaid_speech(spec: WildSpec, rng: random.Random, sentences: tuple[str, ...]) -> WildSpec:
+    """The second nuisance stream (issue #12 follow-up, an evaluator's clips): on about half the clips, speech over
+    the whole clip and tone beeps with a click under it; on every clip a white noise floor, and a texture that
+    scrolls every frame on about half. A separate random stream: the fields above keep their values."""
+    import dataclasses
+
+    everywhere = rng.random() < 0.5
+    floor_db = round(rng.uniform(15.0, 45.0), 1)
+    scroll = round(rng.uniform(0.5, 4.0), 2) if rng.random() < 0.5 else 0.0
+    events = []
+    for event in spec.events:
+        tonal = everywhere and rng.random() < 0.6
+        events.append(dataclasses.replace(
+            event, sound="beep" if tonal else event.sound, click=rng.random() < 0.35,
+            length_ms=round(rng.uniform(30.0, 60.0), 1) if tonal else 0.0,
+            attack="hann" if tonal and rng.random() < 0.7 else event.attack,
+            attack_ms=round(rng.uniform(3.0, 12.0), 1) if tonal else event.attack_ms))
+    extra = {}
+    if everywhere:
+        count = int(spec.duration_seconds / 2.0) + 2
+        extra["sentences"] = tuple(rng.choice(sentences) for _ in range(count))
+    return dataclasses.replace(spec, events=tuple(events), speech_everywhere=everywhere, noise_floor_db=floor_db,
+                               texture_px_per_frame=scroll, **extra)
