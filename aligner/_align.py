@@ -19,6 +19,7 @@ import numpy as np
 
 from aligner._apply import audio_on_video_clock
 from aligner._clock import ClockModel
+from aligner._options import AVOptions, TextMethod, TextOptions
 from aligner._spans import AlignedSpan, map_spans
 from aligner._tokens import Tokenizer
 from avcore import AudioClip, Transcript, VideoClip
@@ -60,6 +61,7 @@ class AlignmentReport:
     """Captions (spans without word times) whose forced alignment into words failed; they are kept as segments."""
 
     def to_json(self) -> dict:
+        """Every field as JSON; the applied ``clock`` as ``applied`` (``{av_offset_ms, drift_ppm, text_offset_ms}``)."""
         out = {k: v for k, v in self.__dict__.items() if k != "clock"}
         out["applied"] = dataclasses.asdict(self.clock)
         return out
@@ -134,11 +136,13 @@ def align(
     tokenizer: Optional[Tokenizer] = None,
     start_seconds: Optional[float] = None,
     stop_seconds: Optional[float] = None,
-    max_offset_ms: float = 500.0,
-    min_confidence: float = 0.3,
-    text_method: str = "auto",
+    max_offset_ms: Optional[float] = None,
+    min_confidence: Optional[float] = None,
+    text_method: TextMethod = "auto",
     caption_words: bool = True,
     key: str = "",
+    av_options: Optional[AVOptions] = None,
+    text_options: Optional[TextOptions] = None,
 ) -> AlignedSample:
     """Put ``audio`` and ``transcript`` on ``video``'s presentation timeline.
 
@@ -152,8 +156,8 @@ def align(
         refine_words: snap word starts to acoustic onsets after the global correction.
         tokenizer: a ``tokenizers.Tokenizer`` (or a callable returning character offsets); whitespace by default.
         start_seconds, stop_seconds: the window on the video timeline; default: the whole media.
-        max_offset_ms: estimator search range.
-        min_confidence: estimators abstain below this.
+        max_offset_ms: estimators' search range (ms); when given, it replaces that field of both option sets.
+        min_confidence: estimators abstain below this; when given, it replaces that field of both option sets.
         text_method: transcript offset estimator: ``"energy"`` (speech onsets and activity), ``"forced"``
             (pocketsphinx forced alignment) or ``"auto"`` (energy, then forced alignment when energy abstains
             and pocketsphinx is installed).
@@ -162,6 +166,8 @@ def align(
             ``words``; a caption that fails keeps its segment and gets no words (``caption_words_failed``).
             A transcript whose spans are all single words (a JSON word list) is left as it is.
         key: sample key, carried into the result.
+        av_options: every option of the A/V estimator (default ``AVOptions()``).
+        text_options: every option of the transcript estimators (default ``TextOptions()``).
 
     Returns:
         AlignedSample with audio, words and segments on the video timeline.
@@ -171,15 +177,20 @@ def align(
         >>> sample.report.av_offset_ms, sample.words[0].frame_start             # doctest: +SKIP
     """
     from aligner._estimate import estimate_av_offset
-    from aligner._text_forced import estimate_transcript_offset
+    from aligner._text_method import estimate_transcript_offset
     from aligner._text_offset import refine_word_times
+
+    shorthand = {name: value for name, value in (("max_offset_ms", max_offset_ms), ("min_confidence", min_confidence))
+                 if value is not None}
+    av_options = dataclasses.replace(av_options or AVOptions(), **shorthand)
+    text_options = dataclasses.replace(text_options or TextOptions(), **shorthand)
 
     av_method, av_conf, av_abstain = "none", 0.0, None
     est_offset, est_drift = av_offset_ms, drift_ppm
     if av_offset_ms is not None or drift_ppm is not None:
         av_method, av_conf = "given", 1.0
     elif estimate and video is not None and video.num_frames > 1:
-        est = estimate_av_offset(video, audio, max_offset_ms=max_offset_ms, min_confidence=min_confidence)
+        est = estimate_av_offset(video, audio, options=av_options)
         est_offset, est_drift, av_conf, av_method = est.av_offset_ms, est.drift_ppm, est.confidence, est.method
         av_abstain = est.abstain.to_json() if est.abstain is not None else None
     clock = ClockModel(av_offset_ms=est_offset or 0.0, drift_ppm=est_drift or 0.0)
@@ -189,8 +200,7 @@ def align(
         if text_offset_ms is not None:
             text_how, text_conf = "given", 1.0
         elif estimate and transcript.spans:
-            t = estimate_transcript_offset(audio, transcript, method=text_method, max_offset_ms=max_offset_ms,
-                                           min_confidence=min_confidence)
+            t = estimate_transcript_offset(audio, transcript, method=text_method, options=text_options)
             est_text, text_conf, text_how = t.text_offset_ms, t.confidence, t.method
             text_abstain = t.abstain_record()
     clock = dataclasses.replace(clock, text_offset_ms=est_text or 0.0)

@@ -49,6 +49,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder
 from aligner._signals import mono
 from avcore import AudioClip, Word, sample_range
 
@@ -67,8 +68,6 @@ __all__ = [
     "normalise_words",
 ]
 
-ALIGN_SAMPLE_RATE = 16000
-"""Rate of pocketsphinx's default acoustic model (en-us)."""
 FORCED_LEAD_MS = 22.1
 """Added to pocketsphinx's word times: its measured lead on human-timed speech (praatio 6.2.2 examples,
 12 words; see the module docstring and BENCHMARKS.md)."""
@@ -123,15 +122,6 @@ def alignment_refusal(num_words: int, duration_seconds: float) -> Optional[str]:
     return None
 
 
-def _new_decoder() -> Any:
-    try:
-        from pocketsphinx import Decoder
-    except ImportError as e:  # optional dependency
-        raise ImportError("forced alignment needs pocketsphinx: pip install 'avalign[align]' (pocketsphinx==5.1.1)") from e
-    # Wide beams: with the defaults the search sometimes fails to reach the end of the text.
-    return Decoder(samprate=ALIGN_SAMPLE_RATE, bestpath=False, loglevel="ERROR", beam=1e-80, wbeam=1e-60, pbeam=1e-80)
-
-
 def _floor_gap_db(signal: np.ndarray, sample_rate: int) -> float:
     """Loud level minus quiet level (dB): 95th minus 10th percentile of 10 ms frame levels."""
     from aligner._signals import log_energy
@@ -182,30 +172,31 @@ def _align_pass(decoder: Any, pcm: np.ndarray, text: str, expected: list[str]) -
 def forced_align_words(
     audio: AudioClip,
     span_text: str,
-    start: float,
-    stop: float,
+    start_seconds: float,
+    stop_seconds: float,
     *,
     decoder: Optional[Any] = None,
     passes: int = 2,
 ) -> tuple[Word, ...]:
-    """Split one caption span into words with times, by forced alignment of ``span_text`` to ``audio[start, stop)``.
+    """Split one caption span into words with times, by forced alignment of ``span_text`` to
+    ``audio[start_seconds, stop_seconds)``.
 
     Args:
         audio: decoded audio (any rate and channel count; resampled to 16 kHz mono for the aligner).
         span_text: the caption's text.
-        start: span start in seconds on the audio clock (inclusive).
-        stop: span stop in seconds on the audio clock (exclusive); ``stop > start``.
+        start_seconds: span start on the audio clock (inclusive).
+        stop_seconds: span stop on the audio clock (exclusive); ``stop_seconds > start_seconds``.
         decoder: a ``pocketsphinx.Decoder`` at 16 kHz to reuse (creating one takes about 0.3 s).
         passes: 2 (the second on input delayed by half a frame, times averaged: finer word starts) or 1
             (half the time; the same mean bias, so enough for a median over many words).
 
     Returns:
         The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the
-        audio clock inside ``[start, stop)``, lead-corrected (module docstring); ``()`` when no word is in
+        audio clock inside ``[start_seconds, stop_seconds)``, lead-corrected (module docstring); ``()`` when no word is in
         the dictionary, the span is refused (:func:`alignment_refusal`, logged) or the alignment fails.
 
     Raises:
-        ValueError: ``stop <= start`` or the span lies outside the audio.
+        ValueError: ``stop_seconds <= start_seconds`` or the span lies outside the audio.
         ImportError: pocketsphinx is not installed.
 
     Example:
@@ -213,16 +204,16 @@ def forced_align_words(
         >>> [(w.text, round(w.start_seconds, 2)) for w in words][:2]                              # doctest: +SKIP
         [('he', 0.23), ('was', 0.35)]
     """
-    if not stop > start:
-        raise ValueError(f"span must have stop > start, got {start = }, {stop = }")
+    if not stop_seconds > start_seconds:
+        raise ValueError(f"span must have stop > start, got {start_seconds = }, {stop_seconds = }")
     if passes not in (1, 2):
         raise ValueError(f"passes must be 1 or 2, got {passes = }")
-    if stop <= audio.start_seconds or start >= audio.stop_seconds:
+    if stop_seconds <= audio.start_seconds or start_seconds >= audio.stop_seconds:
         raise ValueError(
-            f"span [{start}, {stop}) lies outside the audio [{audio.start_seconds}, {audio.stop_seconds}); "
-            "pass times on the audio clock"
+            f"span [{start_seconds}, {stop_seconds}) lies outside the audio [{audio.start_seconds}, "
+            f"{audio.stop_seconds}); pass times on the audio clock"
         )
-    lo, hi = max(start, audio.start_seconds), min(stop, audio.stop_seconds)
+    lo, hi = max(start_seconds, audio.start_seconds), min(stop_seconds, audio.stop_seconds)
     words = normalise_words(span_text, limit=MAX_ALIGN_WORDS)
     if not words:
         return ()
@@ -231,7 +222,7 @@ def forced_align_words(
         logger.warning("forced alignment refused (%s): %s%d words in %.2f s", refusal,
                        "more than " if len(words) > MAX_ALIGN_WORDS else "", len(words), hi - lo)
         return ()
-    decoder = decoder if decoder is not None else _new_decoder()
+    decoder = decoder if decoder is not None else new_decoder()
     known = [w for w in words if decoder.lookup_word(w) is not None]
     if len(known) < len(words):
         logger.info("forced alignment: %d word(s) not in the dictionary, left out: %s", len(words) - len(known),

@@ -11,29 +11,33 @@ Targets before the first source time take the first value in every mode (nothing
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import torch
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["interpolate_features"]
+__all__ = ["InterpolationMode", "interpolate_features"]
 
-Mode = Literal["previous", "nearest", "linear"]
+InterpolationMode = Literal["previous", "nearest", "linear"]
+"""How :func:`interpolate_features` reads between source times (module docstring)."""
 
 
-def interpolate_features(values, source_seconds, target_seconds, *, mode: Mode = "previous"):
+def interpolate_features(values, source_seconds, target_seconds, *, mode: InterpolationMode = "previous"):
     """Resample ``values`` ``[T, ...]`` stamped at ``source_seconds`` ``[T]`` (sorted) onto ``target_seconds`` ``[U]``.
 
     Returns a tensor if ``values`` is a tensor, else a numpy array, shaped ``[U, ...]``.
+
+    Raises:
+        ValueError: an unknown ``mode``, unsorted ``source_seconds``, or not one value per source time.
 
     Example:
         >>> interpolate_features(np.array([0., 10.]), np.array([0., 1.]), np.array([0.25, 0.5]), mode="linear")
         array([2.5, 5. ])
     """
-    if mode not in ("previous", "nearest", "linear"):
-        raise ValueError(f"mode must be 'previous', 'nearest' or 'linear', got {mode!r}")
+    if mode not in get_args(InterpolationMode):
+        raise ValueError(f"mode must be one of {get_args(InterpolationMode)}, got {mode!r}")
     as_tensor = isinstance(values, torch.Tensor)
     v = values.detach().cpu().numpy() if as_tensor else np.asarray(values)
     src = np.asarray(source_seconds, dtype=np.float64)

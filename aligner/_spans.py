@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Literal, Optional, Sequence, get_args
 
 import numpy as np
 
@@ -25,7 +25,10 @@ from avcore import clip_to_window, frame_range, span_sample_range
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AlignedSpan", "map_spans"]
+__all__ = ["AlignedSpan", "SpanLevel", "map_spans"]
+
+SpanLevel = Literal["word", "segment"]
+"""What a span is: one word (with token ranges) or one transcript segment (caption, cue)."""
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class AlignedSpan:
 
     text: str
     """The word or segment text."""
-    level: str
+    level: SpanLevel
     """``word`` or ``segment``."""
     start_seconds: float
     """Start on the video timeline, after correction (clipped to the aligned window)."""
@@ -58,13 +61,14 @@ class AlignedSpan:
             raise ValueError(f"span {self.text!r}: stop < start ({self.start_seconds = }, {self.stop_seconds = })")
 
     def to_json(self) -> dict:
+        """Every field as JSON, floats rounded to 6 decimals (µs)."""
         return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
 def map_spans(
     items: Sequence,
     *,
-    level: str,
+    level: SpanLevel,
     clock: ClockModel,
     pts_seconds: Optional[np.ndarray],
     window_start_seconds: float,
@@ -77,7 +81,12 @@ def map_spans(
 
     Returns:
         The spans that overlap the window (in order) and how many fell entirely outside it.
+
+    Raises:
+        ValueError: ``level`` is not a :data:`SpanLevel`.
     """
+    if level not in get_args(SpanLevel):
+        raise ValueError(f"level must be one of {get_args(SpanLevel)}, got {level!r}")
     starts = clock.stamp_to_video([it.start_seconds for it in items]) if items else np.zeros(0)
     stops = clock.stamp_to_video([it.stop_seconds for it in items]) if items else np.zeros(0)
     kept, outside = [], 0

@@ -1,19 +1,20 @@
 """Transcript offset by forced alignment (pocketsphinx's acoustic model, optional extra ``[align]``).
 
-The energy estimator (``_text_offset``) dates words by acoustic onsets. On synthetic speech a word
-start is an onset; in real connected speech most are not: a word starting with a weak consonant
-(/h/, /f/, a stop closure) has its energy rise at the vowel, 40-80 ms later, so energy evidence on real
-read speech is split between "word start" and "vowel onset" lags (LibriVox: per-utterance peaks at
--24 and -80 ms) and that estimator abstains. A phonetic model knows where consonants are::
+The energy estimator (``estimate_text_offset``) dates words by acoustic onsets. On synthetic speech a
+word start is an onset; in real connected speech most are not: a word starting with a weak consonant
+(/h/, /f/, a stop closure) has its energy rise at the vowel, tens of ms later, so energy evidence on real
+read speech is split between "word start" and "vowel onset" lags and that estimator abstains (BENCHMARKS.md,
+"Lab notes"). A phonetic model knows where consonants are::
 
     transcript   [he)[was)[not  )--[an)[ill)...          stamps on the transcript clock
     audio        forced alignment of the same words      acoustic starts a_i (audio clock)
     d_i = stamp_i - a_i         offset = median(d_i)      (> 0: stamps late, DESIGN.md's sign)
 
 Words are aligned in chunks: consecutive words closer than ``2·max_offset + 0.2 s`` share a chunk (at
-most 30 s of stamps each), aligned over ``[first stamp - max_offset, last stop + max_offset]`` of the audio, so a chunk's audio
-holds its own speech for any offset in the search range. Words that are not in the dictionary are
-left out (logged by the aligner); words of a chunk whose alignment fails are left out.
+most ``TextOptions.max_chunk_seconds`` of stamps each), aligned over ``[first stamp - max_offset,
+last stop + max_offset]`` of the audio, so a chunk's audio holds its own speech for any offset in the
+search range. Words that are not in the dictionary are left out (logged by the aligner); words of a chunk
+whose alignment fails are left out.
 
 Confidence::
 
@@ -21,13 +22,12 @@ Confidence::
     coverage   = aligned words / transcript words
     confidence = clip((agreement - 0.3) / 0.5, 0, 1) · coverage · min(1, n / 8)
 
-An unrelated transcript forced onto speech still gets word times; 20-50 % of its differences agree by
-chance, hence the 0.3 floor.
+An unrelated transcript forced onto speech still gets word times; a fifth to a half of its differences
+agree by chance, hence the 0.3 floor.
 
-The estimate inherits the aligner's word-boundary bias: pocketsphinx dates espeak-ng words a median
-2 ms early on isolated sentences (86 words) and 17 ms early inside the generated clips (beeps and
-music-free noise beside the speech); per word, p90 of the error is 36 ms. Segment-only transcripts
-(SRT/WebVTT captions, no word times) are compared span start to first aligned word start.
+The estimate inherits the aligner's word-boundary bias (measured: BENCHMARKS.md, "Lab notes").
+Segment-only transcripts (SRT/WebVTT captions, no word times) are compared span start to first aligned
+word start.
 """
 from __future__ import annotations
 
@@ -37,32 +37,23 @@ from typing import Any, Optional
 
 import numpy as np
 
+from aligner._decoder import new_decoder, shared_decoder
 from aligner._forced import (MAX_ALIGN_SECONDS, MAX_ALIGN_WORDS, MAX_WORDS_PER_SECOND, alignment_refusal,
                              forced_align_words, normalise_words)
-from aligner._text_offset import TextEstimate, _abstain, _check_search
+from aligner._options import TextOptions
+from aligner._text_records import TextEstimate, text_abstain
 from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CAPTION_MARGIN_SECONDS", "TEXT_METHODS", "caption_words", "estimate_text_offset_forced", "estimate_transcript_offset"]
+__all__ = ["CAPTION_MARGIN_SECONDS", "REFUSAL_NEEDED", "caption_words", "estimate_text_offset_forced"]
 
 _FULL_EVIDENCE_WORDS = 8
 _CHUNK_GAP_EXTRA_SECONDS = 0.2
-# Longer stretches of connected speech are cut into chunks of at most this many seconds of stamps, so that
-# the aligner's search stays small (time and memory grow with the chunk); words at a cut share the margin
-# with their neighbours' speech, which the median absorbs.
-_MAX_CHUNK_SECONDS = 30.0
-# Forcing an unrelated transcript onto speech still places its words somewhere; 20-50 % of the
-# differences then fall within ±40 ms of their median by chance (LibriVox utterances swapped).
+# Forcing an unrelated transcript onto speech still places its words somewhere; a fifth to a half of the
+# differences then agree by chance (BENCHMARKS.md, "Lab notes").
 _CHANCE_AGREEMENT = 0.3
-# Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms).
-# Forced alignment from a few captions is itself coarse (span start vs first aligned word): on
-# sample_data/clip01 (3 SRT captions, truth +90 ms) energy said +87 and forced +35, so 50 ms vetoed a
-# right answer; 80 ms keeps it and still vetoes the +472 ms kind of disagreement.
-_DISAGREE_MS = 80.0
-# ... and forced alignment vetoes only when its own words agree better than chance (confidence > 0 means
-# more than 30 % of the differences within ±40 ms of their median).
-_VETO_MIN_CONFIDENCE = 0.1
+_DEFAULT = TextOptions()
 
 
 def _items(transcript: Transcript) -> tuple[list[tuple[str, float, float]], bool]:
@@ -77,7 +68,7 @@ def _items(transcript: Transcript) -> tuple[list[tuple[str, float, float]], bool
 
 @dataclasses.dataclass(frozen=True)
 class _Refused:
-    """A chunk that forced alignment refuses to take (:func:`aligner._forced.alignment_refusal`)."""
+    """A chunk that forced alignment refuses to take (``alignment_refusal``)."""
 
     reason: str
     """``too_many_words``, ``too_long`` or ``words_do_not_fit``."""
@@ -92,11 +83,12 @@ class _Refused:
         return f"{more}{min(self.num_words, MAX_ALIGN_WORDS)} words in {self.seconds:.1f} s of audio in one alignment"
 
 
-_REFUSAL_NEEDED = {
+REFUSAL_NEEDED = {
     "too_many_words": f"at most {MAX_ALIGN_WORDS} words per caption (forced alignment's limit)",
     "too_long": f"at most {MAX_ALIGN_SECONDS:g} s of audio per caption (forced alignment's limit)",
     "words_do_not_fit": f"at most {MAX_WORDS_PER_SECOND:g} words per second of the caption's audio",
 }
+"""The abstention reasons of a refused alignment, each with what an answer needs."""
 
 
 def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], margin: float,
@@ -133,9 +125,7 @@ def estimate_text_offset_forced(
     audio: AudioClip,
     transcript: Transcript,
     *,
-    max_offset_ms: float = 500.0,
-    min_confidence: float = 0.3,
-    agree_ms: float = 40.0,
+    options: TextOptions = _DEFAULT,
     decoder: Optional[Any] = None,
 ) -> TextEstimate:
     """Estimate how late a transcript's stamps are by force-aligning its words to the audio.
@@ -143,13 +133,14 @@ def estimate_text_offset_forced(
     Args:
         audio: decoded audio (any rate; ``start_seconds`` honoured).
         transcript: words with times (best), or spans with text.
-        max_offset_ms: search range ``±max_offset_ms``; larger offsets abstain (``offset_out_of_range``).
-        min_confidence: below this the result abstains (``text_offset_ms is None``).
-        agree_ms: per-word differences within this of the median count as agreeing.
-        decoder: a ``pocketsphinx.Decoder`` at 16 kHz to reuse (``aligner._forced._new_decoder()``).
+        options: ``max_offset_ms`` (search range; larger offsets abstain, ``offset_out_of_range``),
+            ``min_confidence`` (abstain below it) and ``agree_ms`` (per-word differences within this of the
+            median count as agreeing) of :class:`~aligner.TextOptions`.
+        decoder: a ``pocketsphinx.Decoder`` at 16 kHz to reuse (default: a new one, ``new_decoder()``).
 
     Returns:
-        :class:`~aligner._text_offset.TextEstimate` with ``method="forced_words"`` (or ``forced_spans``).
+        :class:`~aligner.TextEstimate` with ``method="forced_words"`` (or ``forced_spans``) and
+        ``num_words_aligned`` set (``num_onsets`` is 0: no energy onsets were used).
 
     Raises:
         ImportError: pocketsphinx is not installed (``pip install 'avalign[align]'``).
@@ -158,23 +149,19 @@ def estimate_text_offset_forced(
         >>> est = estimate_text_offset_forced(audio, transcript)   # doctest: +SKIP
         >>> transcript.shifted(-est.text_offset_ms / 1000)         # doctest: +SKIP
     """
-    _check_search(max_offset_ms, min_confidence)
-    if not agree_ms > 0:
-        raise ValueError(f"agree_ms must be > 0, got {agree_ms = }")
+    max_offset_ms, min_confidence, agree_ms = options.max_offset_ms, options.min_confidence, options.agree_ms
     items, use_words = _items(transcript)
     items = [item for item in items if normalise_words(item[0], limit=0)]
     if not items:
-        return _abstain("empty_transcript")
+        return text_abstain("empty_transcript")
     if decoder is None:
-        from aligner._forced import _new_decoder
-
-        decoder = _new_decoder()
+        decoder = new_decoder()
     margin = max_offset_ms / 1000.0
     chunks: list[list[tuple[str, float, float]]] = [[items[0]]]
     chunk_stop = items[0][2]
     for item in items[1:]:
         pause = item[1] - chunk_stop >= 2 * margin + _CHUNK_GAP_EXTRA_SECONDS
-        if pause or item[1] - chunks[-1][0][1] > _MAX_CHUNK_SECONDS:
+        if pause or item[1] - chunks[-1][0][1] > options.max_chunk_seconds:
             chunks.append([item])
             chunk_stop = item[2]
         else:
@@ -183,7 +170,6 @@ def estimate_text_offset_forced(
     differences: list[float] = []
     refused: list[_Refused] = []
     for chunk in chunks:
-        parts = [chunk]
         found = _chunk_differences(audio, chunk, margin, decoder)
         if (found is None or isinstance(found, _Refused)) and len(chunk) > 1:
             # The search sometimes fails on a long chunk ("final result does not match the grammar"), or the
@@ -200,10 +186,10 @@ def estimate_text_offset_forced(
     method = "forced_words" if use_words else "forced_spans"
     if not differences and refused:
         worst = max(refused, key=lambda r: r.num_words)
-        return _abstain(worst.reason, num_onsets=len(items), needed=_REFUSAL_NEEDED[worst.reason],
-                        found=f"{len(refused)} caption(s)/chunk(s) refused by forced alignment, e.g. {worst.found()}")
+        return text_abstain(worst.reason, needed=REFUSAL_NEEDED[worst.reason],
+                            found=f"{len(refused)} caption(s)/chunk(s) refused by forced alignment, e.g. {worst.found()}")
     if not differences:
-        return _abstain("alignment_failed", num_onsets=len(items), found=f"0 of {len(items)} item(s) aligned",
+        return text_abstain("alignment_failed", found=f"0 of {len(items)} item(s) aligned",
                         needed="at least one aligned word")
     d = np.asarray(differences)
     offset_seconds = float(np.median(d))
@@ -213,102 +199,16 @@ def estimate_text_offset_forced(
     logger.debug("forced text offset %.1f ms from %d of %d items: agreement %.2f", offset_seconds * 1000, d.size,
                  len(items), agreement)
     if abs(offset_seconds) > margin:
-        return _abstain("offset_out_of_range", num_onsets=int(d.size), confidence=confidence,
+        return text_abstain("offset_out_of_range", num_words_aligned=int(d.size), confidence=confidence,
                         best_guess_ms=offset_seconds * 1000.0, found=f"median {offset_seconds * 1000:.0f} ms over {d.size} word(s)",
                         needed=f"within ±{max_offset_ms:g} ms")
     if confidence < min_confidence:
-        return _abstain("low_confidence", num_onsets=int(d.size), confidence=confidence,
+        return text_abstain("low_confidence", num_words_aligned=int(d.size), confidence=confidence,
                         best_guess_ms=offset_seconds * 1000.0,
                         found=f"{d.size} of {len(items)} item(s) aligned, {agreement:.0%} within ±{agree_ms:g} ms of "
                               f"the median: confidence {confidence:.2f}", needed=f"confidence >= {min_confidence}")
-    return TextEstimate(offset_seconds * 1000.0, confidence, method, int(d.size), 0.0, offset_seconds * 1000.0)
-
-
-TEXT_METHODS = ("auto", "energy", "forced")
-"""``estimate_transcript_offset`` methods: energy onsets, forced alignment, or energy then forced when it abstains."""
-_DECODER: Optional[Any] = None
-
-
-def _shared_decoder() -> Any:
-    """One pocketsphinx decoder per process (creating one takes about 0.3 s)."""
-    global _DECODER
-    if _DECODER is None:
-        from aligner._forced import _new_decoder
-
-        _DECODER = _new_decoder()
-    return _DECODER
-
-
-def estimate_transcript_offset(
-    audio: AudioClip,
-    transcript: Transcript,
-    *,
-    method: str = "auto",
-    max_offset_ms: float = 500.0,
-    min_confidence: float = 0.3,
-) -> TextEstimate:
-    """Transcript offset by ``method``: ``"energy"`` (:func:`~aligner.estimate_text_offset`), ``"forced"``
-    (:func:`estimate_text_offset_forced`) or ``"auto"``: energy first; when it abstains and pocketsphinx is
-    installed, forced alignment (real connected speech, where word starts are rarely energy onsets).
-
-    For segment-level captions (no word times) ``"auto"`` also runs forced alignment when energy answers,
-    and abstains (``methods_disagree``) when the two are more than 80 ms apart (:func:`_cross_checked`).
-
-    ``"forced"`` without pocketsphinx raises ImportError; ``"auto"`` then keeps the energy result.
-    """
-    from aligner._text_offset import estimate_text_offset
-
-    if method not in TEXT_METHODS:
-        raise ValueError(f"text method must be one of {TEXT_METHODS}, got {method!r}")
-    if method != "forced":
-        energy = estimate_text_offset(audio, transcript, max_offset_ms=max_offset_ms, min_confidence=min_confidence)
-        if method == "energy" or (not energy.abstained and transcript.words):
-            return energy
-    try:
-        decoder = _shared_decoder()
-    except ImportError:
-        if method == "forced":
-            raise
-        return energy
-    try:
-        forced = estimate_text_offset_forced(audio, transcript, max_offset_ms=max_offset_ms,
-                                             min_confidence=min_confidence, decoder=decoder)
-    except (RuntimeError, ValueError) as e:  # the decoder refused the input; auto keeps the energy answer
-        if method == "forced":
-            raise
-        logger.warning("forced alignment failed (%s); keeping the energy estimate", e)
-        return energy
-    if method == "auto" and not energy.abstained:
-        return _cross_checked(energy, forced)
-    if method == "auto" and forced.abstained:
-        if forced.method.removeprefix("abstain:") in _REFUSAL_NEEDED:
-            # The caption itself is what stops an answer (too many words for forced alignment): say so, with
-            # what the energy estimator saw.
-            return dataclasses.replace(forced, best_guess_ms=energy.best_guess_ms, confidence=energy.confidence,
-                                       found=f"{forced.found}; energy onsets: {energy.found}")
-        return energy
-    return forced
-
-
-def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
-    """Segment-level captions: the energy answer stands only where forced alignment does not contradict it.
-
-    Caption edges follow speech activity only loosely (conversational speech, overlapping talkers, long
-    continuous speech), and a real telephone conversation once gave +472 ms at confidence 0.45-0.62
-    from caption edges alone. Forced alignment dates the captions' words instead; when its words agree
-    better than chance (confidence >= :data:`_VETO_MIN_CONFIDENCE`) and its best guess is more than
-    :data:`_DISAGREE_MS` (80 ms) from the energy answer, neither is trusted. A forced estimate at chance
-    does not veto (generated bench0004: 4 captions, confidence 0, best guess -43 ms against energy's
-    right +93 ms; bench0015 and bench0019 alike).
-    """
-    guess = forced.best_guess_ms
-    if forced.confidence < _VETO_MIN_CONFIDENCE or guess is None or abs(guess - energy.text_offset_ms) <= _DISAGREE_MS:
-        return energy  # forced alignment whose words agree no better than chance cannot veto
-    return _abstain("methods_disagree", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
-                    confidence=min(energy.confidence, forced.confidence), best_guess_ms=energy.text_offset_ms,
-                    found=f"caption edges say {energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), "
-                          f"forced alignment of their words {guess:+.0f} ms",
-                    needed=f"agreement within {_DISAGREE_MS:g} ms")
+    return TextEstimate(offset_seconds * 1000.0, confidence, method, best_guess_ms=offset_seconds * 1000.0,
+                        num_words_aligned=int(d.size))
 
 
 CAPTION_MARGIN_SECONDS = 0.25
@@ -347,7 +247,7 @@ def caption_words(
     """
     if margin_seconds < 0:
         raise ValueError(f"margin_seconds must be >= 0, got {margin_seconds = }")
-    decoder = decoder if decoder is not None else _shared_decoder()
+    decoder = decoder if decoder is not None else shared_decoder()
     shift = text_offset_ms / 1000.0
     spans, failed = [], 0
     ordered = transcript.spans

@@ -14,11 +14,14 @@ logger = logging.getLogger(__name__)
 __all__ = ["word_token_ranges", "whitespace_offsets"]
 
 
-class _HasEncode(Protocol):  # tokenizers.Tokenizer
+class _HasEncode(Protocol):
+    """A ``tokenizers.Tokenizer``: ``encode(text).offsets`` are the tokens' ``(char_start, char_stop)``."""
+
     def encode(self, text: str): ...
 
 
 Tokenizer = Union[_HasEncode, Callable[[str], Sequence[tuple[int, int]]]]
+"""A ``tokenizers.Tokenizer``, or a callable returning each token's ``(char_start, char_stop)`` in ``text``."""
 
 
 def whitespace_offsets(text: str) -> list[tuple[int, int]]:
@@ -35,6 +38,11 @@ def whitespace_offsets(text: str) -> list[tuple[int, int]]:
 
 
 def _offsets(text: str, tokenizer: Optional[Tokenizer]) -> list[tuple[int, int]]:
+    """Each token's half-open character range in ``text`` (whitespace tokens without a tokenizer).
+
+    Raises:
+        ValueError: the tokenizer returned a range outside ``text``.
+    """
     if tokenizer is None:
         return whitespace_offsets(text)
     if hasattr(tokenizer, "encode"):

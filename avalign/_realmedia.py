@@ -231,7 +231,7 @@ class HandTimedUtterance:
     words: tuple[tuple[str, float], ...]
     """``(word, start_seconds)`` in order, from the annotation."""
     role: str
-    """``tune`` (used to measure ``aligner._forced.FORCED_LEAD_MS``) or ``report`` (held out)."""
+    """``tune`` (used to measure ``aligner.estimators.FORCED_LEAD_MS``) or ``report`` (held out)."""
 
 
 _HAND_TIMED = {

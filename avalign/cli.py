@@ -163,10 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=5, help="runs per figure; the median is reported")
     bench.add_argument("--json", action="store_true", help="print JSON instead of tables")
     bench.add_argument("--long", action="store_true",
-                       help="decode: 600 s files: sparse 8-of-10 s (+224x224), 1 fps, AAC -> 16 kHz mono (tools interleaved)")
+                       help="decode: issue #17's table: 600 s files: sparse 8-of-10 s (+224x224), 1 fps, 48/44.1 kHz AAC -> "
+                            "16 kHz mono; full decode 720p 60 s and 1080p 20 s; read_video with each backend (tools interleaved)")
     bench.add_argument("--num-clips", type=int, default=24, help="align: generated clips (default 24)")
     bench.add_argument("--seed", type=int, default=2026, help="align: seed of the generated set")
-    bench.add_argument("--work-dir", default=None, help="align: where clips are generated (reused when present)")
+    bench.add_argument("--work-dir", default=None, help="align, decode --long: where clips are generated (reused when present)")
     bench.add_argument("--cache-dir", default=None, help="align: fetched real media (default ~/.cache/avalign)")
     bench.add_argument("--no-real", action="store_true", help="align: skip the real-media checks (offline)")
     bench.add_argument("--no-wild", action="store_true", help="align: skip the wild tune / held-out sets")

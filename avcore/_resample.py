@@ -1,7 +1,7 @@
 """Resampling with soxr (the SoX resampler, quality "HQ": linear phase, its delay removed).
 
 The one owner of one-shot soxr resampling in avalign: the readers (``loaders.read_audio``), the
-alignment stage (``aligner.audio_on_video_clock``, the text estimators, forced alignment) call these.
+alignment stage (``aligner.timeline.audio_on_video_clock``, the text estimators, forced alignment) call these.
 Sample 0 of the output is at the same time as sample 0 of the input.
 """
 from __future__ import annotations

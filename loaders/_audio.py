@@ -15,7 +15,9 @@ sample ``n`` is always at ``start_seconds + n / sample_rate``.
 
 Speed: frames are copied into large blocks as they are decoded (no per-frame arrays), and with
 ``mono=True`` and a new rate each full block is downmixed and resampled on a helper thread while
-decoding goes on (the result is bit-identical to resampling the whole at once).
+decoding goes on (the result is bit-identical to resampling the whole at once); the blocks are then reused,
+so the native-rate samples are never held whole (a stream whose channel count grows is decoded again, keeping
+them). Mono and stereo planar float frames take a short path (one numpy copy per plane).
 """
 from __future__ import annotations
 
@@ -88,23 +90,41 @@ class _SampleBuffer:
     channels contributes its first channel to every row.
     """
 
-    def __init__(self, on_block: Optional[Callable[[np.ndarray, int], None]] = None) -> None:
+    def __init__(self, on_block: Optional[Callable[[np.ndarray, int], None]] = None, *, keep: bool = True) -> None:
         self._blocks: list[tuple[np.ndarray, int]] = []  # (block [C, _BLOCK_SAMPLES], samples used)
         self._block: Optional[np.ndarray] = None
         self._used = 0
         self.count = 0
         self._on_block = on_block  # called with (block, samples used) when a block is full (and by finish())
+        self._keep = keep  # False: full blocks go to on_block only, which hands them back through recycle()
+        self._free: list[np.ndarray] = []  # blocks handed back, reused (appended to from the helper thread)
+        self._max_rows = 0
+
+    def recycle(self, block: np.ndarray) -> None:
+        """Take back a block ``on_block`` is done with (``keep=False``): the next block reuses its memory, so a
+        long stream passes through a few blocks instead of new memory for every sample (and no final join).
+        May be called from another thread."""
+        self._free.append(block)
+
+    def _new_block(self, rows: int, samples: int) -> np.ndarray:
+        while self._free:
+            block = self._free.pop()
+            if block.shape == (rows, samples):
+                return block
+        return np.empty((rows, samples), dtype=np.float32)
 
     def reserve(self, channels: int, n: int) -> np.ndarray:
         """The ``[C, n]`` view the next ``n`` samples go to (``C`` >= ``channels``)."""
         block = self._block
         if block is None or self._used + n > block.shape[1] or channels > block.shape[0]:
             if block is not None:
-                self._blocks.append((block, self._used))
+                if self._keep:
+                    self._blocks.append((block, self._used))
                 if self._on_block is not None:
                     self._on_block(block, self._used)
             rows = max(channels, block.shape[0] if block is not None else 0)
-            block = self._block = np.empty((rows, max(_BLOCK_SAMPLES, n)), dtype=np.float32)
+            self._max_rows = max(self._max_rows, rows)
+            block = self._block = self._new_block(rows, max(_BLOCK_SAMPLES, n))
             self._used = 0
         view = block[:, self._used : self._used + n]
         self._used += n
@@ -117,10 +137,23 @@ class _SampleBuffer:
         return data.shape[1]
 
     def write(self, frame, cut: int, packer: list) -> int:
-        """Copy ``frame``'s samples from ``cut`` on, as float32 in [-1, 1); returns how many were written."""
+        """Copy ``frame``'s samples from ``cut`` on, as float32 in [-1, 1); returns how many were written.
+
+        Mono and stereo planar float frames (AAC, MP3, Opus, Vorbis decode to ``fltp``) that fit the current
+        block take a short path: one numpy copy per plane straight into the block, no views or dtype dispatch."""
+        n = frame.samples
+        m = n - cut
+        block = self._block
+        if (block is not None and self._used + m <= block.shape[1] and frame.format.name == "fltp"
+                and frame.layout.nb_channels == block.shape[0] <= 2):
+            at = self._used
+            for ch, plane in enumerate(frame.planes):
+                block[ch, at : at + m] = np.frombuffer(plane, np.float32, count=m, offset=4 * cut)
+            self._used = at + m
+            self.count += m
+            return m
         fmt = frame.format
         channels = frame.layout.nb_channels
-        n = frame.samples
         planar = fmt.is_planar
         if planar and channels > 2:  # PyAV's planes are wrong for these: FFmpeg's packer (see _planar)
             return self._put(_planar(frame, packer)[:, cut:])
@@ -128,7 +161,6 @@ class _SampleBuffer:
         dtype = _SAMPLE_DTYPES.get(name)
         if dtype is None:  # an unusual format: the general path
             return self._put(_planar(frame, packer)[:, cut:])
-        m = n - cut
         view = self.reserve(channels, m)
         same = view.shape[0] == channels
         if planar:
@@ -156,12 +188,14 @@ class _SampleBuffer:
     @property
     def width(self) -> int:
         """Rows of the joined array: the most channels any frame had."""
-        blocks = self._blocks + ([(self._block, self._used)] if self._block is not None else [])
-        return max((block.shape[0] for block, _ in blocks), default=1)
+        return self._max_rows or 1
 
     def join(self, gaps: list[tuple[int, int]], *, mono: bool) -> np.ndarray:
         """All samples as one ``[C, N]`` array (``[1, N]``: the mean of the channels, when ``mono``), with
-        ``pad`` samples of silence inserted before decoded sample ``position`` for each ``(position, pad)``."""
+        ``pad`` samples of silence inserted before decoded sample ``position`` for each ``(position, pad)``.
+        Only with ``keep=True`` (the default): otherwise the blocks were handed on."""
+        if not self._keep:
+            raise RuntimeError("join() needs the blocks: this buffer was made with keep=False")
         blocks = self._blocks + ([(self._block, self._used)] if self._block is not None else [])
         width = max((block.shape[0] for block, _ in blocks), default=1)
         total = self.count + sum(pad for _, pad in gaps)
@@ -239,6 +273,7 @@ class _PipelinedResample:
         self._decoded = 0
         self._rows: set[int] = set()
         self._rates = (from_rate, to_rate)
+        self.recycle: Optional[Callable[[np.ndarray], None]] = None  # called with each block once it is processed
 
     def __call__(self, block: np.ndarray, used: int) -> None:
         """Queue ``block[:, :used]`` (the next decoded samples) with the gaps that fall inside it."""
@@ -271,6 +306,8 @@ class _PipelinedResample:
             if pad:
                 self._push(np.zeros(pad, dtype=np.float32))
             at = position
+        if self.recycle is not None:
+            self.recycle(block)
 
     def result(self, width: int, total: int) -> Optional[np.ndarray]:
         """The resampled ``[1, round_half_up(total * to / from)]`` samples, or None when a block had fewer
@@ -296,9 +333,14 @@ class _PipelinedResample:
         self._pool.shutdown(wait=True)
 
 
+class _ChannelsGrew(Exception):
+    """Streaming could not finish: a frame had more channels than the blocks already handed on (rare: the
+    channel rule needs the joined samples). :func:`read_audio` decodes once more, keeping every block."""
+
+
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                 max_duration_seconds: Optional[float] = None, *, mono: bool = False,
-                sample_rate: Optional[int] = None) -> tuple[np.ndarray, float, int, int]:
+                sample_rate: Optional[int] = None, stream_blocks: bool = True) -> tuple[np.ndarray, float, int, int]:
     """Decode the stream: (samples [C, N], or [1, N] channel means when ``mono``, at ``sample_rate`` (default:
     the stream's); time of sample 0; the stream's rate; packets skipped as undecodable), repairing gaps and
     overlaps.
@@ -306,6 +348,9 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     Gaps are only counted while decoding and filled once the whole stream has been checked: timestamps
     that would need more silence than :data:`_GAP_FILL_ALLOWANCE_SECONDS` beyond the decoded audio, or an
     output longer than ``max_duration_seconds``, are refused before anything that large is allocated.
+
+    With ``mono`` and a new rate, blocks are resampled as they fill and (``stream_blocks``) reused, so the
+    native-rate samples are never held whole; raises :class:`_ChannelsGrew` when that cannot give the result.
     """
     rate = int(stream.codec_context.sample_rate or stream.rate or 0)
     if rate <= 0:
@@ -319,7 +364,10 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     gaps: list[tuple[int, int]] = []  # (position among the decoded samples, samples of silence inserted there)
     out_rate = sample_rate or rate
     pipeline = _PipelinedResample(rate, out_rate, gaps) if mono and out_rate != rate else None
-    buffer = _SampleBuffer(on_block=pipeline)
+    streaming = pipeline is not None and stream_blocks
+    buffer = _SampleBuffer(on_block=pipeline, keep=not streaming)
+    if streaming:
+        pipeline.recycle = buffer.recycle
     bad_packets: list = []
     try:
         total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds, bad_packets)
@@ -328,6 +376,8 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
             resampled = pipeline.result(buffer.width, total)
             if resampled is not None:
                 return resampled, start, rate, len(bad_packets)
+            if streaming:
+                raise _ChannelsGrew()
     finally:
         if pipeline is not None:
             pipeline.close()
@@ -436,19 +486,26 @@ def read_audio(
         raise ValueError(f"sample_rate must be a positive int, got {sample_rate = !r}")
     if start_seconds is not None and stop_seconds is not None and stop_seconds < start_seconds:
         raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
-    try:
+    def decode(stream_blocks: bool):
         container = open_container(source, label, kind="audio")
         try:
             stream = pick_stream(container, "audio", label, stream_index=stream_index)
-            index_of_stream = int(stream.index)
-            codec = stream.codec_context.name
             seek = None
             if start_seconds is not None and start_seconds > 2 * _SEEK_MARGIN_SECONDS:
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
-            samples, first_seconds, rate, decode_errors = _decode_all(
-                container, stream, label, seek, max_duration_seconds, mono=mono, sample_rate=sample_rate)
+            decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
+                                  sample_rate=sample_rate, stream_blocks=stream_blocks)
+            return decoded, int(stream.index), stream.codec_context.name
         finally:
             container.close()
+
+    try:
+        try:
+            decoded, index_of_stream, codec = decode(True)
+        except _ChannelsGrew:  # (open_container rewinds a file object)
+            logger.info("%s: the channel count grew mid-stream: decoding again, keeping every block", label)
+            decoded, index_of_stream, codec = decode(False)
+        samples, first_seconds, rate, decode_errors = decoded
         out_rate = sample_rate or rate
     except DecodeError:
         raise

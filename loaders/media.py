@@ -1,7 +1,7 @@
 """Opening and indexing media (a public module): what tools and tests need beside ``read_video`` / ``read_audio``.
 
 - sources: :data:`MediaSource` (a path or bytes), :func:`describe_source`, :func:`open_for_pyav`, :func:`pick_stream`;
-- limits: :data:`DEFAULT_MAX_PIXELS`;
+- limits: :data:`DEFAULT_MAX_PIXELS`; the backend ``read_video(backend="auto")`` uses per kind of read: :data:`AUTO_BACKEND`;
 - frame timing: :func:`strictly_increasing` (the decoder's rule for repeated / missing pts), :class:`FrameIndex`
   and the header / scan indexes (:func:`frame_index`, :func:`header_frame_index`, :func:`scan_frame_index`,
   :func:`read_mp4_video_tracks`) with their per-process cache (:func:`clear_frame_index_cache`);
@@ -21,10 +21,11 @@ from loaders._index import (
 )
 from loaders._mp4_index import Mp4Track, read_mp4_video_tracks
 from loaders._source import MediaSource, describe_source, open_for_pyav, pick_stream
-from loaders._video import DEFAULT_MAX_PIXELS, strictly_increasing
+from loaders._video import AUTO_BACKEND, DEFAULT_MAX_PIXELS, strictly_increasing
 from loaders._watchdog import call_with_timeout, exit_with_parent
 
 __all__ = [
+    "AUTO_BACKEND",
     "DEFAULT_MAX_PIXELS",
     "FrameIndex",
     "MediaSource",

@@ -65,6 +65,27 @@ def shared_dir(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
     return path
 
 
+def pytest_addoption(parser):
+    parser.addoption("--video-backend", default=None, choices=("pyav", "torchcodec"),
+                     help="make read_video's backend='auto' use this backend for every kind of read, with the decord "
+                          "fallback switched off (how the video backend decision in BENCHMARKS.md was tested)")
+
+
+@pytest.fixture(autouse=True)
+def _video_backend(request, monkeypatch):
+    backend = request.config.getoption("--video-backend")
+    if backend:
+        from loaders.media import AUTO_BACKEND
+
+        monkeypatch.setattr("loaders._video.AUTO_BACKEND", {kind: backend for kind in AUTO_BACKEND})
+
+        def no_fallback(*args, **kwargs):
+            raise RuntimeError(f"--video-backend={backend}: the decord fallback is off")
+
+        monkeypatch.setattr("loaders._watchdog.call_with_timeout", no_fallback)
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _restore_rng_state():
     """Tests may seed RNGs; restore them so test order never changes results."""

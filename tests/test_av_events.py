@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from aligner._estimate import NULL_THRESHOLD, AVEstimate, estimate_av_offset, estimate_av_offset_from_features
-from aligner._onsets import audio_onsets
-from aligner._signals import visual_change_events
+from aligner import AVEstimate, estimate_av_offset
+from aligner.estimators import NULL_THRESHOLD, audio_onsets, estimate_av_offset_from_features, visual_change_events
 from avcore import AudioClip, VideoClip, VideoMetadata
 
 RATE = 16000

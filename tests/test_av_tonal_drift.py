@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from aligner._estimate import _drift_line, _onset_weights, dating_sigma_seconds
-from aligner._onsets import AudioOnsets, audio_onsets, tonal_rise_db
+from aligner.estimators import AudioOnsets, audio_onsets, dating_sigma_seconds, tonal_rise_db
+from aligner.estimators import drift_line as _drift_line
+from aligner.estimators import onset_weights as _onset_weights
 
 RATE = 16000
 

@@ -9,18 +9,22 @@ from avalign.bench import bench_long, format_long_table
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg is not installed")
 def test_bench_long_runs_every_tool_on_the_same_request(tmp_path):
-    result = bench_long(threads=1, repeats=1, work_dir=str(tmp_path), seconds=20)
-    for case, frames in (("sparse", 8), ("sparse_224", 8), ("one_fps", 20)):
+    result = bench_long(threads=1, repeats=1, work_dir=str(tmp_path), seconds=20, full_clips=(("320x240", 2),))
+    for case, frames in (("sparse", 8), ("sparse_224", 8), ("one_fps", 20), ("full_240p", 60)):
         rows = {r["tool"]: r for r in result[case]}
-        assert rows["avalign read_video(fps=)"]["frames"] == frames
+        assert rows["avalign read_video(backend=pyav)" if case.startswith("full") else "avalign read_video(fps=)"][
+            "frames"] == frames
+        assert any("backend=torchcodec" in name for name in rows)  # both backends in the same run
         for name, row in rows.items():  # every peer decoded the same number of frames (ffmpeg reports the request)
             assert row["frames"] == frames, (case, name)
             assert row["seconds"] > 0
-    audio = {r["tool"]: r for r in result["audio"]}
-    ours = audio["avalign read_audio(sample_rate=16000, mono)"]["frames"]
-    assert abs(ours - 20 * 16000) <= 16000 * 0.05  # 20 s at 16 kHz (AAC adds up to ~1 frame of padding)
-    peer = audio.get("torchcodec AudioDecoder(sample_rate, num_channels=1)")
-    if peer is not None:
-        assert peer["frames"] == ours  # the same sample count as torchcodec
+    for case in ("audio", "audio_44k"):
+        audio = {r["tool"]: r for r in result[case]}
+        ours = audio["avalign read_audio(sample_rate=16000, mono)"]["frames"]
+        assert abs(ours - 20 * 16000) <= 16000 * 0.05  # 20 s at 16 kHz (AAC adds up to ~1 frame of padding)
+        peer = audio.get("torchcodec AudioDecoder(sample_rate, num_channels=1)")
+        if peer is not None:
+            assert peer["frames"] == ours  # the same sample count as torchcodec
     table = format_long_table(result)
     assert "| avalign read_video(fps=) |" in table and "speed ×" in table
+    assert "44.1 kHz" in table and "full decode to RGB24, 240p" in table

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import loaders
-from aligner._forced import MAX_ALIGN_WORDS
+from aligner.estimators import MAX_ALIGN_WORDS
 from avalign import measure_sample
 from conftest import SAMPLE_DATA, sample_truth
 

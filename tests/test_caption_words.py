@@ -5,6 +5,7 @@ offsets) and ffprobe-checked frame pts (via ``frame_range``'s rule, asserted aga
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 import aligner
 import loaders
-from aligner._forced import normalise_words
+from aligner.estimators import normalise_words
 from conftest import SAMPLE_DATA, sample_truth
 
 pytest.importorskip("pocketsphinx")
@@ -77,7 +78,7 @@ def test_caption_words_off_and_word_level_untouched():
     assert sample.transcript is worded  # word times given: nothing is re-aligned
 
 
-def test_preprocess_stores_caption_words(tmp_path, monkeypatch):
+def test_preprocess_stores_caption_words(tmp_path):
     """align.json carries words and segments; transcript.json carries the caption words (transcript clock), so
     loading a preprocessed shard gets words without aligning again."""
     import shutil
@@ -101,13 +102,16 @@ def test_preprocess_stores_caption_words(tmp_path, monkeypatch):
     stored = loaders.read_transcript(members["clip01.transcript.json"], format="json", name="clip01.transcript.json")
     assert [w.text for w in stored.words] == expected
     # Stamps stay on the transcript clock: stored word - text offset = measured word (video timeline, A/V applied).
-    from aligner import _text_forced
-
-    monkeypatch.setattr(_text_forced, "caption_words", lambda *a, **k: pytest.fail("re-aligned at load time"))
+    # Loading does not align again: the stored words, marked here in capitals, are the ones used.
+    marked = dataclasses.replace(stored, spans=tuple(
+        dataclasses.replace(s, words=tuple(dataclasses.replace(w, text=w.text.upper()) for w in s.words))
+        for s in stored.spans))
     audio = loaders.read_audio(str(SAMPLE_DATA / truth["media"]))
-    sample = aligner.align(None, audio, stored, estimate=False, text_offset_ms=record["text_offset_ms"],
+    sample = aligner.align(None, audio, marked, estimate=False, text_offset_ms=record["text_offset_ms"],
                            av_offset_ms=record["av_offset_ms"], drift_ppm=record["drift_ppm"])
-    assert [w.text for w in sample.words] == expected
+    assert [w.text for w in sample.words] == [text.upper() for text in expected]
+    assert [w.start_seconds for w in sample.words] == pytest.approx([w["start_seconds"] for w in record["words"]],
+                                                                   abs=1e-5)
 
 
 def test_loader_batches_carry_caption_words():

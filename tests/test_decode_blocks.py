@@ -130,3 +130,49 @@ def test_pipelined_resampling_equals_resampling_the_whole(tmp_path, monkeypatch,
     assert resampled.start_seconds == native.start_seconds
     window = loaders.read_audio(path, sample_rate=16000, start_seconds=1.0, stop_seconds=2.5)
     np.testing.assert_array_equal(window.samples.numpy(), whole[:, 16000:40000])
+
+
+def test_streamed_resampling_when_the_channel_count_grows(tmp_path, monkeypatch):
+    """A stream whose frames go from mono to stereo (two ADTS files back to back) cannot be resampled block by
+    block with reused blocks (the channel rule needs the joined samples): read_audio decodes once more and
+    gives what resampling the whole mono mix gives."""
+    from avcore import resample
+
+    monkeypatch.setattr("loaders._audio._BLOCK_SAMPLES", 4096)  # many blocks, so blocks are handed on and reused
+    mono, stereo = tmp_path / "mono.aac", tmp_path / "stereo.aac"
+    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-t", "1", "-c:a", "aac", "-ac", "1", str(mono))
+    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-f", "lavfi", "-i", "sine=f=660:r=48000", "-t", "1",
+           "-filter_complex", "[0][1]amerge=inputs=2", "-c:a", "aac", str(stereo))
+    both = tmp_path / "mono_then_stereo.aac"
+    both.write_bytes(mono.read_bytes() + stereo.read_bytes())
+    native = loaders.read_audio(both, mono=False)
+    assert native.samples.shape[0] == 2
+    mix = loaders.read_audio(both)  # mono at the native rate: joined, not streamed
+    streamed = loaders.read_audio(both, sample_rate=16000)
+    np.testing.assert_array_equal(streamed.samples.numpy(), resample(mix.samples.numpy(), 48000, 16000))
+    assert streamed.start_seconds == mix.start_seconds
+    with open(both, "rb") as handle:  # decoded twice from a file object too
+        np.testing.assert_array_equal(loaders.read_audio(handle, sample_rate=16000).samples.numpy(),
+                                      streamed.samples.numpy())
+
+
+def test_sample_buffer_reuses_blocks_it_was_handed_back(monkeypatch):
+    """keep=False: full blocks go to on_block only; a block handed back through recycle() is written again."""
+    size = 1000
+    monkeypatch.setattr("loaders._audio._BLOCK_SAMPLES", size)
+    seen = []
+    buffer = None
+
+    def on_block(block, used):
+        seen.append((id(block), block[:, :used].copy()))
+        buffer.recycle(block)
+
+    buffer = SampleBuffer(on_block=on_block, keep=False)
+    data = np.arange(3 * size, dtype=np.float32).reshape(1, -1)
+    for at in range(0, 3 * size, size // 2):
+        buffer.reserve(1, size // 2)[...] = data[:, at : at + size // 2]
+    buffer.finish()
+    assert len(seen) == 3 and len({block_id for block_id, _ in seen}) == 1  # handed back at once: one block serves all
+    np.testing.assert_array_equal(np.concatenate([part for _, part in seen], axis=1), data)
+    with pytest.raises(RuntimeError, match="keep=False"):
+        buffer.join([], mono=False)

@@ -12,14 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from aligner._estimate import (
-    AVEstimate,
-    estimate_av_offset,
+from aligner import AVEstimate, AVOptions, estimate_av_offset
+from aligner.estimators import (
+    audio_onsets,
     estimate_av_offset_from_arrays,
     estimate_av_offset_from_features,
+    visual_change_events,
 )
-from aligner._onsets import audio_onsets
-from aligner._signals import visual_change_events
 from avcore import AudioClip, VideoClip, VideoMetadata
 
 SAMPLE_RATE = 16000
@@ -122,8 +121,8 @@ def test_vfr_pts_and_nonzero_starts() -> None:
 
 def test_frame_difference_feature_on_moving_content() -> None:
     video, audio, _ = make_clip(av_offset_ms=55.5, content="jump", seed=4)
-    assert estimate_av_offset(video, audio, feature="luma_rise").abstained  # mean luma never changes
-    estimate = estimate_av_offset(video, audio, feature="frame_difference")
+    assert estimate_av_offset(video, audio, options=AVOptions(feature="luma_rise")).abstained  # mean luma never changes
+    estimate = estimate_av_offset(video, audio, options=AVOptions(feature="frame_difference"))
     assert estimate.av_offset_ms == pytest.approx(55.5, abs=2.0)
 
 
@@ -134,7 +133,7 @@ def test_short_clip_reports_no_drift_without_confidence() -> None:
     assert estimate.method == "event_match"
     assert estimate.drift_ppm is None and estimate.drift_confidence == 0.0 and estimate.drift_se_ppm is None
     # Without a drift fit the offset is the one at the events' centre (~1.2 s: +1.2 ms of drift); sharp
-    # onsets are dated about 1 ms early (the 2 ms analysis window, aligner._onsets).
+    # onsets are dated about 1 ms early (the 2 ms analysis window of aligner.estimators.audio_onsets).
     assert estimate.av_offset_ms == pytest.approx(20.2 + float(np.median(events)), abs=2.0)
 
 
@@ -161,6 +160,13 @@ def test_unresolvable_drift_is_not_reported() -> None:
     clean = estimate_av_offset(video, audio)  # the same clip without jitter resolves its drift
     assert clean.drift_se_ppm is not None and clean.drift_se_ppm <= 60.0
     assert clean.drift_ppm == pytest.approx(700.0, abs=60.0) and clean.drift_confidence > 0.0
+    # Every drift option reaches the estimator through estimate_av_offset's one options object.
+    loose = estimate_av_offset(video, jittered, options=AVOptions(max_drift_se_ppm=1000.0))
+    assert loose.method == "event_match+theil_sen" and loose.drift_se_ppm == pytest.approx(estimate.drift_se_ppm)
+    assert loose.drift_ppm == pytest.approx(700.0, abs=3.0 * estimate.drift_se_ppm)
+    short = estimate_av_offset(video, audio, options=AVOptions(min_drift_span_seconds=60.0))
+    assert short.method == "event_match" and short.drift_ppm is None and short.drift_se_ppm is None
+    assert short.av_offset_ms == pytest.approx(-64.0 + 700e-3 * centre, abs=3.0)
 
 
 def test_median_error_over_seeds_is_sub_millisecond() -> None:
@@ -217,12 +223,12 @@ def test_visual_events_values() -> None:
         visual_change_events(frames, feature="optical_flow")  # type: ignore[arg-type]
 
 
-def test_rejects_bad_options() -> None:
-    video, audio, _ = make_clip(duration_seconds=2.0)
-    with pytest.raises(ValueError, match="max_offset_ms"):
-        estimate_av_offset(video, audio, max_offset_ms=0.0)
-    with pytest.raises(ValueError, match="min_confidence"):
-        estimate_av_offset(video, audio, min_confidence=1.5)
+@pytest.mark.parametrize("field, value", [("max_offset_ms", 0.0), ("max_offset_ms", 20_000.0), ("min_confidence", 1.5),
+                                          ("max_drift_ppm", -1.0), ("max_drift_se_ppm", 0.0),
+                                          ("min_drift_span_seconds", -1.0), ("feature", "optical_flow")])
+def test_rejects_bad_options(field, value) -> None:
+    with pytest.raises(ValueError, match=field):
+        AVOptions(**{field: value})
 
 
 def test_thirty_second_clip() -> None:
@@ -291,10 +297,21 @@ def test_too_few_events_give_no_confidence(num_events: int) -> None:
     estimate = estimate_av_offset(video, audio)
     assert estimate.num_events == num_events and estimate.abstained
     assert estimate.method == "abstain:too_few_events" and estimate.confidence == 0.0
-    unthresholded = estimate_av_offset(video, audio, min_confidence=0.0)
+    unthresholded = estimate_av_offset(video, audio, options=AVOptions(min_confidence=0.0))
     assert unthresholded.confidence == 0.0 and unthresholded.av_offset_ms is not None
     # Three events are enough evidence for the same clip.
     video3, audio3, events3 = make_clip(duration_seconds=2.5, av_offset_ms=40.0, seed=18)
     estimate3 = estimate_av_offset(video3, audio3)
     assert events3.size == 3 and estimate3.num_events == 3 and not estimate3.abstained
     assert estimate3.av_offset_ms == pytest.approx(40.0, abs=2.0)
+
+
+def test_align_passes_its_options_to_the_estimator() -> None:
+    """``align(av_options=...)`` reaches the estimator; the ``max_offset_ms`` shorthand replaces that one field."""
+    import aligner
+
+    video, audio, _ = make_clip(duration_seconds=8.0, av_offset_ms=120.0, seed=5)
+    narrow = aligner.align(video, audio, av_options=AVOptions(max_offset_ms=60.0)).report
+    assert narrow.av_offset_ms is None and narrow.av_abstain is not None  # 120 ms is outside ±60 ms
+    wide = aligner.align(video, audio, av_options=AVOptions(max_offset_ms=60.0), max_offset_ms=300.0).report
+    assert wide.av_offset_ms == pytest.approx(120.0, abs=2.0)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from aligner._forced import forced_align_words, normalise_words
+from aligner.estimators import forced_align_words, normalise_words
 from avcore import AudioClip
 from tests.test_text_forced import with_noise_floor
 

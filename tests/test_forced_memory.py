@@ -22,8 +22,7 @@ _CHILD = r"""
 import json, logging, resource, sys
 import numpy as np, torch
 import aligner
-from aligner._forced import forced_align_words
-from aligner._text_forced import _shared_decoder, caption_words, estimate_text_offset_forced
+from aligner.estimators import caption_words, estimate_text_offset_forced, forced_align_words, shared_decoder
 from avcore import AudioClip, Span, Transcript, Word
 
 rate = 16000
@@ -31,7 +30,7 @@ audio = AudioClip(torch.from_numpy(np.random.default_rng(0).standard_normal(2 * 
 huge_text = "the quick brown fox jumps over a lazy dog " * 35000             # 315k words, one cue (~1.5 MB)
 cue = Transcript((Span(huge_text[:-1], 0.0, 2.0),))
 many = Transcript(tuple(Span("word", i * 1e-4, i * 1e-4 + 1e-4, (Word("word", i * 1e-4, i * 1e-4 + 1e-4),)) for i in range(20000)))
-decoder = _shared_decoder()
+decoder = shared_decoder()
 forced_align_words(audio, "the quick brown fox", 0.0, 2.0, decoder=decoder)   # warm up the decoder
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 results = {
@@ -59,7 +58,7 @@ def test_peak_memory_bounded_on_huge_transcripts():
 
 
 def test_refusal_reasons():
-    from aligner._forced import MAX_ALIGN_WORDS, alignment_refusal, normalise_words
+    from aligner.estimators import MAX_ALIGN_WORDS, alignment_refusal, normalise_words
 
     assert alignment_refusal(10, 3.0) is None
     assert alignment_refusal(MAX_ALIGN_WORDS + 1, 10_000.0) == "too_many_words"

@@ -78,7 +78,7 @@ def test_av_abstentions_on_real_clips_explain_themselves(av):
 
 def test_pocketsphinx_word_times_follow_the_transcription(text, cache):
     """Forced-aligned words equal the shipped transcription in order; times increase and stay inside the audio."""
-    from aligner._forced import normalise_words
+    from aligner.estimators import normalise_words
     from avalign.bench import librivox_clip
 
     audio, transcript, utterances = librivox_clip(cache)

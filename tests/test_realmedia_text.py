@@ -2,7 +2,7 @@
 
 Oracle: a phonetician's TextGrid annotation (praatio 6.2.2's bobby/mary/damon_set_test word tiers,
 praat-parselmouth 0.4.7's North Wind phoneme tier), and injected transcript offsets. praatio's files
-tuned ``aligner._forced.FORCED_LEAD_MS``; North Wind is the held-out report.
+tuned ``aligner.estimators.FORCED_LEAD_MS``; North Wind is the held-out report.
 """
 from __future__ import annotations
 

@@ -68,11 +68,11 @@ def test_av_errors_from_any_backend_become_decode_errors(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise av.error.PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr("loaders._video.frame_index", refuse)  # fault injection into the reader
+    monkeypatch.setattr("loaders._video_meta.frame_index", refuse)  # fault injection into the reader
     with pytest.raises(DecodeError) as info:
         loaders.read_video(path, backend="decord")
     assert info.value.reason == "decode" and "PermissionError" in str(info.value)
-    monkeypatch.setattr("loaders._video._decode_range_pyav", lambda *a, **k: (_ for _ in ()).throw(AttributeError("ebml")))
+    monkeypatch.setattr("loaders._video_pyav._decode_range_pyav", lambda *a, **k: (_ for _ in ()).throw(AttributeError("ebml")))
     with pytest.raises(DecodeError, match="AttributeError: ebml"):
         loaders.read_video(path, backend="pyav")
 
@@ -547,7 +547,7 @@ def test_preprocess_decord_fallback_runs_inside_the_sample_watchdog(tmp_path, mo
     def pyav_fails(source, label, request):
         raise DecodeError(f"{label}: forced PyAV failure")
 
-    monkeypatch.setattr("loaders._video._read_pyav", pyav_fails)  # fault injection into the reader
+    monkeypatch.setattr("loaders._video_pyav.read_pyav", pyav_fails)  # fault injection into the reader
     src = tmp_path / "in"
     src.mkdir()
     hostile.clip(src / "a.mp4", size="64x48")

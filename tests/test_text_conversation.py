@@ -7,9 +7,12 @@ loose human segment times; an answer more than 50 ms from the offset is confiden
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 import aligner
+from aligner.estimators import shared_decoder
 from tests.conversation import conversation
 
 pytest.importorskip("pocketsphinx")
@@ -55,17 +58,35 @@ def test_tight_captions_are_answered(case):
     assert estimate.text_offset_ms == pytest.approx(offset_ms, abs=15.0)
 
 
-def test_disagreeing_methods_abstain(monkeypatch):
-    """``auto`` on captions: an energy answer contradicted by forced alignment (> 50 ms) abstains, explained."""
-    from aligner import _text_forced
-    from aligner._text_offset import TextEstimate
+class _LateDecoder:
+    """A pocketsphinx decoder whose word segments come ``frames`` 10 ms frames late: forced alignment then dates
+    every word ``10·frames`` ms late, and its offset comes out that much early."""
 
+    def __init__(self, inner, frames: int) -> None:
+        self.inner, self.frames = inner, frames
+
+    def seg(self):
+        segments = self.inner.seg()
+        if segments is None:
+            return None
+        return [SimpleNamespace(word=s.word, start_frame=s.start_frame + self.frames, end_frame=s.end_frame + self.frames)
+                for s in segments]
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_disagreeing_methods_abstain():
+    """``auto`` on captions: an energy answer contradicted by forced alignment (> 80 ms) abstains, explained."""
     audio, captions, _ = conversation(offset_ms=0.0, jitter_ms=0.0, seed=1)
-    import aligner._text_offset as energy_module
-
-    monkeypatch.setattr(energy_module, "estimate_text_offset",
-                        lambda *a, **k: TextEstimate(472.0, 0.6, "span_onsets+activity", 9, 6.0, 472.0))
-    estimate = _text_forced.estimate_transcript_offset(audio, captions, method="auto")
+    energy = aligner.estimate_transcript_offset(audio, captions, method="energy")
+    assert not energy.abstained and energy.text_offset_ms == pytest.approx(0.0, abs=15.0)
+    late = _LateDecoder(shared_decoder(), frames=20)
+    forced = aligner.estimate_transcript_offset(audio, captions, method="forced", decoder=late)
+    assert forced.best_guess_ms == pytest.approx(-200.0, abs=30.0) and forced.confidence >= 0.1, forced
+    estimate = aligner.estimate_transcript_offset(audio, captions, method="auto", decoder=late)
     assert estimate.abstained and estimate.method == "abstain:methods_disagree"
     record = estimate.abstain_record()
-    assert record["best_guess_ms"] == 472.0 and "forced alignment" in record["found"], record
+    assert record["best_guess_ms"] == pytest.approx(energy.text_offset_ms, abs=1e-3) and "forced alignment" in record["found"]
+    # With the true decoder forced alignment agrees with the caption edges: auto keeps the energy answer.
+    assert aligner.estimate_transcript_offset(audio, captions, method="auto") == energy

@@ -6,6 +6,7 @@ Oracles: ``sample_data/truth.json`` (the generator's text offsets) and espeak-ng
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +15,8 @@ import torch
 
 import aligner
 import loaders
-from aligner import _text_forced
-from aligner._text_offset import TextEstimate
+from aligner import TextOptions
+from aligner.estimators import PAD_SECONDS, estimate_text_offset_forced, shared_decoder
 from avcore import AudioClip, Span, Transcript, Word
 
 pytest.importorskip("pocketsphinx")
@@ -34,7 +35,7 @@ def test_sample_clip_offset_within_target(clip: str) -> None:
     audio = loaders.read_audio(str(SAMPLE / record["media"]))
     transcript = loaders.read_transcript(str(SAMPLE / record["transcript"]))
     assert transcript.words
-    estimate = aligner.estimate_text_offset_forced(audio, transcript)
+    estimate = estimate_text_offset_forced(audio, transcript)
     assert estimate.method == "forced_words" and estimate.confidence >= 0.3
     assert estimate.text_offset_ms == pytest.approx(record["text_offset_ms"], abs=15.0)
 
@@ -60,7 +61,7 @@ def _espeak(sentences: tuple[str, ...], gap_seconds: float = 0.4):
 
 def with_noise_floor(samples: np.ndarray, *, snr_db: float, seed: int = 0) -> np.ndarray:
     """``samples`` plus white noise ``snr_db`` below their RMS. Recordings have a noise floor; pocketsphinx's
-    lead (``aligner._forced.FORCED_LEAD_MS``) is measured with one, and digital silence is the one input
+    lead (``aligner.estimators.FORCED_LEAD_MS``) is measured with one, and digital silence is the one input
     where it is absent (espeak-ng in silence: -1 ms raw; with a 30 dB floor: -15 ms)."""
     rms = float(np.sqrt(np.mean(samples.astype(np.float64) ** 2)))
     noise = np.random.default_rng(seed).standard_normal(samples.size) * rms * 10 ** (-snr_db / 20)
@@ -80,8 +81,8 @@ SENTENCES = ("Every morning Maria walks her dog near the river.", "Please bring 
 @pytest.mark.parametrize("injected_ms", [-120.0, 0.0, 90.0, 230.0])
 def test_injected_offset_recovered_on_espeak_truth(injected_ms: float) -> None:
     audio, truth = _espeak(SENTENCES)
-    estimate = aligner.estimate_text_offset_forced(audio, _late(truth, injected_ms / 1000))
-    assert not estimate.abstained and estimate.num_onsets == len(truth.words)
+    estimate = estimate_text_offset_forced(audio, _late(truth, injected_ms / 1000))
+    assert not estimate.abstained and estimate.num_words_aligned == len(truth.words) and estimate.num_onsets == 0
     assert estimate.text_offset_ms == pytest.approx(injected_ms, abs=15.0)
 
 
@@ -89,69 +90,79 @@ def test_unrelated_transcript_abstains() -> None:
     """Forcing another text onto the speech still yields word times; their differences disagree: abstain."""
     audio, _ = _espeak(SENTENCES)
     _, other = _espeak(("Tiny birds sing loudly before sunrise.", "Seven old trucks carried heavy stones uphill."))
-    estimate = aligner.estimate_text_offset_forced(audio, other)
+    estimate = estimate_text_offset_forced(audio, other)
     assert estimate.abstained and estimate.confidence < 0.3
 
 
 def test_offset_beyond_search_range_abstains() -> None:
     audio, truth = _espeak(SENTENCES)
-    estimate = aligner.estimate_text_offset_forced(audio, _late(truth, 0.25), max_offset_ms=100.0)
+    estimate = estimate_text_offset_forced(audio, _late(truth, 0.25), options=TextOptions(max_offset_ms=100.0))
     assert estimate.abstained
 
 
 def test_empty_and_bad_options() -> None:
     audio, _ = _espeak(SENTENCES[:1])
-    assert aligner.estimate_text_offset_forced(audio, Transcript(())).method == "abstain:empty_transcript"
+    assert estimate_text_offset_forced(audio, Transcript(())).method == "abstain:empty_transcript"
     with pytest.raises(ValueError, match="max_offset_ms"):
-        aligner.estimate_text_offset_forced(audio, Transcript(()), max_offset_ms=0)
+        estimate_text_offset_forced(audio, Transcript(()), options=TextOptions(max_offset_ms=0))
     with pytest.raises(ValueError, match="text method"):
         aligner.estimate_transcript_offset(audio, Transcript(()), method="whisper")
 
 
-def test_auto_falls_back_to_forced_only_when_energy_abstains(monkeypatch) -> None:
+def test_auto_falls_back_to_forced_only_when_energy_abstains() -> None:
     audio, truth = _espeak(SENTENCES)
     late = _late(truth, 0.09)
     energy = aligner.estimate_transcript_offset(audio, late, method="energy")
     auto = aligner.estimate_transcript_offset(audio, late, method="auto")
     assert not energy.abstained and auto == energy  # energy answered: no forced alignment
-    import aligner._text_offset as energy_module
-
-    monkeypatch.setattr(energy_module, "estimate_text_offset",
-                        lambda *a, **k: TextEstimate(None, 0.1, "abstain:low_confidence"))
-    assert aligner.estimate_transcript_offset(audio, late, method="energy").abstained
-    auto = aligner.estimate_transcript_offset(audio, late, method="auto")
-    assert auto.method == "forced_words" and auto.text_offset_ms == pytest.approx(90.0, abs=15.0)
-    report = aligner.align(None, audio, late).report  # align() uses the same choice
+    # A search range too narrow for the energy estimator's sidelobe test (< ~100 ms): energy abstains, and
+    # auto answers by forced alignment.
+    late, narrow = _late(truth, 0.03), TextOptions(max_offset_ms=45.0)
+    energy = aligner.estimate_transcript_offset(audio, late, method="energy", options=narrow)
+    assert energy.method == "abstain:search_range_too_small"
+    auto = aligner.estimate_transcript_offset(audio, late, method="auto", options=narrow)
+    assert auto.method == "forced_words" and auto.text_offset_ms == pytest.approx(30.0, abs=15.0)
+    report = aligner.align(None, audio, late, max_offset_ms=45.0).report  # align() uses the same choice
     assert report.text_method == "forced_words" and report.text_offset_ms == pytest.approx(auto.text_offset_ms)
+    assert aligner.align(None, audio, late, text_options=narrow).report == report  # the options object, same result
 
 
 def test_forced_without_pocketsphinx(monkeypatch) -> None:
     audio, truth = _espeak(SENTENCES[:1])
-    import aligner._forced as forced_module
+    monkeypatch.setitem(sys.modules, "pocketsphinx", None)  # `import pocketsphinx` now raises ImportError
+    shared_decoder.cache_clear()  # the process's decoder is made again on the next use
+    try:
+        with pytest.raises(ImportError, match="pocketsphinx"):
+            aligner.estimate_transcript_offset(audio, truth, method="forced")
+        auto = aligner.estimate_transcript_offset(audio, truth, method="auto")  # energy's answer, no error
+        assert auto.method.startswith(("word_onsets", "abstain:"))
+        assert auto == aligner.estimate_transcript_offset(audio, truth, method="energy")
+    finally:
+        shared_decoder.cache_clear()
 
-    def missing():
-        raise ImportError("forced alignment needs pocketsphinx")
 
-    monkeypatch.setattr(_text_forced, "_DECODER", None)
-    monkeypatch.setattr(forced_module, "_new_decoder", missing)
-    with pytest.raises(ImportError, match="pocketsphinx"):
-        aligner.estimate_transcript_offset(audio, truth, method="forced")
-    auto = aligner.estimate_transcript_offset(audio, truth, method="auto")  # energy's answer, no error
-    assert auto.method.startswith(("word_onsets", "abstain:"))
+class _CountingDecoder:
+    """A pocketsphinx decoder that records the duration of each utterance it is given (16 kHz int16)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.utterance_seconds = inner, []
+
+    def process_raw(self, data: bytes, *args, **kwargs):
+        self.utterance_seconds.append(len(data) / 2 / 16000)
+        return self.inner.process_raw(data, *args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
 
 
-def test_long_speech_is_aligned_in_bounded_chunks(monkeypatch) -> None:
+def test_long_speech_is_aligned_in_bounded_chunks() -> None:
     """Connected speech longer than the chunk limit is cut into several alignments; the offset still holds."""
     audio, truth = _espeak(SENTENCES, gap_seconds=0.1)
-    calls = []
-    original = _text_forced.forced_align_words
-
-    def counting(*args, **kwargs):
-        calls.append(args[2:4])
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(_text_forced, "forced_align_words", counting)
-    monkeypatch.setattr(_text_forced, "_MAX_CHUNK_SECONDS", 1.5)
-    estimate = aligner.estimate_text_offset_forced(audio, _late(truth, 0.06))
-    assert len(calls) >= 3 and all(hi - lo <= 1.5 + 2 * 0.5 + 1.0 for lo, hi in calls)
+    decoder = _CountingDecoder(shared_decoder())
+    estimate = estimate_text_offset_forced(audio, _late(truth, 0.06), options=TextOptions(max_chunk_seconds=1.5),
+                                           decoder=decoder)
+    # Each alignment's audio: the chunk's stamps (<= 1.5 s + a word) ± the 0.5 s search margin, padded with
+    # PAD_SECONDS of silence on each side (and half a 10 ms frame for the second pass: one pass here).
+    chunk_seconds = [seconds - 2 * PAD_SECONDS for seconds in decoder.utterance_seconds]
+    assert len(chunk_seconds) >= 3 and all(seconds <= 1.5 + 2 * 0.5 + 1.0 for seconds in chunk_seconds), chunk_seconds
     assert not estimate.abstained and estimate.text_offset_ms == pytest.approx(60.0, abs=15.0)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from aligner._text_offset import TextEstimate, estimate_text_offset, refine_word_times
+from aligner import TextEstimate, TextOptions
+from aligner.estimators import estimate_text_offset, refine_word_times
 from avcore import AudioClip, Span, Transcript, Word
 
 SAMPLE_RATE = 16000
@@ -148,10 +149,14 @@ def test_refine_keeps_words_without_a_confident_onset() -> None:
 
 def test_rejects_bad_options() -> None:
     audio, transcript, _ = make_speech(duration_seconds=3.0)
-    with pytest.raises(ValueError, match="max_offset_ms"):
-        estimate_text_offset(audio, transcript, max_offset_ms=-1.0)
+    for field, value in (("max_offset_ms", -1.0), ("min_confidence", 1.5), ("hop_seconds", 0.0025e3),
+                         ("agree_ms", 0.0)):
+        with pytest.raises(ValueError, match=field):
+            TextOptions(**{field: value})
     with pytest.raises(ValueError, match="search_ms"):
         refine_word_times(audio, transcript.words, search_ms=0.0)
+    with pytest.raises(ValueError, match="hop_seconds"):
+        refine_word_times(audio, transcript.words, hop_seconds=2.5)  # milliseconds passed as seconds
 
 
 _ESPEAK_SCRIPT = """

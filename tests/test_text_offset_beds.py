@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from aligner._text_offset import estimate_text_offset
+from aligner.estimators import estimate_text_offset
 from avcore import AudioClip, Span, Transcript, Word
 
 RATE = 16000

@@ -159,7 +159,7 @@ def test_given_frame_index_is_used_instead_of_a_scan(media_dir, monkeypatch):
     def no_scan(*args, **kwargs):
         raise AssertionError("scanned although an index was given")
 
-    monkeypatch.setattr("loaders._video.frame_index", no_scan)
+    monkeypatch.setattr("loaders._video_pyav.frame_index", no_scan)
     clip = loaders.read_video(path, start_seconds=1.0, stop_seconds=2.0, frame_index=index)
     assert clip.pts_seconds.tolist() == reference.pts_seconds.tolist()
     assert bool((clip.frames == reference.frames).all())

@@ -134,7 +134,7 @@ def _forced_word_errors(audio: Any, transcript: Any, truth_words: Sequence[dict]
     (captions abut: 30-100 ms of padding pulls in the neighbours' words and doubled the median error), and
     mapped back with the estimated A/V clock; true words are consumed in caption order.
     """
-    from aligner._forced import forced_align_words, normalise_words
+    from aligner.estimators import forced_align_words, normalise_words
 
     errors, cursor = [], 0
     late = clock.text_offset_ms / 1000.0
@@ -162,8 +162,8 @@ def _measure_clip(record: dict, clip_dir: Path, *, sample_rate: int, repeats: in
                   forced_decoder: Any = None) -> dict:
     import aligner
     import loaders
-    from aligner._estimate import estimate_av_offset
-    from aligner._text_offset import estimate_text_offset
+    from aligner import estimate_av_offset
+    from aligner.estimators import estimate_text_offset
 
     media = str(clip_dir / record["media"])
     decode_seconds, (video, audio) = _median_seconds(
@@ -235,7 +235,7 @@ def _measure_clip(record: dict, clip_dir: Path, *, sample_rate: int, repeats: in
         if forced_decoder is not None:
             row["forced_word_error_ms"] = _forced_word_errors(audio, transcript, truth_words, r.clock, forced_decoder)
     if forced_decoder is not None:
-        from aligner._text_forced import estimate_text_offset_forced
+        from aligner.estimators import estimate_text_offset_forced
 
         forced = estimate_text_offset_forced(audio, transcript, decoder=forced_decoder)
         row["text_forced_ms"] = forced.text_offset_ms
@@ -250,6 +250,7 @@ def _timing_30s(seed: int, clip_dir: Path, *, repeats: int) -> dict:
 
     import aligner
     import loaders
+    from aligner.estimators import estimate_text_offset
     from avalign.synth import random_specs
 
     base = random_specs(seed + 1, 1, prefix="long")[0]
@@ -266,7 +267,7 @@ def _timing_30s(seed: int, clip_dir: Path, *, repeats: int) -> dict:
             decode_seconds, (video, audio) = _median_seconds(
                 lambda: (loaders.read_video(media, num_threads=1), loaders.read_audio(media)), repeats)
             av_seconds, est = _median_seconds(lambda: aligner.estimate_av_offset(video, audio), repeats)
-            text_seconds, text = _median_seconds(lambda: aligner.estimate_text_offset(audio, transcript), repeats)
+            text_seconds, text = _median_seconds(lambda: estimate_text_offset(audio, transcript), repeats)
             given = dict(av_offset_ms=est.av_offset_ms, drift_ppm=est.drift_ppm, text_offset_ms=text.text_offset_ms)
             apply_seconds, _ = _median_seconds(
                 lambda: aligner.align(video, audio, transcript, estimate=False, **given), repeats)
@@ -290,7 +291,7 @@ def _content_shift_ms(original: Any, shifted: Any) -> float:
     """Injection oracle: how much later ``shifted``'s audio content is than ``original``'s (waveform xcorr)."""
     import scipy.signal
 
-    from aligner._signals import mono
+    from aligner.estimators import mono
 
     a, b = mono(original.samples), mono(shifted.samples)
     n = min(a.size, b.size)
@@ -331,7 +332,7 @@ def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.
         t0 = time.perf_counter()
         est = aligner.estimate_av_offset(video, audio)
         seconds = time.perf_counter() - t0
-        forced = aligner.estimate_av_offset(video, audio, min_confidence=0.0)
+        forced = aligner.estimate_av_offset(video, audio, options=aligner.AVOptions(min_confidence=0.0))
         return audio, est, forced, seconds
 
     out_dir = Path(cache_dir) / "shifted"
@@ -379,12 +380,12 @@ def librivox_clip(cache_dir: str | Path) -> tuple[Any, Any, list[dict]]:
     import torch
 
     import loaders
-    from aligner._forced import _new_decoder, forced_align_words
+    from aligner.estimators import forced_align_words, new_decoder
     from avcore import AudioClip, Span, Transcript, Word
     from avalign._realmedia import fetch_librivox
 
     utterances = fetch_librivox(cache_dir)
-    decoder = _new_decoder()
+    decoder = new_decoder()
     chunks, spans, per_utterance, origin = [], [], [], 0.0
     for u in utterances:
         audio = loaders.read_audio(str(u.wav_path))
@@ -412,8 +413,8 @@ def real_text_offsets(cache_dir: str | Path, *, offsets_ms: Sequence[float] = (-
     (``min_confidence=0``), and the same on each utterance alone.
     """
     import loaders
-    from aligner._text_forced import estimate_transcript_offset
-    from aligner._text_offset import estimate_text_offset
+    from aligner import TextOptions, estimate_transcript_offset
+    from aligner.estimators import estimate_text_offset
     from avalign.synth import StampedWord, render_transcript
     from avcore import Span, Transcript
 
@@ -434,7 +435,7 @@ def real_text_offsets(cache_dir: str | Path, *, offsets_ms: Sequence[float] = (-
         t0 = time.perf_counter()
         est = estimate_text_offset(audio, shifted)
         seconds = time.perf_counter() - t0
-        forced = estimate_text_offset(audio, shifted, min_confidence=0.0)
+        forced = estimate_text_offset(audio, shifted, options=TextOptions(min_confidence=0.0))
         t0 = time.perf_counter()
         auto = estimate_transcript_offset(audio, shifted, method="auto")
         auto_seconds = time.perf_counter() - t0
@@ -490,7 +491,7 @@ def bench_align(
         sample_rate: rate of the aligned audio.
         repeats: timing runs per figure (median).
         timing: run the 30 s single-core timing clip.
-        forced: split SRT/WebVTT captions into words with pocketsphinx (``aligner._forced``) and report their errors.
+        forced: split SRT/WebVTT captions into words with pocketsphinx (``aligner.estimators.forced_align_words``) and report their errors.
         wild: also run the wild tune and held-out sets (``avalign.bench._wild``), side by side, with null pairings.
         wild_text: on the wild sets, also the transcript offset and word starts (``aligner.align``).
 
@@ -509,9 +510,9 @@ def bench_align(
     forced_decoder = None
     if forced:
         try:
-            from aligner._forced import _new_decoder
+            from aligner.estimators import new_decoder
 
-            forced_decoder = _new_decoder()
+            forced_decoder = new_decoder()
         except ImportError as e:
             logger.warning("caption forced alignment skipped: %s", e)
     rows = [_measure_clip(records[k], clip_dir, sample_rate=sample_rate, repeats=repeats, forced_decoder=forced_decoder)

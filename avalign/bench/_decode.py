@@ -4,7 +4,9 @@ Workloads (all at the same thread count, RGB24 output, the same file):
   (a) full decode of every frame;
   (b) sparse: 8 frames at 1 fps starting 10 s into a 30 s clip (seek + decode only what is needed);
   (c) decoder creation: from a path to a ready-to-decode object (read_video: the demux frame index).
-``--long`` (:func:`bench_long`): sparse reads, 1 fps and audio on 600 s files, every tool interleaved.
+``--long`` (:func:`bench_long`): issue #17's table in one interleaved run: sparse reads (with and without resize),
+1 fps and audio (48 kHz and 44.1 kHz stereo) on 600 s files, full decode at 720p and 1080p; ``read_video`` with each
+of its backends (PyAV, torchcodec) beside the peers.
 Each figure is the median of ``repeats`` runs; ratios are against ffmpeg's own CLI speed.
 """
 from __future__ import annotations
@@ -25,7 +27,8 @@ from avcore import frame_played_at
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["bench_decode", "bench_long", "format_decode_table", "format_long_table", "make_bench_clips", "make_long_clips"]
+__all__ = ["bench_decode", "bench_long", "format_decode_table", "format_long_table", "make_bench_clips", "make_full_clips",
+           "make_long_clips"]
 
 
 def make_bench_clips(out_dir: str) -> tuple[str, str]:
@@ -243,20 +246,76 @@ LONG_SECONDS = 600
 """Length of the generated long video and audio (``--long``)."""
 
 
-def make_long_clips(out_dir: str, seconds: int = LONG_SECONDS) -> tuple[str, str]:
+def make_long_clips(out_dir: str, seconds: int = LONG_SECONDS, audio_rate: int = 48000) -> tuple[str, str]:
     """A ``seconds``-long 854x480 30 fps H.264 file (x264 ``veryfast`` defaults: B-frames, a keyframe every <= 250
-    frames) and a ``seconds``-long 48 kHz stereo AAC file (a tone plus noise). Generated once, reused."""
+    frames) and a ``seconds``-long ``audio_rate`` stereo AAC file (a tone plus noise). Generated once, reused."""
     video = os.path.join(out_dir, f"bench_480p_{seconds}s.mp4")
-    audio = os.path.join(out_dir, f"bench_aac48k_{seconds}s.m4a")
+    tag = f"{audio_rate // 1000}k" if audio_rate % 1000 == 0 else f"{audio_rate / 1000:g}k"
+    audio = os.path.join(out_dir, f"bench_aac{tag}_{seconds}s.m4a")
     if not os.path.exists(video):
         subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=854x480:rate=30",
                         "-t", str(seconds), "-c:v", "libx264", "-pix_fmt", "yuv420p", "-preset", "veryfast", video], check=True)
     if not os.path.exists(audio):
         subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i",
-                        f"sine=frequency=440:sample_rate=48000:duration={seconds}", "-f", "lavfi", "-i",
-                        f"anoisesrc=d={seconds}:r=48000:a=0.1", "-filter_complex", "[0][1]amerge=inputs=2",
+                        f"sine=frequency=440:sample_rate={audio_rate}:duration={seconds}", "-f", "lavfi", "-i",
+                        f"anoisesrc=d={seconds}:r={audio_rate}:a=0.1", "-filter_complex", "[0][1]amerge=inputs=2",
                         "-c:a", "aac", "-b:a", "128k", audio], check=True)
     return video, audio
+
+
+FULL_CLIPS = (("1280x720", 60), ("1920x1080", 20))
+"""Full-decode files of issue #17's table: (size, seconds) of 30 fps H.264 (x264 ``veryfast``)."""
+
+
+def make_full_clips(out_dir: str, clips: tuple[tuple[str, int], ...] = FULL_CLIPS) -> list[str]:
+    """The full-decode files (testsrc2 at 30 fps, x264 ``veryfast`` defaults); generated once, reused."""
+    paths = []
+    for size, seconds in clips:
+        path = os.path.join(out_dir, f"bench_full_{size.split('x')[1]}p_{seconds}s.mp4")
+        if not os.path.exists(path):
+            subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", f"testsrc2=size={size}:rate=30",
+                            "-t", str(seconds), "-c:v", "libx264", "-pix_fmt", "yuv420p", "-preset", "veryfast", path],
+                           check=True)
+        paths.append(path)
+    return paths
+
+
+def _full_tools(path: str, threads: int) -> dict[str, Callable[[], int]]:
+    """Every frame of ``path`` to RGB24: read_video with each backend, torchcodec, decord and ffmpeg's CLI."""
+    import loaders
+
+    def avalign(backend: str) -> Callable[[], int]:
+        return lambda: loaders.read_video(path, num_threads=threads, backend=backend).num_frames
+
+    def ffmpeg_cli() -> int:
+        subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-threads", str(threads), "-i", path, "-f", "rawvideo",
+                        "-pix_fmt", "rgb24", "-y", "/dev/null"], check=True)
+        return loaders.probe_video(path)[1].num_frames  # what ffmpeg decoded: every frame
+
+    out: dict[str, Callable[[], int]] = {"ffmpeg -f rawvideo rgb24": ffmpeg_cli,
+                                         "avalign read_video(backend=pyav)": avalign("pyav"),
+                                         "avalign read_video(backend=torchcodec)": avalign("torchcodec")}
+    try:
+        from torchcodec.decoders import VideoDecoder
+
+        def torchcodec_all() -> int:
+            decoder = VideoDecoder(path, num_ffmpeg_threads=threads, dimension_order="NHWC")
+            return int(decoder.get_frames_in_range(0, len(decoder)).data.shape[0])
+
+        out["torchcodec get_frames_in_range"] = torchcodec_all
+    except Exception as e:  # noqa: BLE001 - torchcodec needs FFmpeg shared libraries
+        logger.warning("torchcodec unavailable: %s", e)
+    try:
+        import decord
+
+        def decord_batch() -> int:
+            reader = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=threads)
+            return int(reader.get_batch(list(range(len(reader)))).shape[0])
+
+        out["decord get_batch"] = decord_batch
+    except ImportError:
+        pass
+    return out
 
 
 def _interleaved(tools: dict[str, Callable[[], int]], repeats: int) -> list[dict]:
@@ -289,17 +348,19 @@ def _played_at_tools(path: str, threads: int, start: float, stop: float, fps: fl
             return frames
         return torch.nn.functional.interpolate(frames.float(), size=size, mode="area").round_().to(torch.uint8)
 
-    def avalign(clear_cache: bool) -> Callable[[], int]:
+    def avalign(clear_cache: bool, backend: str = "auto") -> Callable[[], int]:
         def run() -> int:
             if clear_cache:
                 clear_frame_index_cache()
             return loaders.read_video(path, start_seconds=start, stop_seconds=stop, fps=fps, num_threads=threads,
-                                      frame_size=size).num_frames
+                                      frame_size=size, backend=backend).num_frames
         return run
 
     out: dict[str, Callable[[], int]] = {
         "avalign read_video(fps=)": avalign(False),
         "avalign read_video(fps=), index cache cleared": avalign(True),
+        "avalign read_video(fps=, backend=pyav)": avalign(False, "pyav"),
+        "avalign read_video(fps=, backend=torchcodec)": avalign(False, "torchcodec"),
     }
     try:
         from torchcodec.decoders import VideoDecoder
@@ -363,16 +424,19 @@ def _audio_tools(path: str, rate: int) -> dict[str, Callable[[], int]]:
 
 
 def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = None, seconds: int = LONG_SECONDS,
-               one_fps_repeats: Optional[int] = None) -> dict:
+               one_fps_repeats: Optional[int] = None, full_clips: tuple[tuple[str, int], ...] = FULL_CLIPS,
+               full_repeats: Optional[int] = None) -> dict:
     """Issue #17's cases on a ``seconds``-long file, every tool in the same interleaved rounds:
 
     - sparse: 8 frames from a 10 s window in the middle (``fps=0.8`` over ``[T/2, T/2 + 10)``), with and
       without scaling to 224x224;
     - 1 fps over the whole file;
-    - audio: the whole 48 kHz stereo AAC file to 16 kHz mono.
+    - audio: the whole 48 kHz and 44.1 kHz stereo AAC files to 16 kHz mono;
+    - full decode of ``full_clips`` (default 720p 60 s and 1080p 20 s) to RGB24.
 
-    Returns ``{"sparse": rows, "sparse_224": rows, "one_fps": rows, "audio": rows, ...}``; each row has the
-    median wall seconds of ``repeats`` rounds (``one_fps_repeats`` for the 1 fps case, default ``repeats``).
+    Returns ``{"sparse": rows, "sparse_224": rows, "one_fps": rows, "audio": rows, "audio_44k": rows,
+    "full_720p": rows, "full_1080p": rows, ...}``; each row has the median wall seconds of ``repeats`` rounds
+    (``one_fps_repeats`` / ``full_repeats`` for those cases, default ``repeats``).
     """
     if shutil.which("ffmpeg") is None:
         raise FileNotFoundError("ffmpeg is not installed (Debian package ffmpeg)")
@@ -385,9 +449,19 @@ def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = 
     result["sparse"] = _interleaved(_played_at_tools(video, threads, middle, middle + 10.0, 0.8, None), repeats)
     result["sparse_224"] = _interleaved(_played_at_tools(video, threads, middle, middle + 10.0, 0.8, (224, 224)), repeats)
     result["audio"] = _interleaved(_audio_tools(audio, 16000), repeats)
+    _, audio_44k = make_long_clips(work_dir, seconds, audio_rate=44100)
+    result["audio_44k_file"] = audio_44k
+    result["audio_44k"] = _interleaved(_audio_tools(audio_44k, 16000), repeats)
+    result["full_repeats"] = full_repeats or repeats
+    result["full_files"] = []
+    for path in make_full_clips(work_dir, full_clips):
+        key = "full_" + os.path.basename(path).split("_")[2]  # full_720p, full_1080p
+        result["full_files"].append(path)
+        result[key] = _interleaved(_full_tools(path, threads), result["full_repeats"])
     result["one_fps_repeats"] = one_fps_repeats or repeats
     tools = _played_at_tools(video, threads, 0.0, float(seconds), 1.0, None)
     tools.pop("avalign read_video(fps=), index cache cleared")  # the index is a few ms of a ~10 s read
+    tools.pop("avalign read_video(fps=, backend=pyav)")  # = auto, which is pyav for fps= reads (AUTO_BACKEND)
     result["one_fps"] = _interleaved(tools, result["one_fps_repeats"])
     result["load_after"] = os.getloadavg()[0]
     return result
@@ -404,7 +478,13 @@ def format_long_table(result: dict) -> str:
         "sparse_224": ("same, scaled to 224x224", "torchcodec approximate + resize"),
         "one_fps": ("1 fps over the whole file", "torchcodec approximate"),
         "audio": ("whole file, 48 kHz stereo AAC -> 16 kHz mono float32", "torchcodec AudioDecoder(sample_rate, num_channels=1)"),
+        "audio_44k": ("whole file, 44.1 kHz stereo AAC -> 16 kHz mono float32",
+                      "torchcodec AudioDecoder(sample_rate, num_channels=1)"),
     }
+    for key in sorted(k for k in result if k.startswith("full_") and isinstance(result[k], list) and result[k]
+                      and isinstance(result[k][0], dict)):
+        titles[key] = (f"full decode to RGB24, {key[5:]} (median of {result['full_repeats']} rounds)",
+                       "ffmpeg -f rawvideo rgb24")
     for key, (title, peer) in titles.items():
         rows = result.get(key)
         if not rows:

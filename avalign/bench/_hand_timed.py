@@ -2,9 +2,9 @@
 
 Two measurements, both against a phonetician's annotation:
 
-- word starts: :func:`aligner.forced_align_words` on each recording's text over the whole recording,
+- word starts: :func:`aligner.estimators.forced_align_words` on each recording's text over the whole recording,
   aligned start minus annotated start, per word, split into ``tune`` (praatio's files, used to measure
-  ``aligner._forced.FORCED_LEAD_MS``) and ``report`` (parselmouth's North Wind, never tuned on);
+  ``aligner.estimators.FORCED_LEAD_MS``) and ``report`` (parselmouth's North Wind, never tuned on);
 - transcript offsets: the recordings joined (16 kHz, 0.5 s pauses of -60 dBFS noise between), their annotated words
   written as a word-level transcript late by a known offset; ``estimate_transcript_offset`` must
   recover the offset (error = estimate - injected).
@@ -20,7 +20,7 @@ __all__ = ["hand_timed_offsets", "hand_timed_word_starts"]
 def hand_timed_word_starts(cache_dir) -> dict:
     """``{"words": [{key, role, text, annotated_s, aligned_s, error_ms}], "summary": {role: {...}}}``."""
     import loaders
-    from aligner._forced import forced_align_words
+    from aligner.estimators import forced_align_words
     from avalign._realmedia import fetch_hand_timed_speech
 
     rows = []
@@ -65,7 +65,7 @@ def _joined(cache_dir, gap_seconds: float = 0.5):
 
 def hand_timed_offsets(cache_dir, *, offsets_ms=(-150.0, 0.0, 80.0, 240.0), methods=("energy", "forced", "auto")) -> list[dict]:
     """One row per (injected offset, method): estimate, error and method used."""
-    from aligner._text_forced import estimate_transcript_offset
+    from aligner import estimate_transcript_offset
 
     audio, transcript = _joined(cache_dir)
     rows = []

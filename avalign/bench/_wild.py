@@ -48,7 +48,7 @@ class WildFeatures:
     pts_seconds: np.ndarray
     """Real pts of every frame."""
     onsets: Any
-    """``aligner._onsets.AudioOnsets`` of the clip's audio."""
+    """``aligner.estimators.AudioOnsets`` of the clip's audio."""
     feature_seconds: float
     """Time spent computing both features (one core)."""
 
@@ -99,8 +99,7 @@ def _one_core():
 def wild_features(records: dict[str, dict], clip_dir: Path) -> dict[str, tuple[WildFeatures, Any, Any]]:
     """``{key: (features, video, audio)}``: decode each clip (frames at most 256 wide) and compute its features."""
     import loaders
-    from aligner._onsets import audio_onsets
-    from aligner._signals import visual_change_events
+    from aligner.estimators import audio_onsets, visual_change_events
     from avalign._measure import read_video_for_estimation
 
     out = {}
@@ -171,14 +170,15 @@ def _text_row(record: dict, clip_dir: Path, video: Any, audio: Any, estimate: An
 
 def _clip_row(key: str, record: dict, features: WildFeatures, clip_dir: Path, video: Any, audio: Any, *,
               text: bool) -> dict:
-    from aligner._estimate import estimate_av_offset_from_features
+    from aligner import AVOptions
+    from aligner.estimators import estimate_av_offset_from_features
 
     with _one_core():
         started = time.perf_counter()
         est = estimate_av_offset_from_features(features.visual_events, features.pts_seconds, features.onsets)
         match_seconds = time.perf_counter() - started
     unthresholded = estimate_av_offset_from_features(features.visual_events, features.pts_seconds, features.onsets,
-                                                     min_confidence=0.0)
+                                                     options=AVOptions(min_confidence=0.0))
     mid, worst = clock_errors_ms(record, est.av_offset_ms, est.drift_ppm)
     guess_mid, _ = clock_errors_ms(record, unthresholded.av_offset_ms, unthresholded.drift_ppm)
     seconds = features.feature_seconds + match_seconds
@@ -213,7 +213,7 @@ def _clip_row(key: str, record: dict, features: WildFeatures, clip_dir: Path, vi
 
 def null_pairings(features: dict[str, WildFeatures]) -> list[dict]:
     """Every ordered pair (video of i, audio of j), i ≠ j: the estimate's score and whether it answered."""
-    from aligner._estimate import estimate_av_offset_from_features
+    from aligner.estimators import estimate_av_offset_from_features
 
     out = []
     keys = sorted(features)
@@ -229,7 +229,7 @@ def mouth_only_pairings(features: dict[str, WildFeatures], records: dict[str, di
     (the flash frames, one before and two after, set to 0): a clip with lip-like motion and no events, whose
     mouth truly correlates with the audio (leading it by ``mouth_lead_ms``). Any answer is a false answer:
     lip-sync is not estimated."""
-    from aligner._estimate import estimate_av_offset_from_features
+    from aligner.estimators import estimate_av_offset_from_features
 
     out = []
     for key in sorted(features):
@@ -249,7 +249,7 @@ def mouth_only_pairings(features: dict[str, WildFeatures], records: dict[str, di
 
 
 def calibrate_null_threshold(scores: Sequence[float], *, rate: float = 0.01, step: float = 0.1) -> dict:
-    """The threshold rule of ``aligner._estimate``: the ``1 − rate`` quantile of null scores, rounded up to ``step``."""
+    """The threshold rule of ``aligner.estimators.NULL_THRESHOLD``: the ``1 − rate`` quantile of null scores, rounded up to ``step``."""
     values = np.asarray(scores, dtype=np.float64)
     if values.size == 0:
         raise ValueError("need at least one null score")

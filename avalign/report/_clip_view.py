@@ -123,7 +123,7 @@ def _frame_at(pts: np.ndarray, seconds: float) -> int:
 
 def _event_indices(video) -> list[int]:
     """Frames of the strongest visual changes (flashes, cuts), at most ``_MAX_EVENT_FRAMES``, in time order."""
-    from aligner import visual_change_events
+    from aligner.estimators import visual_change_events
 
     strength = visual_change_events(video.frames, feature="luma_rise")
     if not strength.size or not strength.max() > 0:

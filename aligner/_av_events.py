@@ -1,0 +1,109 @@
+"""Step 1 of the A/V estimator: which frames are sudden, isolated visual events, and how much each counts.
+
+::
+
+    visual[k] (change entering frame k)   ──candidates──▶  stands out of the clip:  > max(0.1·peak, median + 6·MAD, 4)
+                                          ──isolation──▶   ≥ 4 × the 90th percentile of the change within ±15 frames
+                                                           (its own ±2 frames left out); the rest is continuous motion
+    event k at pts[k], weight w_k = min(1, √(strength_k / (0.5 · 90th percentile of the event strengths)))
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from aligner._onsets import AudioOnsets, tonal_boost
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MIN_EVENTS", "VisualEvents", "detect_visual_events", "onset_weights"]
+
+MIN_EVENTS = 3
+"""Fewer events (visual, or matched) cannot be told from chance coincidences."""
+_MIN_VISUAL_LEVEL = 4.0  # luma levels: weaker "events" are codec flicker, not datable
+# An event must be this many times the 90th percentile of the change around it (±_ISOLATION_FRAMES); measured
+# ratios on the tune set are in BENCHMARKS.md ("Lab notes").
+_ISOLATION = 4.0
+_ISOLATION_FRAMES = 15
+_ISOLATION_FLOOR = 0.5  # luma: a still neighbourhood does not make a weak change an event by itself
+# Visual event weight: sqrt(strength / (this x the 90th percentile of the clip's event strengths)), at most 1.
+_VISUAL_REFERENCE = 0.5
+# Audio event weight: strength / (this x the median strength), in [0.25, 1].
+_AUDIO_REFERENCE = 1.5
+
+
+@dataclass(frozen=True)
+class VisualEvents:
+    """The clip's isolated visual events, in frame order."""
+
+    times_seconds: np.ndarray
+    """float64 ``[K]``: pts of each event frame (video timeline), ascending."""
+    strength: np.ndarray
+    """float64 ``[K]``: the change entering each event frame (luma levels)."""
+    weights: np.ndarray
+    """float64 ``[K]`` in (0, 1]: how much each event counts in the match (weak events beside strong ones are
+    mostly motion)."""
+    num_continuous: int
+    """Candidate frames rejected as not isolated (continuous change, e.g. a mouth following the speech)."""
+
+    @property
+    def num_events(self) -> int:
+        """``K``."""
+        return int(self.times_seconds.size)
+
+
+def _isolated(visual: np.ndarray) -> tuple[np.ndarray, int]:
+    """Indices of frames whose brightening is a sudden, discrete event, and how many candidates were not isolated."""
+    if visual.size == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    peak = float(visual.max())
+    centre = float(np.median(visual))
+    mad = 1.4826 * float(np.median(np.abs(visual - centre)))
+    threshold = max(0.1 * peak, centre + 6.0 * mad, _MIN_VISUAL_LEVEL)
+    candidates = np.flatnonzero(visual > threshold)
+    keep = []
+    for index in candidates:
+        lo, hi = max(0, index - _ISOLATION_FRAMES), min(visual.size, index + _ISOLATION_FRAMES + 1)
+        around = np.concatenate([visual[lo:max(lo, index - 2)], visual[index + 3:hi]])
+        local = float(np.percentile(around, 90)) if around.size else 0.0
+        keep.append(visual[index] >= _ISOLATION * max(local, _ISOLATION_FLOOR))
+    keep = np.asarray(keep, dtype=bool)
+    return candidates[keep], int((~keep).sum())
+
+
+def detect_visual_events(visual_events: np.ndarray, pts_seconds: np.ndarray) -> VisualEvents:
+    """Select the datable visual events of a clip (module diagram) and weigh them.
+
+    Args:
+        visual_events: float ``[T]`` >= 0, the change entering each frame (``visual_change_events``).
+        pts_seconds: float ``[T]``, each frame's presentation time.
+
+    Returns:
+        :class:`VisualEvents` (possibly empty).
+
+    Raises:
+        ValueError: the two arrays are not both ``[T]``.
+    """
+    visual = np.asarray(visual_events, dtype=np.float64)
+    pts = np.asarray(pts_seconds, dtype=np.float64)
+    if visual.shape != pts.shape or visual.ndim != 1:
+        raise ValueError(f"visual_events and pts_seconds must both be [T], got {visual.shape} and {pts.shape}")
+    selected, num_continuous = _isolated(visual)
+    strength = visual[selected]
+    if selected.size:
+        weights = np.minimum(1.0, np.sqrt(strength / (_VISUAL_REFERENCE * float(np.percentile(strength, 90)))))
+    else:
+        weights = np.zeros(0)
+    return VisualEvents(pts[selected], strength, weights, num_continuous)
+
+
+def onset_weights(onsets: AudioOnsets) -> np.ndarray:
+    """Weight of each audio event in [0.25, 1]: its detection strength, raised for a tone (``tonal_boost`` of
+    ``tonality_db``, when measured), over 1.5 × the clip's median strength."""
+    strength = onsets.strength
+    if strength.size == 0:
+        return strength
+    boosted = strength if onsets.tonality_db is None else strength * tonal_boost(onsets.tonality_db)
+    return np.clip(boosted / (_AUDIO_REFERENCE * float(np.median(strength))), 0.25, 1.0)

@@ -1,0 +1,116 @@
+"""The transcript offset method dispatcher: energy, forced alignment, or both (``auto``).
+
+::
+
+    method="energy"   estimate_text_offset (speech energy vs word/span starts)
+    method="forced"   estimate_text_offset_forced (pocketsphinx; ImportError without it)
+    method="auto"     energy ─┬─ answered, word times ─────────────────────────────▶ energy
+                              ├─ answered, captions only ─▶ forced ─ cross-check ──▶ energy, or abstain
+                              │                                                      (methods_disagree)
+                              └─ abstained ──▶ forced (when pocketsphinx is installed) ─▶ forced if it answers,
+                                                                                          else energy
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, Optional
+
+from aligner._decoder import shared_decoder
+from aligner._options import TEXT_METHODS, TextMethod, TextOptions
+from aligner._text_forced import REFUSAL_NEEDED, estimate_text_offset_forced
+from aligner._text_offset import estimate_text_offset
+from aligner._text_records import TextEstimate, text_abstain
+from avcore import AudioClip, Transcript
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["estimate_transcript_offset"]
+
+# Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms);
+# the figures that set it are in BENCHMARKS.md ("Lab notes").
+_DISAGREE_MS = 80.0
+# ... and forced alignment vetoes only when its own words agree better than chance (confidence > 0 means
+# more than 30 % of the differences within ±40 ms of their median).
+_VETO_MIN_CONFIDENCE = 0.1
+_DEFAULT = TextOptions()
+
+
+def estimate_transcript_offset(
+    audio: AudioClip,
+    transcript: Transcript,
+    *,
+    method: TextMethod = "auto",
+    options: TextOptions = _DEFAULT,
+    decoder: Optional[Any] = None,
+) -> TextEstimate:
+    """How late a transcript's stamps are, by ``method`` (module diagram).
+
+    ``"energy"``: speech energy against word or span starts. ``"forced"``: pocketsphinx forced alignment.
+    ``"auto"``: energy first; when it abstains and pocketsphinx is installed, forced alignment (real connected
+    speech, where word starts are rarely energy onsets). For segment-level captions (no word times) ``"auto"``
+    also runs forced alignment when energy answers, and abstains (``methods_disagree``) when the two are more
+    than 80 ms apart while forced alignment's words agree better than chance.
+
+    Args:
+        audio: decoded audio (``start_seconds`` honoured).
+        transcript: stamps on the transcript's clock.
+        method: one of :data:`~aligner.estimators.TEXT_METHODS`.
+        options: :class:`~aligner.TextOptions`, used by both estimators.
+        decoder: a pocketsphinx decoder to reuse; default: one per process (``shared_decoder()``).
+
+    Returns:
+        :class:`~aligner.TextEstimate`; ``text_offset_ms > 0``: stamps are late.
+
+    Raises:
+        ValueError: an unknown ``method``; with ``"forced"``, the decoder refused the input.
+        ImportError: ``"forced"`` without pocketsphinx (``"auto"`` then keeps the energy result).
+    """
+    if method not in TEXT_METHODS:
+        raise ValueError(f"text method must be one of {TEXT_METHODS}, got {method!r}")
+    energy: Optional[TextEstimate] = None
+    if method != "forced":
+        energy = estimate_text_offset(audio, transcript, options=options)
+        if method == "energy" or (not energy.abstained and transcript.words):
+            return energy
+    try:
+        decoder = decoder if decoder is not None else shared_decoder()
+    except ImportError:
+        if energy is None:
+            raise
+        return energy
+    try:
+        forced = estimate_text_offset_forced(audio, transcript, options=options, decoder=decoder)
+    except (RuntimeError, ValueError) as e:  # the decoder refused the input; auto keeps the energy answer
+        if energy is None:
+            raise
+        logger.warning("forced alignment failed (%s); keeping the energy estimate", e)
+        return energy
+    if energy is None:
+        return forced
+    if not energy.abstained:
+        return _cross_checked(energy, forced)
+    if forced.abstained and forced.method.removeprefix("abstain:") in REFUSAL_NEEDED:
+        # The caption itself is what stops an answer (too many words for forced alignment): say so, with what
+        # the energy estimator saw.
+        return dataclasses.replace(forced, best_guess_ms=energy.best_guess_ms, confidence=energy.confidence,
+                                   found=f"{forced.found}; energy onsets: {energy.found}")
+    return energy if forced.abstained else forced
+
+
+def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
+    """Segment-level captions: the energy answer stands only where forced alignment does not contradict it.
+
+    Caption edges follow speech activity only loosely (conversational speech, overlapping talkers, long
+    continuous speech). Forced alignment dates the captions' words instead; when its words agree better than
+    chance (confidence >= :data:`_VETO_MIN_CONFIDENCE`) and its best guess is more than :data:`_DISAGREE_MS`
+    from the energy answer, neither is trusted. A forced estimate at chance does not veto.
+    """
+    guess = forced.best_guess_ms
+    if forced.confidence < _VETO_MIN_CONFIDENCE or guess is None or abs(guess - energy.text_offset_ms) <= _DISAGREE_MS:
+        return energy  # forced alignment whose words agree no better than chance cannot veto
+    return text_abstain("methods_disagree", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
+                        confidence=min(energy.confidence, forced.confidence), best_guess_ms=energy.text_offset_ms,
+                        found=f"caption edges say {energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), "
+                              f"forced alignment of their words {guess:+.0f} ms",
+                        needed=f"agreement within {_DISAGREE_MS:g} ms")

@@ -1,0 +1,88 @@
+"""Estimator variants and building blocks: the advanced surface, stable but not part of DESIGN's contract.
+
+Most users call :func:`aligner.align`, :func:`aligner.estimate_av_offset` or
+:func:`aligner.estimate_transcript_offset`. This module is for tools that cache features or study one
+estimator (the bench, the report, tests):
+
+A/V offset and drift
+    :func:`estimate_av_offset_from_arrays`, :func:`estimate_av_offset_from_features` (cached features),
+    :func:`visual_change_events`, :func:`audio_onsets` / :class:`AudioOnsets`, :func:`audio_onset_envelope`,
+    :func:`confidence_from_score`, :data:`NULL_THRESHOLD`; the estimator's steps, in order:
+    :func:`detect_visual_events`, :func:`match_lag_drift` (audio events weighted by :func:`onset_weights`,
+    tones raised by :func:`tonal_boost` of :func:`tonal_rise_db`), :func:`matched_pairs`, :func:`fit_drift`
+    (:func:`drift_line` weighted by :func:`dating_sigma_seconds`).
+Transcript offset
+    :func:`estimate_text_offset` (speech energy), :func:`estimate_text_offset_forced` (pocketsphinx),
+    :data:`TEXT_METHODS` (the dispatcher's methods), :func:`refine_word_times`.
+Forced alignment (optional extra ``[align]``)
+    :func:`forced_align_words`, :func:`caption_words`, :func:`normalise_words`, :func:`alignment_refusal`,
+    :func:`new_decoder`, :func:`shared_decoder` and their constants.
+Signals
+    :func:`mono`.
+"""
+from aligner._av_drift import DriftFit, MatchedPairs, dating_sigma_seconds, drift_line, fit_drift, matched_pairs
+from aligner._av_events import VisualEvents, detect_visual_events, onset_weights
+from aligner._av_match import LagDriftMatch, match_lag_drift
+from aligner._av_records import confidence_from_score
+from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder, shared_decoder
+from aligner._estimate import estimate_av_offset_from_arrays, estimate_av_offset_from_features
+from aligner._forced import (
+    FORCED_LEAD_MS,
+    MAX_ALIGN_SECONDS,
+    MAX_ALIGN_WORDS,
+    MAX_WORDS_PER_SECOND,
+    PAD_SECONDS,
+    alignment_refusal,
+    forced_align_words,
+    normalise_words,
+)
+from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_db
+from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
+from aligner._signals import VisualFeature, audio_onset_envelope, mono, visual_change_events
+from aligner._text_forced import CAPTION_MARGIN_SECONDS, caption_words, estimate_text_offset_forced
+from aligner._text_offset import estimate_text_offset, refine_word_times
+
+__all__ = [
+    "ALIGN_SAMPLE_RATE",
+    "AudioOnsets",
+    "CAPTION_MARGIN_SECONDS",
+    "DriftFit",
+    "FORCED_LEAD_MS",
+    "LagDriftMatch",
+    "MAX_ALIGN_SECONDS",
+    "MAX_ALIGN_WORDS",
+    "MAX_WORDS_PER_SECOND",
+    "MatchedPairs",
+    "NULL_THRESHOLD",
+    "PAD_SECONDS",
+    "TEXT_METHODS",
+    "TextMethod",
+    "VISUAL_FEATURES",
+    "VisualEvents",
+    "VisualFeature",
+    "alignment_refusal",
+    "audio_onset_envelope",
+    "audio_onsets",
+    "caption_words",
+    "confidence_from_score",
+    "dating_sigma_seconds",
+    "detect_visual_events",
+    "drift_line",
+    "estimate_av_offset_from_arrays",
+    "estimate_av_offset_from_features",
+    "estimate_text_offset",
+    "estimate_text_offset_forced",
+    "fit_drift",
+    "forced_align_words",
+    "match_lag_drift",
+    "matched_pairs",
+    "mono",
+    "new_decoder",
+    "normalise_words",
+    "onset_weights",
+    "refine_word_times",
+    "shared_decoder",
+    "tonal_boost",
+    "tonal_rise_db",
+    "visual_change_events",
+]

@@ -1,0 +1,447 @@
+"""The PyAV backend of ``read_video``: FFmpeg through PyAV, frame threading, exact skipping.
+
+Timestamps are FFmpeg's *best-effort* timestamps (``best_effort_timestamp_time`` in ffprobe), made strictly
+increasing by one repair rule (:func:`strictly_increasing`). Windows and ``fps=`` locate frames with the file's
+frame index (:func:`loaders._index.frame_index`) and seek to the keyframe before; ``fps=`` decodes only the GOPs
+that hold the answers and skips every non-reference frame that is not one (a skip is set per packet, and frame
+threading applies it to that packet). RGB conversion (and scaling) runs on a helper thread while the decoder's
+threads go on.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from typing import Iterator, Optional
+
+import numpy as np
+import torch
+
+from avcore import DecodeError, VideoClip, check_window_overlaps, frame_played_at, seconds_to_ticks, ticks_to_seconds
+from loaders._index import FrameIndex, frame_index
+from loaders._source import pick_stream
+from loaders._video_meta import (VideoRequest, check_duration, check_time_base, content_facts, frame_seconds,
+                                 header_metadata, open_video)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["read_pyav", "strictly_increasing"]
+
+_SEEK_RETRIES = 3
+"""Keyframes tried before a target when a seek lands after it, before falling back to the stream start."""
+
+
+class _BestEffortClock:
+    """FFmpeg's ``guess_correct_pts``: trust pts unless it went backwards more often than dts did."""
+
+    def __init__(self) -> None:
+        self.faulty_pts = 0
+        self.faulty_dts = 0
+        self.last_pts: Optional[int] = None
+        self.last_dts: Optional[int] = None
+
+    def __call__(self, pts: Optional[int], dts: Optional[int]) -> Optional[int]:
+        if dts is not None:
+            self.faulty_dts += int(self.last_dts is not None and dts <= self.last_dts)
+            self.last_dts = dts
+        if pts is not None:
+            self.faulty_pts += int(self.last_pts is not None and pts <= self.last_pts)
+            self.last_pts = pts
+        if pts is not None and (self.faulty_pts <= self.faulty_dts or dts is None):
+            return pts
+        return dts
+
+
+
+class _RGB:
+    """Frame → RGB24 array with one reusable swscale context per decode.
+
+    ``frame.to_ndarray(format="rgb24")`` builds a new conversion context for every frame, several times the cost
+    of a reused ``VideoReformatter`` (BENCHMARKS.md, Lab notes). Not shared between calls or threads.
+    """
+
+    def __init__(self, size: Optional[tuple[int, int]] = None) -> None:
+        from av.video.reformatter import VideoReformatter
+
+        self._reformatter = VideoReformatter()
+        self._size = size
+
+    def __call__(self, frame) -> np.ndarray:
+        if self._size is None:
+            return self._reformatter.reformat(frame, format="rgb24").to_ndarray()
+        height, width = self._size
+        # One swscale pass converts and scales ("area" averaging: the right filter for downscaling).
+        return self._reformatter.reformat(frame, format="rgb24", width=width, height=height, interpolation="AREA").to_ndarray()
+
+
+class _FrameBuffer:
+    """Frames written straight into one preallocated uint8 tensor, grown by doubling.
+
+    Measured: ``np.stack`` of per-frame arrays doubles the memory traffic of a full 720p decode
+    (a second 830 MB allocation and copy for 10 s); writing into a buffer sized from the header does not.
+    The header's count is only a hint, capped, since a hostile header may claim billions of frames.
+    """
+
+    _MAX_HINT_FRAMES = 2048
+
+    def __init__(self, hint: Optional[int], height: int, width: int) -> None:
+        capacity = min(max(int(hint or 0), 16), self._MAX_HINT_FRAMES)
+        self._data = torch.empty((capacity, height, width, 3), dtype=torch.uint8)
+        self._count = 0
+
+    @property
+    def full(self) -> bool:
+        return self._count == self._data.shape[0]
+
+    def grow(self) -> None:
+        """Double the capacity (no write may be in flight: views of the old storage become stale)."""
+        grown = torch.empty((2 * self._data.shape[0],) + tuple(self._data.shape[1:]), dtype=torch.uint8)
+        grown[: self._count] = self._data[: self._count]
+        self._data = grown
+
+    @property
+    def count(self) -> int:
+        """Frames written (or being written) so far."""
+        return self._count
+
+    def take_slot(self) -> torch.Tensor:
+        """The ``[H, W, 3]`` view the next frame goes to."""
+        slot = self._data[self._count]
+        self._count += 1
+        return slot
+
+    def tensor(self) -> torch.Tensor:
+        out = self._data[: self._count]
+        return out.clone() if self._count < self._data.shape[0] // 2 else out
+
+
+class _RGBWriter:
+    """Converts decoded frames to RGB into a :class:`_FrameBuffer` on one helper thread.
+
+    The decoder (FFmpeg's own threads, driven from this thread) and the conversion + copy then overlap
+    (swscale and torch's copy release the GIL; the gain: BENCHMARKS.md, Lab notes). At most ``depth`` frames
+    are in flight, which bounds the memory held by decoded frames.
+    """
+
+    def __init__(self, buffer: _FrameBuffer, rgb: "_RGB", *, depth: int = 8) -> None:
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._buffer, self._rgb, self._depth = buffer, rgb, depth
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avalign-rgb")
+        self._pending: "deque" = deque()
+
+    def _convert(self, frame, slot: torch.Tensor) -> None:
+        array = self._rgb(frame)
+        if array.shape != tuple(slot.shape):
+            raise DecodeError(f"frame size changed mid-stream: {tuple(slot.shape)} -> {array.shape}")
+        slot.numpy()[...] = array  # numpy: single-threaded, GIL released (torch.copy_ would start OpenMP threads)
+
+    def put(self, frame) -> None:
+        if self._buffer.full:
+            self.drain()
+            self._buffer.grow()
+        self._pending.append(self._pool.submit(self._convert, frame, self._buffer.take_slot()))
+        if len(self._pending) > self._depth:
+            self._pending.popleft().result()
+
+    def drain(self) -> None:
+        while self._pending:
+            self._pending.popleft().result()
+
+    def close(self) -> None:
+        for future in self._pending:
+            future.cancel()
+        self._pool.shutdown(wait=True)
+
+
+def strictly_increasing(timed: Iterator[tuple[Optional[float], object]], frame_seconds: float) -> Iterator[tuple[float, object]]:
+    """Presentation times that never repeat and never go back, repaired with one frame of look-ahead.
+
+    Input: ``(seconds or None, frame)`` in decode output order, times from FFmpeg's best-effort rule.
+    A time that breaks the order is a timestamp the container or decoder got wrong; the rule (``d`` is one
+    frame duration, ``prev`` the time given to the frame before)::
+
+        no time at all                      -> prev + d          (never a copy of prev; first frame: next - d)
+        time <= prev                        -> prev + d          (``stts`` deltas of 0: 0 0 0 -> 0 d 2d)
+        time >= the next frame's time       -> prev + d, when that lies before the next frame's time
+          (it took its successor's time:       (else it keeps its time and the next frame moves up)
+           packed B-frames)
+
+        packed B-frames (DivX):  in  0.000 0.042 0.083 0.209 0.209 0.250      out  0.000 0.042 0.083 0.125 0.209 0.250
+        last frame, no stamp:    in  ... 1.918 None                            out  ... 1.918 1.960
+
+    Times that are already strictly increasing pass unchanged (every well-formed stream).
+    """
+    if not frame_seconds > 0:
+        raise ValueError(f"frame_seconds must be > 0, got {frame_seconds = }")
+    prev: Optional[float] = None
+    anchor, steps = 0.0, 0  # prev == anchor + steps * d: repaired times are counted in steps, not summed
+    pending = next(timed, None)
+    while pending is not None:
+        upcoming = next(timed, None)
+        t, frame = pending
+        following = upcoming[0] if upcoming is not None else None
+        stepped = prev is not None and (
+            t is None or t <= prev
+            or (following is not None and t >= following and anchor + (steps + 1) * frame_seconds < following)
+        )
+        if stepped:
+            steps += 1
+            t = anchor + steps * frame_seconds
+        elif t is None:  # the first frame has no time
+            t = following - frame_seconds if following is not None else 0.0
+        if not stepped:
+            anchor, steps = t, 0
+        yield t, frame
+        prev = t
+        pending = upcoming
+
+
+def _timed(decoder, stream, clock: Optional[_BestEffortClock] = None) -> Iterator[tuple[float, object]]:
+    """``(pts_seconds, frame)`` of decoded frames: FFmpeg's best-effort time, made strictly increasing
+    (:func:`strictly_increasing`)."""
+    clock = clock or _BestEffortClock()
+    time_base = stream.time_base
+
+    def raw() -> Iterator[tuple[Optional[float], object]]:
+        for frame in decoder:
+            ts = clock(frame.pts, frame.dts)
+            yield (ticks_to_seconds(ts, time_base) if ts is not None else None), frame
+
+    return strictly_increasing(raw(), frame_seconds(stream))
+
+
+def _packets(container, stream) -> Iterator[object]:
+    """The stream's packets; MPEG-4 part 2 goes through FFmpeg's ``mpeg4_unpack_bframes`` filter, which
+    splits DivX "packed bitstream" packets (a P- and a B-frame in one packet) so each frame gets its own
+    timestamp (a no-op on streams that are not packed)."""
+    packets = container.demux(stream)
+    unpack = None
+    if stream.codec_context.name == "mpeg4":
+        try:
+            from av.bitstream import BitStreamFilterContext
+
+            unpack = BitStreamFilterContext("mpeg4_unpack_bframes", stream)
+        except Exception as e:  # noqa: BLE001 - an FFmpeg built without the filter: packets as they are
+            logger.debug("mpeg4_unpack_bframes unavailable (%s)", e)
+    if unpack is None:
+        yield from packets
+        return
+    for packet in packets:
+        if packet.size == 0:  # the demuxer's flush packet: drain the filter first
+            yield from unpack.filter(None)
+            yield packet
+            continue
+        yield from unpack.filter(packet)
+
+
+def _decode_packets(container, stream, needed_ticks: Optional[frozenset], bad_packets: Optional[list] = None) -> Iterator[object]:
+    """Decoded frames of ``stream`` from the current position; with ``needed_ticks``, non-reference frames
+    whose packet time is not needed are not decoded at all (``skip_frame``, set per packet). The pts of each
+    corrupt packet dropped is appended to ``bad_packets`` when given (``VideoMetadata.decode_errors``).
+
+    Skipping is exact: a non-reference frame is by definition never used to decode another frame, and
+    every frame that will be returned is decoded. Packet times are the frame index's own times.
+    """
+    import av
+
+    ctx = stream.codec_context
+    rejected = 0
+    for packet in _packets(container, stream):
+        if needed_ticks is not None:
+            ts = packet.pts if packet.pts is not None else packet.dts
+            ctx.skip_frame = "DEFAULT" if packet.size == 0 or ts is None or ts in needed_ticks else "NONREF"
+        try:
+            frames = ctx.decode(packet)
+        except av.error.InvalidDataError:
+            # A corrupt packet: FFmpeg (the CLI, and frame-threaded decoding) drops it and decodes on; so do we,
+            # whatever the thread count. A file whose every packet is corrupt decodes to no frames (DecodeError).
+            rejected += 1
+            if bad_packets is not None:
+                bad_packets.append(packet.pts)
+            continue
+        yield from frames
+    if rejected:
+        logger.warning("%s: %d corrupt video packet(s) dropped by the decoder", getattr(container, "name", ""), rejected)
+
+
+def _frames_from(container, stream, index: FrameIndex, seconds: float,
+                 needed_ticks: Optional[frozenset] = None, bad_packets: Optional[list] = None) -> Iterator[tuple[float, object]]:
+    """Timed frames from a seek point whose first frame is at or before ``seconds``.
+
+    Some demuxers seek by decode timestamps (AVI with B-frames): asking for the keyframe presented at
+    1.48 s can land on the next one, presented at 1.6 s. Then earlier keyframes are tried, and at
+    last the start of the stream, so no frame before the target is ever silently missed.
+    """
+    time_base = stream.time_base
+    keys = index.keyframe_pts_seconds
+    candidates = [float(k) for k in keys[keys <= seconds][::-1][:_SEEK_RETRIES]] + [None]
+    for keyframe in candidates:
+        target = seconds_to_ticks(keyframe, time_base) if keyframe is not None else (stream.start_time or 0)
+        container.seek(target, stream=stream, backward=True, any_frame=False)
+        frames = _timed(_decode_packets(container, stream, needed_ticks, bad_packets), stream)
+        first = next(frames, None)
+        if first is None:
+            continue
+        if keyframe is None or first[0] <= seconds + 1e-9:
+            return itertools.chain([first], frames)
+        logger.debug("seek to keyframe %.6f s landed at %.6f s (> %.6f s): trying an earlier one", keyframe, first[0], seconds)
+    return iter(())
+
+
+def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int],
+                       size: Optional[tuple[int, int]] = None, bad_packets: Optional[list] = None):
+    """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3])."""
+    if index is None:
+        frames = _timed(_decode_packets(container, stream, None, bad_packets), stream)
+    else:
+        frames = _frames_from(container, stream, index, start, bad_packets=bad_packets)
+    pts_out: list[float] = []
+    height, width = size or (stream.codec_context.height, stream.codec_context.width)
+    buffer = _FrameBuffer(hint, height, width)
+    writer = _RGBWriter(buffer, _RGB(size))
+    try:
+        for t, frame in frames:
+            if t >= stop:
+                break
+            if t < start:
+                continue
+            pts_out.append(t)
+            writer.put(frame)
+        writer.drain()
+    finally:
+        writer.close()
+    return pts_out, buffer.tensor()
+
+
+def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None,
+                           bad_packets: Optional[list] = None):
+    """For each target time, the frame on screen then: (pts_seconds list, uint8 tensor [T, H, W, 3]).
+
+    Seeks only when the next keyframe is ahead of us, and decodes no non-reference frame that is not one of
+    the answers (known in advance from the index). Each distinct answer is converted to RGB once, on the
+    helper thread of :class:`_RGBWriter`, while the decoder's threads go on."""
+    played = frame_played_at(index.pts_seconds, targets, before_first="none")
+    needed = frozenset(seconds_to_ticks(float(index.pts_seconds[i]), stream.time_base) for i in played[played >= 0])
+    frames: Optional[Iterator[tuple[float, object]]] = None
+    position = -math.inf  # pts of the last decoded frame
+    prev: Optional[tuple[float, object]] = None  # last frame with pts <= current target
+    pending: Optional[tuple[float, object]] = None  # first frame with pts > current target
+    height, width = size or (stream.codec_context.height, stream.codec_context.width)
+    buffer = _FrameBuffer(len(targets), height, width)
+    writer = _RGBWriter(buffer, _RGB(size))
+    pts_out: list[float] = []
+    rows: list[int] = []  # the buffer row of each answer (consecutive targets may share one frame)
+    last: Optional[float] = None
+    try:
+        for t in targets:
+            keyframe = index.keyframe_at_or_before(float(t))
+            if frames is None or keyframe > position + 1e-9:
+                frames = _frames_from(container, stream, index, float(t), needed, bad_packets)
+                prev = pending = None
+            while pending is None or pending[0] <= t:
+                if pending is not None:
+                    prev, pending = pending, None
+                item = next(frames, None)
+                if item is None:
+                    break
+                position = item[0]
+                if position <= t:
+                    prev = item
+                else:
+                    pending = item
+            if prev is None:
+                continue  # target before the first frame: nothing on screen
+            if prev[0] != last:
+                writer.put(prev[1])
+                last = prev[0]
+            pts_out.append(prev[0])
+            rows.append(buffer.count - 1)
+        writer.drain()
+    finally:
+        writer.close()
+    out = buffer.tensor()
+    if rows != list(range(out.shape[0])):
+        out = out[torch.as_tensor(rows, dtype=torch.long)]
+    return pts_out, out
+
+
+def _stack(rgb: list[np.ndarray], height: int, width: int) -> torch.Tensor:
+    if not rgb:
+        return torch.zeros((0, height, width, 3), dtype=torch.uint8)
+    return torch.from_numpy(np.stack(rgb))
+
+
+def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
+    import dataclasses
+
+    start, stop, fps, max_pixels = request.start, request.stop, request.fps, request.max_pixels
+    size = request.size
+    container = open_video(source, label)
+    bad_packets: list = []  # corrupt packets dropped (VideoMetadata.decode_errors)
+    try:
+        stream = pick_stream(container, "video", label, stream_index=request.stream_index)
+        check_time_base(stream, label)
+        meta = header_metadata(stream, backend="pyav")
+        if meta.width * meta.height > max_pixels:
+            raise DecodeError(
+                f"{label}: {meta.width}x{meta.height} = {meta.width * meta.height} pixels is over max_pixels={max_pixels}; "
+                "raise max_pixels to decode it",
+                reason="too_large",
+            )
+        # Frame threading also for sparse sampling: FFmpeg copies ``skip_frame`` into the worker thread's context
+        # when a packet is submitted (``update_context_from_user``), so a per-packet skip applies to exactly that
+        # packet. Slice threading alone leaves the second core idle on x264 output (one slice per frame).
+        stream.thread_type = "AUTO"
+        stream.codec_context.thread_count = request.num_threads
+        whole = start is None and stop is None and fps is None
+        index = None if whole else (request.index or frame_index(source, container, stream))
+        known = request.index if whole else None
+        if known is not None and known.num_frames:  # refuse before decoding what the caller's index says is too long
+            check_duration(float(known.pts_seconds[0]), known.end_seconds, known.num_frames, label, request.max_duration_seconds)
+        if index is not None:
+            if index.num_frames == 0:
+                raise DecodeError(f"{label}: the video stream has no frames")
+            first, end = float(index.pts_seconds[0]), index.end_seconds
+            check_duration(first, end, index.num_frames, label, request.max_duration_seconds)
+            lo = first if start is None else start
+            hi = end if stop is None else stop
+            check_window_overlaps(lo, hi, first, end, label=label, what="video")
+        if whole:
+            hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
+            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, size, bad_packets)
+        elif fps is None:
+            a, b = np.searchsorted(index.pts_seconds, [lo, hi], side="left")
+            pts, frames = (
+                ([], _stack([], *(size or (meta.height, meta.width))))
+                if hi <= lo
+                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), size, bad_packets)
+            )
+        else:
+            count = max(0, math.ceil((hi - lo) * fps - 1e-9))
+            targets = lo + np.arange(count, dtype=np.float64) / fps
+            pts, frames = _decode_played_at_pyav(container, stream, targets, index, size, bad_packets)
+    except (DecodeError, IndexError):
+        raise
+    except Exception as e:  # FFmpeg errors, corrupt data mid-stream
+        raise DecodeError(f"{label}: video decode failed: {type(e).__name__}: {e}") from e
+    finally:
+        container.close()
+    if whole and not pts:
+        raise DecodeError(f"{label}: the video stream decoded to no frames (corrupt or truncated?)")
+    if whole:
+        check_duration(pts[0], pts[-1] + _frame_seconds_of(pts), len(pts), label, request.max_duration_seconds)
+    all_pts = np.asarray(pts, dtype=np.float64) if whole else index.pts_seconds
+    meta = dataclasses.replace(
+        meta,
+        num_frames_from_content=len(pts) if whole else index.num_frames,
+        decode_errors=len(bad_packets),
+        **content_facts(all_pts),
+    )
+    return VideoClip(frames=frames, pts_seconds=torch.tensor(pts, dtype=torch.float64), metadata=meta)
+
+
+def _frame_seconds_of(pts: list[float]) -> float:
+    """The last frame's duration as the median of the others (0 for a single frame)."""
+    return float(np.median(np.diff(pts))) if len(pts) > 1 else 0.0
