@@ -556,3 +556,49 @@ def test_preprocess_decord_fallback_runs_inside_the_sample_watchdog(tmp_path, mo
     with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
         record = json.loads(tar.extractfile("a.align.json").read())
     assert record["video"]["num_frames"] == len(ffprobe_frame_times(src / "a.mp4"))
+
+
+class _Finalised:
+    """Writes the pid of the process that finalises it: the oracle for where cyclic garbage is freed."""
+
+    def __init__(self, path):
+        self.path = path
+        self.cycle = self
+
+    def __del__(self):
+        with open(self.path, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+
+def test_preprocess_frees_cyclic_garbage_before_forking_its_pool(monkeypatch, tmp_path):
+    """A decoder dropped in a reference cycle must be freed in the parent, where its threads exist: a forked pool
+    worker that collected it would wait on threads it does not have (seen as a hung worker under pytest-xdist)."""
+    import concurrent.futures
+    import gc
+
+    from avalign.preprocess import preprocess
+
+    freed_before_fork = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    def spy(*args, **kwargs):
+        freed_before_fork.append(log.exists() and log.read_text().split() == [str(os.getpid())])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", spy)
+    src = tmp_path / "in"
+    src.mkdir()
+    for k in range(2):
+        hostile.clip(src / f"c{k}.mp4")
+    log = tmp_path / "finalised.txt"
+    thresholds = gc.get_threshold()
+    gc.set_threshold(10**9, 10**9, 10**9)  # no automatic collection: only an explicit one frees the cycle
+    try:
+        _Finalised(log)
+        assert not log.exists()
+        preprocess(str(src), str(tmp_path / "out"), workers=2, samples_per_shard=1, progress=False,
+                   timeout_seconds=None)
+    finally:
+        gc.set_threshold(*thresholds)
+    assert freed_before_fork == [True]
+    assert log.read_text().split() == [str(os.getpid())]

@@ -167,14 +167,31 @@ def _run_local(tasks, *, workers: int, on_result, on_sample, options: SampleOpti
         for task in tasks:
             on_result(process_shard(task, on_sample=on_sample, options=options, config=config, **shard_kwargs))
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     samples = [sample for task in tasks for sample in task.samples]
     if not samples:
         for task in tasks:
             on_result(process_shard(task, on_sample=on_sample, options=options, config=config, **shard_kwargs))
         return
+    import gc
+
+    # Garbage in reference cycles (e.g. a decoder an earlier caller dropped) is freed here, where its decode threads
+    # exist: a forked worker that collected it would wait on threads it does not have and hang. Frozen objects are
+    # never collected in the children (the gc.freeze recipe for fork servers).
+    gc.collect()
+    gc.freeze()
+    try:
+        _pool_run(tasks, samples, workers=workers, on_result=on_result, on_sample=on_sample, options=options,
+                  config=config, **shard_kwargs)
+    finally:
+        gc.unfreeze()
+
+
+def _pool_run(tasks, samples, *, workers: int, on_result, on_sample, options: SampleOptions, config: dict,
+              **shard_kwargs) -> None:
+    """The pool half of :func:`_run_local` (called with the parent's objects frozen)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     from loaders.media import exit_with_parent
 
     # Workers exit when this process dies (SIGKILL, the OOM killer): never blocked forever on the call queue.
