@@ -414,17 +414,34 @@ def _alive(pid: int) -> bool:
         return False
 
 
+class _Finalised:
+    """Writes the pid of the process that finalises it: the oracle for where cyclic garbage is freed."""
+
+    def __init__(self, path):
+        self.path = path
+        self.cycle = self
+
+    def __del__(self):
+        with open(self.path, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+
 def test_preprocess_pool_uses_exit_with_parent(monkeypatch, tmp_path):
+    """The pool's workers die with the parent, and cyclic garbage (e.g. a dropped decoder) is freed in the parent,
+    where its threads exist, before the pool forks: a forked worker that collected it would wait on threads it does
+    not have (seen as a hung worker under pytest-xdist)."""
     import concurrent.futures
+    import gc
 
     from avalign.preprocess import preprocess
     from loaders.media import exit_with_parent
 
+    log = tmp_path / "finalised.txt"
     seen = {}
     real = concurrent.futures.ProcessPoolExecutor
 
     def spy(*args, **kwargs):
-        seen.update(kwargs)
+        seen.update(kwargs, freed_before_fork=log.exists() and log.read_text().split() == [str(os.getpid())])
         return real(*args, **kwargs)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", spy)
@@ -432,8 +449,18 @@ def test_preprocess_pool_uses_exit_with_parent(monkeypatch, tmp_path):
     src.mkdir()
     for k in range(2):
         hostile.clip(src / f"c{k}.mp4")
-    preprocess(str(src), str(tmp_path / "out"), workers=2, samples_per_shard=1, progress=False, timeout_seconds=None)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(10**9, 10**9, 10**9)  # no automatic collection: only an explicit one frees the cycle
+    try:
+        _Finalised(log)
+        assert not log.exists()
+        preprocess(str(src), str(tmp_path / "out"), workers=2, samples_per_shard=1, progress=False,
+                   timeout_seconds=None)
+    finally:
+        gc.set_threshold(*thresholds)
     assert seen.get("initializer") is exit_with_parent
+    assert seen.get("freed_before_fork") is True
+    assert log.read_text().split() == [str(os.getpid())]
 
 
 # ------------------------------------------------------------------------------ items 11, 12: transcripts
@@ -557,48 +584,3 @@ def test_preprocess_decord_fallback_runs_inside_the_sample_watchdog(tmp_path, mo
         record = json.loads(tar.extractfile("a.align.json").read())
     assert record["video"]["num_frames"] == len(ffprobe_frame_times(src / "a.mp4"))
 
-
-class _Finalised:
-    """Writes the pid of the process that finalises it: the oracle for where cyclic garbage is freed."""
-
-    def __init__(self, path):
-        self.path = path
-        self.cycle = self
-
-    def __del__(self):
-        with open(self.path, "a") as handle:
-            handle.write(f"{os.getpid()}\n")
-
-
-def test_preprocess_frees_cyclic_garbage_before_forking_its_pool(monkeypatch, tmp_path):
-    """A decoder dropped in a reference cycle must be freed in the parent, where its threads exist: a forked pool
-    worker that collected it would wait on threads it does not have (seen as a hung worker under pytest-xdist)."""
-    import concurrent.futures
-    import gc
-
-    from avalign.preprocess import preprocess
-
-    freed_before_fork = []
-    real = concurrent.futures.ProcessPoolExecutor
-
-    def spy(*args, **kwargs):
-        freed_before_fork.append(log.exists() and log.read_text().split() == [str(os.getpid())])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", spy)
-    src = tmp_path / "in"
-    src.mkdir()
-    for k in range(2):
-        hostile.clip(src / f"c{k}.mp4")
-    log = tmp_path / "finalised.txt"
-    thresholds = gc.get_threshold()
-    gc.set_threshold(10**9, 10**9, 10**9)  # no automatic collection: only an explicit one frees the cycle
-    try:
-        _Finalised(log)
-        assert not log.exists()
-        preprocess(str(src), str(tmp_path / "out"), workers=2, samples_per_shard=1, progress=False,
-                   timeout_seconds=None)
-    finally:
-        gc.set_threshold(*thresholds)
-    assert freed_before_fork == [True]
-    assert log.read_text().split() == [str(os.getpid())]
