@@ -121,6 +121,16 @@ def ffmpeg(*args: str) -> None:
         raise RuntimeError(f"ffmpeg {' '.join(args)} failed: {proc.stderr}")
 
 
+def tiny_clip(out, seconds: float, *, fps: int, sample_rate: int | None, tone_hz: int = 440) -> bytes:
+    """A 32x24 H.264 test pattern (GOP 5) with a mono AAC sine (``sample_rate=None``: video only) at ``out``;
+    returns its bytes. The small clip the loader, dataset and layout tests pack into shards."""
+    audio = ["-f", "lavfi", "-i", f"sine=f={tone_hz}:r={sample_rate}"] if sample_rate else []
+    audio_codec = ["-c:a", "aac", "-ac", "1"] if sample_rate else []
+    ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={fps}", *audio, "-t", str(seconds), "-c:v", "libx264",
+           "-g", "5", *audio_codec, str(out))
+    return Path(out).read_bytes()
+
+
 def ffprobe_frame_times(path: str | os.PathLike) -> np.ndarray:
     """The oracle: ffprobe's best_effort_timestamp_time of every video frame; NaN where ffprobe has none
     (e.g. AVI's last B-frame, flushed with no timestamp: the decoder extrapolates one, ffprobe prints N/A)."""

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from tests.conftest import ffmpeg
+from tests.conftest import ffmpeg, tiny_clip
 
 __all__ = ["Case", "GOOD_KEY", "BAD_KEY", "TOOLS", "build_cases", "good_transcript", "write_tar"]
 
@@ -106,11 +106,10 @@ def _make_media(d: Path) -> dict[str, bytes]:
     lavfi_v = f"testsrc=size=32x24:rate={FPS}"
     lavfi_a = f"sine=f=440:r={SAMPLE_RATE}"
     t = str(CLIP_SECONDS)
-    ffmpeg("-f", "lavfi", "-i", lavfi_v, "-f", "lavfi", "-i", lavfi_a, "-t", t, "-c:v", "libx264", "-g", "5",
-           "-c:a", "aac", "-ac", "1", str(d / "good.mp4"))
+    tiny_clip(d / "good.mp4", CLIP_SECONDS, fps=FPS, sample_rate=SAMPLE_RATE)
     ffmpeg("-f", "lavfi", "-i", "testsrc2=size=32x24:rate=10", "-f", "lavfi", "-i", "sine=f=660:r=16000", "-t", t,
            "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(d / "other.mp4"))
-    ffmpeg("-f", "lavfi", "-i", lavfi_v, "-t", t, "-c:v", "libx264", "-g", "5", str(d / "video_only.mp4"))
+    tiny_clip(d / "video_only.mp4", CLIP_SECONDS, fps=FPS, sample_rate=None)
     ffmpeg("-f", "lavfi", "-i", lavfi_a, "-t", t, "-c:a", "aac", "-ac", "1", str(d / "audio_only.mp4"))
     (d / "cue.srt").write_text("1\n00:00:00,000 --> 00:00:00,500\nhello\n")
     ffmpeg("-i", str(d / "cue.srt"), "-c:s", "srt", str(d / "subtitle_only.mkv"))  # a container with no A/V stream

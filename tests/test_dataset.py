@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 
 import loaders
 from loaders import make_dataset, make_loader
-from tests.conftest import ffmpeg
+from tests.conftest import tiny_clip
 from tests.resume_helper import assert_same
 from tests.corrupt_cases import write_tar
 
@@ -34,9 +34,7 @@ def shards(tmp_path_factory) -> dict:
     media = {}
     for seconds in (0.7, 1.0, 1.3):
         out = d / f"clip{seconds}.mp4"
-        ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-f", "lavfi", "-i", f"sine=f=440:r={SAMPLE_RATE}",
-               "-t", str(seconds), "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(out))
-        media[seconds] = out.read_bytes()
+        media[seconds] = tiny_clip(out, seconds, fps=FPS, sample_rate=SAMPLE_RATE)
     words = [("one", 0.1, 0.3), ("two", 0.4, 0.65)]
     transcript = json.dumps({"segments": [{"start": 0.1, "end": 0.65, "text": "one two",
                                            "words": [{"word": w, "start": s, "end": e} for w, s, e in words]}]}).encode()
@@ -325,7 +323,7 @@ def test_ranks_and_workers_split_the_shards(shards):
 def test_video_only_clip_with_silence_option(tmp_path):
     """missing_audio='silence': a video-only clip gets silence over its frames' duration (default: 0 samples)."""
     clip = tmp_path / "v.mp4"
-    ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-t", "1", "-c:v", "libx264", "-g", "5", str(clip))
+    tiny_clip(clip, 1, fps=FPS, sample_rate=None)
     shard = tmp_path / "shard-000000.tar"
     write_tar(shard, [("v.mp4", clip.read_bytes())])
     for mode, num_samples in (("empty", 0), ("silence", SAMPLE_RATE)):
@@ -346,8 +344,7 @@ def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path, monkeypatch):
     """A 5 000-cue SRT on a 1 s clip needs ~300 windows for its text: over_budget at once, not cut into
     windows (cutting costs windows x spans; the bound is loaders.pipeline._items._MAX_TEXT_WINDOWS_FACTOR)."""
     clip = tmp_path / "c.mp4"
-    ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-f", "lavfi", "-i", f"sine=f=440:r={SAMPLE_RATE}",
-           "-t", "1", "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(clip))
+    tiny_clip(clip, 1, fps=FPS, sample_rate=SAMPLE_RATE)
     srt = "".join(f"{i + 1}\n00:00:00,{i % 900:03d} --> 00:00:00,{i % 900 + 50:03d}\nw{i}\n\n" for i in range(5_000))
     shard = tmp_path / "shard-000000.tar"
     write_tar(shard, [("h.mp4", clip.read_bytes()), ("h.srt", srt.encode()), ("ok.mp4", clip.read_bytes())])

@@ -11,7 +11,7 @@ import torch
 
 from loaders.errors import SampleError
 from loaders.pipeline import make_loader
-from tests.conftest import ffmpeg
+from tests.conftest import tiny_clip
 from tests.resume_helper import assert_same, run_test_save_load_state
 from tests.corrupt_cases import write_tar
 
@@ -35,9 +35,7 @@ def shards(tmp_path_factory) -> dict:
     media = {}
     for seconds in (1.0, 1.3, 0.7):
         out = d / f"clip{seconds}.mp4"
-        ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-f", "lavfi", "-i", f"sine=f=440:r={SAMPLE_RATE}",
-               "-t", str(seconds), "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(out))
-        media[seconds] = out.read_bytes()
+        media[seconds] = tiny_clip(out, seconds, fps=FPS, sample_rate=SAMPLE_RATE)
     words = _transcript([("one", 0.1, 0.3), ("two", 0.4, 0.65), ("three", 0.7, 0.9)])
     align_json = json.dumps({"av_offset_ms": 0.0, "drift_ppm": 0.0, "text_offset_ms": 0.0}).encode()
     layout = [

@@ -17,7 +17,7 @@ import tarfile
 import pytest
 
 from loaders import make_dataset, make_loader
-from tests.conftest import ffmpeg
+from tests.conftest import tiny_clip
 
 FPS, SAMPLE_RATE, SECONDS = 10, 16000, 2.0
 NUM_FRAMES, NUM_SAMPLES = 20, 32000
@@ -86,8 +86,7 @@ EXPECTED = {  # layout → (segments, words) written in the shard; None: no word
 def shards(tmp_path_factory) -> dict[str, str]:
     d = tmp_path_factory.mktemp("layouts")
     clip = d / "clip.mp4"
-    ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={FPS}", "-f", "lavfi", "-i", f"sine=f=300:r={SAMPLE_RATE}",
-           "-t", str(SECONDS), "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(clip))
+    tiny_clip(clip, SECONDS, fps=FPS, sample_rate=SAMPLE_RATE, tone_hz=300)
     out = {}
     for layout, members in _layouts().items():
         path = d / f"{layout}.tar"
