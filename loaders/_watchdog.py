@@ -21,20 +21,36 @@ loader's own per-sample limit (``sample_timeout_seconds``) is a timer in the wor
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import os
 import signal
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["call_with_timeout", "exit_with_parent"]
+__all__ = ["call_with_timeout", "exit_with_parent", "heap_frozen_for_fork"]
 
 _PR_SET_PDEATHSIG = 1
 _PARENT_POLL_SECONDS = 0.5
+
+
+@contextlib.contextmanager
+def heap_frozen_for_fork() -> Iterator[None]:
+    """Around starting forked worker processes: garbage in reference cycles (e.g. a decoder a caller dropped) is
+    collected here, in the parent, where its decode threads exist, and the heap is frozen (``gc.freeze``) so a
+    forked child never collects an inherited object: a child freeing a decoder would wait on frame threads it does
+    not have, and hang. Used by ``avalign preprocess``'s pool and ``make_loader``'s workers."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def exit_with_parent() -> None:

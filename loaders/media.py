@@ -6,7 +6,7 @@
   and the header / scan indexes (:func:`frame_index`, :func:`header_frame_index`, :func:`scan_frame_index`,
   :func:`read_mp4_video_tracks`) with their per-process cache (:func:`clear_frame_index_cache`);
 - audio blocks: :class:`SampleBuffer` (how decoded audio frames are joined);
-- the decode watchdog: :func:`call_with_timeout`, :func:`exit_with_parent`.
+- the decode watchdog: :func:`call_with_timeout`, :func:`exit_with_parent`, :func:`heap_frozen_for_fork`.
 
 Implementation: ``loaders._source``, ``_video``, ``_audio``, ``_index``, ``_mp4_index``, ``_watchdog``.
 """
@@ -22,7 +22,7 @@ from loaders._index import (
 from loaders._mp4_index import Mp4Track, read_mp4_video_tracks
 from loaders._source import MediaSource, describe_source, open_for_pyav, pick_stream
 from loaders._video import AUTO_BACKEND, DEFAULT_MAX_PIXELS, strictly_increasing
-from loaders._watchdog import call_with_timeout, exit_with_parent
+from loaders._watchdog import call_with_timeout, exit_with_parent, heap_frozen_for_fork
 
 __all__ = [
     "AUTO_BACKEND",
@@ -35,6 +35,7 @@ __all__ = [
     "clear_frame_index_cache",
     "describe_source",
     "exit_with_parent",
+    "heap_frozen_for_fork",
     "frame_index",
     "frame_index_cache_size",
     "header_frame_index",

@@ -1,6 +1,7 @@
 """Shared fixtures: media made at test time with ffmpeg, the ffprobe oracle, RNG hygiene."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -191,3 +192,31 @@ def sample_truth() -> dict:
     if not path.exists():
         pytest.skip("sample_data/truth.json missing: run `make sample-data`")
     return json.loads(path.read_text())["clips"]
+
+
+class _FinalisedIn:
+    """Cyclic garbage whose finaliser appends the pid of the process that frees it to ``path``."""
+
+    def __init__(self, path):
+        self.path = path
+        self.cycle = self
+
+    def __del__(self):
+        with open(self.path, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+
+@contextlib.contextmanager
+def cyclic_garbage(path):
+    """Drops one reference cycle that logs where it is freed (``path``), with automatic collection off: only an
+    explicit ``gc.collect`` frees it. The oracle for "garbage is freed in the parent before a fork"."""
+    import gc
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(10**9, 10**9, 10**9)
+    try:
+        _FinalisedIn(path)
+        assert not Path(path).exists()
+        yield
+    finally:
+        gc.set_threshold(*thresholds)

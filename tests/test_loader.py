@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import torch
 
 from loaders.errors import SampleError
 from loaders.pipeline import make_loader
-from tests.conftest import tiny_clip
+from tests.conftest import cyclic_garbage, tiny_clip
 from tests.resume_helper import assert_same, run_test_save_load_state
 from tests.corrupt_cases import write_tar
 
@@ -102,6 +103,15 @@ def test_window_samples_match_clip_duration(shards):
     # 1.3 s clip → windows of 0.5, 0.5, 0.3 s at 16 kHz (video timeline: 13 frames at 10 fps).
     assert [batch_items[f"k01@{i}"] for i in range(3)] == [8000, 8000, 4800]
     assert [batch_items[f"k10@{i}"] for i in range(2)] == [8000, 3200]
+
+
+def test_workers_start_after_cyclic_garbage_is_freed_in_the_parent(shards, tmp_path):
+    """A forked worker must never free an inherited decoder (it would wait on frame threads it does not have): the
+    parent collects its cyclic garbage before starting the workers, so the first batch finds it freed, here."""
+    log = tmp_path / "finalised.txt"
+    with cyclic_garbage(log):
+        next(iter(_loader(shards, num_workers=2)))
+        assert log.read_text().split() == [str(os.getpid())]
 
 
 def test_same_batches_for_0_and_2_workers(shards):

@@ -19,7 +19,7 @@ import loaders
 from loaders.errors import REASONS, DecodeError, SampleError, TranscriptError, sample_error
 from loaders.media import call_with_timeout
 from tests import hostile_inputs as hostile
-from tests.conftest import REPO, ffmpeg, ffprobe_frame_times
+from tests.conftest import REPO, cyclic_garbage, ffmpeg, ffprobe_frame_times
 
 PY = sys.executable
 
@@ -414,24 +414,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-class _Finalised:
-    """Writes the pid of the process that finalises it: the oracle for where cyclic garbage is freed."""
-
-    def __init__(self, path):
-        self.path = path
-        self.cycle = self
-
-    def __del__(self):
-        with open(self.path, "a") as handle:
-            handle.write(f"{os.getpid()}\n")
-
-
 def test_preprocess_pool_uses_exit_with_parent(monkeypatch, tmp_path):
     """The pool's workers die with the parent, and cyclic garbage (e.g. a dropped decoder) is freed in the parent,
     where its threads exist, before the pool forks: a forked worker that collected it would wait on threads it does
     not have (seen as a hung worker under pytest-xdist)."""
     import concurrent.futures
-    import gc
 
     from avalign.preprocess import preprocess
     from loaders.media import exit_with_parent
@@ -449,15 +436,9 @@ def test_preprocess_pool_uses_exit_with_parent(monkeypatch, tmp_path):
     src.mkdir()
     for k in range(2):
         hostile.clip(src / f"c{k}.mp4")
-    thresholds = gc.get_threshold()
-    gc.set_threshold(10**9, 10**9, 10**9)  # no automatic collection: only an explicit one frees the cycle
-    try:
-        _Finalised(log)
-        assert not log.exists()
+    with cyclic_garbage(log):
         preprocess(str(src), str(tmp_path / "out"), workers=2, samples_per_shard=1, progress=False,
                    timeout_seconds=None)
-    finally:
-        gc.set_threshold(*thresholds)
     assert seen.get("initializer") is exit_with_parent
     assert seen.get("freed_before_fork") is True
     assert log.read_text().split() == [str(os.getpid())]

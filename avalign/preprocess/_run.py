@@ -172,31 +172,16 @@ def _run_local(tasks, *, workers: int, on_result, on_sample, options: SampleOpti
         for task in tasks:
             on_result(process_shard(task, on_sample=on_sample, options=options, config=config, **shard_kwargs))
         return
-    import gc
-
-    # Garbage in reference cycles (e.g. a decoder an earlier caller dropped) is freed here, where its decode threads
-    # exist: a forked worker that collected it would wait on threads it does not have and hang. Frozen objects are
-    # never collected in the children (the gc.freeze recipe for fork servers).
-    gc.collect()
-    gc.freeze()
-    try:
-        _pool_run(tasks, samples, workers=workers, on_result=on_result, on_sample=on_sample, options=options,
-                  config=config, **shard_kwargs)
-    finally:
-        gc.unfreeze()
-
-
-def _pool_run(tasks, samples, *, workers: int, on_result, on_sample, options: SampleOptions, config: dict,
-              **shard_kwargs) -> None:
-    """The pool half of :func:`_run_local` (called with the parent's objects frozen)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from loaders.media import exit_with_parent
+    from loaders.media import exit_with_parent, heap_frozen_for_fork
 
-    # Workers exit when this process dies (SIGKILL, the OOM killer): never blocked forever on the call queue.
-    with ProcessPoolExecutor(max_workers=min(workers, len(samples)), mp_context=multiprocessing.get_context("fork"),
-                             initializer=exit_with_parent) as pool:
+    # Workers exit when this process dies (SIGKILL, the OOM killer): never blocked forever on the call queue. They
+    # fork lazily (at the first submit), so the heap stays frozen for the pool's life.
+    with heap_frozen_for_fork(), ProcessPoolExecutor(max_workers=min(workers, len(samples)),
+                                                     mp_context=multiprocessing.get_context("fork"),
+                                                     initializer=exit_with_parent) as pool:
         results = _measured_ahead(pool, samples, options=options, config=config, ahead=4 * workers)
 
         def take(sample: InputSample):

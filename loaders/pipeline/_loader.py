@@ -34,6 +34,7 @@ from typing import Any, Optional, Union
 import torch
 
 from avcore import SampleError
+from loaders._watchdog import heap_frozen_for_fork
 from loaders.pipeline._collate import PackedBatch
 from loaders.pipeline._dataset import AVDataset, LoaderStats, build, make_dataset
 from loaders.pipeline._options import SampleOptions
@@ -98,13 +99,14 @@ class Loader(AVDataset):
         stop = context.Event()
         queues = [context.Queue(maxsize=_QUEUE_SIZE) for _ in range(self._num_workers)]
         processes = []
-        for w in range(self._num_workers):
-            mine = [job for job in jobs if job[0] % self._num_workers == w]
-            process = context.Process(target=_worker_main,
-                                      args=(w, mine, self._options, plan, self._interleave, queues[w], stop),
-                                      daemon=False, name=f"avalign-loader-{w}")  # may fork a decode watchdog
-            process.start()
-            processes.append(process)
+        with heap_frozen_for_fork():  # a forked worker must never free an inherited decoder (see its docstring)
+            for w in range(self._num_workers):
+                mine = [job for job in jobs if job[0] % self._num_workers == w]
+                process = context.Process(target=_worker_main,
+                                          args=(w, mine, self._options, plan, self._interleave, queues[w], stop),
+                                          daemon=False, name=f"avalign-loader-{w}")  # may fork a decode watchdog
+                process.start()
+                processes.append(process)
         try:
             for group in shard_groups(jobs, self._interleave):
                 active = [p for p, _ in group]
