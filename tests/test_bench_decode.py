@@ -9,7 +9,11 @@ from avalign.bench import bench_long, format_long_table
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg is not installed")
 def test_bench_long_runs_every_tool_on_the_same_request(tmp_path):
-    result = bench_long(threads=1, repeats=1, work_dir=str(tmp_path), seconds=20, full_clips=(("320x240", 2),))
+    # 20 s is the shortest file holding the sparse case's 10 s window in its middle; 160x90 instead of 480p
+    # frames: the same requests and code paths with 1/28 of the pixels to decode.
+    result = bench_long(threads=1, repeats=1, work_dir=str(tmp_path), seconds=20, full_clips=(("320x240", 2),),
+                        video_size="160x90")
+    assert result["video"].endswith("bench_160x90_20s.mp4")
     for case, frames in (("sparse", 8), ("sparse_224", 8), ("one_fps", 20), ("full_240p", 60)):
         rows = {r["tool"]: r for r in result[case]}
         assert rows["avalign read_video(backend=pyav)" if case.startswith("full") else "avalign read_video(fps=)"][

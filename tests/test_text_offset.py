@@ -6,6 +6,8 @@ envelope, and the transcript stamps are true start + ``text_offset_ms`` (+ optio
 """
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 import torch
@@ -159,50 +161,39 @@ def test_rejects_bad_options() -> None:
         refine_word_times(audio, transcript.words, hop_seconds=2.5)  # milliseconds passed as seconds
 
 
-_ESPEAK_SCRIPT = """
-import json, sys
-import numpy as np
-from scipy.signal import resample_poly
-from avalign.synth._espeak import synthesize_speech
-from avcore import AudioClip, Span, Transcript, Word
-sentences, out = json.loads(sys.argv[1]), sys.argv[2]
-rng = np.random.default_rng(0)
-pieces, words, t = [np.zeros(8000)], [], 0.5
-for sentence in sentences:
-    speech = synthesize_speech(sentence)
-    y = resample_poly(speech.samples.astype(np.float64), 16000 // 50, speech.sample_rate // 50)
-    words += [(w.text, t + w.start_seconds, t + w.stop_seconds) for w in speech.words]
-    pause = int(rng.uniform(0.3, 0.8) * 16000)
-    pieces += [y, np.zeros(pause)]
-    t += (y.size + pause) / 16000
-np.save(out + ".npy", np.concatenate(pieces).astype(np.float32))
-json.dump(words, open(out + ".json", "w"))
-"""
+def _espeak_sentences(sentences: list[str]) -> tuple[np.ndarray, list[tuple[str, float, float]]]:
+    """The sentences spoken by espeak-ng at 16 kHz, 0.5 s of silence first and a random 0.3-0.8 s pause after each;
+    the words with their times from espeak's events. Skips when libespeak-ng is missing or fails (each synthesis
+    runs in its own child process with a timeout, so a stuck library cannot hang the suite)."""
+    from scipy.signal import resample_poly
+
+    from avalign.synth import synthesize_speech
+
+    rng = np.random.default_rng(0)
+    pieces, words, t = [np.zeros(8000)], [], 0.5
+    for sentence in sentences:
+        try:
+            speech = synthesize_speech(sentence)
+        except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+            pytest.skip(f"espeak-ng synthesis unavailable: {str(e).strip().splitlines()[-1:]}")
+        y = resample_poly(speech.samples.astype(np.float64), 16000 // 50, speech.sample_rate // 50)
+        words += [(w.text, t + w.start_seconds, t + w.stop_seconds) for w in speech.words]
+        pause = int(rng.uniform(0.3, 0.8) * 16000)
+        pieces += [y, np.zeros(pause)]
+        t += (y.size + pause) / 16000
+    return np.concatenate(pieces).astype(np.float32), words
 
 
-def test_espeak_speech_offset_and_refinement(tmp_path) -> None:
+def test_espeak_speech_offset_and_refinement() -> None:
     """Real TTS speech: word starts are espeak-ng's first phoneme events (exact sample indices)."""
-    import json
-    import subprocess
-    import sys
-
     sentences = [
         "The quick brown fox jumps over the lazy dog.",
         "Seven bright lamps hang above the old wooden table.",
         "Please call Stella and ask her to bring these things.",
         "A large fawn jumped quickly over white zinc boxes.",
     ]
-    out = str(tmp_path / "speech")
-    try:  # a subprocess, so that a missing or stuck libespeak-ng cannot break or hang the suite
-        result = subprocess.run([sys.executable, "-c", _ESPEAK_SCRIPT, json.dumps(sentences), out],
-                                capture_output=True, timeout=60, text=True)
-    except subprocess.TimeoutExpired:
-        pytest.skip("espeak-ng synthesis timed out")
-    if result.returncode != 0:
-        pytest.skip(f"espeak-ng synthesis unavailable: {result.stderr.strip().splitlines()[-1:]}")
-    samples = np.load(out + ".npy")
+    samples, words = _espeak_sentences(sentences)
     samples = samples + np.random.default_rng(1).normal(0, 1e-3, samples.size).astype(np.float32)
-    words = json.load(open(out + ".json"))
     truth = np.array([start for _, start, _ in words])
     audio = AudioClip(torch.from_numpy(samples)[None], SAMPLE_RATE, 0.0)
     for text_offset_ms in (143.7, -300.0):

@@ -244,16 +244,21 @@ def format_decode_table(result: dict) -> str:
 
 LONG_SECONDS = 600
 """Length of the generated long video and audio (``--long``)."""
+LONG_VIDEO_SIZE = "854x480"
+"""Frame size of the generated long video (``--long``)."""
 
 
-def make_long_clips(out_dir: str, seconds: int = LONG_SECONDS, audio_rate: int = 48000) -> tuple[str, str]:
-    """A ``seconds``-long 854x480 30 fps H.264 file (x264 ``veryfast`` defaults: B-frames, a keyframe every <= 250
-    frames) and a ``seconds``-long ``audio_rate`` stereo AAC file (a tone plus noise). Generated once, reused."""
-    video = os.path.join(out_dir, f"bench_480p_{seconds}s.mp4")
+def make_long_clips(out_dir: str, seconds: int = LONG_SECONDS, audio_rate: int = 48000, *,
+                    video_size: str = LONG_VIDEO_SIZE) -> tuple[str, str]:
+    """A ``seconds``-long ``video_size`` (default 854x480) 30 fps H.264 file (x264 ``veryfast`` defaults: B-frames,
+    a keyframe every <= 250 frames) and a ``seconds``-long ``audio_rate`` stereo AAC file (a tone plus noise).
+    Generated once, reused."""
+    tag = "480p" if video_size == LONG_VIDEO_SIZE else video_size
+    video = os.path.join(out_dir, f"bench_{tag}_{seconds}s.mp4")
     tag = f"{audio_rate // 1000}k" if audio_rate % 1000 == 0 else f"{audio_rate / 1000:g}k"
     audio = os.path.join(out_dir, f"bench_aac{tag}_{seconds}s.m4a")
     if not os.path.exists(video):
-        subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=854x480:rate=30",
+        subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", f"testsrc2=size={video_size}:rate=30",
                         "-t", str(seconds), "-c:v", "libx264", "-pix_fmt", "yuv420p", "-preset", "veryfast", video], check=True)
     if not os.path.exists(audio):
         subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i",
@@ -425,7 +430,7 @@ def _audio_tools(path: str, rate: int) -> dict[str, Callable[[], int]]:
 
 def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = None, seconds: int = LONG_SECONDS,
                one_fps_repeats: Optional[int] = None, full_clips: tuple[tuple[str, int], ...] = FULL_CLIPS,
-               full_repeats: Optional[int] = None) -> dict:
+               full_repeats: Optional[int] = None, video_size: str = LONG_VIDEO_SIZE) -> dict:
     """Issue #17's cases on a ``seconds``-long file, every tool in the same interleaved rounds:
 
     - sparse: 8 frames from a 10 s window in the middle (``fps=0.8`` over ``[T/2, T/2 + 10)``), with and
@@ -433,6 +438,8 @@ def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = 
     - 1 fps over the whole file;
     - audio: the whole 48 kHz and 44.1 kHz stereo AAC files to 16 kHz mono;
     - full decode of ``full_clips`` (default 720p 60 s and 1080p 20 s) to RGB24.
+
+    The long video is ``video_size`` (default 854x480); the cases are the same at any size.
 
     Returns ``{"sparse": rows, "sparse_224": rows, "one_fps": rows, "audio": rows, "audio_44k": rows,
     "full_720p": rows, "full_1080p": rows, ...}``; each row has the median wall seconds of ``repeats`` rounds
@@ -442,7 +449,7 @@ def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = 
         raise FileNotFoundError("ffmpeg is not installed (Debian package ffmpeg)")
     work_dir = work_dir or os.path.join(tempfile.gettempdir(), "avalign-bench-long")
     os.makedirs(work_dir, exist_ok=True)
-    video, audio = make_long_clips(work_dir, seconds)
+    video, audio = make_long_clips(work_dir, seconds, video_size=video_size)
     middle = float(seconds // 2)
     result: dict = {"threads": threads, "repeats": repeats, "video": video, "audio_file": audio, "seconds": seconds,
                     "load_before": os.getloadavg()[0]}
