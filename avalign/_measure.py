@@ -8,12 +8,41 @@ from typing import Any, Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATION_MAX_WIDTH", "Measurement", "count_words", "format_measurement", "measure", "measure_aligned",
-           "measure_media", "measure_sample", "read_video_for_estimation"]
+__all__ = ["ESTIMATION_MAX_WIDTH", "Measurement", "count_words", "format_measurement", "import_measure_dependencies",
+           "measure", "measure_aligned", "measure_media", "measure_sample", "read_video_for_estimation"]
 
 ESTIMATION_MAX_WIDTH = 256
 """Frames are decoded at most this wide for estimation: the estimators use per-frame luma changes only,
 so a 1080p clip need not be held at full size (1 min of 1080p RGB is ~11 GB; at 256 wide, ~0.4 GB)."""
+
+
+_LAZY_DEPENDENCIES = ("scipy.ndimage", "scipy.signal", "scipy.special", "scipy.stats", "soxr", "av", "pysubs2", "webvtt",
+                      "praatio.utilities.textgrid_io", "pocketsphinx")
+"""Modules that the decoders, transcript readers and estimators import inside the functions that use them."""
+
+
+def import_measure_dependencies(*, forced_alignment: bool = False) -> None:
+    """Import, in this process, the modules that :func:`measure_media` would import on first use (those not
+    installed are left out: their import error is raised where they are needed); with ``forced_alignment``, also
+    create the process's pocketsphinx decoder (``aligner.estimators.shared_decoder``) when pocketsphinx is installed.
+
+    Call it before forking a child per sample (``preprocess``'s watchdog and process pool): the children inherit the
+    modules and the decoder instead of each loading them again (BENCHMARKS.md "Test suite" has the cost).
+    """
+    import importlib
+
+    for name in _LAZY_DEPENDENCIES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            logger.debug("%s is not installed", name)
+    if forced_alignment:
+        from aligner.estimators import shared_decoder
+
+        try:
+            shared_decoder()
+        except ImportError:
+            logger.debug("pocketsphinx is not installed: no forced alignment")
 
 
 def read_video_for_estimation(media, *, name: str, max_width: int = ESTIMATION_MAX_WIDTH, **options):

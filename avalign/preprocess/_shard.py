@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Literal, Optional
 
+from avalign._measure import import_measure_dependencies
 from avalign.preprocess._inputs import InputSample
 from avalign.preprocess._sample import SampleOptions, process_sample
 from avalign.preprocess._writer import ShardWriter
@@ -59,6 +60,8 @@ def process_shard(
         SampleError: a sample failed and ``on_error="raise"`` (the shard's temporary file is removed).
         OSError: the shard cannot be written (ENOSPC gives a message saying so; nothing partial remains).
     """
+    # Before the per-sample children fork (watchdog, pool): loaded once here, not once per sample.
+    import_measure_dependencies(forced_alignment=any(sample.transcript for sample in task.samples))
     manifest: list[dict] = []
     skipped: list[dict] = []
     with ShardWriter(os.path.join(output_dir, task.name)) as writer:
