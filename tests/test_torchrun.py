@@ -15,19 +15,30 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(180)
-@pytest.mark.parametrize("even", ["pad", "drop"])
-def test_two_ranks_under_torchrun(tmp_path, even):
-    truth = sample_truth()
+MODES = ("pad", "drop")
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory) -> dict:
+    """One torchrun job, 2 ranks, one epoch per ``even_batches`` mode in turn: mode → both ranks' results."""
+    sample_truth()
+    out = tmp_path_factory.mktemp("torchrun")
     shards = str(SAMPLE_DATA / "shards" / "shard-{000000..000001}.tar")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-           "--master-port", str(_free_port()), str(REPO / "scripts" / "ddp_example.py"), shards, str(tmp_path),
-           "--even-batches", even]
+           "--master-port", str(_free_port()), str(REPO / "scripts" / "ddp_example.py"), shards, str(out),
+           "--even-batches", *MODES]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=170, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
-    assert [r["world_size"] for r in ranks] == [2, 2]
+    return {mode: [json.loads((out / f"rank{r}-{mode}.json").read_text()) for r in range(2)] for mode in MODES}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("even", MODES)
+def test_two_ranks_under_torchrun(ranks, even):
+    truth = sample_truth()
+    ranks = ranks[even]
+    assert [r["world_size"] for r in ranks] == [2, 2] and [r["rank"] for r in ranks] == [0, 1]
     assert ranks[0]["batches"] == ranks[1]["batches"] > 0  # same number of DDP steps: nothing hung
     seen = [{k.split("@")[0] for batch in r["keys"] for k in batch} for r in ranks]
     assert not seen[0] & seen[1]  # each shard read by one rank only
