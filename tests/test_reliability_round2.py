@@ -546,16 +546,22 @@ def test_preprocess_max_duration(tmp_path):
 
 def test_preprocess_decord_fallback_runs_inside_the_sample_watchdog(tmp_path, monkeypatch):
     """Item 6: where PyAV fails, the decord fallback ran in preprocess's daemonic watchdog child and died with
-    'daemonic processes are not allowed to have children' (recorded as ``error``). PyAV is made to fail here
-    (the forked child inherits the patch); the sample must come out of decord, under the nested watchdog."""
+    'daemonic processes are not allowed to have children' (recorded as ``error``). The auto backend's first
+    choice is made to fail here: torchcodec (set in the public ``AUTO_BACKEND``) whose decoder raises (the forked
+    child inherits both patches); the sample must come out of decord, under the nested watchdog."""
     import tarfile
 
+    import torchcodec.decoders
+
     from avalign.preprocess import preprocess
+    from loaders.media import AUTO_BACKEND
 
-    def pyav_fails(source, label, request):
-        raise DecodeError(f"{label}: forced PyAV failure")
+    class FailingDecoder:
+        def __init__(self, *args, **kwargs):
+            raise RuntimeError("forced failure of the first backend")
 
-    monkeypatch.setattr("loaders._video_pyav.read_pyav", pyav_fails)  # fault injection into the reader
+    monkeypatch.setitem(AUTO_BACKEND, "full", "torchcodec")  # fault injection: the first choice fails
+    monkeypatch.setattr(torchcodec.decoders, "VideoDecoder", FailingDecoder)
     src = tmp_path / "in"
     src.mkdir()
     hostile.clip(src / "a.mp4", size="64x48")
