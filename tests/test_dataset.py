@@ -130,35 +130,46 @@ def test_dataset_state_is_per_worker_and_checked(shards):
         make_dataset(shards["paths"], seed=5, **OPTIONS).load_state_dict(state)
 
 
-def _kill_on(key: str):
-    """A sample_items replacement that SIGKILLs its process on ``key`` (inherited by forked workers)."""
-    from loaders.pipeline import sample_items as original
+class _KillsOneWorker:
+    """A tokenizer (a callable: text → ids and character offsets, one per whitespace piece) that SIGKILLs the first
+    worker process that calls it, as a crash in a tokenizer's native code would; the test's own process and the
+    other workers tokenize normally. ``marker`` (a path) records that a worker was killed."""
 
-    def items(sample, options):
-        if sample["__key__"] == key:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return original(sample, options)
+    def __init__(self, marker: Path) -> None:
+        self.marker, self.parent = str(marker), os.getpid()
 
-    return items
+    def __call__(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        if os.getpid() != self.parent:
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))  # the first worker to get here
+            except FileExistsError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        pieces = [m.span() for m in re.finditer(r"\S+", text)]
+        return list(range(len(pieces))), pieces
 
 
-def test_killed_dataloader_worker_is_named(shards, monkeypatch):
-    monkeypatch.setattr("loaders.pipeline._shard_loop.sample_items", _kill_on("s1c1"))  # fault injection
-    loader = DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None, num_workers=2)
+def test_killed_dataloader_worker_is_named(shards, tmp_path):
+    killer = _KillsOneWorker(tmp_path / "killed")  # fault injection: a worker dies
+    loader = DataLoader(make_dataset(shards["paths"], seed=5, tokenizer=killer, **OPTIONS), batch_size=None,
+                        num_workers=2)
     # PyTorch names the dead worker; when the worker dies while the main process is rebuilding a batch it had
     # sent (shared-memory file descriptors passed over a socket), the rebuild fails first with a connection
     # error from torch.multiprocessing: seen under load, 1 run in 3. Either way the epoch stops loudly.
     with pytest.raises((RuntimeError, ConnectionError, EOFError)) as info:
         list(loader)
+    assert (tmp_path / "killed").exists()
     if isinstance(info.value, RuntimeError):
         assert re.search(r"DataLoader worker \(pid\(s\)? \d+\) exited unexpectedly|"
                          r"DataLoader worker \(pid \d+\) is killed by signal: Killed", str(info.value)), info.value
 
 
-def test_killed_loader_worker_is_named(shards, monkeypatch):
-    monkeypatch.setattr("loaders.pipeline._shard_loop.sample_items", _kill_on("s1c1"))  # fault injection
+def test_killed_loader_worker_is_named(shards, tmp_path):
+    killer = _KillsOneWorker(tmp_path / "killed")  # fault injection: a worker dies
     with pytest.raises(RuntimeError, match=r"loader worker \d \(pid \d+\) was killed by signal 9 without finishing"):
-        list(make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS))
+        list(make_loader(shards["paths"], seed=5, num_workers=2, tokenizer=killer, **OPTIONS))
+    assert (tmp_path / "killed").exists()
 
 
 def test_no_shard_opens_names_the_urls(tmp_path):
