@@ -19,7 +19,8 @@ SAMPLE_DATA = REPO / "sample_data"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Modules holding a ``slow`` test run first; each module's tests stay together, in their own order.
+    """Modules holding a ``slow`` test run first, then the others by their number of tests, most first (the
+    126-case reliability matrix is the longest of them); each module's tests stay together, in their own order.
 
     Under pytest-xdist, ``make test`` runs ``-n 2 --dist loadfile --no-loadscope-reorder``: a module runs whole
     on one worker (its module-scoped fixtures, generated media, are built once) and the workers take modules
@@ -28,7 +29,8 @@ def pytest_collection_modifyitems(config, items):
     modules: dict[str, list] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    order = sorted(modules, key=lambda m: not any(item.get_closest_marker("slow") for item in modules[m]))
+    slow = {m for m, tests in modules.items() if any(item.get_closest_marker("slow") for item in tests)}
+    order = sorted(modules, key=lambda m: (0, 0) if m in slow else (1, -len(modules[m])))
     items[:] = [item for module in order for item in modules[module]]
 
 
