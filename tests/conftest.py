@@ -80,11 +80,13 @@ def _video_backend(request, monkeypatch):
     if backend:
         from loaders.media import AUTO_BACKEND
 
-        monkeypatch.setattr("loaders._video.AUTO_BACKEND", {kind: backend for kind in AUTO_BACKEND})
+        for kind in AUTO_BACKEND:
+            monkeypatch.setitem(AUTO_BACKEND, kind, backend)
 
         def no_fallback(*args, **kwargs):
             raise RuntimeError(f"--video-backend={backend}: the decord fallback is off")
 
+        # private: read_video imports the fallback's watchdog at call time from its own module
         monkeypatch.setattr("loaders._watchdog.call_with_timeout", no_fallback)
     yield
 
