@@ -58,21 +58,44 @@ def test_sample_error_keeps_a_sample_errors_reason_and_fills_its_key():
     assert (e.key, e.shard, e.reason) == ("k2", "a.tar", "truncated")
 
 
+class _DemuxFails:
+    """What ``av.open`` returns, wrapped: a container that opened cleanly but whose ``demux`` raises ``error``
+    (FFmpeg or PyAV failing in the middle of a stream, past the open's own error handling)."""
+
+    def __init__(self, container, error: BaseException) -> None:
+        self._container, self._error = container, error
+
+    def demux(self, *args, **kwargs):
+        raise self._error
+
+    def __getattr__(self, name: str):
+        return getattr(self._container, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._container.close()
+
+
 def test_av_errors_from_any_backend_become_decode_errors(tmp_path, monkeypatch):
-    """av.error.PermissionError (the decord fallback's probe on a 0-frame track) was recorded as ``read``."""
+    """av.error.PermissionError (the decord fallback's probe on a 0-frame track) was recorded as ``read``; an
+    AttributeError after a byte flip escaped as itself. Both are raised here by PyAV's demuxer (``av.open``, a
+    public name, returns a container whose ``demux`` fails), past the open's own error handling."""
     import av
 
-    path = tmp_path / "c.mp4"
+    path = tmp_path / "c.mkv"  # Matroska: the frame index comes from demuxing (an MP4's, from its header)
     hostile.clip(path)
+    real_open = av.open
 
-    def refuse(*args, **kwargs):
-        raise av.error.PermissionError(1, "Operation not permitted")
+    def failing_open(error):
+        return lambda *args, **kwargs: _DemuxFails(real_open(*args, **kwargs), error)
 
-    monkeypatch.setattr("loaders._video_meta.frame_index", refuse)  # fault injection into the reader
+    monkeypatch.setattr(av, "open", failing_open(av.error.PermissionError(1, "Operation not permitted")))
     with pytest.raises(DecodeError) as info:
         loaders.read_video(path, backend="decord")
     assert info.value.reason == "decode" and "PermissionError" in str(info.value)
-    monkeypatch.setattr("loaders._video_pyav._decode_range_pyav", lambda *a, **k: (_ for _ in ()).throw(AttributeError("ebml")))
+    monkeypatch.setattr(av, "open", failing_open(AttributeError("ebml")))
     with pytest.raises(DecodeError, match="AttributeError: ebml"):
         loaders.read_video(path, backend="pyav")
 
