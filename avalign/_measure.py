@@ -27,7 +27,7 @@ def import_measure_dependencies(*, forced_alignment: bool = False) -> None:
     create the process's pocketsphinx decoder (``aligner.estimators.shared_decoder``) when pocketsphinx is installed.
 
     Call it before forking a child per sample (``preprocess``'s watchdog and process pool): the children inherit the
-    modules and the decoder instead of each loading them again (BENCHMARKS.md "Test suite" has the cost).
+    modules and the decoder instead of each loading them again (BENCHMARKS.md "Cheaper tests, same oracles").
     """
     import importlib
 

@@ -264,7 +264,7 @@ _INHERITED = (
 def test_measure_dependencies_are_loaded_before_the_children_fork(clips, tmp_path):
     """What measuring imports on first use (SciPy's estimators, the SRT reader) and the pocketsphinx decoder of a
     caption-only transcript are loaded in the preprocess process, once, before its per-sample watchdog children
-    fork: they inherit them instead of each loading them again (about 1 CPU-second a sample)."""
+    fork: they inherit them instead of each loading them again."""
     pytest.importorskip("pocketsphinx")
     inputs = tmp_path / "in"
     inputs.mkdir()
