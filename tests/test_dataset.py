@@ -446,3 +446,33 @@ def test_persistent_workers_resume_mid_epoch(shards):
     ds2.set_epoch(2)
     assert [_digest(b) for b in restored] == [_digest(b) for b in DataLoader(ds2, batch_size=None, num_workers=2)]
     assert head + tail != [] and len(tail) >= 1
+
+
+def test_batches_held_in_the_main_process_are_never_overwritten(shards):
+    """DataLoader workers reuse the shared memory of batches the main process dropped (loaders.pipeline._shared_slots):
+    batches, views and numpy arrays still held keep the values they arrived with, and every batch equals the one
+    iterating in the main process gives (1 worker: the same packing)."""
+    from loaders.pipeline import SharedSlots
+
+    reference = [_digest(b) for b in DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None)]
+    assert len(reference) >= 5
+    for holding in ("all", "some"):
+        ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+        ds.collator.slots = SharedSlots(max_slots=2)  # few slots: reused (or exhausted) within the epoch
+        loader = DataLoader(ds, batch_size=None, num_workers=1)
+        kept, received = [], []
+        for epoch in range(2):
+            for i, batch in enumerate(loader):
+                received.append(_digest(batch))
+                if holding == "all" or i % 3 == 0:
+                    kept.append((len(received) - 1, batch))
+                elif i % 3 == 1:
+                    kept.append((len(received) - 1, batch.frames[1:].numpy(), batch.audio[5:]))
+        assert received == reference * 2
+        for entry in kept:
+            digest = received[entry[0]]
+            if len(entry) == 2:
+                assert _digest(entry[1]) == digest
+            else:
+                assert entry[1].tobytes() == digest[1][entry[1].itemsize * 3 * 24 * 32:]
+                assert entry[2].numpy().tobytes() == digest[2][5 * 4:]
