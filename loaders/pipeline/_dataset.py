@@ -32,6 +32,12 @@ Padding: each worker ends its epoch with its own last, partly filled batch, so a
 ``num_workers - 1`` more batches than ``make_loader`` packs from the same items (measured: 18 vs 17 batches on 32
 clips, 68 vs 67 on 128; BENCHMARKS.md). Within an epoch a worker packs across its shards (no per-shard flush).
 
+Memory: inside a DataLoader worker each batch is built in one shared-memory slot that the worker reuses once the
+main process has dropped everything made from that batch (``loaders.pipeline._shared_slots``): no fresh shared
+memory, page faults or per-tensor descriptor passing per batch, and a batch, view, numpy array or DLPack export still
+held in the main process is never overwritten. A received batch's tensors are views of that one slot (saving one
+tensor with ``torch.save`` saves the slot: ``.clone()`` it first); ``pin_memory()`` / ``.to()`` copy out of it.
+
 Resume: ``state_dict()`` / ``load_state_dict()`` (torchdata's Stateful protocol) hold one worker's position
 (see ``loaders.pipeline._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
 yields exactly the batches the uninterrupted run would have. With several ranks (``torch.distributed``), each
