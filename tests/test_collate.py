@@ -252,8 +252,12 @@ def _send(batch):
     from torch.multiprocessing.reductions import shared_cache
 
     data = ForkingPickler.dumps(batch)
+    sender = dict(shared_cache)  # the two processes' caches of shared storages, kept apart
     shared_cache.clear()
-    return pickle.loads(data)
+    received = pickle.loads(data)
+    shared_cache.clear()
+    shared_cache.update(sender)
+    return received
 
 
 def _fields(batch) -> dict:
@@ -320,3 +324,40 @@ def test_worker_slots_reused_only_after_the_receiver_drops_every_holder(samples,
     later = [collate(samples[2:]) for _ in range(3)]
     assert all(slot_of(b) is not slot_of(worker_held) for b in later)
     _assert_batch_equals(worker_held, expected["ab"])
+
+
+def test_worker_slot_sent_twice_is_reused_only_after_both_receipts_are_dropped(samples, monkeypatch):
+    """Every send of a slot's batch counts: dropping one of two received copies does not free the slot."""
+    kwargs = dict(frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)
+    expected = _fields(Collator((32, 48000, 8), **kwargs)(samples[:2]))
+    _as_worker(monkeypatch)
+    collate = Collator((32, 48000, 8), **kwargs)
+    collate(samples[2:])  # sizes the slots (one-off memory)
+    batch = collate(samples[:2])
+    slot = batch.__dict__["_shared_slot"]
+    first, second = _send(batch), _send(batch)
+    del batch, first
+    other = collate(samples[2:])
+    assert other.__dict__["_shared_slot"] is not slot
+    _assert_batch_equals(second, expected)
+    del other, second
+    assert collate(samples[2:]).__dict__["_shared_slot"] is slot
+
+
+def test_worker_slot_shared_by_torch_itself_is_never_reused(samples, monkeypatch):
+    """A slot's tensor pickled the usual way (e.g. returned by a collate_fn) shares the segment with a receiver nobody
+    counts: that slot is retired, and what the receiver holds keeps its values."""
+    kwargs = dict(frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)
+    _as_worker(monkeypatch)
+    collate = Collator((32, 48000, 8), **kwargs)
+    collate(samples[2:])  # sizes the slots (one-off memory)
+    batch = collate(samples[:2])
+    slot = batch.__dict__["_shared_slot"]
+    frames = _send(batch.frames)  # torch's own tensor pickling: the receiver maps the slot
+    kept = frames.clone()
+    del batch
+    later = [collate(samples[2:]) for _ in range(2)]
+    assert all(b.__dict__["_shared_slot"] is not slot for b in later)
+    assert torch.equal(frames, kept)
+    del frames, later
+    assert collate(samples[2:]).__dict__["_shared_slot"] is not slot  # retired for good

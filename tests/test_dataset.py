@@ -476,3 +476,19 @@ def test_batches_held_in_the_main_process_are_never_overwritten(shards):
             else:
                 assert entry[1].tobytes() == digest[1][entry[1].itemsize * 3 * 24 * 32:]
                 assert entry[2].numpy().tobytes() == digest[2][5 * 4:]
+
+
+def _frames_and_audio(batch):
+    return batch.frames, batch.audio
+
+
+def test_tensors_a_collate_fn_takes_from_worker_batches_are_never_overwritten(shards):
+    """A collate_fn in the worker that returns the batch's tensors (torch shares their memory itself): the worker
+    never reuses that memory, so tensors held in the main process keep their values."""
+    from loaders.pipeline import SharedSlots
+
+    reference = [_digest(b) for b in DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None)]
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    ds.collator.slots = SharedSlots(max_slots=2)
+    held = list(DataLoader(ds, batch_size=None, num_workers=1, collate_fn=_frames_and_audio))
+    assert [(f.numpy().tobytes(), a.numpy().tobytes()) for f, a in held] == [d[1:3] for d in reference]

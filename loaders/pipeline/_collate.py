@@ -302,10 +302,6 @@ class Collator:
         self._writer = self.slots.writer() if in_worker else None
         try:
             batch = self._build(items, samples, lengths)
-        except BaseException:
-            if self._writer is not None:
-                self.slots.finish(self._writer, failed=True)
-            raise
         finally:
             writer, self._writer = self._writer, None
         if writer is not None:
