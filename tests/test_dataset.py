@@ -492,3 +492,25 @@ def test_tensors_a_collate_fn_takes_from_worker_batches_are_never_overwritten(sh
     ds.collator.slots = SharedSlots(max_slots=2)
     held = list(DataLoader(ds, batch_size=None, num_workers=1, collate_fn=_frames_and_audio))
     assert [(f.numpy().tobytes(), a.numpy().tobytes()) for f, a in held] == [d[1:3] for d in reference]
+
+
+def _shared_memory_mappings() -> int:
+    with open("/proc/self/maps") as maps:
+        return sum(1 for line in maps if "/dev/shm/" in line)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
+@pytest.mark.parametrize("persistent", [False, True])
+def test_worker_batches_leave_no_shared_memory_behind_across_epochs(shards, persistent):
+    """Batches dropped in the main process leave no mapping there, epoch after epoch (the workers' slots die with
+    them, or stay bounded in persistent workers)."""
+    import gc
+
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=persistent)
+    counts = []
+    for _ in range(3):
+        assert sum(1 for _ in loader) > 0
+        gc.collect()
+        counts.append(_shared_memory_mappings())
+    assert counts[0] == counts[1] == counts[2], counts
