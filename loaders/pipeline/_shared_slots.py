@@ -48,7 +48,7 @@ __all__ = ["SharedSlots", "SlotWriter", "rebuild_from_slot"]
 _ALIGN_BYTES = 64
 """Every tensor of a slot starts on this boundary (any dtype's alignment, one cache line)."""
 _HEADER_BYTES = _ALIGN_BYTES
-"""The slot's first bytes: an int64 in-use flag, then padding to the first tensor."""
+"""The slot's first bytes: the int64 counters ``sent`` and ``released``, then padding to the first tensor."""
 _SENT, _RELEASED = 0, 1
 """Indices of the header's two int64 counters."""
 _COUNT_LOCK = threading.Lock()
@@ -60,7 +60,7 @@ def _aligned(nbytes: int) -> int:
 
 
 class _Slot:
-    """One shared segment of ``nbytes`` and its in-use header."""
+    """One shared segment of ``nbytes`` and its header of send/release counters."""
 
     def __init__(self, nbytes: int) -> None:
         storage = torch.UntypedStorage._new_shared(int(nbytes))
