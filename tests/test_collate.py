@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -235,3 +236,128 @@ def test_window_spans_keep_their_samples_at_a_sub_sample_cut():
     assert (w.start_seconds, w.sample_start, w.sample_stop) == (s, 32001 - 16000, 32001 - 16000)
     assert (m.start_seconds, m.sample_start) == (mid, 24001 - 16000)
     assert torch.equal(window.audio.samples[:, m.sample_start], sample.audio.samples[:, 24001])
+
+
+def _as_worker(monkeypatch):
+    """Makes the collator believe it runs in a DataLoader worker (it then builds batches in shared slots)."""
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: object())
+
+
+def _send(batch):
+    """What a DataLoader worker's queue does to a batch (torch's ForkingPickler), and the main process's receipt: a
+    mapping of its own (torch's cache of received storages emptied, as in another process), so that only the slot's
+    header, not this process's reference counts, tells the sender the batch was dropped."""
+    from multiprocessing.reduction import ForkingPickler
+
+    from torch.multiprocessing.reductions import shared_cache
+
+    data = ForkingPickler.dumps(batch)
+    sender = dict(shared_cache)  # the two processes' caches of shared storages, kept apart
+    shared_cache.clear()
+    received = pickle.loads(data)
+    shared_cache.clear()
+    shared_cache.update(sender)
+    return received
+
+
+def _fields(batch) -> dict:
+    out = {}
+    for name, value in vars(batch).items():
+        if name.startswith("_"):
+            continue
+        out[name] = value.clone() if isinstance(value, torch.Tensor) else value
+    return out
+
+
+def _assert_batch_equals(batch, fields: dict) -> None:
+    for name, value in fields.items():
+        got = getattr(batch, name)
+        if isinstance(value, torch.Tensor):
+            assert got.dtype == value.dtype and torch.equal(got, value), name
+        else:
+            assert got == value, name
+
+
+def test_worker_slots_reused_only_after_the_receiver_drops_every_holder(samples, monkeypatch):
+    """In a DataLoader worker, batches go to shared slots; a slot is written again only once the receiving side
+    holds nothing made from the batch it carried (batch, tensor, view, numpy array, DLPack capsule), and never while
+    the worker itself holds it; received batches equal the collator's output bit for bit."""
+    from torch.utils.dlpack import to_dlpack
+
+    kwargs = dict(frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)
+    reference = Collator((32, 48000, 8), **kwargs)
+    expected = {name: _fields(reference(part)) for name, part in (("ab", samples[:2]), ("c", samples[2:]))}
+    _as_worker(monkeypatch)
+    collate = Collator((32, 48000, 8), **kwargs)
+    first = collate(samples[:2])  # sizes the slots: one-off shared memory, sent the usual way
+    assert collate.slots.num_slots == 0 and first.frames.is_shared()
+    _assert_batch_equals(_send(first), expected["ab"])
+    del first
+
+    def slot_of(batch):
+        return batch.__dict__["_shared_slot"]
+
+    built = collate(samples[2:])
+    slot = slot_of(built)
+    received = _send(built)
+    _assert_batch_equals(received, expected["c"])
+    del built
+    holders = [lambda b: b, lambda b: b.frames[2:5], lambda b: b.audio.numpy(), lambda b: to_dlpack(b.word_spans),
+               lambda b: b.token_spans]
+    for make_holder in holders:
+        kept = make_holder(received)
+        del received
+        other = collate(samples[:2])  # the slot's batch is still held by the receiver: another slot
+        assert slot_of(other) is not slot
+        _assert_batch_equals(other, expected["ab"])
+        received = _send(other)
+        del other, received
+        del kept  # now nothing holds the first slot's batch: it is released and reused
+        again = collate(samples[2:])
+        assert slot_of(again) is slot
+        _assert_batch_equals(again, expected["c"])
+        received = _send(again)
+        del again
+    assert collate.slots.num_slots == 2
+    worker_held = collate(samples[:2])  # the worker keeps this one (never sent): its slot is never reused
+    del received
+    later = [collate(samples[2:]) for _ in range(3)]
+    assert all(slot_of(b) is not slot_of(worker_held) for b in later)
+    _assert_batch_equals(worker_held, expected["ab"])
+
+
+def test_worker_slot_sent_twice_is_reused_only_after_both_receipts_are_dropped(samples, monkeypatch):
+    """Every send of a slot's batch counts: dropping one of two received copies does not free the slot."""
+    kwargs = dict(frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)
+    expected = _fields(Collator((32, 48000, 8), **kwargs)(samples[:2]))
+    _as_worker(monkeypatch)
+    collate = Collator((32, 48000, 8), **kwargs)
+    collate(samples[2:])  # sizes the slots (one-off memory)
+    batch = collate(samples[:2])
+    slot = batch.__dict__["_shared_slot"]
+    first, second = _send(batch), _send(batch)
+    del batch, first
+    other = collate(samples[2:])
+    assert other.__dict__["_shared_slot"] is not slot
+    _assert_batch_equals(second, expected)
+    del other, second
+    assert collate(samples[2:]).__dict__["_shared_slot"] is slot
+
+
+def test_worker_slot_shared_by_torch_itself_is_never_reused(samples, monkeypatch):
+    """A slot's tensor pickled the usual way (e.g. returned by a collate_fn) shares the segment with a receiver nobody
+    counts: that slot is retired, and what the receiver holds keeps its values."""
+    kwargs = dict(frame_size=(8, 10), max_items=4, max_words=5, max_segments=5)
+    _as_worker(monkeypatch)
+    collate = Collator((32, 48000, 8), **kwargs)
+    collate(samples[2:])  # sizes the slots (one-off memory)
+    batch = collate(samples[:2])
+    slot = batch.__dict__["_shared_slot"]
+    frames = _send(batch.frames)  # torch's own tensor pickling: the receiver maps the slot
+    kept = frames.clone()
+    del batch
+    later = [collate(samples[2:]) for _ in range(2)]
+    assert all(b.__dict__["_shared_slot"] is not slot for b in later)
+    assert torch.equal(frames, kept)
+    del frames, later
+    assert collate(samples[2:]).__dict__["_shared_slot"] is not slot  # retired for good

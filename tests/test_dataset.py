@@ -457,3 +457,71 @@ def test_persistent_workers_resume_mid_epoch(shards):
     ds2.set_epoch(2)
     assert [_digest(b) for b in restored] == [_digest(b) for b in DataLoader(ds2, batch_size=None, num_workers=2)]
     assert head + tail != [] and len(tail) >= 1
+
+
+def test_batches_held_in_the_main_process_are_never_overwritten(shards):
+    """DataLoader workers reuse the shared memory of batches the main process dropped (loaders.pipeline._shared_slots):
+    batches, views and numpy arrays still held keep the values they arrived with, and every batch equals the one
+    iterating in the main process gives (1 worker: the same packing)."""
+    from loaders.pipeline import SharedSlots
+
+    reference = [_digest(b) for b in DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None)]
+    assert len(reference) >= 5
+    for holding in ("all", "some"):
+        ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+        ds.collator.slots = SharedSlots(max_slots=2)  # few slots: reused (or exhausted) within the epoch
+        loader = DataLoader(ds, batch_size=None, num_workers=1)
+        kept, received = [], []
+        for epoch in range(2):
+            for i, batch in enumerate(loader):
+                received.append(_digest(batch))
+                if holding == "all" or i % 3 == 0:
+                    kept.append((len(received) - 1, batch))
+                elif i % 3 == 1:
+                    kept.append((len(received) - 1, batch.frames[1:].numpy(), batch.audio[5:]))
+        assert received == reference * 2
+        for entry in kept:
+            digest = received[entry[0]]
+            if len(entry) == 2:
+                assert _digest(entry[1]) == digest
+            else:
+                assert entry[1].tobytes() == digest[1][entry[1].itemsize * 3 * 24 * 32:]
+                assert entry[2].numpy().tobytes() == digest[2][5 * 4:]
+
+
+def _frames_and_audio(batch):
+    return batch.frames, batch.audio
+
+
+def test_tensors_a_collate_fn_takes_from_worker_batches_are_never_overwritten(shards):
+    """A collate_fn in the worker that returns the batch's tensors (torch shares their memory itself): the worker
+    never reuses that memory, so tensors held in the main process keep their values."""
+    from loaders.pipeline import SharedSlots
+
+    reference = [_digest(b) for b in DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None)]
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    ds.collator.slots = SharedSlots(max_slots=2)
+    held = list(DataLoader(ds, batch_size=None, num_workers=1, collate_fn=_frames_and_audio))
+    assert [(f.numpy().tobytes(), a.numpy().tobytes()) for f, a in held] == [d[1:3] for d in reference]
+
+
+def _shared_memory_mappings() -> int:
+    with open("/proc/self/maps") as maps:
+        return sum(1 for line in maps if "/dev/shm/" in line)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
+@pytest.mark.parametrize("persistent", [False, True])
+def test_worker_batches_leave_no_shared_memory_behind_across_epochs(shards, persistent):
+    """Batches dropped in the main process leave no mapping there, epoch after epoch (the workers' slots die with
+    them, or stay bounded in persistent workers)."""
+    import gc
+
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=persistent)
+    counts = []
+    for _ in range(3):
+        assert sum(1 for _ in loader) > 0
+        gc.collect()
+        counts.append(_shared_memory_mappings())
+    assert counts[0] == counts[1] == counts[2], counts

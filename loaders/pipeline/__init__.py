@@ -13,6 +13,7 @@ from loaders.pipeline._items import sample_items
 from loaders.pipeline._loader import Loader, make_loader
 from loaders.pipeline._pack import OnlinePacker, PackItem, PackStats, lower_bound_num_packs, plan_packs
 from loaders.pipeline._resume import ResumePlan, order_key
+from loaders.pipeline._shared_slots import SharedSlots
 from loaders.pipeline._shard_loop import interleave_steps, shard_groups
 from loaders.pipeline._stages import decode_items, pack_batches
 from loaders.pipeline._text import (
@@ -39,6 +40,7 @@ __all__ = [
     "PackedBatch",
     "RecycledBuffers",
     "ResumePlan",
+    "SharedSlots",
     "caption_text",
     "decode_items",
     "encode_text",

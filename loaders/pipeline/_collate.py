@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from aligner import AlignedSample
 from avcore import BatchItem
 from loaders.pipeline._buffers import RecycledBuffers
+from loaders.pipeline._shared_slots import SharedSlots, SlotWriter, reduce_to_slot
 from loaders.pipeline._budgets import first_over_budget
 from loaders.pipeline._text import tokenize_item
 
@@ -156,6 +157,22 @@ class PackedBatch:
                 changes[field.name] = fn(value)
         return dataclasses.replace(self, **changes)
 
+    def __reduce_ex__(self, protocol: int) -> Any:
+        """Built in a DataLoader worker's shared slot (``loaders.pipeline._shared_slots``): pickles as the slot and
+        byte offsets, and the receiving process releases the slot once it has dropped the batch. Otherwise as usual."""
+        slot = self.__dict__.get("_shared_slot")
+        if slot is not None:
+            fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+            reduced = reduce_to_slot(self, slot, fields)
+            if reduced is not None:
+                return reduced
+        return super().__reduce_ex__(protocol)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_shared_slot", None)  # a copy pickled the usual way owns no slot
+        return state
+
     def __repr__(self) -> str:
         parts = []
         for field in dataclasses.fields(self):
@@ -260,6 +277,10 @@ class Collator:
         self._staging_audio: Optional[torch.Tensor] = None
         self._staging_ready: Any = None  # CUDA event: last batch's copies out of staging are done
         self._buffers = RecycledBuffers()
+        self.slots = SharedSlots()
+        """Inside a DataLoader worker: the shared slots batches are built in (reused once the main process drops them)."""
+        self._writer: Optional[SlotWriter] = None
+        """The slot of the batch being built (inside a DataLoader worker, on the CPU), else None."""
 
     @property
     def cap_hops(self) -> int:
@@ -277,6 +298,19 @@ class Collator:
         samples = [item.sample for item in items]
         lengths = np.array([item_lengths(item) for item in items], dtype=np.int64).reshape(-1, 3)
         self._check_fits(samples, lengths)
+        in_worker = self.device.type == "cpu" and torch.utils.data.get_worker_info() is not None
+        self._writer = self.slots.writer() if in_worker else None
+        try:
+            batch = self._build(items, samples, lengths)
+        finally:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            self.slots.finish(writer)
+            if writer.slot is not None:
+                object.__setattr__(batch, "_shared_slot", writer.slot)
+        return batch
+
+    def _build(self, items: list[BatchItem], samples: list[AlignedSample], lengths: np.ndarray) -> PackedBatch:
         cap_frames, cap_samples, cap_tokens = self.budgets
         hops = lengths[:, 1] // self.hop_length
         cu = {name: _cu(lengths[:, j], self.max_items) for j, name in enumerate(("frames", "samples", "tokens"))}
@@ -306,7 +340,12 @@ class Collator:
             padding["hops"] = 1.0 - int(cu["hops"][-1]) / max(self.cap_hops, 1)
 
         def dev(array: np.ndarray) -> torch.Tensor:
+            if self._writer is not None:
+                return self._writer.place(torch.from_numpy(array))
             return torch.from_numpy(array).to(self.device, non_blocking=True)
+
+        if log_mel is not None and self._writer is not None:
+            log_mel = self._writer.place(log_mel)
 
         with_mel = self._mel is not None
         return PackedBatch(
@@ -367,17 +406,14 @@ class Collator:
 
     def _empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """An uninitialised tensor on the device. On the CPU, the buffer of a batch nobody holds any more when there
-        is one (``loaders.pipeline._buffers``); inside a DataLoader worker, a new one in shared memory, so that sending the
-        batch to the main process does not copy it (a worker's tensors otherwise move there on send)."""
+        is one (``loaders.pipeline._buffers``); inside a DataLoader worker, in the batch's shared slot
+        (``loaders.pipeline._shared_slots``: sending the batch to the main process does not copy it, and the slot is
+        reused once the main process has dropped the batch)."""
         if self.device.type != "cpu":
             return torch.empty(shape, dtype=dtype, device=self.device)
-        if torch.utils.data.get_worker_info() is None:
-            return self._buffers.empty(shape, dtype)  # the buffers of dropped batches: no fresh pages to fault in
-        numel = 1
-        for n in shape:
-            numel *= n
-        storage = torch.UntypedStorage._new_shared(numel * dtype.itemsize)
-        return torch.empty(0, dtype=dtype).set_(storage, 0, shape)
+        if self._writer is not None:
+            return self._writer.empty(shape, dtype)
+        return self._buffers.empty(shape, dtype)  # the buffers of dropped batches: no fresh pages to fault in
 
     def _wait_staging(self) -> None:
         """Blocks until the previous batch's copies have left the pinned staging buffers."""

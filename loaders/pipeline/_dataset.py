@@ -30,7 +30,19 @@ before packing, so there even the batches do not depend on ``num_workers``.)
 
 Padding: each worker ends its epoch with its own last, partly filled batch, so an epoch has up to
 ``num_workers - 1`` more batches than ``make_loader`` packs from the same items (measured: 18 vs 17 batches on 32
-clips, 68 vs 67 on 128; BENCHMARKS.md). Within an epoch a worker packs across its shards (no per-shard flush).
+clips, 68 vs 67 on 128; BENCHMARKS.md), i.e. at most ``(num_workers - 1) / N`` more padding on an epoch of ``N``
+batches. Within an epoch a worker packs across its shards (no per-shard flush). This depends on ``num_workers`` and
+is not merged away: torch's DataLoader gives its workers no way to hand their tails to one another that is both
+deterministic and cannot deadlock (one worker waiting for the others' tails blocks the in-order delivery that those
+others need to finish; whichever worker ends last taking them makes the batches depend on timing), and carrying a
+tail into the next epoch would move items across epochs and lose them without ``persistent_workers``. Where
+make_loader's padding matters (small epochs), use ``make_loader``: one packer over all workers' items.
+
+Memory: inside a DataLoader worker each batch is built in one shared-memory slot that the worker reuses once the
+main process has dropped everything made from that batch (``loaders.pipeline._shared_slots``): no fresh shared
+memory, page faults or per-tensor descriptor passing per batch, and a batch, view, numpy array or DLPack export still
+held in the main process is never overwritten. A received batch's tensors are views of that one slot (saving one
+tensor with ``torch.save`` saves the slot: ``.clone()`` it first); ``pin_memory()`` / ``.to()`` copy out of it.
 
 Resume: ``state_dict()`` / ``load_state_dict()`` (torchdata's Stateful protocol) hold one worker's position
 (see ``loaders.pipeline._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
