@@ -1,0 +1,261 @@
+"""``read_audio``'s torchcodec backend: FFmpeg's decode loop in C++, chunk by chunk, overlapped with our downmix
+and soxr.
+
+torchcodec's core decodes a time range of frames in one C++ call (no Python per frame); the call runs on
+torch's inter-op thread pool (``torch.jit.fork`` of a scripted function, so it holds no GIL), while this thread
+takes the mean of the channels of the previous chunk and pushes it through a soxr stream::
+
+    decoder (inter-op thread)  [ chunk 0 ][ chunk 1 ][ chunk 2 ] ...
+    this thread                           [mean+soxr 0][mean+soxr 1] ...
+
+The samples are decoded at the native rate and channel count (no swresample: its stereo downmix is
+``(L + R) / sqrt(2)``, not the mean), so the downmix and resampling are the PyAV backend's, operation for
+operation. torchcodec concatenates frames without looking at their timestamps, so this backend only answers
+where the timeline is provably the frames laid end to end, and raises :class:`NotExact` otherwise (the caller
+then decodes with PyAV, which fills gaps and trims overlaps by timestamp):
+
+- ISO base media (MP4/M4A/MOV) and WAV files only: their sample times are cumulative durations (``stts``, the
+  byte position), so a jump in time shows at every later frame. (A jump that a later one cancels within one
+  chunk would need ``ctts`` offsets on an audio track; not checked.)
+- Every chunk starts where the samples before it end (within ``gap_tolerance_seconds``), and every chunk but
+  the last reaches the time it was asked to reach: a gap or overlap anywhere in a chunk shows at the next
+  boundary.
+- The channel count never changes (torchcodec refuses such a frame: NotExact), the stream decodes without an
+  error (the PyAV backend skips and counts a bad packet), and the samples stay within ``max_duration_seconds``.
+
+Chunks are consecutive: each starts 1 ms after the end of the samples before it, which is after the last
+frame decoded and inside the next one (torchcodec would decode from the file's start again for a start before
+its last frame's end, and skip a frame wholly before the start; either shows as an overlap or gap: NotExact).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import torch
+
+from avcore import resample, seconds_to_samples
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["NotExact", "TorchcodecAudio", "read_torchcodec_audio"]
+
+_CHUNK_SECONDS = 10.0
+"""Audio per torchcodec call: long enough that a call's overhead is nothing, short enough that the downmix and
+resampling of one chunk overlap the decoding of the next (BENCHMARKS.md, #17's audio section)."""
+_STEP_SECONDS = 0.001
+"""A chunk starts this far after the end of the samples before it (see the module docstring)."""
+_LAST_CHUNK_MARGIN_SECONDS = 1.0
+"""The chunk whose stop would be within this of the header's end decodes to the end of the stream."""
+
+
+class NotExact(Exception):
+    """This backend cannot show that its result equals the PyAV backend's timeline rules (the message says why)."""
+
+
+@dataclass(frozen=True)
+class TorchcodecAudio:
+    """What :func:`read_torchcodec_audio` decoded."""
+
+    samples: np.ndarray
+    """float32 ``[C, N]``, or ``[1, N]`` channel means with ``mono``, at ``sample_rate`` or the stream's rate."""
+    start_seconds: float
+    """Presentation time of sample 0 (the first decoded frame's pts)."""
+    source_sample_rate: int
+    """The stream's own rate."""
+    stream_index: int
+    """The container index of the decoded stream."""
+    codec: str
+    """The decoder's name, as PyAV's ``codec_context.name`` gives it (``mp3float``, ``aac``, ...)."""
+
+
+def _container_head(source) -> bytes:
+    """The first 12 bytes of the file (a file object is rewound, as the PyAV backend reads it from the start)."""
+    if isinstance(source, (str, os.PathLike)):
+        with open(os.fspath(source), "rb") as handle:
+            return handle.read(12)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source[:12])
+    if not (hasattr(source, "seek") and hasattr(source, "read")):
+        raise NotExact("a file object that cannot seek")
+    source.seek(0)
+    head = source.read(12)
+    source.seek(0)
+    return bytes(head or b"")
+
+
+def _timeline_is_cumulative(head: bytes) -> bool:
+    """ISO base media (``ftyp`` box first) or RIFF/WAVE: formats whose sample times are summed durations."""
+    return head[4:8] == b"ftyp" or (head[:4] == b"RIFF" and head[8:12] == b"WAVE")
+
+
+def _create_decoder(source):
+    from torchcodec import _core as core
+
+    if isinstance(source, (str, os.PathLike)):
+        return core.create_from_file(os.fspath(source), "approximate")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return core.create_from_bytes(bytes(source) if not isinstance(source, bytes) else source, "approximate")
+    return core.create_from_file_like(source, "approximate")
+
+
+@functools.lru_cache(maxsize=1)
+def _async_range():
+    """``decode_async(decoder, start, stop) -> Future[(frames [C, n], first pts)]``: torchcodec's
+    ``get_frames_by_pts_in_range_audio`` on torch's inter-op thread pool. Scripted once per process (a few ms):
+    ``torch.jit.fork`` runs in parallel only from TorchScript, and a custom op called from Python holds the GIL."""
+    from torchcodec import _core  # noqa: F401 - registers torch.ops.torchcodec_ns
+
+    return torch.jit.script(_decode_async)
+
+
+def _decode_range(decoder: torch.Tensor, start: float, stop: Optional[float]) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.ops.torchcodec_ns.get_frames_by_pts_in_range_audio(decoder, start_seconds=start, stop_seconds=stop)
+
+
+def _decode_async(decoder: torch.Tensor, start: float, stop: Optional[float]) -> torch.jit.Future[tuple[torch.Tensor, torch.Tensor]]:
+    return torch.jit.fork(_decode_range, decoder, start, stop)
+
+
+def channel_mean(samples: np.ndarray) -> np.ndarray:
+    """``[C, n]`` -> ``[n]``: the mean of the channels, summed in channel order then divided (as the PyAV backend
+    and ``np.mean(axis=0)`` for two channels compute it: bit-identical)."""
+    if samples.shape[0] == 1:
+        return np.array(samples[0])
+    row = np.add(samples[0], samples[1])
+    for ch in range(2, samples.shape[0]):
+        row += samples[ch]
+    row /= samples.shape[0]
+    return row
+
+
+class _Output:
+    """Where the chunks go: kept as they are, averaged, or averaged and streamed through soxr HQ."""
+
+    def __init__(self, *, mono: bool, from_rate: int, to_rate: int) -> None:
+        import soxr
+
+        self._mono = mono
+        self._rates = (from_rate, to_rate)
+        self._parts: list[np.ndarray] = []
+        self._stream = (soxr.ResampleStream(from_rate, to_rate, 1, dtype="float32", quality="HQ")
+                        if mono and from_rate != to_rate else None)
+
+    def add(self, chunk: np.ndarray) -> None:
+        if not self._mono:
+            self._parts.append(chunk)
+        elif self._stream is None:
+            self._parts.append(channel_mean(chunk)[None])
+        else:
+            self._parts.append(self._stream.resample_chunk(channel_mean(chunk))[None])
+
+    def result(self, channels: int, total: int) -> np.ndarray:
+        """All samples; resampled ones have ``round_half_up(total * to / from)`` (the rule of ``resample``)."""
+        from_rate, to_rate = self._rates
+        if self._stream is not None:
+            self._parts.append(self._stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True)[None])
+        rows = 1 if self._mono else channels
+        out = np.concatenate(self._parts, axis=1) if self._parts else np.zeros((rows, 0), dtype=np.float32)
+        if self._stream is None:
+            return resample(out, from_rate, to_rate)
+        target = seconds_to_samples(total / from_rate, to_rate)
+        if out.shape[1] < target:
+            out = np.pad(out, ((0, 0), (0, target - out.shape[1])))
+        return out[:, :target]
+
+
+def _decoder_name(codec: str) -> str:
+    """PyAV's name for the decoder FFmpeg picks for ``codec`` (``mp3`` -> ``mp3float``)."""
+    import av
+
+    try:
+        return av.codec.Codec(codec, "r").name
+    except Exception:  # noqa: BLE001 - a codec PyAV's FFmpeg lacks: keep torchcodec's name
+        return codec
+
+
+def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mono: bool,
+                          sample_rate: Optional[int], max_duration_seconds: Optional[float],
+                          gap_tolerance_seconds: float) -> TorchcodecAudio:
+    """Decode the whole audio stream (``read_audio``'s rules, no window) or raise :class:`NotExact`.
+
+    Raises:
+        NotExact: anything this backend cannot show to be exact, or any failure (the caller decodes with PyAV,
+            which raises the errors ``read_audio`` documents).
+    """
+    try:
+        head = _container_head(source)
+    except OSError as e:
+        raise NotExact(f"cannot read the header: {e}") from e
+    if not _timeline_is_cumulative(head):
+        raise NotExact("not an MP4/MOV or WAV file")
+    try:
+        from torchcodec import _core as core
+
+        decode_async = _async_range()
+        decoder = _create_decoder(source)
+        container = core.get_container_metadata(decoder)
+        index = container.best_audio_stream_index if stream_index is None else stream_index
+        if index is None or not 0 <= index < len(container.streams):
+            raise NotExact(f"no audio stream {index}")
+        meta = container.streams[index]
+        if not isinstance(meta, core._metadata.AudioStreamMetadata) or not meta.sample_rate:
+            raise NotExact(f"stream {index} is not audio with a sample rate")
+        core.add_audio_stream(decoder, stream_index=index)
+    except NotExact:
+        raise
+    except Exception as e:  # noqa: BLE001 - torchcodec missing, or a file it cannot open
+        raise NotExact(f"torchcodec cannot open it: {type(e).__name__}: {e}") from e
+    rate = int(meta.sample_rate)
+    header_end = None
+    if meta.duration_seconds_from_header:
+        header_end = (meta.begin_stream_seconds_from_header or 0.0) + meta.duration_seconds_from_header
+    out = _Output(mono=mono, from_rate=rate, to_rate=sample_rate or rate)
+    limit = None if max_duration_seconds is None else max_duration_seconds * rate
+
+    def launch(start: float, stop: Optional[float]):
+        if stop is not None and (header_end is None or stop >= header_end - _LAST_CHUNK_MARGIN_SECONDS):
+            stop = None
+        return decode_async(decoder, start, stop), stop
+
+    first_seconds: Optional[float] = None
+    channels = total = 0
+    pending, stop = launch(-1e9, (meta.begin_stream_seconds_from_header or 0.0) + _CHUNK_SECONDS)
+    try:
+        while pending is not None:
+            try:
+                frames, first = pending.wait()
+            except RuntimeError as e:
+                raise NotExact(f"torchcodec: {e}".splitlines()[0]) from e
+            first = float(first)
+            count = int(frames.shape[1])
+            if first_seconds is None:
+                first_seconds, channels = first, int(frames.shape[0])
+            expected = first_seconds + total / rate
+            if abs(first - expected) > gap_tolerance_seconds:
+                raise NotExact(f"a gap or overlap of {first - expected:+.4f} s before {first:.3f} s")
+            total += count
+            end = first_seconds + total / rate
+            if limit is not None and total > limit:
+                raise NotExact("longer than max_duration_seconds")
+            if stop is None:
+                pending = None
+            elif end < stop - gap_tolerance_seconds:
+                raise NotExact(f"the samples end at {end:.3f} s, before {stop:.3f} s: a gap (or a wrong header)")
+            else:
+                pending, stop = launch(end + _STEP_SECONDS, end + _STEP_SECONDS + _CHUNK_SECONDS)
+            out.add(frames.numpy())  # while the next chunk decodes
+    finally:
+        if pending is not None:
+            try:
+                pending.wait()  # the decoder must not be freed under a running call
+            except RuntimeError:
+                pass
+    if total == 0 or first_seconds is None:
+        raise NotExact("no samples")
+    return TorchcodecAudio(samples=out.result(channels, total), start_seconds=first_seconds, source_sample_rate=rate,
+                           stream_index=int(index), codec=_decoder_name(meta.codec or ""))
