@@ -14,12 +14,13 @@ operation. torchcodec concatenates frames without looking at their timestamps, s
 where the timeline is provably the frames laid end to end, and raises :class:`NotExact` otherwise (the caller
 then decodes with PyAV, which fills gaps and trims overlaps by timestamp):
 
-- ISO base media (MP4/M4A/MOV) and WAV files only: their sample times are cumulative durations (``stts``, the
-  byte position), so a jump in time shows at every later frame. (A jump that a later one cancels within one
+- AAC-LC in ISO base media (MP4/M4A/MOV) and PCM in WAV only (:data:`_WAV_CODECS`): their sample times are
+  cumulative durations (``stts``, the byte position), so a jump in time shows at every later frame. (A jump that a later one cancels within one
   chunk would need ``ctts`` offsets on an audio track; not checked.)
-- Every chunk starts where the samples before it end (within ``gap_tolerance_seconds``), and every chunk but
-  the last reaches the time it was asked to reach: a gap or overlap anywhere in a chunk shows at the next
-  boundary.
+- Every chunk starts where the samples before it end (within ``gap_tolerance_seconds``), every chunk but the
+  last reaches the time it was asked to reach, and (MP4) the samples end where the stream's last frame ends (its
+  pts plus its samples, decoded by PyAV after a seek to the end: a few ms): a gap or overlap anywhere in a chunk
+  shows at the next boundary or at the end. (WAV's times are its byte positions: no gap can exist.)
 - The channel count never changes (torchcodec refuses such a frame: NotExact), the stream decodes without an
   error (the PyAV backend skips and counts a bad packet), and the samples stay within ``max_duration_seconds``.
 
@@ -49,6 +50,11 @@ _CHUNK_SECONDS = 10.0
 resampling of one chunk overlap the decoding of the next (BENCHMARKS.md, #17's audio section)."""
 _STEP_SECONDS = 0.001
 """A chunk starts this far after the end of the samples before it (see the module docstring)."""
+_WAV_CODECS = frozenset({"pcm_u8", "pcm_s16le", "pcm_s24le", "pcm_s32le", "pcm_f32le", "pcm_f64le"})
+"""WAV sample formats answered here (swresample's conversion to float is the PyAV backend's scaling, exactly).
+In MP4 only AAC-LC: torchcodec links the system's FFmpeg (5.1 here) and PyAV its own (8.x); they agree on
+AAC-LC's start and sample count (and on samples within 1e-7), but not on Opus or MP3 in MP4 (5.1 drops the
+first Opus frame: start 20 ms late; MP3's first frame 1 ms late), so those stay with PyAV."""
 _LAST_CHUNK_MARGIN_SECONDS = 1.0
 """The chunk whose stop would be within this of the header's end decodes to the end of the stream."""
 
@@ -86,11 +92,6 @@ def _container_head(source) -> bytes:
     head = source.read(12)
     source.seek(0)
     return bytes(head or b"")
-
-
-def _timeline_is_cumulative(head: bytes) -> bool:
-    """ISO base media (``ftyp`` box first) or RIFF/WAVE: formats whose sample times are summed durations."""
-    return head[4:8] == b"ftyp" or (head[:4] == b"RIFF" and head[8:12] == b"WAVE")
 
 
 def _create_decoder(source):
@@ -168,14 +169,49 @@ class _Output:
         return out[:, :target]
 
 
-def _decoder_name(codec: str) -> str:
-    """PyAV's name for the decoder FFmpeg picks for ``codec`` (``mp3`` -> ``mp3float``)."""
+@dataclass(frozen=True)
+class _Mp4Facts:
+    """What PyAV says of the MP4's audio stream."""
+
+    index: int
+    """The stream the PyAV backend would decode (``pick_stream``)."""
+    sample_rate: int
+    last_frame_end_seconds: float
+    """Where the last frame ends on the stream's timeline: its pts plus its samples / rate."""
+    codec: str
+    """PyAV's decoder name (``AudioClip.codec``)."""
+
+
+def _mp4_facts(source, label: str, stream_index: Optional[int]) -> _Mp4Facts:
+    """PyAV's view of the stream: seek to the end and decode the last packet (a few ms). Raises NotExact when
+    that fails or the codec is not AAC-LC (the note of :data:`_WAV_CODECS`)."""
     import av
 
+    from loaders._source import open_for_pyav, pick_stream
+
     try:
-        return av.codec.Codec(codec, "r").name
-    except Exception:  # noqa: BLE001 - a codec PyAV's FFmpeg lacks: keep torchcodec's name
-        return codec
+        with av.open(open_for_pyav(source), mode="r", metadata_errors="ignore") as container:
+            stream = pick_stream(container, "audio", label, stream_index=stream_index)
+            context = stream.codec_context
+            if context.name != "aac" or context.profile != "LC":
+                raise NotExact(f"codec {context.name} profile {context.profile}: only AAC-LC in MP4 "
+                               f"(the note of _WAV_CODECS)")
+            rate = int(context.sample_rate)
+            container.seek(1 << 62, stream=stream, backward=True)
+            end = None
+            for frame in container.decode(stream):
+                if frame.time is not None and frame.samples:
+                    end = float(frame.time) + frame.samples / rate
+            if end is None:
+                raise NotExact("no last frame after a seek to the end")
+            return _Mp4Facts(index=int(stream.index), sample_rate=rate, last_frame_end_seconds=end, codec=context.name)
+    except NotExact:
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever fails here, the PyAV backend reports it properly
+        raise NotExact(f"PyAV could not find the last frame: {type(e).__name__}: {e}") from e
+    finally:
+        if hasattr(source, "seek"):
+            source.seek(0)
 
 
 def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mono: bool,
@@ -191,8 +227,14 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
         head = _container_head(source)
     except OSError as e:
         raise NotExact(f"cannot read the header: {e}") from e
-    if not _timeline_is_cumulative(head):
+    is_mp4 = head[4:8] == b"ftyp"
+    if not (is_mp4 or (head[:4] == b"RIFF" and head[8:12] == b"WAVE")):
         raise NotExact("not an MP4/MOV or WAV file")
+    shared_reader = not isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview))
+    facts = None
+    if is_mp4 and shared_reader:  # before torchcodec reads it: a file object cannot be read by both at once
+        facts = _mp4_facts(source, label, stream_index)
+        stream_index = facts.index
     try:
         from torchcodec import _core as core
 
@@ -224,8 +266,17 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
 
     first_seconds: Optional[float] = None
     channels = total = 0
+    codec = meta.codec or ""
+    if not is_mp4 and codec not in _WAV_CODECS:
+        raise NotExact(f"codec {codec} in WAV (see _WAV_CODECS)")
     pending, stop = launch(-1e9, (meta.begin_stream_seconds_from_header or 0.0) + _CHUNK_SECONDS)
     try:
+        if is_mp4 and facts is None:  # while the first chunk decodes
+            facts = _mp4_facts(source, label, stream_index)
+        if facts is not None:
+            if (facts.index, facts.sample_rate) != (index, rate):
+                raise NotExact(f"PyAV picks stream {facts.index} at {facts.sample_rate} Hz, torchcodec {index} at {rate}")
+            codec = facts.codec
         while pending is not None:
             try:
                 frames, first = pending.wait()
@@ -257,5 +308,9 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
                 pass
     if total == 0 or first_seconds is None:
         raise NotExact("no samples")
+    end = first_seconds + total / rate
+    if facts is not None and abs(end - facts.last_frame_end_seconds) > gap_tolerance_seconds:
+        raise NotExact(f"the samples end at {end:.4f} s, the last frame at {facts.last_frame_end_seconds:.4f} s: "
+                       f"a gap or overlap")
     return TorchcodecAudio(samples=out.result(channels, total), start_seconds=first_seconds, source_sample_rate=rate,
-                           stream_index=int(index), codec=_decoder_name(meta.codec or ""))
+                           stream_index=int(index), codec=codec)
