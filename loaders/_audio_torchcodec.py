@@ -104,6 +104,26 @@ def _create_decoder(source):
     return core.create_from_file_like(source, "approximate")
 
 
+class _InterOpPool:
+    """Whether torch's inter-op thread pool works in this process. torch starts it on first use and has no
+    fork handler for it: in a process forked after its parent used it, a forked task never runs and waiting for
+    it hangs (a preprocess pool or DataLoader worker forked from a parent that read audio). Such a process
+    decodes each chunk on its own thread instead (no overlap, same result)."""
+
+    def __init__(self) -> None:
+        self._started_in_pid: Optional[int] = None
+
+    def usable(self) -> bool:
+        """True if the pool was started by this process or may be started now (and records that it is)."""
+        if self._started_in_pid is None:
+            self._started_in_pid = os.getpid()
+        return self._started_in_pid == os.getpid()
+
+
+_INTER_OP_POOL = _InterOpPool()
+"""A fact about this process, not a setting: which process started torch's inter-op pool."""
+
+
 @functools.lru_cache(maxsize=1)
 def _async_range():
     """``decode_async(decoder, start, stop) -> Future[(frames [C, n], first pts)]``: torchcodec's
@@ -120,6 +140,22 @@ def _decode_range(decoder: torch.Tensor, start: float, stop: Optional[float]) ->
 
 def _decode_async(decoder: torch.Tensor, start: float, stop: Optional[float]) -> torch.jit.Future[tuple[torch.Tensor, torch.Tensor]]:
     return torch.jit.fork(_decode_range, decoder, start, stop)
+
+
+class _Done:
+    """A chunk decoded on this thread, with the ``wait()`` of a future (see :class:`_InterOpPool`)."""
+
+    def __init__(self, decode, decoder: torch.Tensor, start: float, stop: Optional[float]) -> None:
+        self._result = self._error = None
+        try:
+            self._result = decode(decoder, start_seconds=start, stop_seconds=stop)
+        except RuntimeError as e:
+            self._error = e
+
+    def wait(self):
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 def channel_mean(samples: np.ndarray) -> np.ndarray:
@@ -259,10 +295,14 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
     out = _Output(mono=mono, from_rate=rate, to_rate=sample_rate or rate)
     limit = None if max_duration_seconds is None else max_duration_seconds * rate
 
+    overlap = _INTER_OP_POOL.usable()
+
     def launch(start: float, stop: Optional[float]):
         if stop is not None and (header_end is None or stop >= header_end - _LAST_CHUNK_MARGIN_SECONDS):
             stop = None
-        return decode_async(decoder, start, stop), stop
+        if overlap:
+            return decode_async(decoder, start, stop), stop
+        return _Done(core.get_frames_by_pts_in_range_audio, decoder, start, stop), stop
 
     first_seconds: Optional[float] = None
     channels = total = 0

@@ -178,3 +178,27 @@ def test_chunks_continue_without_decoding_from_the_start_again(media):
 def test_bad_backend_name():
     with pytest.raises(ValueError, match="backend"):
         loaders.read_audio(b"\0" * 10, backend="ffmpeg")
+
+
+def _read_in_child(path, queue):
+    queue.put(loaders.read_audio(path, sample_rate=16000).samples.numpy())
+
+
+def test_a_process_forked_after_its_parent_decoded_still_decodes(media):
+    """torch's inter-op pool (where chunks decode) does not survive a fork; a child forked after the parent used
+    it (a preprocess pool, DataLoader workers) decodes on its own thread and gets the same samples, not a hang."""
+    import multiprocessing
+
+    path = str(media["aac48_stereo.m4a"])
+    parent = loaders.read_audio(path, sample_rate=16000).samples.numpy()
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_read_in_child, args=(path, queue))
+    child.start()
+    try:
+        got = queue.get(timeout=120)
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+    np.testing.assert_array_equal(got, parent)
