@@ -30,8 +30,10 @@ its last frame's end, and skip a frame wholly before the start; either shows as 
 """
 from __future__ import annotations
 
+import collections
 import functools
 import logging
+import math
 import os
 from dataclasses import dataclass
 from typing import Optional
@@ -124,38 +126,57 @@ _INTER_OP_POOL = _InterOpPool()
 """A fact about this process, not a setting: which process started torch's inter-op pool."""
 
 
-@functools.lru_cache(maxsize=1)
-def _async_range():
-    """``decode_async(decoder, start, stop) -> Future[(frames [C, n], first pts)]``: torchcodec's
-    ``get_frames_by_pts_in_range_audio`` on torch's inter-op thread pool. Scripted once per process (a few ms):
-    ``torch.jit.fork`` runs in parallel only from TorchScript, and a custom op called from Python holds the GIL."""
+Chunk = tuple[torch.Tensor, float, float, int, Optional[float]]
+"""One decoded chunk: (frames ``[C, n]``, pts of its first frame, pts of the stream's first frame, samples
+decoded so far including these, the stop it was asked for: None for the last chunk)."""
+
+
+def _first_chunk(decoder: torch.Tensor, stop: Optional[float]) -> tuple[torch.Tensor, float, float, int, Optional[float]]:
+    frames, first = torch.ops.torchcodec_ns.get_frames_by_pts_in_range_audio(decoder, start_seconds=-1e9,
+                                                                              stop_seconds=stop)
+    first_seconds = first.item()
+    return frames, first_seconds, first_seconds, frames.size(1), stop
+
+
+def _next_chunk(decoder: torch.Tensor, previous: torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]],
+                sample_rate: int, chunk_seconds: float, last_from_seconds: float
+                ) -> tuple[torch.Tensor, float, float, int, Optional[float]]:
+    """The chunk after ``previous`` (waited for): from 1 ms after its samples end, ``chunk_seconds`` long, or to the
+    end of the stream once the stop would pass ``last_from_seconds``. After the last chunk: an empty one."""
+    frames, first, first_of_stream, total, previous_stop = torch.jit.wait(previous)
+    if previous_stop is None:
+        return torch.zeros(0, 0), 0.0, first_of_stream, total, previous_stop
+    start = first_of_stream + total / sample_rate + 0.001  # _STEP_SECONDS
+    stop: Optional[float] = start + chunk_seconds
+    if start + chunk_seconds >= last_from_seconds:
+        stop = None
+    frames, first_pts = torch.ops.torchcodec_ns.get_frames_by_pts_in_range_audio(decoder, start_seconds=start,
+                                                                                  stop_seconds=stop)
+    return frames, first_pts.item(), first_of_stream, total + frames.size(1), stop
+
+
+def _fork_first(decoder: torch.Tensor, stop: Optional[float]) -> torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]]:
+    return torch.jit.fork(_first_chunk, decoder, stop)
+
+
+def _fork_next(decoder: torch.Tensor, previous: torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]],
+               sample_rate: int, chunk_seconds: float, last_from_seconds: float
+               ) -> torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]]:
+    return torch.jit.fork(_next_chunk, decoder, previous, sample_rate, chunk_seconds, last_from_seconds)
+
+
+@functools.lru_cache(maxsize=2)
+def _launchers(overlap: bool):
+    """(fork_first, fork_next). ``overlap``: scripted once per process (a few ms), so the forks run on torch's
+    inter-op pool, each chunk's task waiting (suspended, not blocking a thread) for the one before: the decoder
+    goes from chunk to chunk without waiting for this thread. (A custom op called from Python holds the GIL, and
+    ``torch.jit.fork`` runs in parallel only from TorchScript.) Without it, plain Python: each fork runs at once,
+    on this thread."""
     from torchcodec import _core  # noqa: F401 - registers torch.ops.torchcodec_ns
 
-    return torch.jit.script(_decode_async)
-
-
-def _decode_range(decoder: torch.Tensor, start: float, stop: Optional[float]) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.ops.torchcodec_ns.get_frames_by_pts_in_range_audio(decoder, start_seconds=start, stop_seconds=stop)
-
-
-def _decode_async(decoder: torch.Tensor, start: float, stop: Optional[float]) -> torch.jit.Future[tuple[torch.Tensor, torch.Tensor]]:
-    return torch.jit.fork(_decode_range, decoder, start, stop)
-
-
-class _Done:
-    """A chunk decoded on this thread, with the ``wait()`` of a future (see :class:`_InterOpPool`)."""
-
-    def __init__(self, decode, decoder: torch.Tensor, start: float, stop: Optional[float]) -> None:
-        self._result = self._error = None
-        try:
-            self._result = decode(decoder, start_seconds=start, stop_seconds=stop)
-        except RuntimeError as e:
-            self._error = e
-
-    def wait(self):
-        if self._error is not None:
-            raise self._error
-        return self._result
+    if overlap:
+        return torch.jit.script(_fork_first), torch.jit.script(_fork_next)
+    return _fork_first, _fork_next
 
 
 def channel_mean(samples: np.ndarray) -> np.ndarray:
@@ -274,7 +295,6 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
     try:
         from torchcodec import _core as core
 
-        decode_async = _async_range()
         decoder = _create_decoder(source)
         container = core.get_container_metadata(decoder)
         index = container.best_audio_stream_index if stream_index is None else stream_index
@@ -292,38 +312,43 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
     header_end = None
     if meta.duration_seconds_from_header:
         header_end = (meta.begin_stream_seconds_from_header or 0.0) + meta.duration_seconds_from_header
-    out = _Output(mono=mono, from_rate=rate, to_rate=sample_rate or rate)
-    limit = None if max_duration_seconds is None else max_duration_seconds * rate
-
-    overlap = _INTER_OP_POOL.usable()
-
-    def launch(start: float, stop: Optional[float]):
-        if stop is not None and (header_end is None or stop >= header_end - _LAST_CHUNK_MARGIN_SECONDS):
-            stop = None
-        if overlap:
-            return decode_async(decoder, start, stop), stop
-        return _Done(core.get_frames_by_pts_in_range_audio, decoder, start, stop), stop
-
-    first_seconds: Optional[float] = None
-    channels = total = 0
     codec = meta.codec or ""
     if not is_mp4 and codec not in _WAV_CODECS:
         raise NotExact(f"codec {codec} in WAV (see _WAV_CODECS)")
-    pending, stop = launch(-1e9, (meta.begin_stream_seconds_from_header or 0.0) + _CHUNK_SECONDS)
+    out = _Output(mono=mono, from_rate=rate, to_rate=sample_rate or rate)
+    limit = None if max_duration_seconds is None else max_duration_seconds * rate
+    begin = meta.begin_stream_seconds_from_header or 0.0
+    # the chunk whose stop would pass this decodes to the end (no header duration: one chunk, the whole stream)
+    last_from = -math.inf if header_end is None else header_end - _LAST_CHUNK_MARGIN_SECONDS
+    fork_first, fork_next = _launchers(_INTER_OP_POOL.usable())
+    first_stop = None if begin + _CHUNK_SECONDS >= last_from else begin + _CHUNK_SECONDS
+    futures = collections.deque([fork_first(decoder, first_stop)])
+
+    def extend() -> None:  # chunks up to the header's end (and two more, in case it is short): all queued now
+        count = 2 if header_end is None else 2 + math.ceil(max(0.0, header_end - begin) / _CHUNK_SECONDS)
+        for _ in range(count):
+            futures.append(fork_next(decoder, futures[-1], rate, _CHUNK_SECONDS, last_from))
+
+    extend()
+    first_seconds: Optional[float] = None
+    channels = total = 0
     try:
-        if is_mp4 and facts is None:  # while the first chunk decodes
+        if is_mp4 and facts is None:  # while the first chunks decode
             facts = _mp4_facts(source, label, stream_index)
         if facts is not None:
             if (facts.index, facts.sample_rate) != (index, rate):
                 raise NotExact(f"PyAV picks stream {facts.index} at {facts.sample_rate} Hz, torchcodec {index} at {rate}")
             codec = facts.codec
-        while pending is not None:
+        while True:
+            if len(futures) == 1:
+                extend()
             try:
-                frames, first = pending.wait()
+                frames, first, _, decoded, stop = futures.popleft().wait()
             except RuntimeError as e:
                 raise NotExact(f"torchcodec: {e}".splitlines()[0]) from e
-            first = float(first)
             count = int(frames.shape[1])
+            if decoded != total + count:
+                raise NotExact(f"torchcodec's chunks count {decoded} samples, these add up to {total + count}")
             if first_seconds is None:
                 first_seconds, channels = first, int(frames.shape[0])
             expected = first_seconds + total / rate
@@ -333,17 +358,15 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
             end = first_seconds + total / rate
             if limit is not None and total > limit:
                 raise NotExact("longer than max_duration_seconds")
-            if stop is None:
-                pending = None
-            elif end < stop - gap_tolerance_seconds:
+            if stop is not None and end < stop - gap_tolerance_seconds:
                 raise NotExact(f"the samples end at {end:.3f} s, before {stop:.3f} s: a gap (or a wrong header)")
-            else:
-                pending, stop = launch(end + _STEP_SECONDS, end + _STEP_SECONDS + _CHUNK_SECONDS)
-            out.add(frames.numpy())  # while the next chunk decodes
+            out.add(frames.numpy())  # while the next chunks decode
+            if stop is None:
+                break
     finally:
-        if pending is not None:
+        for future in futures:  # the last one finishes after all others: the decoder is not freed under a call
             try:
-                pending.wait()  # the decoder must not be freed under a running call
+                future.wait()
             except RuntimeError:
                 pass
     if total == 0 or first_seconds is None:
