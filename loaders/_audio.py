@@ -13,7 +13,12 @@ output is still at ``start_seconds``; the output length is the half-up count of 
 at the new rate. Gaps between decoded frames are filled with silence and overlaps trimmed, so
 sample ``n`` is always at ``start_seconds + n / sample_rate``.
 
-Speed: frames are copied into large blocks as they are decoded (no per-frame arrays), and with
+Backends (chosen in :func:`read_audio`, the one place): ``torchcodec`` (:mod:`loaders._audio_torchcodec`:
+FFmpeg's C++ decode loop, overlapped with the downmix and soxr; only AAC-LC in MP4 and PCM in WAV whose
+timeline it can show to be the frames end to end) and the PyAV code below (any file; fills gaps and trims
+overlaps by timestamp). ``auto`` tries torchcodec unless the read seeks, and falls back to PyAV.
+
+PyAV speed: frames are copied into large blocks as they are decoded (no per-frame arrays), and with
 ``mono=True`` and a new rate each full block is downmixed and resampled on a helper thread while
 decoding goes on (the result is bit-identical to resampling the whole at once); the blocks are then reused,
 so the native-rate samples are never held whole (a stream whose channel count grows is decoded again, keeping

@@ -1,9 +1,11 @@
 """``read_audio``'s torchcodec backend: FFmpeg's decode loop in C++, chunk by chunk, overlapped with our downmix
 and soxr.
 
-torchcodec's core decodes a time range of frames in one C++ call (no Python per frame); the call runs on
-torch's inter-op thread pool (``torch.jit.fork`` of a scripted function, so it holds no GIL), while this thread
-takes the mean of the channels of the previous chunk and pushes it through a soxr stream::
+torchcodec's core decodes a time range of frames in one C++ call (no Python per frame). The calls are queued
+on torch's inter-op thread pool up front (``torch.jit.fork`` from TorchScript: they hold no GIL), each waiting
+for the one before (it starts where that one's samples end), so the decoder goes from chunk to chunk on its
+own, while this thread takes the mean of the channels of each finished chunk and pushes it through a soxr
+stream::
 
     decoder (inter-op thread)  [ chunk 0 ][ chunk 1 ][ chunk 2 ] ...
     this thread                           [mean+soxr 0][mean+soxr 1] ...
@@ -15,8 +17,8 @@ where the timeline is provably the frames laid end to end, and raises :class:`No
 then decodes with PyAV, which fills gaps and trims overlaps by timestamp):
 
 - AAC-LC in ISO base media (MP4/M4A/MOV) and PCM in WAV only (:data:`_WAV_CODECS`): their sample times are
-  cumulative durations (``stts``, the byte position), so a jump in time shows at every later frame. (A jump that a later one cancels within one
-  chunk would need ``ctts`` offsets on an audio track; not checked.)
+  cumulative durations (``stts``, the byte position), so a jump in time shows at every later frame. (A jump
+  that a later one cancels within one chunk would need ``ctts`` offsets on an audio track; not checked.)
 - Every chunk starts where the samples before it end (within ``gap_tolerance_seconds``), every chunk but the
   last reaches the time it was asked to reach, and (MP4) the samples end where the stream's last frame ends (its
   pts plus its samples, decoded by PyAV after a seek to the end: a few ms): a gap or overlap anywhere in a chunk
@@ -24,7 +26,7 @@ then decodes with PyAV, which fills gaps and trims overlaps by timestamp):
 - The channel count never changes (torchcodec refuses such a frame: NotExact), the stream decodes without an
   error (the PyAV backend skips and counts a bad packet), and the samples stay within ``max_duration_seconds``.
 
-Chunks are consecutive: each starts 1 ms after the end of the samples before it, which is after the last
+Chunks are consecutive: each starts :data:`_STEP_SECONDS` after the end of the samples before it, after the last
 frame decoded and inside the next one (torchcodec would decode from the file's start again for a start before
 its last frame's end, and skip a frame wholly before the start; either shows as an overlap or gap: NotExact).
 """
@@ -47,9 +49,10 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["NotExact", "TorchcodecAudio", "read_torchcodec_audio"]
 
-_CHUNK_SECONDS = 10.0
-"""Audio per torchcodec call: long enough that a call's overhead is nothing, short enough that the downmix and
-resampling of one chunk overlap the decoding of the next (BENCHMARKS.md, #17's audio section)."""
+_CHUNK_SECONDS = 2.0
+"""Audio per torchcodec call: long enough that a call's overhead (~0.1 ms) is nothing, short enough that the
+downmix and resampling follow the decoder closely (chosen on the 48 kHz bench file: BENCHMARKS.md, #17's audio
+section)."""
 _STEP_SECONDS = 0.001
 """A chunk starts this far after the end of the samples before it (see the module docstring)."""
 _WAV_CODECS = frozenset({"pcm_u8", "pcm_s16le", "pcm_s24le", "pcm_s32le", "pcm_f32le", "pcm_f64le"})
@@ -146,7 +149,7 @@ def _next_chunk(decoder: torch.Tensor, previous: torch.jit.Future[tuple[torch.Te
     frames, first, first_of_stream, total, previous_stop = torch.jit.wait(previous)
     if previous_stop is None:
         return torch.zeros(0, 0), 0.0, first_of_stream, total, previous_stop
-    start = first_of_stream + total / sample_rate + 0.001  # _STEP_SECONDS
+    start = first_of_stream + total / sample_rate + 0.001  # _STEP_SECONDS (TorchScript reads no module globals)
     stop: Optional[float] = start + chunk_seconds
     if start + chunk_seconds >= last_from_seconds:
         stop = None
