@@ -2,9 +2,9 @@
 and soxr.
 
 torchcodec's core decodes a time range of frames in one C++ call (no Python per frame). The calls are queued
-on torch's inter-op thread pool up front (``torch.jit.fork`` from TorchScript: they hold no GIL), each waiting
-for the one before (it starts where that one's samples end), so the decoder goes from chunk to chunk on its
-own, while this thread takes the mean of the channels of each finished chunk and pushes it through a soxr
+on torch's inter-op thread pool :data:`_CHUNKS_AHEAD` ahead (``torch.jit.fork`` from TorchScript: they hold no
+GIL), each waiting for the one before (it starts where that one's samples end), so the decoder goes from chunk
+to chunk on its own, while this thread takes the mean of the channels of each finished chunk and pushes it through a soxr
 stream::
 
     decoder (inter-op thread)  [ chunk 0 ][ chunk 1 ][ chunk 2 ] ...
@@ -53,6 +53,9 @@ _CHUNK_SECONDS = 2.0
 """Audio per torchcodec call: long enough that a call's overhead (~0.1 ms) is nothing, short enough that the
 downmix and resampling follow the decoder closely (chosen on the 48 kHz bench file: BENCHMARKS.md, #17's audio
 section)."""
+_CHUNKS_AHEAD = 8
+"""Chunks queued ahead of the one this thread waits for: the decoder never waits for this thread unless it
+falls 16 s of audio behind, and no more than that is held decoded (6 MB of 48 kHz stereo)."""
 _STEP_SECONDS = 0.001
 """A chunk starts this far after the end of the samples before it (see the module docstring)."""
 _WAV_CODECS = frozenset({"pcm_u8", "pcm_s16le", "pcm_s24le", "pcm_s32le", "pcm_f32le", "pcm_f64le"})
@@ -327,12 +330,11 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
     first_stop = None if begin + _CHUNK_SECONDS >= last_from else begin + _CHUNK_SECONDS
     futures = collections.deque([fork_first(decoder, first_stop)])
 
-    def extend() -> None:  # chunks up to the header's end (and two more, in case it is short): all queued now
-        count = 2 if header_end is None else 2 + math.ceil(max(0.0, header_end - begin) / _CHUNK_SECONDS)
-        for _ in range(count):
-            futures.append(fork_next(decoder, futures[-1], rate, _CHUNK_SECONDS, last_from))
+    def queue_next() -> None:  # (past the last chunk, a task returns an empty chunk at once)
+        futures.append(fork_next(decoder, futures[-1], rate, _CHUNK_SECONDS, last_from))
 
-    extend()
+    for _ in range(_CHUNKS_AHEAD):
+        queue_next()
     first_seconds: Optional[float] = None
     channels = total = 0
     try:
@@ -343,8 +345,7 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
                 raise NotExact(f"PyAV picks stream {facts.index} at {facts.sample_rate} Hz, torchcodec {index} at {rate}")
             codec = facts.codec
         while True:
-            if len(futures) == 1:
-                extend()
+            queue_next()
             try:
                 frames, first, _, decoded, stop = futures.popleft().wait()
             except RuntimeError as e:
