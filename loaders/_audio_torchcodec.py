@@ -116,7 +116,7 @@ class _InterOpPool:
     """Whether torch's inter-op thread pool works in this process. torch starts it on first use and has no
     fork handler for it: in a process forked after its parent used it, a forked task never runs and waiting for
     it hangs (a preprocess pool or DataLoader worker forked from a parent that read audio). Such a process
-    decodes each chunk on its own thread instead (no overlap, same result)."""
+    decodes each chunk on the calling thread instead (no overlap, same result)."""
 
     def __init__(self) -> None:
         self._started_in_pid: Optional[int] = None
@@ -132,12 +132,9 @@ _INTER_OP_POOL = _InterOpPool()
 """A fact about this process, not a setting: which process started torch's inter-op pool."""
 
 
-Chunk = tuple[torch.Tensor, float, float, int, Optional[float]]
-"""One decoded chunk: (frames ``[C, n]``, pts of its first frame, pts of the stream's first frame, samples
-decoded so far including these, the stop it was asked for: None for the last chunk)."""
-
-
 def _first_chunk(decoder: torch.Tensor, stop: Optional[float]) -> tuple[torch.Tensor, float, float, int, Optional[float]]:
+    """The stream's first chunk. Every chunk is (frames ``[C, n]``, pts of its first frame, pts of the stream's
+    first frame, samples decoded so far including these, the stop it was asked for: None for the last one)."""
     frames, first = torch.ops.torchcodec_ns.get_frames_by_pts_in_range_audio(decoder, start_seconds=-1e9,
                                                                               stop_seconds=stop)
     first_seconds = first.item()
