@@ -142,14 +142,14 @@ def _first_chunk(decoder: torch.Tensor, stop: Optional[float]) -> tuple[torch.Te
 
 
 def _next_chunk(decoder: torch.Tensor, previous: torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]],
-                sample_rate: int, chunk_seconds: float, last_from_seconds: float
+                sample_rate: int, chunk_seconds: float, last_from_seconds: float, step_seconds: float
                 ) -> tuple[torch.Tensor, float, float, int, Optional[float]]:
-    """The chunk after ``previous`` (waited for): from 1 ms after its samples end, ``chunk_seconds`` long, or to the
+    """The chunk after ``previous`` (waited for): from ``step_seconds`` after its samples end, ``chunk_seconds`` long, or to the
     end of the stream once the stop would pass ``last_from_seconds``. After the last chunk: an empty one."""
     frames, first, first_of_stream, total, previous_stop = torch.jit.wait(previous)
     if previous_stop is None:
         return torch.zeros(0, 0), 0.0, first_of_stream, total, previous_stop
-    start = first_of_stream + total / sample_rate + 0.001  # _STEP_SECONDS (TorchScript reads no module globals)
+    start = first_of_stream + total / sample_rate + step_seconds
     stop: Optional[float] = start + chunk_seconds
     if start + chunk_seconds >= last_from_seconds:
         stop = None
@@ -163,9 +163,9 @@ def _fork_first(decoder: torch.Tensor, stop: Optional[float]) -> torch.jit.Futur
 
 
 def _fork_next(decoder: torch.Tensor, previous: torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]],
-               sample_rate: int, chunk_seconds: float, last_from_seconds: float
+               sample_rate: int, chunk_seconds: float, last_from_seconds: float, step_seconds: float
                ) -> torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]]:
-    return torch.jit.fork(_next_chunk, decoder, previous, sample_rate, chunk_seconds, last_from_seconds)
+    return torch.jit.fork(_next_chunk, decoder, previous, sample_rate, chunk_seconds, last_from_seconds, step_seconds)
 
 
 @functools.lru_cache(maxsize=2)
@@ -328,7 +328,7 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
     futures = collections.deque([fork_first(decoder, first_stop)])
 
     def queue_next() -> None:  # (past the last chunk, a task returns an empty chunk at once)
-        futures.append(fork_next(decoder, futures[-1], rate, _CHUNK_SECONDS, last_from))
+        futures.append(fork_next(decoder, futures[-1], rate, _CHUNK_SECONDS, last_from, _STEP_SECONDS))
 
     for _ in range(_CHUNKS_AHEAD):
         queue_next()
