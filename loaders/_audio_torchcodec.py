@@ -4,8 +4,8 @@ and soxr.
 torchcodec's core decodes a time range of frames in one C++ call (no Python per frame). The calls are queued
 on torch's inter-op thread pool :data:`_CHUNKS_AHEAD` ahead (``torch.jit.fork`` from TorchScript: they hold no
 GIL), each waiting for the one before (it starts where that one's samples end), so the decoder goes from chunk
-to chunk on its own, while this thread takes the mean of the channels of each finished chunk and pushes it through a soxr
-stream::
+to chunk on its own, while this thread takes the mean of the channels of each finished chunk and pushes it
+through a soxr stream::
 
     decoder (inter-op thread)  [ chunk 0 ][ chunk 1 ][ chunk 2 ] ...
     this thread                           [mean+soxr 0][mean+soxr 1] ...
@@ -132,7 +132,8 @@ _INTER_OP_POOL = _InterOpPool()
 """A fact about this process, not a setting: which process started torch's inter-op pool."""
 
 
-def _first_chunk(decoder: torch.Tensor, stop: Optional[float]) -> tuple[torch.Tensor, float, float, int, Optional[float]]:
+def _first_chunk(decoder: torch.Tensor, stop: Optional[float]
+                 ) -> tuple[torch.Tensor, float, float, int, Optional[float]]:
     """The stream's first chunk. Every chunk is (frames ``[C, n]``, pts of its first frame, pts of the stream's
     first frame, samples decoded so far including these, the stop it was asked for: None for the last one)."""
     frames, first = torch.ops.torchcodec_ns.get_frames_by_pts_in_range_audio(decoder, start_seconds=-1e9,
@@ -141,11 +142,13 @@ def _first_chunk(decoder: torch.Tensor, stop: Optional[float]) -> tuple[torch.Te
     return frames, first_seconds, first_seconds, frames.size(1), stop
 
 
-def _next_chunk(decoder: torch.Tensor, previous: torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]],
+def _next_chunk(decoder: torch.Tensor,
+                previous: torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]],
                 sample_rate: int, chunk_seconds: float, last_from_seconds: float, step_seconds: float
                 ) -> tuple[torch.Tensor, float, float, int, Optional[float]]:
-    """The chunk after ``previous`` (waited for): from ``step_seconds`` after its samples end, ``chunk_seconds`` long, or to the
-    end of the stream once the stop would pass ``last_from_seconds``. After the last chunk: an empty one."""
+    """The chunk after ``previous`` (waited for): from ``step_seconds`` after its samples end, ``chunk_seconds``
+    long, or to the end of the stream once the stop would pass ``last_from_seconds``. After the last chunk: an
+    empty one."""
     frames, first, first_of_stream, total, previous_stop = torch.jit.wait(previous)
     if previous_stop is None:
         return torch.zeros(0, 0), 0.0, first_of_stream, total, previous_stop
@@ -158,14 +161,17 @@ def _next_chunk(decoder: torch.Tensor, previous: torch.jit.Future[tuple[torch.Te
     return frames, first_pts.item(), first_of_stream, total + frames.size(1), stop
 
 
-def _fork_first(decoder: torch.Tensor, stop: Optional[float]) -> torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]]:
+def _fork_first(decoder: torch.Tensor, stop: Optional[float]
+                ) -> torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]]:
     return torch.jit.fork(_first_chunk, decoder, stop)
 
 
-def _fork_next(decoder: torch.Tensor, previous: torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]],
+def _fork_next(decoder: torch.Tensor,
+               previous: torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]],
                sample_rate: int, chunk_seconds: float, last_from_seconds: float, step_seconds: float
                ) -> torch.jit.Future[tuple[torch.Tensor, float, float, int, Optional[float]]]:
-    return torch.jit.fork(_next_chunk, decoder, previous, sample_rate, chunk_seconds, last_from_seconds, step_seconds)
+    return torch.jit.fork(_next_chunk, decoder, previous, sample_rate, chunk_seconds, last_from_seconds,
+                          step_seconds)
 
 
 @functools.lru_cache(maxsize=2)
@@ -339,7 +345,8 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
             facts = _mp4_facts(source, label, stream_index)
         if facts is not None:
             if (facts.index, facts.sample_rate) != (index, rate):
-                raise NotExact(f"PyAV picks stream {facts.index} at {facts.sample_rate} Hz, torchcodec {index} at {rate}")
+                raise NotExact(f"PyAV picks stream {facts.index} at {facts.sample_rate} Hz, "
+                               f"torchcodec {index} at {rate}")
             codec = facts.codec
         while True:
             queue_next()
