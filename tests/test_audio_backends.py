@@ -204,3 +204,23 @@ def test_a_process_forked_after_its_parent_decoded_still_decodes(media):
         if child.is_alive():
             child.kill()
     np.testing.assert_array_equal(got, parent)
+
+
+def test_refusals_keep_their_reasons(media, tmp_path):
+    """What torchcodec cannot answer, PyAV answers with read_audio's documented errors: over
+    ``max_duration_seconds`` is ``too_large``, an MP4 without audio is ``missing_audio``, a video stream's index
+    is ``missing_audio``; under the limit the torchcodec result stands."""
+    path = media["aac_25s.m4a"]
+    with pytest.raises(loaders.DecodeError, match="max_duration_seconds") as raised:
+        loaders.read_audio(path, max_duration_seconds=10.0)
+    assert raised.value.reason == "too_large"
+    _same_clip(loaders.read_audio(path, max_duration_seconds=30.0),
+               loaders.read_audio(path, backend="pyav", max_duration_seconds=30.0))
+    silent = tmp_path / "video_only.mp4"
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30", "-t", "1", "-c:v", "libx264", str(silent))
+    with pytest.raises(loaders.DecodeError) as raised:
+        loaders.read_audio(silent)
+    assert raised.value.reason == "missing_audio"
+    with pytest.raises(loaders.DecodeError) as raised:
+        loaders.read_audio(media["late_audio.mp4"], stream_index=0)  # stream 0 is the video
+    assert raised.value.reason == "missing_audio"
