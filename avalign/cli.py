@@ -65,10 +65,11 @@ def _cmd_measure(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     if args.what == "decode":
-        from avalign.bench import bench_decode, bench_long, format_decode_table, format_long_table
+        from avalign.bench import LONG_CASES, bench_decode, bench_long, format_decode_table, format_long_table
 
         if args.long:
-            result = bench_long(threads=args.threads, repeats=args.repeats, work_dir=args.work_dir)
+            cases = tuple(c for c in args.cases.split(",") if c) if args.cases else LONG_CASES
+            result = bench_long(threads=args.threads, repeats=args.repeats, work_dir=args.work_dir, cases=cases)
             print(json.dumps(result, indent=2) if args.json else format_long_table(result))
             return 0
         result = bench_decode(args.files or None, threads=args.threads, repeats=args.repeats)
@@ -165,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--long", action="store_true",
                        help="decode: issue #17's table: 600 s files: sparse 8-of-10 s (+224x224), 1 fps, 48/44.1 kHz AAC -> "
                             "16 kHz mono; full decode 720p 60 s and 1080p 20 s; read_video with each backend (tools interleaved)")
+    bench.add_argument("--cases", default=None,
+                       help="decode --long: comma-separated subset of sparse,audio,full,one_fps (default: all)")
     bench.add_argument("--num-clips", type=int, default=24, help="align: generated clips (default 24)")
     bench.add_argument("--seed", type=int, default=2026, help="align: seed of the generated set")
     bench.add_argument("--work-dir", default=None, help="align, decode --long: where clips are generated (reused when present)")

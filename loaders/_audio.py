@@ -13,7 +13,12 @@ output is still at ``start_seconds``; the output length is the half-up count of 
 at the new rate. Gaps between decoded frames are filled with silence and overlaps trimmed, so
 sample ``n`` is always at ``start_seconds + n / sample_rate``.
 
-Speed: frames are copied into large blocks as they are decoded (no per-frame arrays), and with
+Backends (chosen in :func:`read_audio`, the one place): ``torchcodec`` (:mod:`loaders._audio_torchcodec`:
+FFmpeg's C++ decode loop, overlapped with the downmix and soxr; only AAC-LC in MP4 and PCM in WAV whose
+timeline it can show to be the frames end to end) and the PyAV code below (any file; fills gaps and trims
+overlaps by timestamp). ``auto`` tries torchcodec unless the read seeks, and falls back to PyAV.
+
+PyAV speed: frames are copied into large blocks as they are decoded (no per-frame arrays), and with
 ``mono=True`` and a new rate each full block is downmixed and resampled on a helper thread while
 decoding goes on (the result is bit-identical to resampling the whole at once); the blocks are then reused,
 so the native-rate samples are never held whole (a stream whose channel count grows is decoded again, keeping
@@ -23,12 +28,13 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Callable, Optional
+from typing import Callable, Literal, Optional
 
 import numpy as np
 import torch
 
 from avcore import AudioClip, DecodeError, check_window_overlaps, resample, seconds_to_samples
+from loaders import _audio_torchcodec
 from loaders._source import MediaSource, check_source, describe_source, open_container, pick_stream
 
 logger = logging.getLogger(__name__)
@@ -39,6 +45,10 @@ _GAP_TOLERANCE_SECONDS = 0.002
 """Frame timestamps may jitter by a sample or two; only larger gaps/overlaps are repaired."""
 _SEEK_MARGIN_SECONDS = 1.0
 """Decode this much before a requested start so the codec's overlap/priming has settled."""
+_SEEK_FROM_SECONDS = 2 * _SEEK_MARGIN_SECONDS
+"""A window starting later than this is read by seeking (PyAV backend); earlier ones decode from the start."""
+Backend = Literal["auto", "pyav", "torchcodec"]
+_BACKENDS = ("auto", "pyav", "torchcodec")
 _MAX_TICK_SECONDS = 0.5
 """A time base coarser than this cannot time audio frames (~20 ms each): a corrupt ``mdhd`` timescale."""
 _GAP_FILL_ALLOWANCE_SECONDS = 10.0
@@ -446,6 +456,7 @@ def read_audio(
     name: Optional[str] = None,
     stream_index: Optional[int] = None,
     max_duration_seconds: Optional[float] = None,
+    backend: Backend = "auto",
 ) -> AudioClip:
     """Decode the first audio stream of ``source`` with the presentation time of its first sample.
 
@@ -461,6 +472,12 @@ def read_audio(
         max_duration_seconds: refuse (``too_large``) audio spanning longer than this; None: no limit. Whatever
             the limit, timestamps that need far more silence than the stream holds (a corrupt timescale) are
             refused (``decode``) before that silence is allocated.
+        backend: ``pyav`` (frame by frame, any file), ``torchcodec`` (:mod:`loaders._audio_torchcodec`: FFmpeg's
+            C++ decode loop overlapped with the downmix and soxr; only where the timeline is provably the frames
+            end to end, else DecodeError) or ``auto``: torchcodec where it can answer exactly and the read does not
+            seek (no ``start_seconds`` past :data:`_SEEK_FROM_SECONDS`), else PyAV. Both give the same start time,
+            sample count and gap/overlap/channel rules; sample values agree within float rounding (their FFmpeg
+            builds differ).
 
     Returns:
         AudioClip whose sample ``n`` is presented at ``start_seconds + n / sample_rate``.
@@ -486,12 +503,32 @@ def read_audio(
         raise ValueError(f"sample_rate must be a positive int, got {sample_rate = !r}")
     if start_seconds is not None and stop_seconds is not None and stop_seconds < start_seconds:
         raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend = !r}")
+    seeks = start_seconds is not None and start_seconds > _SEEK_FROM_SECONDS
+    if backend == "torchcodec" or (backend == "auto" and not seeks):
+        try:
+            decoded = _audio_torchcodec.read_torchcodec_audio(
+                source, label, stream_index=stream_index, mono=mono, sample_rate=sample_rate,
+                max_duration_seconds=max_duration_seconds, gap_tolerance_seconds=_GAP_TOLERANCE_SECONDS)
+        except MemoryError as e:
+            raise DecodeError(f"{label}: out of memory decoding the audio ({e})", reason="too_large") from e
+        except _audio_torchcodec.NotExact as why:
+            if backend == "torchcodec":
+                raise DecodeError(f"{label}: the torchcodec audio backend cannot decode this exactly ({why}); "
+                                  f"use backend='pyav' or 'auto'") from why
+            logger.debug("%s: audio with PyAV: %s", label, why)
+        else:
+            return _windowed(decoded.samples, decoded.start_seconds, sample_rate or decoded.source_sample_rate,
+                             start_seconds, stop_seconds, label=label, source_sample_rate=decoded.source_sample_rate,
+                             codec=decoded.codec, decode_errors=0, stream_index=decoded.stream_index)
+
     def decode(stream_blocks: bool):
         container = open_container(source, label, kind="audio")
         try:
             stream = pick_stream(container, "audio", label, stream_index=stream_index)
             seek = None
-            if start_seconds is not None and start_seconds > 2 * _SEEK_MARGIN_SECONDS:
+            if seeks:
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
             decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
                                   sample_rate=sample_rate, stream_blocks=stream_blocks)
@@ -513,6 +550,14 @@ def read_audio(
         raise DecodeError(f"{label}: out of memory decoding the audio ({e})", reason="too_large") from e
     except Exception as e:  # noqa: BLE001 - FFmpeg/PyAV/soxr errors on a corrupt file
         raise DecodeError(f"{label}: audio decode failed: {type(e).__name__}: {e}") from e
+    return _windowed(samples, first_seconds, out_rate, start_seconds, stop_seconds, label=label,
+                     source_sample_rate=rate, codec=codec, decode_errors=decode_errors, stream_index=index_of_stream)
+
+
+def _windowed(samples: np.ndarray, first_seconds: float, out_rate: int, start_seconds: Optional[float],
+              stop_seconds: Optional[float], *, label: str, source_sample_rate: int, codec: str, decode_errors: int,
+              stream_index: int) -> AudioClip:
+    """The AudioClip of the decoded ``samples`` (sample 0 at ``first_seconds``) cut to the window, if any."""
     end_seconds = first_seconds + samples.shape[1] / out_rate
     if start_seconds is not None or stop_seconds is not None:
         lo = first_seconds if start_seconds is None else start_seconds
@@ -529,8 +574,8 @@ def read_audio(
         samples=torch.from_numpy(samples),
         sample_rate=int(out_rate),
         start_seconds=float(first_seconds),
-        source_sample_rate=rate,
+        source_sample_rate=int(source_sample_rate),
         codec=codec,
         decode_errors=decode_errors,
-        stream_index=index_of_stream,
+        stream_index=stream_index,
     )

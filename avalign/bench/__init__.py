@@ -8,6 +8,7 @@ from __future__ import annotations
 from avalign._lazy import lazy_exports
 
 _EXPORTS = {
+    "LONG_CASES": "avalign.bench._decode",
     "REAL_AV_CLIPS": "avalign.bench._align",
     "TARGETS": "avalign.bench._align",
     "WildFeatures": "avalign.bench._wild",

@@ -268,6 +268,8 @@ def make_long_clips(out_dir: str, seconds: int = LONG_SECONDS, audio_rate: int =
     return video, audio
 
 
+LONG_CASES = ("sparse", "audio", "full", "one_fps")
+"""The case groups of :func:`bench_long`: sparse 8-of-10 s (+224x224), 48/44.1 kHz audio, full decode, 1 fps."""
 FULL_CLIPS = (("1280x720", 60), ("1920x1080", 20))
 """Full-decode files of issue #17's table: (size, seconds) of 30 fps H.264 (x264 ``veryfast``)."""
 
@@ -410,6 +412,8 @@ def _audio_tools(path: str, rate: int) -> dict[str, Callable[[], int]]:
 
     out: dict[str, Callable[[], int]] = {
         "avalign read_audio(sample_rate=16000, mono)": lambda: loaders.read_audio(path, sample_rate=rate).num_samples,
+        "avalign read_audio(..., backend=pyav)": lambda: loaders.read_audio(path, sample_rate=rate,
+                                                                            backend="pyav").num_samples,
     }
     try:
         from torchcodec.decoders import AudioDecoder
@@ -430,7 +434,8 @@ def _audio_tools(path: str, rate: int) -> dict[str, Callable[[], int]]:
 
 def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = None, seconds: int = LONG_SECONDS,
                one_fps_repeats: Optional[int] = None, full_clips: tuple[tuple[str, int], ...] = FULL_CLIPS,
-               full_repeats: Optional[int] = None, video_size: str = LONG_VIDEO_SIZE) -> dict:
+               full_repeats: Optional[int] = None, video_size: str = LONG_VIDEO_SIZE,
+               cases: tuple[str, ...] = LONG_CASES) -> dict:
     """Issue #17's cases on a ``seconds``-long file, every tool in the same interleaved rounds:
 
     - sparse: 8 frames from a 10 s window in the middle (``fps=0.8`` over ``[T/2, T/2 + 10)``), with and
@@ -443,8 +448,12 @@ def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = 
 
     Returns ``{"sparse": rows, "sparse_224": rows, "one_fps": rows, "audio": rows, "audio_44k": rows,
     "full_720p": rows, "full_1080p": rows, ...}``; each row has the median wall seconds of ``repeats`` rounds
-    (``one_fps_repeats`` / ``full_repeats`` for those cases, default ``repeats``).
+    (``one_fps_repeats`` / ``full_repeats`` for those cases, default ``repeats``). ``cases``: which of
+    :data:`LONG_CASES` to run (default all).
     """
+    unknown = set(cases) - set(LONG_CASES)
+    if unknown:
+        raise ValueError(f"unknown cases {sorted(unknown)}; valid: {LONG_CASES}")
     if shutil.which("ffmpeg") is None:
         raise FileNotFoundError("ffmpeg is not installed (Debian package ffmpeg)")
     work_dir = work_dir or os.path.join(tempfile.gettempdir(), "avalign-bench-long")
@@ -453,23 +462,27 @@ def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = 
     middle = float(seconds // 2)
     result: dict = {"threads": threads, "repeats": repeats, "video": video, "audio_file": audio, "seconds": seconds,
                     "load_before": os.getloadavg()[0]}
-    result["sparse"] = _interleaved(_played_at_tools(video, threads, middle, middle + 10.0, 0.8, None), repeats)
-    result["sparse_224"] = _interleaved(_played_at_tools(video, threads, middle, middle + 10.0, 0.8, (224, 224)), repeats)
-    result["audio"] = _interleaved(_audio_tools(audio, 16000), repeats)
-    _, audio_44k = make_long_clips(work_dir, seconds, audio_rate=44100)
-    result["audio_44k_file"] = audio_44k
-    result["audio_44k"] = _interleaved(_audio_tools(audio_44k, 16000), repeats)
+    if "sparse" in cases:
+        result["sparse"] = _interleaved(_played_at_tools(video, threads, middle, middle + 10.0, 0.8, None), repeats)
+        result["sparse_224"] = _interleaved(_played_at_tools(video, threads, middle, middle + 10.0, 0.8, (224, 224)),
+                                            repeats)
+    if "audio" in cases:
+        result["audio"] = _interleaved(_audio_tools(audio, 16000), repeats)
+        _, audio_44k = make_long_clips(work_dir, seconds, audio_rate=44100)
+        result["audio_44k_file"] = audio_44k
+        result["audio_44k"] = _interleaved(_audio_tools(audio_44k, 16000), repeats)
     result["full_repeats"] = full_repeats or repeats
     result["full_files"] = []
-    for path in make_full_clips(work_dir, full_clips):
+    for path in make_full_clips(work_dir, full_clips) if "full" in cases else []:
         key = "full_" + os.path.basename(path).split("_")[2]  # full_720p, full_1080p
         result["full_files"].append(path)
         result[key] = _interleaved(_full_tools(path, threads), result["full_repeats"])
     result["one_fps_repeats"] = one_fps_repeats or repeats
-    tools = _played_at_tools(video, threads, 0.0, float(seconds), 1.0, None)
-    tools.pop("avalign read_video(fps=), index cache cleared")  # the index is a few ms of a ~10 s read
-    tools.pop("avalign read_video(fps=, backend=pyav)")  # = auto, which is pyav for fps= reads (AUTO_BACKEND)
-    result["one_fps"] = _interleaved(tools, result["one_fps_repeats"])
+    if "one_fps" in cases:
+        tools = _played_at_tools(video, threads, 0.0, float(seconds), 1.0, None)
+        tools.pop("avalign read_video(fps=), index cache cleared")  # the index is a few ms of a ~10 s read
+        tools.pop("avalign read_video(fps=, backend=pyav)")  # = auto, which is pyav for fps= reads (AUTO_BACKEND)
+        result["one_fps"] = _interleaved(tools, result["one_fps_repeats"])
     result["load_after"] = os.getloadavg()[0]
     return result
 
