@@ -9,9 +9,8 @@
 
 The 30-level floor of the weight's reference: a flash or a light switched on changes the picture by tens of luma
 levels, a mouth opening or closing by a few; in a clip whose only "events" are such small changes they count
-for less than full events (on the tune set, true events 21-176 levels, median 102; the isolated brightenings of
-clips with a mouth and no events 4-25, median 7: BENCHMARKS.md, "A/V significance against the clip's own
-neighbourhood").
+for less than full events (the strengths measured on the tune set: BENCHMARKS.md, "A/V significance against the
+clip's own neighbourhood").
 """
 from __future__ import annotations
 
