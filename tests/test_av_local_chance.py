@@ -95,3 +95,17 @@ def test_reversed_onsets_play_the_audio_backwards() -> None:
     assert back.times_seconds.tolist() == [1.0, 8.0, 9.5]
     assert back.strength.tolist() == [3.0, 2.0, 1.0] and back.tonality_db.tolist() == [7.0, 6.0, 5.0]
     assert back.rise_seconds.tolist() == [0.003, 0.002, 0.001] and back.duration_seconds == 10.0
+
+
+def test_null_pairings_with_reversed_audio_cover_every_pair() -> None:
+    """3 simulated clips: 6 other-audio pairings and 9 reversed-audio ones (own audio included); none answers."""
+    from avalign.bench import WildFeatures, null_pairings
+
+    features = {}
+    for seed in range(3):
+        visual, pts, onsets, _ = _clip(100 + seed, mode="events")
+        features[f"c{seed}"] = WildFeatures(visual, pts, onsets, 0.0)
+    rows = null_pairings(features, reversed_audio=True)
+    assert sum(not r["reversed"] for r in rows) == 6 and sum(r["reversed"] for r in rows) == 9
+    assert {(r["video"], r["audio"]) for r in rows if r["reversed"]} == {(a, b) for a in features for b in features}
+    assert not any(r["answered"] for r in rows)
