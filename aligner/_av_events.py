@@ -5,7 +5,12 @@
     visual[k] (change entering frame k)   ──candidates──▶  stands out of the clip:  > max(0.1·peak, median + 6·MAD, 4)
                                           ──isolation──▶   ≥ 4 × the 90th percentile of the change within ±15 frames
                                                            (its own ±2 frames left out); the rest is continuous motion
-    event k at pts[k], weight w_k = min(1, √(strength_k / (0.5 · 90th percentile of the event strengths)))
+    event k at pts[k], weight w_k = min(1, √(strength_k / max(0.5 · 90th percentile of the event strengths, 30)))
+
+The 30-level floor of the weight's reference: a flash or a light switched on changes the picture by tens of luma
+levels, a mouth opening or closing by a few; in a clip whose only "events" are such small changes they count
+for less than full events (the strengths measured on the tune set: BENCHMARKS.md, "A/V significance against the
+clip's own neighbourhood").
 """
 from __future__ import annotations
 
@@ -30,6 +35,8 @@ _ISOLATION_FRAMES = 15
 _ISOLATION_FLOOR = 0.5  # luma: a still neighbourhood does not make a weak change an event by itself
 # Visual event weight: sqrt(strength / (this x the 90th percentile of the clip's event strengths)), at most 1.
 _VISUAL_REFERENCE = 0.5
+# ... and never below this (luma levels): small changes (a mouth) do not count as full events.
+_VISUAL_REFERENCE_FLOOR = 30.0
 # Audio event weight: strength / (this x the median strength), in [0.25, 1].
 _AUDIO_REFERENCE = 1.5
 
@@ -93,7 +100,8 @@ def detect_visual_events(visual_events: np.ndarray, pts_seconds: np.ndarray) -> 
     selected, num_continuous = _isolated(visual)
     strength = visual[selected]
     if selected.size:
-        weights = np.minimum(1.0, np.sqrt(strength / (_VISUAL_REFERENCE * float(np.percentile(strength, 90)))))
+        reference = max(_VISUAL_REFERENCE * float(np.percentile(strength, 90)), _VISUAL_REFERENCE_FLOOR)
+        weights = np.minimum(1.0, np.sqrt(strength / reference))
     else:
         weights = np.zeros(0)
     return VisualEvents(pts[selected], strength, weights, num_continuous)

@@ -8,7 +8,21 @@
     c(L, d) = Σ_k w_k · G(t_k + L + d·(t_k − t_c))          L: lag at the events' centre t_c, d: drift
               L ∈ ±max_offset_ms in 1 ms steps, d ∈ ±max_drift_ppm in steps that keep d·span/2 ≤ σ
     S       = −log10 P(≥ c(peak) of n = Σ w_k events match at one lag by chance) − log10(cells)
-              (binomial tail; chance rate = mean of c over all cells / n; cells = lags × drifts / 6σ)
+              (binomial tail; cells = lags × drifts / 6σ; chance rate = (the larger of the mean of c over all
+              cells and its mean over the peak's own neighbourhood, 20-100 ms either side at the best drift) / n)
+
+The neighbourhood term is the clip's own chance level next to the peak. Visual changes that follow the speech
+(a mouth, lip-like motion) meet speech onsets more often than chance at every lag within a syllable of the
+true offset, so their c is a broad hump whose top passes the global chance test; a true event-to-event peak
+is as narrow as the dating error (a few ms) and stands above its neighbourhood as well::
+
+    c(L)   flash ↔ sound events:            mouth ↔ speech (no events):
+              │                                  │
+              │            ▲ peak                │           ▲ peak (off by the lip lead)
+              │            █                     │        ▄▆███▆▄
+              │ ▁ ▁  ▁ ▁▁ █ ▁ ▁▁ ▁              │ ▁ ▁▂▄▆███████▆▄▂▁ ▁
+              └──────────────────── L            └──────────────────── L
+                       |ring|  ring: 20-100 ms         |ring| (high: chance here ≈ the peak)
 
 Both kernel widths σ = 2.5 ms and 6 ms are tried and the larger significance wins (events dated a few ms
 apart earn it at 6 ms, paying for its higher chance rate; the null threshold is calibrated on this maximum).
@@ -28,13 +42,16 @@ from aligner._options import AVOptions
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LagDriftMatch", "match_lag_drift"]
+__all__ = ["LOCAL_CHANCE_RING_SECONDS", "LagDriftMatch", "match_lag_drift"]
 
 LAG_STEP_SECONDS = 0.001
 """Lag grid step of the search."""
 _SIGMA_SECONDS = 0.0025  # sets the drift step
 _SIGMAS_SECONDS = (0.0025, 0.006)
 _SIDELOBE_EXCLUSION_SECONDS = 0.02
+LOCAL_CHANCE_RING_SECONDS = (0.02, 0.1)
+"""Lags this far from the peak (inner, outer), at its drift, give the peak's local chance level (module diagram;
+chosen on the tune set: BENCHMARKS.md, "A/V significance against the clip's own neighbourhood")."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +75,8 @@ class LagDriftMatch:
     sidelobe_matches: float
     """Most events matched outside the peak's neighbourhood (any drift); 0 when no lag is outside it."""
     chance_matches: float
-    """Mean of ``c`` over all cells: what chance gives."""
+    """What chance gives: the larger of the mean of ``c`` over all cells and over the peak's ring
+    (:data:`LOCAL_CHANCE_RING_SECONDS`)."""
     weight_total: float
     """``n = Σ w_k``."""
 
@@ -114,6 +132,15 @@ def _significance(matches: np.ndarray, num_events: float, chance: float, num_cel
     return -np.log10(np.maximum(tail, 1e-300)) - math.log10(max(num_cells, 1.0))
 
 
+def _local_chance(curve: np.ndarray, peak_index: int, step: float) -> float:
+    """Mean of ``curve`` (``c`` over lags, ``step`` apart) over the ring :data:`LOCAL_CHANCE_RING_SECONDS` around
+    ``peak_index``; 0 when no lag lies in the ring."""
+    inner, outer = LOCAL_CHANCE_RING_SECONDS
+    distance = np.abs(np.arange(curve.size) - peak_index) * step
+    ring = (distance > inner + 1e-9) & (distance <= outer + 1e-9)
+    return float(curve[ring].mean()) if ring.any() else 0.0
+
+
 def _surface(events: VisualEvents, grid: np.ndarray, grid_lo: float, lags: np.ndarray, drifts: np.ndarray,
              centre_t: float) -> np.ndarray:
     """``c(L, d)`` as ``[drifts, lags]``: the weighted sum of ``G`` (on a half-step grid, linearly interpolated)
@@ -163,7 +190,7 @@ def match_lag_drift(events: VisualEvents, onsets: AudioOnsets, options: AVOption
                                    step / 2, sigma)
         surface = _surface(events, grid, grid_lo, lags, drifts, centre_t)
         cell = np.unravel_index(int(np.argmax(surface)), surface.shape)
-        chance_here = float(surface.mean())
+        chance_here = max(float(surface.mean()), _local_chance(surface[cell[0]], int(cell[1]), step))
         curve_here = _significance(surface[cell[0]], weight_total, chance_here, surface.size / (6.0 * sigma / step))
         if best is None or curve_here[cell[1]] > best[0]:
             best = (float(curve_here[cell[1]]), surface, cell, chance_here, curve_here)

@@ -14,8 +14,10 @@ Four steps, one module each::
                   says why, when a gate fails (below, :func:`_gate`)
     4 drift fit   pairs on the best line ─► Theil–Sen line a − t = offset + drift·t                 (_av_drift)
 
-Confidence is calibrated against null pairings (another clip's audio): :data:`NULL_THRESHOLD` is the
-significance that at most 1 % of them reach on the tune set (derivation: BENCHMARKS.md, "Lab notes").
+Confidence is calibrated against null pairings (another clip's audio, audio played backwards):
+:data:`NULL_THRESHOLD` is the significance that at most 0.5 % of them reach on the tune seeds (its docstring
+gives the rule). The significance counts only what stands above the peak's own neighbourhood (``_av_match``),
+so lip-like motion that follows the speech within a syllable does not pass for events.
 Talking heads and scenes without sudden events give no datable event (``continuous_motion``,
 ``no_visual_events`` or ``below_null_threshold``): lip-sync is not estimated.
 

@@ -79,13 +79,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from avalign.bench import bench_align, format_align_table
 
         if args.calibrate:
-            from avalign.bench import calibrate_null_threshold, null_pairings, wild_features, wild_records
-            from avalign.synth import TUNE_SEEDS
+            from avalign.bench import calibrate_tune_nulls
 
-            work = args.work_dir or os.path.expanduser("~/.cache/avalign/bench")
-            clip_dir = os.path.join(work, "wild-tune")
-            features = {k: v[0] for k, v in wild_features(wild_records(TUNE_SEEDS, clip_dir), clip_dir).items()}
-            print(json.dumps(calibrate_null_threshold([n["score"] for n in null_pairings(features)]), indent=2))
+            print(json.dumps(calibrate_tune_nulls(args.work_dir or os.path.expanduser("~/.cache/avalign/bench")), indent=2))
             return 0
         result = bench_align(num_clips=args.num_clips, seed=args.seed, work_dir=args.work_dir, real=not args.no_real,
                              cache_dir=args.cache_dir or os.path.expanduser("~/.cache/avalign"), repeats=args.repeats,
@@ -175,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-real", action="store_true", help="align: skip the real-media checks (offline)")
     bench.add_argument("--no-wild", action="store_true", help="align: skip the wild tune / held-out sets")
     bench.add_argument("--calibrate", action="store_true",
-                       help="align: print the null-pairing threshold derived on the wild tune set, and stop")
+                       help="align: print the null-pairing threshold derived on the wild and mouth-speech tune clips, and stop")
     bench.set_defaults(func=_cmd_bench)
 
     from avalign.preprocess import add_parser as add_preprocess_parser  # both light: no torch, no matplotlib

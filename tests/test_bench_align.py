@@ -29,10 +29,14 @@ def result(tmp_path_factory):
 def test_null_threshold_rule_closed_form():
     from avalign.bench import calibrate_null_threshold
 
-    scores = list(np.arange(100) / 100.0)  # 0.00 .. 0.99: the 99th percentile is 0.9801
-    got = calibrate_null_threshold(scores)
+    scores = list(np.arange(100) / 100.0)  # 0.00 .. 0.99: the 99.5th percentile is 0.98505, the 99th 0.9801
+    got = calibrate_null_threshold(scores)  # half the 1 % target by default
     assert got["num_pairs"] == 100 and got["max"] == pytest.approx(0.99)
-    assert got["quantile"] == pytest.approx(0.9801) and got["threshold"] == pytest.approx(1.0)
+    assert got["quantile"] == pytest.approx(0.98505) and got["threshold"] == pytest.approx(1.0)
+    assert calibrate_null_threshold(scores, rate=0.01)["quantile"] == pytest.approx(0.9801)
+    assert calibrate_null_threshold(list(np.arange(1000) / 1000.0))["threshold"] == pytest.approx(1.0)
+    assert calibrate_null_threshold(list(np.arange(1000) / 1000.0), rate=0.02)["threshold"] == pytest.approx(1.0)
+    assert calibrate_null_threshold(list(np.arange(1000) / 1000.0), rate=0.2)["threshold"] == pytest.approx(0.8)
     assert calibrate_null_threshold([0.2, 0.3])["threshold"] == pytest.approx(0.3)
 
 

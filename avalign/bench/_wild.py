@@ -10,7 +10,10 @@ Per set (``wild_specs(TUNE_SEEDS)`` / ``wild_specs(HELDOUT_SEEDS)``), per clip::
     text_offset_ms, word starts       vs   aligner.align(...) with the branch's transcript estimator (auto)
 
 Null pairings: the video features of clip i with the audio events of clip j, every ordered pair i ≠ j
-(552 per 24-clip set); an answer (significance ≥ the null threshold) on a null pairing is a false answer.
+(552 per 24-clip set), and the video of clip i with the audio of clip j played backwards, every j (576); an answer
+(significance ≥ the null threshold) on a null pairing is a false answer.
+Mouth-speech clips (``avalign.synth.mouth_speech_specs`` of the set's seeds): texture + mouth + speech, no events,
+their own audio: any answer is a false answer (an independent evaluator's ``n4``).
 Mouth-only pairings: each clip with a speech-driven mouth, its own audio, its flashes and cuts removed from the
 visual events (lip-like motion that truly correlates with the audio, no events): any answer is a false answer.
 
@@ -31,8 +34,8 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WildFeatures", "calibrate_null_threshold", "clock_errors_ms", "format_wild_tables", "mouth_only_pairings", "null_pairings",
-           "wild_features",
+__all__ = ["WildFeatures", "calibrate_null_threshold", "calibrate_tune_nulls", "clock_errors_ms", "format_wild_tables", "mouth_only_pairings",
+           "mouth_speech_answers", "mouth_speech_records", "null_pairings", "reversed_onsets", "wild_features",
            "wild_records", "wild_set"]
 
 SMOOTH_ATTACK_MS = 10.0
@@ -211,16 +214,67 @@ def _clip_row(key: str, record: dict, features: WildFeatures, clip_dir: Path, vi
     return row
 
 
-def null_pairings(features: dict[str, WildFeatures]) -> list[dict]:
-    """Every ordered pair (video of i, audio of j), i ≠ j: the estimate's score and whether it answered."""
+def reversed_onsets(onsets: Any) -> Any:
+    """``onsets`` played backwards (event at ``t`` → ``duration − t``, each event keeping its strength, rise and
+    tonality): an audio track with the clip's own event density and clustering that belongs to no video."""
+    flip = (lambda x: None if x is None else np.ascontiguousarray(x[::-1]))
+    return dataclasses.replace(onsets, times_seconds=onsets.duration_seconds - onsets.times_seconds[::-1],
+                               strength=flip(onsets.strength), rise_seconds=flip(onsets.rise_seconds),
+                               tonality_db=flip(onsets.tonality_db))
+
+
+def null_pairings(features: dict[str, WildFeatures], *, reversed_audio: bool = False) -> list[dict]:
+    """Every ordered pair (video of i, audio of j), i ≠ j: the estimate's score and whether it answered; with
+    ``reversed_audio`` also every (video of i, audio of j played backwards, :func:`reversed_onsets`), j = i included."""
     from aligner.estimators import estimate_av_offset_from_features
 
     out = []
     keys = sorted(features)
-    for a, b in itertools.permutations(keys, 2):
+    pairs = [(a, b, False) for a, b in itertools.permutations(keys, 2)]
+    if reversed_audio:
+        pairs += [(a, b, True) for a in keys for b in keys]
+    for a, b, backwards in pairs:
         f, g = features[a], features[b]
-        est = estimate_av_offset_from_features(f.visual_events, f.pts_seconds, g.onsets)
-        out.append({"video": a, "audio": b, "score": est.score, "answered": not est.abstained, "method": est.method})
+        onsets = reversed_onsets(g.onsets) if backwards else g.onsets
+        est = estimate_av_offset_from_features(f.visual_events, f.pts_seconds, onsets)
+        out.append({"video": a, "audio": b, "reversed": backwards, "score": est.score, "answered": not est.abstained,
+                    "method": est.method})
+    return out
+
+
+def mouth_speech_records(seeds: Sequence[int], clip_dir: Path) -> dict[str, dict]:
+    """Generate each mouth-speech clip (``avalign.synth.mouth_speech_specs``: texture + mouth + speech, no events)
+    once, cached like :func:`wild_records`."""
+    from avalign.synth import make_wild_clip, mouth_speech_specs
+
+    clip_dir = Path(clip_dir)
+    clip_dir.mkdir(parents=True, exist_ok=True)
+    records = {}
+    for spec in mouth_speech_specs(seeds):
+        cached = clip_dir / f"{spec.key}.truth.json"
+        if cached.exists():
+            record = json.loads(cached.read_text())
+            if (clip_dir / record["media"]).exists():
+                records[spec.key] = record
+                continue
+        record = make_wild_clip(spec, clip_dir)
+        cached.write_text(json.dumps(record))
+        records[spec.key] = record
+    return records
+
+
+def mouth_speech_answers(features: dict[str, WildFeatures], records: dict[str, dict]) -> list[dict]:
+    """Each mouth-speech clip with its own audio: lip-like motion truly correlated with the speech and no event,
+    so any answer is a false answer (its error against the truth says how wrong)."""
+    from aligner.estimators import estimate_av_offset_from_features
+
+    out = []
+    for key in sorted(features):
+        f, record = features[key], records[key]
+        est = estimate_av_offset_from_features(f.visual_events, f.pts_seconds, f.onsets)
+        error = None if est.abstained else clock_errors_ms(record, est.av_offset_ms, est.drift_ppm)[1]
+        out.append({"clip": key, "score": est.score, "answered": not est.abstained, "error_max_ms": error,
+                    "reason": est.abstain.reason if est.abstain else est.method})
     return out
 
 
@@ -248,8 +302,10 @@ def mouth_only_pairings(features: dict[str, WildFeatures], records: dict[str, di
     return out
 
 
-def calibrate_null_threshold(scores: Sequence[float], *, rate: float = 0.01, step: float = 0.1) -> dict:
-    """The threshold rule of ``aligner.estimators.NULL_THRESHOLD``: the ``1 − rate`` quantile of null scores, rounded up to ``step``."""
+def calibrate_null_threshold(scores: Sequence[float], *, rate: float = 0.005, step: float = 0.1) -> dict:
+    """The threshold rule of ``aligner.estimators.NULL_THRESHOLD``: the ``1 − rate`` quantile of null scores, rounded
+    up to ``step``. ``rate`` is half the 1 % target: room for the sampling error of a rate measured on a few
+    thousand pairings and for a held-out tail heavier than the tune set's."""
     values = np.asarray(scores, dtype=np.float64)
     if values.size == 0:
         raise ValueError("need at least one null score")
@@ -258,12 +314,25 @@ def calibrate_null_threshold(scores: Sequence[float], *, rate: float = 0.01, ste
             "threshold": float(np.ceil(quantile / step - 1e-9) * step)}
 
 
+def calibrate_tune_nulls(work_dir: Path) -> dict:
+    """``NULL_THRESHOLD``'s derivation: :func:`calibrate_null_threshold` over the tune seeds' null pairings,
+    other audio and reversed audio (:func:`null_pairings`), among the wild clips and the mouth-speech clips
+    together (48 clips: 4,560 pairings), generated into ``work_dir`` when missing."""
+    from avalign.synth import TUNE_SEEDS
+
+    features = {}
+    for folder, make in (("wild-tune", wild_records), ("mouthspeech-tune", mouth_speech_records)):
+        clip_dir = Path(work_dir) / folder
+        features.update({k: v[0] for k, v in wild_features(make(TUNE_SEEDS, clip_dir), clip_dir).items()})
+    return calibrate_null_threshold([n["score"] for n in null_pairings(features, reversed_audio=True)])
+
+
 def _median(values: list) -> Optional[float]:
     got = [v for v in values if v is not None]
     return float(np.median(got)) if got else None
 
 
-def _summary(rows: list[dict], nulls: list[dict], mouths: Sequence[dict] = ()) -> dict:
+def _summary(rows: list[dict], nulls: list[dict], mouths: Sequence[dict] = (), speaking: Sequence[dict] = ()) -> dict:
     eligible = [r for r in rows if r["num_true_events"] >= 3]
     answered = [r for r in eligible if r["answered"]]
     long = [r for r in rows if r["duration_seconds"] >= 30.0 and r["num_true_events"] >= 3]
@@ -274,6 +343,8 @@ def _summary(rows: list[dict], nulls: list[dict], mouths: Sequence[dict] = ()) -
                 for shape in ("sharp", "hann", "exponential", "linear")}
     words = [e for r in rows for e in r.get("word_error_ms", [])]
     text_errors = [r.get("text_error_ms") for r in rows if "text_method" in r]
+    other = [n for n in nulls if not n.get("reversed")]
+    backwards = [n for n in nulls if n.get("reversed")]
     return {
         "num_clips": len(rows),
         "num_clips_with_events": len(eligible),
@@ -288,8 +359,14 @@ def _summary(rows: list[dict], nulls: list[dict], mouths: Sequence[dict] = ()) -
         "confident_wrong": sum(r["confident_wrong"] for r in rows),
         "talking_heads_answered": sum(r["answered"] for r in rows if r["talking_head"]),
         "num_talking_heads": sum(r["talking_head"] for r in rows),
-        "null_pairs": len(nulls),
-        "null_answer_rate": sum(n["answered"] for n in nulls) / len(nulls) if nulls else None,
+        "null_pairs": len(other),
+        "null_answer_rate": sum(n["answered"] for n in other) / len(other) if other else None,
+        "null_reversed_pairs": len(backwards),
+        "null_reversed_answer_rate": sum(n["answered"] for n in backwards) / len(backwards) if backwards else None,
+        "null_all_answer_rate": sum(n["answered"] for n in nulls) / len(nulls) if nulls else None,
+        "null_score_p99": float(np.percentile([n["score"] for n in nulls], 99)) if nulls else None,
+        "mouth_speech_clips": len(speaking),
+        "mouth_speech_answered": sum(m["answered"] for m in speaking),
         "mouth_only_pairs": len(mouths),
         "mouth_only_answered": sum(m["answered"] for m in mouths),
         "drift_error_ppm_median": _median(drift_errors),
@@ -307,17 +384,26 @@ def _summary(rows: list[dict], nulls: list[dict], mouths: Sequence[dict] = ()) -
     }
 
 
-def wild_set(name: str, seeds: Sequence[int], work_dir: Path, *, text: bool = True, nulls: bool = True) -> dict:
-    """Generate (cached), estimate and summarise one wild set; ``{"name", "seeds", "clips", "nulls", "summary"}``."""
+def wild_set(name: str, seeds: Sequence[int], work_dir: Path, *, text: bool = True, nulls: bool = True,
+             mouth_speech: bool = True) -> dict:
+    """Generate (cached), estimate and summarise one wild set; ``{"name", "seeds", "clips", "nulls", "mouth_only",
+    "mouth_speech", "summary"}``. ``nulls``: other-audio and reversed-audio pairings of the wild clips;
+    ``mouth_speech``: the seeds' mouth-speech clips (``mouthspeech-<name>``) with their own audio."""
     clip_dir = Path(work_dir) / f"wild-{name}"
     records = wild_records(seeds, clip_dir)
     decoded = wild_features(records, clip_dir)
     rows = [_clip_row(k, records[k], decoded[k][0], clip_dir, decoded[k][1], decoded[k][2], text=text)
             for k in sorted(records)]
-    pairs = null_pairings({k: v[0] for k, v in decoded.items()}) if nulls else []
+    pairs = null_pairings({k: v[0] for k, v in decoded.items()}, reversed_audio=True) if nulls else []
     mouths = mouth_only_pairings({k: v[0] for k, v in decoded.items()}, records)
+    speaking = []
+    if mouth_speech:
+        speech_dir = Path(work_dir) / f"mouthspeech-{name}"
+        speech_records = mouth_speech_records(seeds, speech_dir)
+        speaking = mouth_speech_answers({k: v[0] for k, v in wild_features(speech_records, speech_dir).items()},
+                                        speech_records)
     return {"name": name, "seeds": [min(seeds), max(seeds)], "clips": rows, "nulls": pairs, "mouth_only": mouths,
-            "summary": _summary(rows, pairs, mouths)}
+            "mouth_speech": speaking, "summary": _summary(rows, pairs, mouths, speaking)}
 
 
 _TARGET_ROWS = (
@@ -329,7 +415,12 @@ _TARGET_ROWS = (
     ("A/V \\|error\\| median, unthresholded, clips with events (ms)", "unthresholded_error_ms_median", ".2f", "", None),
     ("event dating bias, smooth attacks >= 10 ms (ms, median signed)", "dating_bias_smooth_ms", "+.2f", "\\|x\\| <= 3",
      lambda v: abs(v) <= 3.0),
-    ("null pairings answered", "null_answer_rate", ".2%", "<= 1 %", lambda v: v <= 0.01),
+    ("null pairings answered (other clips' audio)", "null_answer_rate", ".2%", "<= 1 %", lambda v: v <= 0.01),
+    ("null pairings answered (audio reversed)", "null_reversed_answer_rate", ".2%", "<= 1 %", lambda v: v <= 0.01),
+    ("null pairings answered (both)", "null_all_answer_rate", ".2%", "<= 1 %", lambda v: v <= 0.01),
+    ("null pairings: 99th percentile of the score (both)", "null_score_p99", ".2f", "", None),
+    ("mouth-speech clips (no events) answered", "mouth_speech_answered", "d", "0", lambda v: v == 0),
+    ("mouth-speech clips", "mouth_speech_clips", "d", "", None),
     ("confident-wrong clips (answered, > 1 frame anywhere)", "confident_wrong", "d", "0", lambda v: v == 0),
     ("talking heads answered", "talking_heads_answered", "d", "0", lambda v: v == 0),
     ("mouth clips with flashes removed, own audio, answered", "mouth_only_answered", "d", "0", lambda v: v == 0),
@@ -375,7 +466,8 @@ def format_wild_tables(sets: Sequence[dict]) -> str:
     lines.append("| dating median by attack: sharp / Hann / exponential / linear (ms) | " + " | ".join(
         " / ".join("-" if v is None else f"{v:+.1f}" for v in s["summary"]["dating_bias_by_attack_ms"].values())
         for s in sets) + " | |")
-    lines.append("| null pairings (ordered pairs) | " + " | ".join(str(s["summary"]["null_pairs"]) for s in sets) + " | |")
+    lines.append("| null pairings (ordered pairs: other audio + reversed audio) | " + " | ".join(
+        f"{s['summary']['null_pairs']} + {s['summary'].get('null_reversed_pairs', 0)}" for s in sets) + " | |")
     for s in sets:
         lines += ["", f"#### {s['name']}: per clip", "",
                   "| key | s | fmt | fps | bed | SNR dB | camera | rev | mp3 | events (seen) | A/V est | true | "

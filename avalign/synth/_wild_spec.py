@@ -22,7 +22,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HELDOUT_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "wild_specs"]
+__all__ = ["HELDOUT_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -254,3 +254,30 @@ def _with_overlaid_speech(spec: WildSpec, rng: random.Random, sentences: tuple[s
         extra["sentences"] = tuple(rng.choice(sentences) for _ in range(count))
     return dataclasses.replace(spec, events=tuple(events), speech_everywhere=everywhere, noise_floor_db=floor_db,
                                texture_px_per_frame=scroll, **extra)
+
+
+def mouth_speech_specs(seeds: range | list[int], *, prefix: str = "mouthspeech") -> list["WildSpec"]:
+    """Clips without events whose only change is lip-like: speech over the whole clip, a mouth box following it
+    (leading it by ``mouth_lead_ms``), a texture scrolling every frame, no cuts; keys ``<prefix><seed>``.
+
+    The kind of clip an independent evaluator's ``n4`` is (texture + mouth + speech, no flashes): the mouth's
+    brightenings truly correlate with the audio near the offset, so an A/V answer is a false answer. Built from
+    :func:`wild_specs`' draws for the same seeds (format, rates, offsets, camera, codecs), events and cuts removed.
+
+    Example:
+        >>> [(s.key, s.events, s.mouth, s.speech_everywhere) for s in mouth_speech_specs(range(1000, 1001))]
+        [('mouthspeech1000', (), True, True)]
+    """
+    import dataclasses
+
+    from ._spec import SENTENCES
+
+    out = []
+    for spec in wild_specs(seeds):
+        rng = random.Random(spec.seed * 32452843 + 5)
+        count = int(spec.duration_seconds / 2.0) + 2
+        out.append(dataclasses.replace(
+            spec, key=f"{prefix}{spec.seed}", events=(), cut_seconds=(), mouth=True, talking_head=True,
+            speech_everywhere=True, bed="speech", sentences=tuple(rng.choice(SENTENCES) for _ in range(count)),
+            texture_px_per_frame=round(rng.uniform(0.5, 4.0), 2)))
+    return out
