@@ -27,10 +27,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["estimate_transcript_offset"]
 
-# Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms).
-# Set on the tune clips (wild tune set, the bench set's captions, sample_data): where the energy answer was right,
-# the two differed by at most 31 ms; the one confident-wrong energy answer (wild1009, 66 ms off) by 57 ms.
-# Figures and commands: BENCHMARKS.md ("Caption offsets over speech beds").
+# Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms);
+# chosen on the tune clips, figures in BENCHMARKS.md ("Lab notes"; "Caption offsets and caption words over speech beds").
 _DISAGREE_MS = 40.0
 # ... and forced alignment vetoes only when its own words agree better than chance (confidence > 0 means
 # more than 30 % of the differences within ±40 ms of their median).

@@ -1,8 +1,8 @@
 """Captions (SRT/VTT) on speech over beeps and speech/music beds: offsets right or abstained; caption words.
 
 Oracle: the wild generator's truth (``avalign.synth.make_wild_clip``: the transcript's stamps are late by
-``text_offset_ms``; word starts on the video timeline), on tune seeds. wild1009 (VTT captions, speech over beeps, a speech+music bed at 4 dB,
-reverb) is where the caption-edge energy estimate was confidently wrong (100.1 ms for 165.8: one weak onset
+``text_offset_ms``; word starts on the video timeline), on tune seeds. wild1009 (VTT captions, speech over
+beeps, a speech+music bed at 4 dB, reverb) is where the caption-edge energy estimate was confidently wrong (100.1 ms for 165.8: one weak onset
 carried the peak) while forced alignment of the captions' words said 156.9 ms; wild1006 (SRT, speech over
 beeps) is the tune clip whose right energy answer differs most from forced alignment (23 ms) and must keep it.
 """
