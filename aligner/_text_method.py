@@ -28,7 +28,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["estimate_transcript_offset"]
 
 # Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms);
-# chosen on the tune clips, figures in BENCHMARKS.md ("Lab notes"; "Caption offsets and caption words over speech beds").
+# chosen on the tune clips, figures in BENCHMARKS.md ("Lab notes"; "Caption offsets and caption words over
+# speech beds").
 _DISAGREE_MS = 40.0
 # ... and forced alignment vetoes only when its own words agree better than chance (confidence > 0 means
 # more than 30 % of the differences within ±40 ms of their median).

@@ -2,9 +2,10 @@
 
 Oracle: the wild generator's truth (``avalign.synth.make_wild_clip``: the transcript's stamps are late by
 ``text_offset_ms``; word starts on the video timeline), on tune seeds. wild1009 (VTT captions, speech over
-beeps, a speech+music bed at 4 dB, reverb) is where the caption-edge energy estimate was confidently wrong (100.1 ms for 165.8: one weak onset
-carried the peak) while forced alignment of the captions' words said 156.9 ms; wild1006 (SRT, speech over
-beeps) is the tune clip whose right energy answer differs most from forced alignment (23 ms) and must keep it.
+beeps, a speech+music bed at 4 dB, reverb) is where the caption-edge energy estimate was confidently wrong
+(100.1 ms for 165.8: one weak onset carried the peak) while forced alignment of the captions' words said 156.9
+ms; wild1006 (SRT, speech over beeps) is the tune clip whose right energy answer differs most from forced
+alignment (23 ms) and must keep it.
 """
 from __future__ import annotations
 
@@ -98,8 +99,7 @@ def test_start_is_word_boundary_drops_the_lead_only_for_a_pinned_first_word(clip
     assert cut[0].start_seconds == pytest.approx(lo, abs=0.003)
     assert [w.start_seconds for w in cut[1:]] == [w.start_seconds for w in plain[1:]]
     # A span that starts in silence is padded, so nothing is pinned there: the flag changes nothing.
-    quiet_lo = record["words"][0]["start_seconds"] * (1 + record["drift_ppm"] * 1e-6) + record["av_offset_ms"] / 1000 - 0.25
-    first_text = spans[0].text
-    assert forced_align_words(audio, first_text, quiet_lo, spans[0].stop_seconds - record["text_offset_ms"] / 1000.0,
-                              start_is_word_boundary=True) == \
-        forced_align_words(audio, first_text, quiet_lo, spans[0].stop_seconds - record["text_offset_ms"] / 1000.0)
+    quiet_lo = float(_true_starts_on_audio_clock(record)[0]) - 0.25
+    quiet_hi = spans[0].stop_seconds - record["text_offset_ms"] / 1000.0
+    assert forced_align_words(audio, spans[0].text, quiet_lo, quiet_hi, start_is_word_boundary=True) == \
+        forced_align_words(audio, spans[0].text, quiet_lo, quiet_hi)
