@@ -98,7 +98,7 @@ def test_start_is_word_boundary_drops_the_lead_only_for_a_pinned_first_word(clip
     assert plain[0].start_seconds == pytest.approx(lo + FORCED_LEAD_MS / 1000.0, abs=0.003)
     assert cut[0].start_seconds == pytest.approx(lo, abs=0.003)
     assert [w.start_seconds for w in cut[1:]] == [w.start_seconds for w in plain[1:]]
-    # A span that starts in silence is padded, so nothing is pinned there: the flag changes nothing.
+    # A span that starts 0.25 s before its first word: nothing is pinned to its first frame, the flag changes nothing.
     quiet_lo = float(_true_starts_on_audio_clock(record)[0]) - 0.25
     quiet_hi = spans[0].stop_seconds - record["text_offset_ms"] / 1000.0
     assert forced_align_words(audio, spans[0].text, quiet_lo, quiet_hi, start_is_word_boundary=True) == \
