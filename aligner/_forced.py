@@ -24,6 +24,9 @@ human-timed speech"):
   is clamped to the span start.
 - **Half-frame passes.** Word starts are quantised to 10 ms frames; a second alignment of the input
   delayed by 5 ms and the average of both halves the step (held-out |error| median 15.8 -> 14.3 ms).
+- **Cut starts.** A span that starts inside speech is not padded, and pocketsphinx puts its first word on
+  the first frame: that start is the cut, not a boundary the aligner chose. Where the caller knows the cut is a
+  word start (``start_is_word_boundary``: a caption abutting the previous one), it gets no lead correction.
 - **Lead.** Pocketsphinx dates a boundary at the first sample of the first 25.6 ms analysis window
   that it assigns to the new word, so starts come early. :data:`FORCED_LEAD_MS` was measured on
   praatio 6.2.2's ``examples/files`` (bobby, mary, damon_set_test: 12 words, 3 speakers, word TextGrids
@@ -177,6 +180,7 @@ def forced_align_words(
     *,
     decoder: Optional[Any] = None,
     passes: int = 2,
+    start_is_word_boundary: bool = False,
 ) -> tuple[Word, ...]:
     """Split one caption span into words with times, by forced alignment of ``span_text`` to
     ``audio[start_seconds, stop_seconds)``.
@@ -189,6 +193,9 @@ def forced_align_words(
         decoder: a ``pocketsphinx.Decoder`` at 16 kHz to reuse (creating one takes about 0.3 s).
         passes: 2 (the second on input delayed by half a frame, times averaged: finer word starts) or 1
             (half the time; the same mean bias, so enough for a median over many words).
+        start_is_word_boundary: ``start_seconds`` is where a word begins (a cut between abutting captions): when
+            the span starts inside speech and the first word is put on its first frame, that start is the cut,
+            not a boundary pocketsphinx chose, and gets no lead correction.
 
     Returns:
         The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the
@@ -255,7 +262,10 @@ def forced_align_words(
                            min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
     gap_db = _floor_gap_db(mono(audio.samples)[context[0]:context[1]], audio.sample_rate)
     lead_ms = 0.0 if gap_db > DIGITAL_SILENCE_DB else FORCED_LEAD_MS
-    times = np.mean(aligned_passes, axis=0) + origin + lead_ms / 1000.0
+    raw = np.mean(aligned_passes, axis=0)
+    times = raw + origin + lead_ms / 1000.0
+    if start_is_word_boundary and not pad_before and raw[0, 0] <= _HALF_FRAME_SECONDS:
+        times[0, 0] = origin + max(raw[0, 0], 0.0)
     # Clamp into the span, keeping starts non-decreasing and every word non-empty where the span allows.
     starts = np.maximum.accumulate(np.clip(times[:, 0], lo, hi))
     stops = np.clip(np.maximum(times[:, 1], starts), lo, hi)

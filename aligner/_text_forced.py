@@ -231,6 +231,9 @@ def caption_words(
         audio clock      [s - off - margin ........ e - off + margin)   forced_align_words → words
         result           words + off, back on the transcript clock, inside the caption's Span
 
+    A caption that abuts the previous one (no gap: the window starts at the cue edge, inside speech) is taken to
+    start where its first word starts (``forced_align_words(..., start_is_word_boundary=True)``).
+
     Args:
         audio: decoded audio.
         transcript: captions (spans that already have words are kept as they are).
@@ -262,7 +265,10 @@ def caption_words(
         if span.words or not normalise_words(span.text, limit=0):
             spans.append(span)
             continue
-        found = forced_align_words(audio, span.text, lo, hi, decoder=decoder) if hi > lo else ()
+        # A caption that abuts the previous one starts where its first word starts (the captioner cut there).
+        abuts = i > 0 and before == 0.0 and lo > audio.start_seconds
+        found = (forced_align_words(audio, span.text, lo, hi, decoder=decoder, start_is_word_boundary=abuts)
+                 if hi > lo else ())
         if not found:
             failed += 1
             spans.append(span)

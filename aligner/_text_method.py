@@ -28,8 +28,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["estimate_transcript_offset"]
 
 # Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms);
-# the figures that set it are in BENCHMARKS.md ("Lab notes").
-_DISAGREE_MS = 80.0
+# chosen on the tune clips, figures in BENCHMARKS.md ("Lab notes"; "Caption offsets and caption words over
+# speech beds").
+_DISAGREE_MS = 40.0
 # ... and forced alignment vetoes only when its own words agree better than chance (confidence > 0 means
 # more than 30 % of the differences within ±40 ms of their median).
 _VETO_MIN_CONFIDENCE = 0.1
@@ -50,7 +51,7 @@ def estimate_transcript_offset(
     ``"auto"``: energy first; when it abstains and pocketsphinx is installed, forced alignment (real connected
     speech, where word starts are rarely energy onsets). For segment-level captions (no word times) ``"auto"``
     also runs forced alignment when energy answers, and abstains (``methods_disagree``) when the two are more
-    than 80 ms apart while forced alignment's words agree better than chance.
+    than 40 ms apart while forced alignment's words agree better than chance.
 
     Args:
         audio: decoded audio (``start_seconds`` honoured).

@@ -70,7 +70,7 @@ _HINTS = {
     "words_do_not_fit": ("", "the caption holds more words than its time span can hold as speech: check its cue times "
                              "and that its text belongs to this audio; " + _GIVE_OFFSET),
     "offset_out_of_range": ("an offset inside the search range", "raise max_offset_ms if the offset may be larger"),
-    "methods_disagree": ("energy and forced alignment within 80 ms of each other",
+    "methods_disagree": ("energy and forced alignment within 40 ms of each other",
                          "segment-level captions on conversational speech are often too loose; " + _GIVE_OFFSET),
 }
 

@@ -77,7 +77,7 @@ class _LateDecoder:
 
 
 def test_disagreeing_methods_abstain():
-    """``auto`` on captions: an energy answer contradicted by forced alignment (> 80 ms) abstains, explained."""
+    """``auto`` on captions: an energy answer contradicted by forced alignment (> 40 ms) abstains, explained."""
     audio, captions, _ = conversation(offset_ms=0.0, jitter_ms=0.0, seed=1)
     energy = aligner.estimate_transcript_offset(audio, captions, method="energy")
     assert not energy.abstained and energy.text_offset_ms == pytest.approx(0.0, abs=15.0)
