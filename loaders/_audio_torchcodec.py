@@ -287,8 +287,21 @@ def read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mo
 
     Raises:
         NotExact: anything this backend cannot show to be exact, or any failure (the caller decodes with PyAV,
-            which raises the errors ``read_audio`` documents).
+            which raises the errors ``read_audio`` documents). Only ``MemoryError`` passes through.
     """
+    try:
+        return _read_torchcodec_audio(source, label, stream_index=stream_index, mono=mono, sample_rate=sample_rate,
+                                      max_duration_seconds=max_duration_seconds,
+                                      gap_tolerance_seconds=gap_tolerance_seconds)
+    except (NotExact, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - e.g. a corrupt packet decoded on this thread (a forked process)
+        raise NotExact(f"torchcodec: {type(e).__name__}: {e}".splitlines()[0]) from e
+
+
+def _read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], mono: bool,
+                           sample_rate: Optional[int], max_duration_seconds: Optional[float],
+                           gap_tolerance_seconds: float) -> TorchcodecAudio:
     try:
         head = _container_head(source)
     except OSError as e:

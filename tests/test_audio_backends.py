@@ -224,3 +224,58 @@ def test_refusals_keep_their_reasons(media, tmp_path):
     with pytest.raises(loaders.DecodeError) as raised:
         loaders.read_audio(media["late_audio.mp4"], stream_index=0)  # stream 0 is the video
     assert raised.value.reason == "missing_audio"
+
+
+def _outcome(path, backend):
+    """What ``read_audio`` gives: ("samples", array, decode_errors) or ("error", reason) for a DecodeError;
+    anything else propagates (a bare RuntimeError from a backend is the defect this guards)."""
+    try:
+        clip = loaders.read_audio(path, sample_rate=16000, backend=backend)
+    except loaders.DecodeError as e:
+        return ("error", e.reason)
+    return ("samples", clip.samples.numpy(), clip.decode_errors)
+
+
+def _outcome_in_child(path, queue):
+    try:
+        queue.put(_outcome(path, "auto"))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which fails the test
+        queue.put(("raised", f"{type(e).__name__}: {e}"))
+
+
+def test_corrupt_packets_fall_back_to_pyav_in_a_forked_process_too(media, tmp_path):
+    """Garbage inside the AAC payload: ``auto`` answers as the PyAV backend does (its tolerant decode or its
+    DecodeError), both in this process and in a child forked after the parent decoded (where torchcodec decodes
+    on the calling thread and the failure surfaced as a bare RuntimeError, a reason-``error`` skip, before)."""
+    import multiprocessing
+
+    data = bytearray(media["aac48_stereo.m4a"].read_bytes())
+    mdat = data.index(b"mdat")
+    rng = np.random.default_rng(5)
+    for offset in rng.integers(mdat + 4096, len(data) - 4096, size=40):
+        data[int(offset):int(offset) + 64] = rng.integers(0, 256, size=64, dtype=np.uint8).tobytes()
+    path = tmp_path / "corrupt.m4a"
+    path.write_bytes(bytes(data))
+    expected = _outcome(str(path), "pyav")
+
+    def same(got):
+        assert got[0] == expected[0], (got[:2], expected[:2])
+        if expected[0] == "samples":
+            np.testing.assert_array_equal(got[1], expected[1])
+            assert got[2] == expected[2]
+        else:
+            assert got[1] == expected[1]
+
+    same(_outcome(str(path), "auto"))
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_outcome_in_child, args=(str(path), queue))
+    child.start()
+    try:
+        got = queue.get(timeout=120)
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+    assert got[0] != "raised", got
+    same(got)
