@@ -16,14 +16,14 @@ ESTIMATION_MAX_WIDTH = 256
 so a 1080p clip need not be held at full size (1 min of 1080p RGB is ~11 GB; at 256 wide, ~0.4 GB)."""
 
 
-_LAZY_DEPENDENCIES = ("scipy.ndimage", "scipy.signal", "scipy.special", "scipy.stats", "soxr", "av", "pysubs2", "webvtt",
-                      "praatio.utilities.textgrid_io", "pocketsphinx")
+_LAZY_DEPENDENCIES = ("scipy.ndimage", "scipy.signal", "scipy.special", "scipy.stats", "soxr", "av", "torchcodec.decoders",
+                      "pysubs2", "webvtt", "praatio.utilities.textgrid_io", "pocketsphinx")
 """Modules that the decoders, transcript readers and estimators import inside the functions that use them."""
 
 
 def import_measure_dependencies(*, forced_alignment: bool = False) -> None:
-    """Import, in this process, the modules that :func:`measure_media` would import on first use (those not
-    installed are left out: their import error is raised where they are needed); with ``forced_alignment``, also
+    """Import, in this process, the modules that :func:`measure_media` would import on first use (those that fail to
+    import are left out: their error is raised where they are needed); with ``forced_alignment``, also
     create the process's pocketsphinx decoder (``aligner.estimators.shared_decoder``) when pocketsphinx is installed.
 
     Call it before forking a child per sample (``preprocess``'s watchdog and process pool): the children inherit the
@@ -34,8 +34,8 @@ def import_measure_dependencies(*, forced_alignment: bool = False) -> None:
     for name in _LAZY_DEPENDENCIES:
         try:
             importlib.import_module(name)
-        except ImportError:
-            logger.debug("%s is not installed", name)
+        except Exception as e:  # noqa: BLE001 - not installed or not loadable: the code that needs it says so
+            logger.debug("%s not imported: %s: %s", name, type(e).__name__, e)
     if forced_alignment:
         from aligner.estimators import shared_decoder
 

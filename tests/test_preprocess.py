@@ -254,7 +254,7 @@ _INHERITED = (
     "import json, sys\n"
     "from aligner.estimators import shared_decoder\n"
     "from avalign.preprocess import preprocess\n"
-    "lazy = ('scipy.ndimage', 'scipy.signal', 'scipy.stats', 'pysubs2')\n"
+    "lazy = ('scipy.ndimage', 'scipy.signal', 'scipy.stats', 'pysubs2', 'torchcodec.decoders')\n"
     "before = [m for m in lazy if m in sys.modules]\n"
     "preprocess(sys.argv[1], sys.argv[2], progress=False)\n"
     "print(json.dumps([before, [m for m in lazy if m in sys.modules], shared_decoder.cache_info().currsize]))\n"
@@ -262,9 +262,9 @@ _INHERITED = (
 
 
 def test_measure_dependencies_are_loaded_before_the_children_fork(clips, tmp_path):
-    """What measuring imports on first use (SciPy's estimators, the SRT reader) and the pocketsphinx decoder of a
-    caption-only transcript are loaded in the preprocess process, once, before its per-sample watchdog children
-    fork: they inherit them instead of each loading them again."""
+    """What measuring imports on first use (SciPy's estimators, the SRT reader, torchcodec for AAC audio) and the
+    pocketsphinx decoder of a caption-only transcript are loaded in the preprocess process, once, before its
+    per-sample watchdog children fork: they inherit them instead of each loading them again."""
     pytest.importorskip("pocketsphinx")
     inputs = tmp_path / "in"
     inputs.mkdir()
@@ -275,7 +275,7 @@ def test_measure_dependencies_are_loaded_before_the_children_fork(clips, tmp_pat
     assert run.returncode == 0, run.stderr[-2000:]
     before, after, decoders = json.loads(run.stdout.splitlines()[-1])
     assert before == []  # importing preprocess does not load them
-    assert after == ["scipy.ndimage", "scipy.signal", "scipy.stats", "pysubs2"] and decoders == 1
+    assert after == ["scipy.ndimage", "scipy.signal", "scipy.stats", "pysubs2", "torchcodec.decoders"] and decoders == 1
 
 
 # ---------------------------------------------------------------- CLI: exit codes, throughput, parallel over samples
