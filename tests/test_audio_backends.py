@@ -182,6 +182,22 @@ def test_bad_backend_name():
         loaders.read_audio(b"\0" * 10, backend="ffmpeg")
 
 
+def _in_forked_child(target, path):
+    """What ``target(path, queue)`` puts on the queue, run in a child forked from this process."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=target, args=(path, queue))
+    child.start()
+    try:
+        return queue.get(timeout=120)
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+
+
 def _read_in_child(path, queue):
     queue.put(loaders.read_audio(path, sample_rate=16000).samples.numpy())
 
@@ -189,21 +205,9 @@ def _read_in_child(path, queue):
 def test_a_process_forked_after_its_parent_decoded_still_decodes(media):
     """torch's inter-op pool (where chunks decode) does not survive a fork; a child forked after the parent used
     it (a preprocess pool, DataLoader workers) decodes on its own thread and gets the same samples, not a hang."""
-    import multiprocessing
-
     path = str(media["aac48_stereo.m4a"])
     parent = loaders.read_audio(path, sample_rate=16000).samples.numpy()
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_read_in_child, args=(path, queue))
-    child.start()
-    try:
-        got = queue.get(timeout=120)
-    finally:
-        child.join(10)
-        if child.is_alive():
-            child.kill()
-    np.testing.assert_array_equal(got, parent)
+    np.testing.assert_array_equal(_in_forked_child(_read_in_child, path), parent)
 
 
 def test_refusals_keep_their_reasons(media, tmp_path):
@@ -247,8 +251,6 @@ def test_corrupt_packets_fall_back_to_pyav_in_a_forked_process_too(media, tmp_pa
     """Garbage inside the AAC payload: ``auto`` answers as the PyAV backend does (its tolerant decode or its
     DecodeError), both in this process and in a child forked after the parent decoded (where torchcodec decodes
     on the calling thread and the failure surfaced as a bare RuntimeError, a reason-``error`` skip, before)."""
-    import multiprocessing
-
     data = bytearray(media["aac48_stereo.m4a"].read_bytes())
     mdat = data.index(b"mdat")
     rng = np.random.default_rng(5)
@@ -267,15 +269,6 @@ def test_corrupt_packets_fall_back_to_pyav_in_a_forked_process_too(media, tmp_pa
             assert got[1] == expected[1]
 
     same(_outcome(str(path), "auto"))
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_outcome_in_child, args=(str(path), queue))
-    child.start()
-    try:
-        got = queue.get(timeout=120)
-    finally:
-        child.join(10)
-        if child.is_alive():
-            child.kill()
+    got = _in_forked_child(_outcome_in_child, str(path))
     assert got[0] != "raised", got
     same(got)
