@@ -55,6 +55,20 @@ def _median_seconds(fn: Callable[[], int], repeats: int) -> tuple[float, int]:
     return statistics.median(times), count
 
 
+def _decord_every_frame(path: str, threads: int) -> dict[str, Callable[[], int]]:
+    """``{"decord get_batch": every frame of path}``, or ``{}`` where decord is not installed."""
+    try:
+        import decord
+    except ImportError:
+        return {}
+
+    def decord_batch() -> int:
+        reader = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=threads)
+        return int(reader.get_batch(list(range(len(reader)))).shape[0])
+
+    return {"decord get_batch": decord_batch}
+
+
 def _full_decoders(path: str, threads: int) -> dict[str, Callable[[], int]]:
     import av
 
@@ -79,16 +93,7 @@ def _full_decoders(path: str, threads: int) -> dict[str, Callable[[], int]]:
             return len([f.to_ndarray(format="rgb24") for f in c.decode(s)])
 
     out = {"ffmpeg -f rawvideo rgb24": ffmpeg_cli, "avalign read_video": avalign_read_video, "PyAV decode loop": pyav_loop}
-    try:
-        import decord
-
-        def decord_batch() -> int:
-            vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=threads)
-            return int(vr.get_batch(list(range(len(vr)))).shape[0])
-
-        out["decord get_batch"] = decord_batch
-    except ImportError:
-        pass
+    out.update(_decord_every_frame(path, threads))
     try:
         from torchcodec.decoders import VideoDecoder
 
@@ -312,16 +317,7 @@ def _full_tools(path: str, threads: int) -> dict[str, Callable[[], int]]:
         out["torchcodec get_frames_in_range"] = torchcodec_all
     except Exception as e:  # noqa: BLE001 - torchcodec needs FFmpeg shared libraries
         logger.warning("torchcodec unavailable: %s", e)
-    try:
-        import decord
-
-        def decord_batch() -> int:
-            reader = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=threads)
-            return int(reader.get_batch(list(range(len(reader)))).shape[0])
-
-        out["decord get_batch"] = decord_batch
-    except ImportError:
-        pass
+    out.update(_decord_every_frame(path, threads))
     return out
 
 
