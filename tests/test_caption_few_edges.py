@@ -46,18 +46,23 @@ def _generate(spec, directory):
     return record, audio, captions
 
 
+# Where the generator puts the first word of tune seed 1015's one-sentence clip (video timeline, seconds); the
+# fixture checks it, so a changed generator fails here instead of silently testing nothing.
+_FIRST_WORD_1015_SECONDS = 1.693
+_EVENT_LEAD_SECONDS = 0.108
+
+
 @pytest.fixture(scope="module")
 def event_clip(tmp_path_factory):
-    """Tune seed 1015, one sentence over music, an event moved to 108 ms before the first word."""
-    directory = tmp_path_factory.mktemp("few_edges_event")
+    """Tune seed 1015, one sentence over music, the event nearest the first word moved to 108 ms before it."""
     spec = _one_sentence_spec(1015)
-    record, _, _ = _generate(spec, directory)
-    first_word_seconds = record["words"][0]["start_seconds"]  # video timeline, where events are placed
-    nearest = min(range(len(spec.events)), key=lambda i: abs(spec.events[i].video_seconds - first_word_seconds))
+    nearest = min(range(len(spec.events)), key=lambda i: abs(spec.events[i].video_seconds - _FIRST_WORD_1015_SECONDS))
     events = list(spec.events)
-    events[nearest] = dataclasses.replace(events[nearest], video_seconds=first_word_seconds - 0.108)
+    events[nearest] = dataclasses.replace(events[nearest], video_seconds=_FIRST_WORD_1015_SECONDS - _EVENT_LEAD_SECONDS)
     moved = dataclasses.replace(spec, key="ev1015", events=tuple(sorted(events, key=lambda e: e.video_seconds)))
-    return _generate(moved, directory)
+    record, audio, captions = _generate(moved, tmp_path_factory.mktemp("few_edges_event"))
+    assert record["words"][0]["start_seconds"] == pytest.approx(_FIRST_WORD_1015_SECONDS, abs=0.002)
+    return record, audio, captions
 
 
 @pytest.fixture(scope="module")
