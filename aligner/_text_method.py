@@ -140,7 +140,8 @@ def _confirmed(energy: TextEstimate, forced: TextEstimate, edges: int) -> TextEs
     edge there is an onset from exact zero.
     """
     guess = forced.best_guess_ms
-    if forced.confidence >= _VETO_MIN_CONFIDENCE and guess is not None and abs(guess - energy.text_offset_ms) <= _FEW_EDGES_AGREE_MS:
+    agrees = guess is not None and abs(guess - energy.text_offset_ms) <= _FEW_EDGES_AGREE_MS
+    if agrees and forced.confidence >= _VETO_MIN_CONFIDENCE:
         return energy
     said = "nothing" if guess is None else f"{guess:+.0f} ms (confidence {forced.confidence:.2f})"
     return text_abstain("few_caption_edges", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
