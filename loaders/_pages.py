@@ -3,10 +3,9 @@
 A full decode writes every byte of a multi-gigabyte ``[T, H, W, 3]`` tensor exactly once. Left to the first
 write, each 4 KiB page costs a page fault (1.2 million of them for 5 GB), and on a virtual machine those faults
 can cost as much CPU as the RGB conversion itself. Linux can instead populate a range in one call
-(``madvise(MADV_POPULATE_WRITE)``, kernel >= 5.14) and back it with 2 MiB pages (``MADV_HUGEPAGE``): the same
-memory for a few thousand faults. :class:`PagePopulator` does that chunk by chunk on its own thread, so it
-overlaps decoding, and lets the writer wait for the chunk it is about to write (a huge-page range first
-touched by an ordinary write is slow, see BENCHMARKS.md).
+(``madvise(MADV_POPULATE_WRITE)``, kernel >= 5.14), which skips the trap per page. :class:`PagePopulator` does
+that chunk by chunk on its own thread, so it overlaps decoding, and lets the writer wait for the chunk it is
+about to write. (No huge pages: their cost swung 20x between runs on a virtual machine, BENCHMARKS.md.)
 
 Contract: the tensor's values are never read or changed here (populating writes no data); where the calls
 are unavailable (not Linux, an older kernel, a small tensor) nothing is done and the writer's own page faults
@@ -26,10 +25,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["PagePopulator"]
 
-_MADV_HUGEPAGE = 14
 _MADV_POPULATE_WRITE = 23
 _PAGE_BYTES = 4096
-_HUGE_PAGE_BYTES = 2 << 20
 
 MIN_POPULATE_BYTES = 64 << 20
 """Tensors smaller than this are left to ordinary page faults (the thread would cost more than it saves)."""
@@ -78,8 +75,6 @@ class PagePopulator:
         address = tensor.data_ptr()
         first_page = -(-address // _PAGE_BYTES) * _PAGE_BYTES  # madvise needs page-aligned ranges
         last_page = (address + nbytes) // _PAGE_BYTES * _PAGE_BYTES
-        # Huge pages are asked for only where the populating calls work: a huge-page range left to ordinary
-        # first writes is slower than 4 KiB pages.
         self._thread = threading.Thread(target=self._run, name="avalign-pages", daemon=True,
                                         args=(madvise, address, first_page, last_page, nbytes, chunk_bytes))
         self._thread.start()
@@ -90,7 +85,6 @@ class PagePopulator:
             if last_page <= first_page or madvise(first_page, probe - first_page, _MADV_POPULATE_WRITE) != 0:
                 logger.debug("MADV_POPULATE_WRITE unavailable (errno %d): ordinary page faults", ctypes.get_errno())
                 return
-            madvise(first_page, last_page - first_page, _MADV_HUGEPAGE)  # a hint: failure is harmless
             position = probe
             while position < last_page:
                 with self._cond:
