@@ -34,6 +34,10 @@ MIN_POPULATE_BYTES = 64 << 20
 CHUNK_BYTES = 32 << 20
 """Bytes populated per ``madvise`` call: the unit the writer waits for, and how often a stop is noticed."""
 
+LEAD_BYTES = 256 << 20
+"""How far populating may run ahead of the furthest byte a writer has asked for: bounds the work and memory
+spent on capacity a decode never fills (a header that over-counts its frames)."""
+
 
 def _libc_madvise():
     if not sys.platform.startswith("linux"):
@@ -52,18 +56,21 @@ class PagePopulator:
     """Populates the memory of one contiguous CPU tensor, front to back, on a helper thread.
 
     ``wait_for(stop_byte)`` blocks until bytes ``[0, stop_byte)`` of the tensor are populated (or populating
-    has stopped or failed: the caller then writes and faults as usual). ``close()`` stops the thread; call it
-    when writing is over, whether or not the whole tensor was needed.
+    has stopped or failed: the caller then writes and faults as usual). Populating runs at most ``lead_bytes``
+    past the furthest ``stop_byte`` asked for. ``close()`` stops the thread; call it when writing is over,
+    whether or not the whole tensor was needed.
     """
 
     def __init__(self, tensor: torch.Tensor, *, chunk_bytes: Optional[int] = None,
-                 min_bytes: Optional[int] = None) -> None:
+                 min_bytes: Optional[int] = None, lead_bytes: Optional[int] = None) -> None:
         if not tensor.is_contiguous() or tensor.device.type != "cpu":
             raise ValueError(f"need a contiguous CPU tensor, got {tensor.device = }, {tensor.is_contiguous() = }")
         self._tensor = tensor  # keeps the memory alive while the thread works on it
         nbytes = tensor.numel() * tensor.element_size()
         chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
         min_bytes = MIN_POPULATE_BYTES if min_bytes is None else min_bytes
+        self._lead_bytes = LEAD_BYTES if lead_bytes is None else lead_bytes
+        self._wanted_bytes = 0  # the furthest stop_byte a writer has asked for
         self._cond = threading.Condition()
         self._stop = False
         self._populated_bytes = 0  # bytes [0, this) are populated (tensor offsets)
@@ -88,6 +95,7 @@ class PagePopulator:
             position = probe
             while position < last_page:
                 with self._cond:
+                    self._cond.wait_for(lambda: self._stop or position - address < self._wanted_bytes + self._lead_bytes)
                     if self._stop:
                         return
                 end = min(last_page, position + chunk_bytes)
@@ -106,6 +114,9 @@ class PagePopulator:
     def wait_for(self, stop_byte: int) -> None:
         """Block until bytes ``[0, stop_byte)`` are populated or populating is over."""
         with self._cond:
+            if stop_byte > self._wanted_bytes:
+                self._wanted_bytes = stop_byte
+                self._cond.notify_all()
             self._cond.wait_for(lambda: self._populated_bytes >= stop_byte)
 
     def close(self) -> None:
@@ -114,5 +125,6 @@ class PagePopulator:
             return
         with self._cond:
             self._stop = True
+            self._cond.notify_all()
         self._thread.join()
         self._thread = None

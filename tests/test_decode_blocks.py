@@ -232,3 +232,26 @@ def test_page_populator_makes_the_tensor_resident_without_writing_it():
     assert _resident_bytes(tensor.data_ptr()) >= nbytes - 2 * 4096  # all but the partial pages at the ends
     tensor[::4096] = 7  # writable, and populating wrote nothing a caller could rely on being kept
     assert int(tensor[4096]) == 7
+
+
+def test_page_populator_runs_at_most_its_lead_ahead_of_the_writer():
+    """A decode whose header over-counts its frames must not populate the capacity it never fills: populating
+    stops ``lead_bytes`` (plus one chunk) past the furthest byte asked for, and ``close()`` ends it there."""
+    import platform
+    import time
+
+    import torch
+
+    from loaders.media import PagePopulator
+
+    release = tuple(int(p) for p in platform.release().split(".")[:2] if p.isdigit())
+    if platform.system() != "Linux" or release < (5, 14):
+        pytest.skip("needs Linux >= 5.14 (MADV_POPULATE_WRITE)")
+    mib = 1 << 20
+    tensor = torch.empty(256 * mib, dtype=torch.uint8)
+    populator = PagePopulator(tensor, chunk_bytes=4 * mib, min_bytes=0, lead_bytes=16 * mib)
+    populator.wait_for(8 * mib)
+    time.sleep(0.3)  # room to run ahead, were it unbounded
+    populator.close()
+    resident = _resident_bytes(tensor.data_ptr())
+    assert 8 * mib <= resident <= (8 + 16 + 4) * mib + 2 * 4096, resident / mib
