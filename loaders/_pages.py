@@ -1,11 +1,11 @@
 """Large result tensors whose memory is populated in bulk, ahead of the writer, on a helper thread.
 
 A full decode writes every byte of a multi-gigabyte ``[T, H, W, 3]`` tensor exactly once. Left to the first
-write, each 4 KiB page costs a page fault (1.2 million of them for 5 GB), and on a virtual machine those faults
-can cost as much CPU as the RGB conversion itself. Linux can instead populate a range in one call
+write, each 4 KiB page costs a page fault (1.2 million of them for 5 GB), a trap into the kernel each.
+Linux can instead populate a range in one call
 (``madvise(MADV_POPULATE_WRITE)``, kernel >= 5.14), which skips the trap per page. :class:`PagePopulator` does
 that chunk by chunk on its own thread, so it overlaps decoding, and lets the writer wait for the chunk it is
-about to write. (No huge pages: their cost swung 20x between runs on a virtual machine, BENCHMARKS.md.)
+about to write. (Why no huge pages, and what this saves: BENCHMARKS.md, "Full decode: ... populated result pages".)
 
 Contract: the tensor's values are never read or changed here (populating writes no data); where the calls
 are unavailable (not Linux, an older kernel, a small tensor) nothing is done and the writer's own page faults
