@@ -34,9 +34,20 @@ def av(cache, request):
 
 
 @pytest.fixture(scope="module")
-def text(cache):
+def librivox(cache):
+    """``librivox_clip(cache)``: the joined utterances and their pocketsphinx word times, aligned once."""
     pytest.importorskip("pocketsphinx")
-    result = real_text_offsets(cache, offsets_ms=TEXT_OFFSETS_MS)
+    from avalign.bench import librivox_clip
+
+    try:
+        return librivox_clip(cache)
+    except (FileNotFoundError, ImportError) as e:
+        pytest.skip(f"LibriVox unavailable: {e}")
+
+
+@pytest.fixture(scope="module")
+def text(cache, librivox):
+    result = real_text_offsets(cache, offsets_ms=TEXT_OFFSETS_MS, clip=librivox)
     if "skipped" in result:
         pytest.skip(f"LibriVox unavailable: {result['skipped']}")
     return result
@@ -76,12 +87,11 @@ def test_av_abstentions_on_real_clips_explain_themselves(av):
         assert why["found"] and why["needed"] and why["hint"]
 
 
-def test_pocketsphinx_word_times_follow_the_transcription(text, cache):
+def test_pocketsphinx_word_times_follow_the_transcription(librivox):
     """Forced-aligned words equal the shipped transcription in order; times increase and stay inside the audio."""
     from aligner.estimators import normalise_words
-    from avalign.bench import librivox_clip
 
-    audio, transcript, utterances = librivox_clip(cache)
+    audio, transcript, utterances = librivox
     assert len(utterances) == 5
     for u in utterances:
         assert [w.text for w in u["words"]] == normalise_words(u["text"])
