@@ -1,8 +1,8 @@
 """Two-rank DDP over make_loader with torchrun (gloo on CPU): every rank gets the same number of batches.
 
 Usage:
-    .venv/bin/python -m torch.distributed.run --nproc_per_node 2 scripts/ddp_example.py SHARDS OUT_DIR [--even-batches pad|drop ...] \
-        [--budgets FRAMES SAMPLES TOKENS] [--window-seconds S]
+    .venv/bin/python -m torch.distributed.run --nproc_per_node 2 scripts/ddp_example.py SHARDS OUT_DIR [--even-batches pad|drop ...]
+        [--budgets FRAMES SAMPLES TOKENS] [--window-seconds S]   (make_loader's; defaults 120 64000 64, 2.0)
 
 Each rank trains a tiny DistributedDataParallel model on its PackedBatch stream (an all-reduce per step:
 a rank with fewer batches than the other would hang the job) and writes OUT_DIR/rank{R}.json with the
