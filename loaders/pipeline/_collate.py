@@ -403,7 +403,8 @@ class Collator:
         if over is not None:
             j = over[0]
             raise ValueError(
-                f"{('frames', 'samples', 'tokens')[j]}: {int(totals[j])} over the capacity {caps[j]} for keys "
+                f"{('frames', 'samples', 'tokens')[j]}: {int(totals[j])} over the "
+                f"{'budget' if caps == self.budgets else 'capacity'} {caps[j]} for keys "
                 f"{[s.key for s in samples]}; pack with the same budgets as the collator."
             )
         num_words = sum(len(s.words) for s in samples)
