@@ -12,7 +12,9 @@ Usage::
         --variant DataLoader@main=/work/main:DataLoader --variant DataLoader=$PWD:DataLoader \\
         --variant make_loader=$PWD:make_loader [--variant pf4=$PWD:DataLoader:4]
 
-``KIND`` is ``make_loader`` or ``DataLoader[:PREFETCH_FACTOR]``.
+``KIND`` is ``make_loader`` or ``DataLoader[:PREFETCH_FACTOR]``, optionally followed by ``+TAIL`` (``+trim``,
+``+drop``, ``+pad``: the ``tail`` option; without it the checkout's default, so older checkouts work too).
+Padding is of the delivered capacity (a trimmed tail counts at its own size).
 """
 from __future__ import annotations
 
@@ -30,9 +32,12 @@ torch.set_num_threads(1)
 from loaders import make_dataset, make_loader
 paths = sorted(glob.glob(sys.argv[1]))
 kind, fps, window = sys.argv[2], (None if sys.argv[3] == "none" else float(sys.argv[3])), float(sys.argv[4])
+kind, _, tail = kind.partition("+")
 budgets = (int(round((fps or 30) * window * 2)), int(16000 * window * 2), 512)
 options = dict(seed=0, fps=fps, sample_rate=16000, budgets=budgets, window_seconds=window, buffer_size=8,
                frame_size=(112, 112), max_items=64)
+if tail:
+    options["tail"] = tail
 if kind == "make_loader":
     loader = make_loader(paths, num_workers=2, **options)
 else:
@@ -42,15 +47,18 @@ else:
 def cpu():
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-cpu0, started, batches, frames = cpu(), time.perf_counter(), 0, 0
+cpu0, started, batches, frames, capacity, first = cpu(), time.perf_counter(), 0, 0, 0, None
 iterator = iter(loader)
 for batch in iterator:
+    first = first or time.perf_counter() - started
     batches += 1
     frames += int(batch.cu_seqlens_frames[-1])
+    capacity += int(batch.frames.shape[0])
 wall = time.perf_counter() - started
 del iterator, batch
 gc.collect()
-print(json.dumps({"wall_s": wall, "cpu_s": cpu() - cpu0, "batches": batches, "padding": 1 - frames / (batches * budgets[0])}))
+print(json.dumps({"wall_s": wall, "cpu_s": cpu() - cpu0, "batches": batches, "padding": 1 - frames / capacity,
+                  "first_s": first}))
 '''
 
 
@@ -80,8 +88,9 @@ def main() -> int:
     for name, group in rows.items():
         walls, cpus = [r["wall_s"] for r in group], [r["cpu_s"] for r in group]
         medians[name] = (statistics.median(walls), statistics.median(cpus))
+        first_s = statistics.median(r["first_s"] for r in group)
         print(f"| {name} | {group[0]['batches']} | {' '.join(f'{w:.2f}' for w in walls)} | {medians[name][0]:.2f} | "
-              f"{' '.join(f'{c:.2f}' for c in cpus)} | {medians[name][1]:.2f} | {group[0]['padding']:.1%} |")
+              f"{' '.join(f'{c:.2f}' for c in cpus)} | {medians[name][1]:.2f} | {first_s:.2f} | {group[0]['padding']:.1%} |")
     first = next(iter(medians))
     for name, (wall, cpu) in medians.items():
         print(f"{name} / {first}: {medians[first][0] / wall:.2f}x wall, {medians[first][1] / cpu:.2f}x CPU (throughput)")

@@ -22,21 +22,24 @@ with): the epoch travels in a small shared-memory cell, read by each worker when
 completed epoch repeats that epoch, with or without persistent workers.
 
 Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
-run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together and
+run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together,
 the batch order (each worker packs the items of its own shards; the DataLoader takes batches from the workers
-in turn). What does not: the set of items of an epoch, each item's frames, audio, words, segments and tokens,
-the shard order, and the skip records. (``make_loader`` merges its workers' items into one global order
+in turn) and which batches are tails (one per worker: see Padding), so with ``tail="drop"`` which items are
+dropped. What does not: the set of items read in an epoch, each item's frames, audio, words, segments and tokens,
+the shard order, and the other skip records. (``make_loader`` merges its workers' items into one global order
 before packing, so there even the batches do not depend on ``num_workers``.)
 
-Padding: each worker ends its epoch with its own last, partly filled batch, so an epoch has up to
-``num_workers - 1`` more batches than ``make_loader`` packs from the same items (measured: 18 vs 17 batches on 32
-clips, 68 vs 67 on 128; BENCHMARKS.md), i.e. at most ``(num_workers - 1) / N`` more padding on an epoch of ``N``
-batches. Within an epoch a worker packs across its shards (no per-shard flush). This depends on ``num_workers`` and
-is not merged away: torch's DataLoader gives its workers no way to hand their tails to one another that is both
-deterministic and cannot deadlock (one worker waiting for the others' tails blocks the in-order delivery that those
-others need to finish; whichever worker ends last taking them makes the batches depend on timing), and carrying a
-tail into the next epoch would move items across epochs and lose them without ``persistent_workers``. Where
-make_loader's padding matters (small epochs), use ``make_loader``: one packer over all workers' items.
+Padding and the tail policy: each worker packs its own items and ends its epoch with its own last, partly filled
+batch, so an epoch has ``num_workers`` tails (``make_loader``: one). With ``tail="pad"`` (default) a tail keeps the
+full capacities, so an epoch has up to ``num_workers - 1`` more padded batches than ``make_loader`` packs from the same
+items (at most ``(num_workers - 1) / N`` more padding on an epoch of ``N`` batches; 6.9 % vs 1.5 % on 32 short clips,
+BENCHMARKS.md). ``tail="trim"`` sizes each tail to what it holds (rounded up to ``tail_multiple``), which removes
+most of that difference; ``tail="drop"`` drops the tails (named skips). Which items are tails depends on
+``num_workers``; the policy never changes which items are packed together. The tails are not merged across workers:
+torch's DataLoader gives its workers no way to hand them to one another that is both deterministic and cannot
+deadlock (one worker waiting for the others' tails blocks the in-order delivery that those others need to finish;
+whichever worker ends last taking them makes the batches depend on timing), and carrying a tail into the next epoch
+would move items across epochs and lose them without ``persistent_workers``.
 
 Memory: inside a DataLoader worker each batch is built in one shared-memory slot that the worker reuses once the
 main process has dropped everything made from that batch (``loaders.pipeline._shared_slots``): no fresh shared
