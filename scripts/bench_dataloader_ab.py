@@ -3,7 +3,7 @@ any checkout, on the same shards, options as ``scripts/bench_loader.py`` (16 kHz
 budgets from ``--fps`` and ``--window-seconds``, 2 workers).
 
 Per run: the epoch's wall time and CPU seconds (user + system of the process and its reaped workers, from
-``iter()`` to the workers' shutdown; imports excluded), batches and frame padding. Rounds run the variants in turn
+building the loader to the workers' shutdown; module imports excluded, the loader's own start-up included), batches and frame padding. Rounds run the variants in turn
 (A B C, A B C, …) so the shared machine's load falls on all alike; the medians and their ratios are the figures.
 
 Usage::
@@ -13,7 +13,8 @@ Usage::
         --variant make_loader=$PWD:make_loader [--variant pf4=$PWD:DataLoader:4]
 
 ``KIND`` is ``make_loader`` or ``DataLoader[:PREFETCH_FACTOR]``, optionally followed by ``+TAIL`` (``+trim``,
-``+drop``, ``+pad``: the ``tail`` option; without it the checkout's default, so older checkouts work too).
+``+drop``, ``+pad``: the ``tail`` option; without it the checkout's default, so older checkouts work too: a
+checkout from before ``make_dataset`` runs ``make_loader`` only).
 Padding is of the delivered capacity (a trimmed tail counts at its own size).
 """
 from __future__ import annotations
@@ -29,7 +30,8 @@ _EPOCH = r'''
 import gc, glob, json, resource, sys, time
 import torch
 torch.set_num_threads(1)
-from loaders import make_dataset, make_loader
+import loaders
+from loaders import make_loader
 paths = sorted(glob.glob(sys.argv[1]))
 kind, fps, window = sys.argv[2], (None if sys.argv[3] == "none" else float(sys.argv[3])), float(sys.argv[4])
 kind, _, tail = kind.partition("+")
@@ -38,16 +40,16 @@ options = dict(seed=0, fps=fps, sample_rate=16000, budgets=budgets, window_secon
                frame_size=(112, 112), max_items=64)
 if tail:
     options["tail"] = tail
-if kind == "make_loader":
-    loader = make_loader(paths, num_workers=2, **options)
-else:
-    prefetch = int(kind.split(":")[1]) if ":" in kind else 2
-    loader = torch.utils.data.DataLoader(make_dataset(paths, **options), batch_size=None, num_workers=2,
-                                         prefetch_factor=prefetch)
 def cpu():
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 cpu0, started, batches, frames, capacity, first = cpu(), time.perf_counter(), 0, 0, 0, None
+if kind == "make_loader":
+    loader = make_loader(paths, num_workers=2, **options)
+else:
+    prefetch = int(kind.split(":")[1]) if ":" in kind else 2
+    loader = torch.utils.data.DataLoader(loaders.make_dataset(paths, **options), batch_size=None, num_workers=2,
+                                         prefetch_factor=prefetch)
 iterator = iter(loader)
 for batch in iterator:
     first = first or time.perf_counter() - started

@@ -76,6 +76,7 @@ import torch
 
 from avcore import BatchItem
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
+from loaders import _audio_torchcodec
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths
@@ -571,6 +572,9 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     resolved = resolve_options(o)
     shard_urls = expand_shard_urls(urls)
     _check_local_paths(shard_urls)
+    # Here, before any worker is forked (a DataLoader forks at iter()): each forked worker then inherits torchcodec
+    # instead of importing it on its first read (a worker's start-up, on the way to the first batch).
+    _audio_torchcodec.preload()
     return cls(shard_urls, seed=seed, options=resolved.sample, collator=resolved.collator, buffer_size=o["buffer_size"],
                min_fill=o["min_fill"], rank=resolved.rank, world_size=resolved.world_size,
                even_batches=o["even_batches"], allow_empty_epoch=o["allow_empty_epoch"],
