@@ -12,6 +12,9 @@ Usage::
     .venv/bin/python scripts/bench_loader.py --synthetic-shards 4 --repeats 4              # 32 clips, every frame
     .venv/bin/python scripts/bench_loader.py --long-shards 4 --fps 2 --window-seconds 8   # 16 x 30 s 360p, 2 fps
 
+Both loaders run once per tail policy of ``--tails`` (default ``pad,trim``: the library default, then the trimmed
+tail), each row with its padding of the delivered capacity.
+
 Without shards (``sample_data/shards`` not generated yet), synthetic shards are made with ffmpeg::
 
     ffmpeg -f lavfi -i testsrc=size=160x120:rate=30 -f lavfi -i sine=f=440:r=48000 -t SECONDS \\
