@@ -27,9 +27,8 @@ NULL_THRESHOLD = 0.7
 """Match significance reached by at most 0.5 % of null pairings on the tune seeds (half the 1 % target, for the
 sampling error and a heavier held-out tail): the 99.5th percentile of 4,560 tune null pairings (the 24 wild and
 24 mouth-speech tune clips: each video with every other clip's audio, and with every clip's audio played
-backwards), 0.668 (with the ring's median as the local chance; 0.655 with its mean), rounded up to 0.1
-(``avalign bench align --calibrate``; BENCHMARKS.md, "A/V significance against the clip's own neighbourhood" and
-"A/V: a ring robust to the events' own echoes")."""
+backwards), 0.655, rounded up to 0.1 (``avalign bench align --calibrate``; BENCHMARKS.md, "A/V significance
+against the clip's own neighbourhood")."""
 
 TextMethod = Literal["auto", "energy", "forced"]
 """Transcript offset estimator: speech energy, pocketsphinx forced alignment, or energy then forced alignment."""
