@@ -9,7 +9,7 @@
               L ∈ ±max_offset_ms in 1 ms steps, d ∈ ±max_drift_ppm in steps that keep d·span/2 ≤ σ
     S       = −log10 P(≥ c(peak) of n = Σ w_k events match at one lag by chance) − log10(cells)
               (binomial tail; cells = lags × drifts / 6σ; chance rate = (the larger of the mean of c over all
-              cells and its median over the peak's own neighbourhood, 20-100 ms either side at the best drift) / n)
+              cells and its mean over the peak's own neighbourhood, 20-100 ms either side at the best drift) / n)
 
 The neighbourhood term is the clip's own chance level next to the peak. Visual changes that follow the speech
 (a mouth, lip-like motion) meet speech onsets more often than chance at every lag within a syllable of the
@@ -23,16 +23,6 @@ is as narrow as the dating error (a few ms) and stands above its neighbourhood a
               │ ▁ ▁  ▁ ▁▁ █ ▁ ▁▁ ▁              │ ▁ ▁▂▄▆███████▆▄▂▁ ▁
               └──────────────────── L            └──────────────────── L
                        |ring|  ring: 20-100 ms         |ring| (high: chance here ≈ the peak)
-
-The ring's median, not its mean: a hump raises c over most of the ring, while a room's reflections of each
-event's sound (onsets tens of ms after it, at the same delays for every event) raise it only at a few narrow lags
-after the peak, and those must not count as chance (a knock in a reverberant room is not a mouth)::
-
-    c(L)   flash ↔ sound events, reverberant room:
-              │            ▲ peak
-              │            █  ▂  ▃          reflections: narrow bumps at fixed delays after the peak;
-              │ ▁ ▁  ▁ ▁▁ █ ▁█▁▁█▁ ▁        they lift the ring's mean, not its median
-              └──────────────────── L
 
 Both kernel widths σ = 2.5 ms and 6 ms are tried and the larger significance wins (events dated a few ms
 apart earn it at 6 ms, paying for its higher chance rate; the null threshold is calibrated on this maximum).
@@ -60,9 +50,8 @@ _SIGMA_SECONDS = 0.0025  # sets the drift step
 _SIGMAS_SECONDS = (0.0025, 0.006)
 _SIDELOBE_EXCLUSION_SECONDS = 0.02
 LOCAL_CHANCE_RING_SECONDS = (0.02, 0.1)
-"""Lags this far from the peak (inner, outer), at its drift, give the peak's local chance level: the median of
-``c`` over them (module diagram; chosen on the tune set: BENCHMARKS.md, "A/V significance against the clip's own
-neighbourhood" and "A/V: a ring robust to the events' own echoes")."""
+"""Lags this far from the peak (inner, outer), at its drift, give the peak's local chance level (module diagram;
+chosen on the tune set: BENCHMARKS.md, "A/V significance against the clip's own neighbourhood")."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +75,7 @@ class LagDriftMatch:
     sidelobe_matches: float
     """Most events matched outside the peak's neighbourhood (any drift); 0 when no lag is outside it."""
     chance_matches: float
-    """What chance gives: the larger of the mean of ``c`` over all cells and its median over the peak's ring
+    """What chance gives: the larger of the mean of ``c`` over all cells and over the peak's ring
     (:data:`LOCAL_CHANCE_RING_SECONDS`)."""
     weight_total: float
     """``n = Σ w_k``."""
@@ -144,13 +133,12 @@ def _significance(matches: np.ndarray, num_events: float, chance: float, num_cel
 
 
 def _local_chance(curve: np.ndarray, peak_index: int, step: float) -> float:
-    """Median of ``curve`` (``c`` over lags, ``step`` apart) over the ring :data:`LOCAL_CHANCE_RING_SECONDS` around
-    ``peak_index`` (both sides); 0 when no lag lies in the ring. The median ignores narrow bumps that cover under
-    half the ring (an event's reflections) and follows a hump that covers most of it (module diagram)."""
+    """Mean of ``curve`` (``c`` over lags, ``step`` apart) over the ring :data:`LOCAL_CHANCE_RING_SECONDS` around
+    ``peak_index``; 0 when no lag lies in the ring."""
     inner, outer = LOCAL_CHANCE_RING_SECONDS
     distance = np.abs(np.arange(curve.size) - peak_index) * step
     ring = (distance > inner + 1e-9) & (distance <= outer + 1e-9)
-    return float(np.median(curve[ring])) if ring.any() else 0.0
+    return float(curve[ring].mean()) if ring.any() else 0.0
 
 
 def _surface(events: VisualEvents, grid: np.ndarray, grid_lo: float, lags: np.ndarray, drifts: np.ndarray,

@@ -58,16 +58,14 @@ def test_true_pairings_answer_and_other_audio_does_not() -> None:
 def test_lip_like_motion_within_a_syllable_does_not_answer() -> None:
     """Audio onsets cluster within ±80 ms of each small brightening: the match count is raised at every lag in
     that hump, so the peak's own neighbourhood gives (nearly) the peak's count and the peak is not significant."""
-    answered = raised = 0
+    answered = 0
     for seed in range(40):
         visual, pts, onsets, _ = _clip(seed, mode="mouth")
         est = estimate_av_offset_from_features(visual, pts, onsets)
         answered += not est.abstained
-        raised += est.chance_matches >= 0.1 * est.peak_matches  # the local chance level, not the global mean
-    # Against the global mean alone 7 of these 40 answer (measured with the ring disabled). The ring's median
-    # (this hump covers about half of the ring's lags) stays at >= 0.1 x the peak on 38 of the 40.
+        assert est.chance_matches >= 0.1 * est.peak_matches  # the local chance level, not the global mean
+    # Against the global mean alone 7 of these 40 answer (measured with the ring disabled).
     assert answered <= 2
-    assert raised >= 36
     # The true events' peaks stand far above their neighbourhood.
     for seed in range(10):
         visual, pts, onsets, _ = _clip(seed, mode="events")
