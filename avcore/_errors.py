@@ -34,6 +34,7 @@ REASONS: dict[str, str] = {
     "open": "a shard cannot be opened (key is empty)",
     # tool specific
     "over_budget": "loader: an item larger than a batch budget",
+    "tail_dropped": "loader: an item of a stream's last, partly filled batch, dropped by tail='drop'",
     "align": "loader: aligning the decoded sample failed",
     "read": "preprocess: a member's bytes could not be read back (I/O error)",
     "unknown_extension": "report: a stray file in a media directory (listed, never raised)",

@@ -47,7 +47,7 @@ from avcore import resample, seconds_to_samples
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NotExact", "TorchcodecAudio", "read_torchcodec_audio"]
+__all__ = ["NotExact", "TorchcodecAudio", "preload", "read_torchcodec_audio"]
 
 _CHUNK_SECONDS = 2.0
 """Audio per torchcodec call: long enough that a call's overhead (~0.1 ms) is nothing, short enough that the
@@ -186,6 +186,20 @@ def _launchers(overlap: bool):
     if overlap:
         return torch.jit.script(_fork_first), torch.jit.script(_fork_next)
     return _fork_first, _fork_next
+
+
+def preload() -> bool:
+    """Imports torchcodec's core and scripts the chunk launchers in this process, so that processes forked from it
+    afterwards (loader and DataLoader workers) inherit them instead of each importing torchcodec on its first read
+    (the import is the bulk of a worker's start-up: BENCHMARKS.md, "Time to first batch"). Starts no thread (the
+    inter-op pool starts on the first read). False when torchcodec cannot be imported (``read_audio`` then uses
+    PyAV)."""
+    try:
+        _launchers(True)
+    except (ImportError, OSError, RuntimeError) as error:  # not installed, or its FFmpeg libraries do not load
+        logger.debug("torchcodec not preloaded: %s", error)
+        return False
+    return True
 
 
 def channel_mean(samples: np.ndarray) -> np.ndarray:

@@ -12,6 +12,9 @@ Usage::
     .venv/bin/python scripts/bench_loader.py --synthetic-shards 4 --repeats 4              # 32 clips, every frame
     .venv/bin/python scripts/bench_loader.py --long-shards 4 --fps 2 --window-seconds 8   # 16 x 30 s 360p, 2 fps
 
+Both loaders run once per tail policy of ``--tails`` (default ``pad,trim``: the library default, then the trimmed
+tail), each row with its padding of the delivered capacity.
+
 Without shards (``sample_data/shards`` not generated yet), synthetic shards are made with ffmpeg::
 
     ffmpeg -f lavfi -i testsrc=size=160x120:rate=30 -f lavfi -i sine=f=440:r=48000 -t SECONDS \\
@@ -85,33 +88,35 @@ def find_shards(pattern: str) -> list[str]:
 
 
 def bench_ours(paths: list[str], *, num_workers: int, window_seconds: float, budgets: tuple[int, int, int],
-               dataloader: bool = False, fps: Optional[float] = None) -> dict:
+               dataloader: bool = False, fps: Optional[float] = None, tail: str = "pad") -> dict:
     from loaders import make_dataset, make_loader
 
     options = dict(seed=0, fps=fps, sample_rate=16000, budgets=budgets, window_seconds=window_seconds, buffer_size=8,
-                   frame_size=(112, 112), max_items=64)
+                   frame_size=(112, 112), max_items=64, tail=tail)
     if dataloader:
         loader = torch.utils.data.DataLoader(make_dataset(paths, **options), batch_size=None, num_workers=num_workers,
                                              pin_memory=torch.cuda.is_available())
-        name = f"avalign DataLoader(make_dataset) ({num_workers} workers, packed, windows {window_seconds:g} s)"
+        name = f"avalign DataLoader(make_dataset) ({num_workers} workers, packed, windows {window_seconds:g} s, tail={tail})"
     else:
         loader = make_loader(paths, num_workers=num_workers, **options)
-        name = f"avalign make_loader ({num_workers} workers, packed, windows {window_seconds:g} s)"
+        name = f"avalign make_loader ({num_workers} workers, packed, windows {window_seconds:g} s, tail={tail})"
     started = time.perf_counter()
     first = None
-    frames = samples = batches = 0
+    frames = samples = batches = capacity_frames = capacity_samples = 0
     keys = set()
     for batch in loader:
         first = first or time.perf_counter() - started
         frames += int(batch.cu_seqlens_frames[-1])
         samples += int(batch.cu_seqlens_samples[-1])
+        capacity_frames += int(batch.frames.shape[0])  # a trimmed tail (tail="trim") counts at its own size
+        capacity_samples += int(batch.audio.shape[0])
         batches += 1
         keys.update(k.split("@")[0] for k in batch.sample_keys)
     seconds = time.perf_counter() - started
     return {
         "pipeline": name,
         "clips": len(keys), "batches": batches, "frames": frames, "seconds": seconds, "first_batch_seconds": first,
-        "padding_frames": 1 - frames / (batches * budgets[0]), "padding_samples": 1 - samples / (batches * budgets[1]),
+        "padding_frames": 1 - frames / capacity_frames, "padding_samples": 1 - samples / capacity_samples,
     }
 
 
@@ -250,6 +255,9 @@ def main() -> int:
     parser.add_argument("--window-seconds", type=float, default=4.0)
     parser.add_argument("--fps", type=float, default=None, help="sample frames at this rate (default: every frame)")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--tails", default="pad,trim",
+                        help="tail policies to run make_loader and the DataLoader with (comma-separated; the first is the "
+                             "library default, and the ratios below are given for each)")
     parser.add_argument("--synthetic-shards", type=int, default=0,
                         help="make this many synthetic shards of 8 testsrc clips (160x120, 2-6 s) instead of reading --shards")
     parser.add_argument("--long-shards", type=int, default=0,
@@ -268,13 +276,15 @@ def main() -> int:
     frame_rate = args.fps or 30
     budgets = (int(round(frame_rate * args.window_seconds * 2)), int(16000 * args.window_seconds * 2), 512)
     w, fps = args.num_workers, args.fps
-    pipelines = {
-        "make_loader": lambda: bench_ours(paths, num_workers=w, window_seconds=args.window_seconds, budgets=budgets, fps=fps),
-        "DataLoader": lambda: bench_ours(paths, num_workers=w, window_seconds=args.window_seconds, budgets=budgets, fps=fps,
-                                         dataloader=True),
-        "decode only": lambda: bench_decode_only(paths, num_workers=w, fps=fps),
-        "naive": lambda: bench_naive(paths, num_workers=w, batch_size=4, fps=fps),
-    }
+    tails = [t.strip() for t in args.tails.split(",") if t.strip()]
+    pipelines = {}
+    for tail in tails:
+        pipelines[f"make_loader+{tail}"] = lambda tail=tail: bench_ours(
+            paths, num_workers=w, window_seconds=args.window_seconds, budgets=budgets, fps=fps, tail=tail)
+        pipelines[f"DataLoader+{tail}"] = lambda tail=tail: bench_ours(
+            paths, num_workers=w, window_seconds=args.window_seconds, budgets=budgets, fps=fps, dataloader=True, tail=tail)
+    pipelines["decode only"] = lambda: bench_decode_only(paths, num_workers=w, fps=fps)
+    pipelines["naive"] = lambda: bench_naive(paths, num_workers=w, batch_size=4, fps=fps)
     runs: dict[str, list[dict]] = {name: [] for name in pipelines}
     for _ in range(args.repeats):  # interleaved, to spread the shared machine's load over all four
         for name, run in pipelines.items():
@@ -303,11 +313,12 @@ def main() -> int:
     def ratio(a: str, b: str) -> str:  # throughput of a over b: b's time / a's time (wall, then CPU)
         return f"{median[b]['seconds'] / median[a]['seconds']:.2f}x (CPU {cpu[b] / cpu[a]:.2f}x)"
 
-    lines += ["", "Throughput ratios (median epoch time of the second / of the first):", "",
-              f"- loader vs decode only: make_loader {ratio('make_loader', 'decode only')}, "
-              f"DataLoader {ratio('DataLoader', 'decode only')}",
-              f"- DataLoader / make_loader: {ratio('DataLoader', 'make_loader')}",
-              f"- vs naive: make_loader {ratio('make_loader', 'naive')}, DataLoader {ratio('DataLoader', 'naive')}"]
+    lines += ["", "Throughput ratios (median epoch time of the second / of the first):", ""]
+    for tail in tails:
+        ml, dl = f"make_loader+{tail}", f"DataLoader+{tail}"
+        lines += [f"- tail={tail}: loader vs decode only: make_loader {ratio(ml, 'decode only')}, "
+                  f"DataLoader {ratio(dl, 'decode only')}; DataLoader / make_loader: {ratio(dl, ml)}; "
+                  f"vs naive: make_loader {ratio(ml, 'naive')}, DataLoader {ratio(dl, 'naive')}"]
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text)
     print(text)

@@ -2,6 +2,7 @@
 
 Usage:
     .venv/bin/python -m torch.distributed.run --nproc_per_node 2 scripts/ddp_example.py SHARDS OUT_DIR [--even-batches pad|drop ...]
+        [--budgets FRAMES SAMPLES TOKENS] [--window-seconds S]   (make_loader's; defaults 120 64000 64, 2.0)
 
 Each rank trains a tiny DistributedDataParallel model on its PackedBatch stream (an all-reduce per step:
 a rank with fewer batches than the other would hang the job) and writes OUT_DIR/rank{R}.json with the
@@ -23,13 +24,14 @@ import torch.distributed as dist  # noqa: E402
 import loaders  # noqa: E402
 
 
-def run_epoch(shards: str, even_batches: str) -> dict:
+def run_epoch(shards: str, even_batches: str, *, budgets: tuple[int, int, int] = (120, 64_000, 64),
+              window_seconds: float = 2.0) -> dict:
     """One epoch of a tiny DDP model over ``make_loader(shards, even_batches=...)``: the keys of every batch, the
     batch count and the batches dropped to keep the ranks in step."""
     torch.manual_seed(0)
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3 * 16 * 16, 1))
     optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = loaders.make_loader(shards, seed=0, budgets=(120, 64_000, 64), window_seconds=2.0,
+    loader = loaders.make_loader(shards, seed=0, budgets=budgets, window_seconds=window_seconds,
                                  frame_size=(16, 16), max_items=8, even_batches=even_batches)  # rank from torch.distributed
     keys = []
     for batch in loader:
@@ -48,11 +50,14 @@ def main() -> int:
     parser.add_argument("shards")
     parser.add_argument("out_dir")
     parser.add_argument("--even-batches", choices=["pad", "drop"], nargs="+", default=["pad"])
+    parser.add_argument("--budgets", type=int, nargs=3, default=[120, 64_000, 64], metavar=("FRAMES", "SAMPLES", "TOKENS"),
+                        help="make_loader's per-batch budgets")
+    parser.add_argument("--window-seconds", type=float, default=2.0, help="make_loader's window length")
     args = parser.parse_args()
     dist.init_process_group("gloo")  # rank / world size / master address from torchrun's environment
     rank = dist.get_rank()
     for mode in args.even_batches:
-        result = run_epoch(args.shards, mode)
+        result = run_epoch(args.shards, mode, budgets=tuple(args.budgets), window_seconds=args.window_seconds)
         name = f"rank{rank}.json" if len(args.even_batches) == 1 else f"rank{rank}-{mode}.json"
         with open(os.path.join(args.out_dir, name), "w") as f:
             json.dump(dict(result, rank=rank, world_size=dist.get_world_size()), f)

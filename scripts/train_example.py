@@ -74,10 +74,12 @@ def _text_members(layout: str, key: str, colour: str, seconds: float) -> list[tu
 
 
 def make_shards(out_dir: Path, *, clips_per_shard: int = 8) -> list[str]:
-    """One shard per layout, ``clips_per_shard`` clips each (1.0–1.6 s, colours in turn). Returns the paths."""
+    """One shard per layout, ``clips_per_shard`` clips each (1.0–1.6 s, colours in turn). Returns the paths.
+    Clips of the same colour and length are the same bytes (each is encoded once)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     colours = list(COLOURS)
     paths = []
+    encoded: dict[tuple[str, float], bytes] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for s, layout in enumerate(LAYOUTS):
             path = out_dir / f"{layout}-{s:06d}.tar"
@@ -85,7 +87,9 @@ def make_shards(out_dir: Path, *, clips_per_shard: int = 8) -> list[str]:
                 for c in range(clips_per_shard):
                     key = f"{layout}{c:02d}"
                     colour, seconds = colours[(c + s) % len(colours)], 1.0 + 0.2 * (c % 4)
-                    members = [(f"{key}.mp4", _clip(Path(scratch) / f"{key}.mp4", colour, seconds))]
+                    if (colour, seconds) not in encoded:
+                        encoded[colour, seconds] = _clip(Path(scratch) / f"{key}.mp4", colour, seconds)
+                    members = [(f"{key}.mp4", encoded[colour, seconds])]
                     for name, data in members + _text_members(layout, key, colour, seconds):
                         info = tarfile.TarInfo(name)
                         info.size = len(data)

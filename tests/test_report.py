@@ -364,8 +364,14 @@ def test_preprocessed_shards_use_align_json(preprocessed_dir, tmp_path):
         (["--fail-over-ms", "100", "--gate-on", "av"], 1),
     ],
 )
-def test_gate_exit_codes_null_offsets_do_not_fail(preprocessed_dir, tmp_path, options, exit_code, capsys):
+def test_gate_exit_codes_null_offsets_do_not_fail(preprocessed_dir, tmp_path, options, exit_code, capsys, monkeypatch):
+    plotted = []
+    if options:  # the gate does not reach the summary plots: drawn for these rows by the no-gate case, recorded here
+        monkeypatch.setattr("avalign.report._plots.make_plots",  # private: run_report imports it at call time
+                            lambda rows: plotted.append([row["key"] for row in rows]) or {})
     assert _cli(["report", str(preprocessed_dir), "--out", str(tmp_path), "--no-progress", *options]) == exit_code
+    if options:
+        assert plotted == [[row["key"] for row in json.loads((tmp_path / "report.json").read_text())["clips"]]]
     printed = capsys.readouterr().out
     assert "5 reported, 2 skipped" in printed
     if options:

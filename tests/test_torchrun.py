@@ -1,4 +1,8 @@
-"""make_loader under torchrun: 2 processes, gloo on CPU, a DDP step per batch; uneven shards never hang."""
+"""make_loader under torchrun: 2 processes, gloo on CPU, a DDP step per batch; uneven shards never hang.
+
+The shards are the loader tests' uneven set (``tests/loader_shards.py``: 3 shards, so one rank reads two and the
+other one, with a corrupt sample, a bad transcript and a sample without video among them); the oracle is the
+windows the generator made."""
 import json
 import socket
 import subprocess
@@ -6,7 +10,8 @@ import sys
 
 import pytest
 
-from conftest import REPO, SAMPLE_DATA, sample_truth
+from conftest import REPO
+from tests.loader_shards import BUDGETS, WINDOW_SECONDS, write_loader_shards
 
 
 def _free_port() -> int:
@@ -20,27 +25,34 @@ MODES = ("pad", "drop")
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory) -> dict:
-    """One torchrun job, 2 ranks, one epoch per ``even_batches`` mode in turn: mode → both ranks' results."""
-    sample_truth()
+    """One torchrun job, 2 ranks, one epoch per ``even_batches`` mode in turn: the expected windows per key, and
+    mode → both ranks' results."""
+    shards = write_loader_shards(tmp_path_factory.mktemp("torchrun_shards"))
     out = tmp_path_factory.mktemp("torchrun")
-    shards = str(SAMPLE_DATA / "shards" / "shard-{000000..000001}.tar")
+    pattern = shards["paths"][0].replace("shard-000000.tar", f"shard-{{000000..{len(shards['paths']) - 1:06d}}}.tar")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-           "--master-port", str(_free_port()), str(REPO / "scripts" / "ddp_example.py"), shards, str(out),
-           "--even-batches", *MODES]
+           "--master-port", str(_free_port()), str(REPO / "scripts" / "ddp_example.py"), pattern, str(out),
+           "--even-batches", *MODES, "--budgets", *map(str, BUDGETS), "--window-seconds", str(WINDOW_SECONDS)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=170, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return {mode: [json.loads((out / f"rank{r}-{mode}.json").read_text()) for r in range(2)] for mode in MODES}
+    results = {mode: [json.loads((out / f"rank{r}-{mode}.json").read_text()) for r in range(2)] for mode in MODES}
+    return {"expected": shards["expected"], **results}
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("even", MODES)
 def test_two_ranks_under_torchrun(ranks, even):
-    truth = sample_truth()
+    expected = sorted(f"{k}@{i}" for k, n in ranks["expected"].items() for i in range(n))
     ranks = ranks[even]
     assert [r["world_size"] for r in ranks] == [2, 2] and [r["rank"] for r in ranks] == [0, 1]
     assert ranks[0]["batches"] == ranks[1]["batches"] > 0  # same number of DDP steps: nothing hung
-    seen = [{k.split("@")[0] for batch in r["keys"] for k in batch} for r in ranks]
-    assert not seen[0] & seen[1]  # each shard read by one rank only
-    if even == "pad":  # nothing lost
-        assert seen[0] | seen[1] == set(truth)
+    keys = [[k for batch in r["keys"] for k in batch] for r in ranks]
+    clips = [{k.split("@")[0] for k in rank_keys} for rank_keys in keys]
+    assert not clips[0] & clips[1]  # each shard read by one rank only
+    if even == "pad":  # nothing lost: every window once; the short rank yields empty batches
+        assert sorted(keys[0] + keys[1]) == expected
+        assert any(batch == [] for r in ranks for batch in r["keys"])
+    else:  # the long rank's tail is dropped and counted
+        assert len(keys[0]) + len(keys[1]) < len(expected) and max(r["dropped"] for r in ranks) > 0
+        assert set(keys[0] + keys[1]) < set(expected)

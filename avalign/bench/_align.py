@@ -405,12 +405,13 @@ def librivox_clip(cache_dir: str | Path) -> tuple[Any, Any, list[dict]]:
 
 
 def real_text_offsets(cache_dir: str | Path, *, offsets_ms: Sequence[float] = (-80.0, 0.0, 40.0, 150.0, 300.0),
-                      work_dir: str | Path | None = None) -> dict:
+                      work_dir: str | Path | None = None, clip: tuple[Any, Any, list[dict]] | None = None) -> dict:
     """Stamp LibriVox speech with pocketsphinx word times made ``offset`` late and recover the offset.
 
     The transcripts go through a file (WhisperX JSON, ms precision) and ``read_transcript``. Reported per
     injection: the estimate at the default threshold (or abstention), the unthresholded estimate
-    (``min_confidence=0``), and the same on each utterance alone.
+    (``min_confidence=0``), and the same on each utterance alone. ``clip``: what :func:`librivox_clip`
+    returned for ``cache_dir``, when the caller has it already (default: computed here).
     """
     import loaders
     from aligner import TextOptions, estimate_transcript_offset
@@ -419,7 +420,7 @@ def real_text_offsets(cache_dir: str | Path, *, offsets_ms: Sequence[float] = (-
     from avcore import Span, Transcript
 
     try:
-        audio, transcript, per_utterance = librivox_clip(cache_dir)
+        audio, transcript, per_utterance = clip if clip is not None else librivox_clip(cache_dir)
     except (FileNotFoundError, ImportError) as e:
         return {"skipped": str(e)}
     out_dir = Path(work_dir or cache_dir) / "librivox_transcripts"

@@ -78,6 +78,8 @@ class PackedBatch:
 
     Shapes are fixed by the budgets (``cap_frames``, ``cap_samples``, ``cap_tokens``) and the collator's
     ``max_items`` / ``max_words`` / ``max_segments``; all index tensors are int32 except the span maps (int64).
+    One exception: with ``tail="trim"`` the last, partly filled batch of a stream has smaller ``cap_frames`` /
+    ``cap_samples`` / ``cap_tokens`` (what it holds, rounded up: ``loaders.pipeline._tail``).
     """
 
     frames: torch.Tensor
@@ -287,31 +289,43 @@ class Collator:
         """Hop capacity: ``cap_samples // hop_length``."""
         return self.budgets[1] // self.hop_length
 
-    def __call__(self, items: Sequence[Union[BatchItem, AlignedSample]]) -> PackedBatch:
+    def __call__(self, items: Sequence[Union[BatchItem, AlignedSample]], *,
+                 capacities: Optional[Sequence[int]] = None) -> PackedBatch:
         """Packs ``items`` (in order) into one batch; an aligned sample counts whitespace tokens (no ids).
 
+        Args:
+            items: The items of the batch.
+            capacities: ``(frames, samples, tokens)`` capacities of this batch, each at most its budget (a trimmed
+                tail batch: ``loaders.pipeline._tail``); None: the budgets. Hops follow ``samples // hop_length``.
+
         Raises:
-            ValueError: Too many items, words or segments, or a modality over its budget; the message
-                names the counts, the limits and the keys; an item without token ids when ``with_token_ids``.
+            ValueError: Too many items, words or segments, or a modality over its capacity; the message
+                names the counts, the limits and the keys; an item without token ids when ``with_token_ids``;
+                a capacity over its budget.
         """
+        caps = self.budgets if capacities is None else tuple(int(c) for c in capacities)
+        if len(caps) != 3 or any(not 0 <= c <= b for c, b in zip(caps, self.budgets)):
+            raise ValueError(f"capacities must be 3 ints in [0, budget] (budgets {self.budgets}), got {capacities = }.")
         items = [as_batch_item(item) for item in items]
         samples = [item.sample for item in items]
         lengths = np.array([item_lengths(item) for item in items], dtype=np.int64).reshape(-1, 3)
-        self._check_fits(samples, lengths)
+        self._check_fits(samples, lengths, caps)
         in_worker = self.device.type == "cpu" and torch.utils.data.get_worker_info() is not None
         self._writer = self.slots.writer() if in_worker else None
         try:
-            batch = self._build(items, samples, lengths)
+            batch = self._build(items, samples, lengths, caps)
         finally:
             writer, self._writer = self._writer, None
         if writer is not None:
-            self.slots.finish(writer)
+            self.slots.finish(writer, sizes_slots=caps == self.budgets)
             if writer.slot is not None:
                 object.__setattr__(batch, "_shared_slot", writer.slot)
         return batch
 
-    def _build(self, items: list[BatchItem], samples: list[AlignedSample], lengths: np.ndarray) -> PackedBatch:
-        cap_frames, cap_samples, cap_tokens = self.budgets
+    def _build(self, items: list[BatchItem], samples: list[AlignedSample], lengths: np.ndarray,
+               caps: tuple[int, ...]) -> PackedBatch:
+        cap_frames, cap_samples, cap_tokens = caps
+        cap_hops = cap_samples // self.hop_length
         hops = lengths[:, 1] // self.hop_length
         cu = {name: _cu(lengths[:, j], self.max_items) for j, name in enumerate(("frames", "samples", "tokens"))}
         cu["hops"] = _cu(hops, self.max_items)
@@ -324,20 +338,20 @@ class Collator:
             self._staging_ready.record(torch.cuda.current_stream(self.device))
         log_mel = None
         if self._mel is not None:
-            log_mel = self._pack_log_mel(audio, cu["samples"], cu["hops"], len(samples))
+            log_mel = self._pack_log_mel(audio, cu["samples"], cu["hops"], len(samples), cap_hops)
         ids = {}
-        for name, cap in (("frames", cap_frames), ("samples", cap_samples), ("tokens", cap_tokens), ("hops", self.cap_hops)):
+        for name, cap in (("frames", cap_frames), ("samples", cap_samples), ("tokens", cap_tokens), ("hops", cap_hops)):
             ids[name] = _ids(cu[name], len(samples), cap)
         words, word_texts = self._span_rows(samples, cu, level="word", limit=self.max_words)
         segments, segment_texts = self._span_rows(samples, cu, level="segment", limit=self.max_segments)
         token_ids, token_spans = self._token_rows(items, cu, cap_tokens)
         padding = {
-            "frames": 1.0 - int(cu["frames"][-1]) / cap_frames,
-            "samples": 1.0 - int(cu["samples"][-1]) / cap_samples,
-            "tokens": 1.0 - int(cu["tokens"][-1]) / cap_tokens,
+            "frames": 1.0 - int(cu["frames"][-1]) / max(cap_frames, 1),
+            "samples": 1.0 - int(cu["samples"][-1]) / max(cap_samples, 1),
+            "tokens": 1.0 - int(cu["tokens"][-1]) / max(cap_tokens, 1),
         }
         if self._mel is not None:
-            padding["hops"] = 1.0 - int(cu["hops"][-1]) / max(self.cap_hops, 1)
+            padding["hops"] = 1.0 - int(cu["hops"][-1]) / max(cap_hops, 1)
 
         def dev(array: np.ndarray) -> torch.Tensor:
             if self._writer is not None:
@@ -381,15 +395,16 @@ class Collator:
         """An all-padding batch (``num_items == 0``), e.g. to keep ranks in step."""
         return self([])
 
-    def _check_fits(self, samples: list[AlignedSample], lengths: np.ndarray) -> None:
+    def _check_fits(self, samples: list[AlignedSample], lengths: np.ndarray, caps: tuple[int, ...]) -> None:
         if len(samples) > self.max_items:
             raise ValueError(f"{len(samples)} items exceed max_items={self.max_items}; raise max_items or lower the budgets.")
         totals = lengths.sum(axis=0) if len(samples) else np.zeros(3, dtype=np.int64)
-        over = first_over_budget(totals.tolist(), self.budgets)
+        over = first_over_budget(totals.tolist(), caps)
         if over is not None:
             j = over[0]
             raise ValueError(
-                f"{('frames', 'samples', 'tokens')[j]}: {int(totals[j])} over the budget {self.budgets[j]} for keys "
+                f"{('frames', 'samples', 'tokens')[j]}: {int(totals[j])} over the "
+                f"{'budget' if caps == self.budgets else 'capacity'} {caps[j]} for keys "
                 f"{[s.key for s in samples]}; pack with the same budgets as the collator."
             )
         num_words = sum(len(s.words) for s in samples)
@@ -480,8 +495,9 @@ class Collator:
             out[int(cu[i]) : int(cu[i + 1])] = x
         return out
 
-    def _pack_log_mel(self, audio: torch.Tensor, cu_samples: np.ndarray, cu_hops: np.ndarray, num_items: int) -> torch.Tensor:
-        out = torch.zeros((self.cap_hops, self.n_mels), dtype=torch.float32, device=self.device)
+    def _pack_log_mel(self, audio: torch.Tensor, cu_samples: np.ndarray, cu_hops: np.ndarray, num_items: int,
+                      cap_hops: int) -> torch.Tensor:
+        out = torch.zeros((cap_hops, self.n_mels), dtype=torch.float32, device=self.device)
         for i in range(num_items):
             h0, h1 = int(cu_hops[i]), int(cu_hops[i + 1])
             if h1 == h0:

@@ -22,21 +22,24 @@ with): the epoch travels in a small shared-memory cell, read by each worker when
 completed epoch repeats that epoch, with or without persistent workers.
 
 Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
-run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together and
+run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together,
 the batch order (each worker packs the items of its own shards; the DataLoader takes batches from the workers
-in turn). What does not: the set of items of an epoch, each item's frames, audio, words, segments and tokens,
-the shard order, and the skip records. (``make_loader`` merges its workers' items into one global order
+in turn) and which batches are tails (one per worker: see Padding), so with ``tail="drop"`` which items are
+dropped. What does not: the set of items read in an epoch, each item's frames, audio, words, segments and tokens,
+the shard order, and the other skip records. (``make_loader`` merges its workers' items into one global order
 before packing, so there even the batches do not depend on ``num_workers``.)
 
-Padding: each worker ends its epoch with its own last, partly filled batch, so an epoch has up to
-``num_workers - 1`` more batches than ``make_loader`` packs from the same items (measured: 18 vs 17 batches on 32
-clips, 68 vs 67 on 128; BENCHMARKS.md), i.e. at most ``(num_workers - 1) / N`` more padding on an epoch of ``N``
-batches. Within an epoch a worker packs across its shards (no per-shard flush). This depends on ``num_workers`` and
-is not merged away: torch's DataLoader gives its workers no way to hand their tails to one another that is both
-deterministic and cannot deadlock (one worker waiting for the others' tails blocks the in-order delivery that those
-others need to finish; whichever worker ends last taking them makes the batches depend on timing), and carrying a
-tail into the next epoch would move items across epochs and lose them without ``persistent_workers``. Where
-make_loader's padding matters (small epochs), use ``make_loader``: one packer over all workers' items.
+Padding and the tail policy: each worker packs its own items and ends its epoch with its own last, partly filled
+batch, so an epoch has ``num_workers`` tails (``make_loader``: one). With ``tail="pad"`` (default) a tail keeps the
+full capacities, so an epoch has up to ``num_workers - 1`` more padded batches than ``make_loader`` packs from the same
+items (at most ``(num_workers - 1) / N`` more padding on an epoch of ``N`` batches; 6.9 % vs 1.5 % on 32 short clips,
+BENCHMARKS.md). ``tail="trim"`` sizes each tail to what it holds (rounded up to ``tail_multiple``), which removes
+most of that difference; ``tail="drop"`` drops the tails (named skips). Which items are tails depends on
+``num_workers``; the policy never changes which items are packed together. The tails are not merged across workers:
+torch's DataLoader gives its workers no way to hand them to one another that is both deterministic and cannot
+deadlock (one worker waiting for the others' tails blocks the in-order delivery that those others need to finish;
+whichever worker ends last taking them makes the batches depend on timing), and carrying a tail into the next epoch
+would move items across epochs and lose them without ``persistent_workers``.
 
 Memory: inside a DataLoader worker each batch is built in one shared-memory slot that the worker reuses once the
 main process has dropped everything made from that batch (``loaders.pipeline._shared_slots``): no fresh shared
@@ -73,6 +76,7 @@ import torch
 
 from avcore import BatchItem
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
+from loaders import _audio_torchcodec
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths
@@ -81,6 +85,7 @@ from loaders.pipeline._pack import OnlinePacker, PackItem
 from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed, order_key
 from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups,
                                          shard_steps)
+from loaders.pipeline._tail import Tail, tail_capacities, tail_multiples
 
 logger = logging.getLogger(__name__)
 
@@ -135,8 +140,12 @@ class AVDataset(torch.utils.data.IterableDataset):
         even_batches: EvenBatches = "drop",
         allow_empty_epoch: bool = False,
         batches_per_epoch: Optional[int] = None,
+        tail: Tail = "pad",
+        tail_multiple: Optional[Sequence[int]] = None,
     ) -> None:
         super().__init__()
+        self._tail = tail
+        self._tail_multiples = tail_multiples(collator.budgets, tail_multiple)
         self._urls = list(urls)
         self._seed = int(seed)
         self._options = options
@@ -186,7 +195,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         names = ("frames", "samples", "tokens")
         return LoaderStats(samples_read=c.samples_read, items_yielded=c.items_yielded, batches_yielded=c.batches_yielded,
                            skipped=skipped, skipped_samples=tuple(tuple(s) for s in c.skipped),
-                           padding=dict(zip(names, self._packer.stats().padding)),
+                           padding={name: (1.0 - used / capacity if capacity else 0.0)
+                                    for name, used, capacity in zip(names, c.used, c.capacity)},
                            batches_dropped_for_sync=c.batches_dropped, spans_outside=c.spans_outside,
                            decode_errors=c.decode_errors)
 
@@ -334,9 +344,30 @@ class AVDataset(torch.utils.data.IterableDataset):
             self._payloads[position] = event.item
             yield PackItem(event.item.key, pack_lengths(event.item), payload=list(position))
 
-    def _collate(self, pack: list[PackItem]) -> PackedBatch:
+    def _next_pack(self, packs: Iterator[list[PackItem]]) -> tuple[Optional[list[PackItem]], Optional[tuple[int, ...]]]:
+        """The next pack and its capacities (None: the budgets), after the tail policy: the stream's last pack, when
+        below ``min_fill``, is trimmed, or dropped (its items skipped as ``tail_dropped``; None returned)."""
+        pack = next(packs, None)
+        packer = self._packer
+        if pack is None or self._tail == "pad" or not packer.finished() or packer.fill(pack) >= packer.min_fill():
+            return pack, None
+        if self._tail == "trim":
+            totals = [sum(p.lengths[j] for p in pack) for j in range(3)]
+            return pack, tail_capacities(totals, self.collator.budgets, self._tail_multiples)
+        shards = self._rank_shards()
+        for p in pack:
+            position = tuple(p.payload)
+            self._payloads.pop(position)
+            self._counters.skipped.append((shards[position[0]], p.key, "tail_dropped"))
+        return None, None
+
+    def _collate(self, pack: list[PackItem], capacities: Optional[tuple[int, ...]] = None) -> PackedBatch:
         items = [self._payloads.pop(tuple(p.payload)) for p in pack]
-        batch = self.collator(items)
+        batch = self.collator(items, capacities=capacities)
+        caps = self.collator.budgets if capacities is None else capacities
+        for j in range(3):
+            self._counters.capacity[j] += int(caps[j])
+            self._counters.used[j] += sum(p.lengths[j] for p in pack)
         first = [item for item, p in zip(items, pack) if p.payload[2] == 0]  # windows share their sample's report
         self._counters.spans_outside += sum(item.sample.report.spans_outside for item in first)
         self._counters.decode_errors += sum(item.decode_errors for item in items)
@@ -356,8 +387,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         quota = self._quota()
         if quota is not None:
             while c.batches_yielded < quota:
-                pack = next(packs, None)
-                batch = self.collator.empty() if pack is None else self._collate(pack)
+                pack, capacities = self._next_pack(packs)
+                batch = self.collator.empty() if pack is None else self._collate(pack, capacities)
                 c.batches_yielded += 1
                 c.items_yielded += batch.num_items
                 yield batch
@@ -367,7 +398,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         distributed = (self._world_size > 1 and torch.utils.data.get_worker_info() is None
                        and torch.distributed.is_available() and torch.distributed.is_initialized())
         while True:
-            pack = next(packs, None)
+            pack, capacities = self._next_pack(packs)
             if distributed:
                 have = _all_reduce_flags(pack is not None)
                 if self._even_batches == "drop" and not have["all"]:
@@ -382,7 +413,7 @@ class AVDataset(torch.utils.data.IterableDataset):
                     continue
             elif pack is None:
                 return
-            batch = self._collate(pack)
+            batch = self._collate(pack, capacities)
             c.batches_yielded += 1
             c.items_yielded += batch.num_items
             yield batch
@@ -460,6 +491,8 @@ def make_dataset(
     allow_empty_epoch: bool = False,
     pad_token_id: int = 0,
     batches_per_epoch: Optional[int] = None,
+    tail: Tail = "pad",
+    tail_multiple: Optional[tuple[int, int, int]] = None,
 ) -> AVDataset:
     """An ``IterableDataset`` of :class:`PackedBatch` over WebDataset shards of media + text (see the module
     docstring for DataLoader use, determinism and resume).
@@ -498,6 +531,13 @@ def make_dataset(
             workers): empty batches (``num_items == 0``) once its data is used up, the rest of its data dropped
             when there is more. What keeps DDP ranks in step with DataLoader workers, which cannot all-reduce;
             pick it from the smallest rank's share (e.g. items per rank / items per batch). None: no quota.
+        tail: The last batch of a packer's stream when it is not full (below ``min_fill``): ``"pad"`` (default) keeps
+            the full capacities (every batch the same shapes: what ``torch.compile`` and CUDA graphs want);
+            ``"trim"`` sizes its frames / samples / tokens to what it holds, rounded up to ``tail_multiple`` (few
+            shapes; least padding); ``"drop"`` skips its items (counted in ``stats.skipped`` as ``tail_dropped``).
+            A stream is one DataLoader worker's epoch here (``num_workers`` tails per epoch), one epoch in
+            ``make_loader`` (one tail). See ``loaders.pipeline._tail``.
+        tail_multiple: ``(frames, samples, tokens)`` a trimmed tail is rounded up to; None: each budget / 8.
 
     Raises:
         ValueError: A bad option; the message names it, the valid range and a hint.
@@ -515,7 +555,8 @@ def make_dataset(
                  world_size=world_size, resize_in_decoder=resize_in_decoder, max_pixels=max_pixels,
                  missing_audio=missing_audio, sample_timeout_seconds=sample_timeout_seconds,
                  max_duration_seconds=max_duration_seconds,
-                 allow_empty_epoch=allow_empty_epoch, pad_token_id=pad_token_id, batches_per_epoch=batches_per_epoch)
+                 allow_empty_epoch=allow_empty_epoch, pad_token_id=pad_token_id, batches_per_epoch=batches_per_epoch,
+                 tail=tail, tail_multiple=tail_multiple)
 
 
 def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: Any) -> Any:
@@ -531,10 +572,13 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     resolved = resolve_options(o)
     shard_urls = expand_shard_urls(urls)
     _check_local_paths(shard_urls)
+    # Here, before any worker is forked (a DataLoader forks at iter()): each forked worker then inherits torchcodec
+    # instead of importing it on its first read (a worker's start-up, on the way to the first batch).
+    _audio_torchcodec.preload()
     return cls(shard_urls, seed=seed, options=resolved.sample, collator=resolved.collator, buffer_size=o["buffer_size"],
                min_fill=o["min_fill"], rank=resolved.rank, world_size=resolved.world_size,
                even_batches=o["even_batches"], allow_empty_epoch=o["allow_empty_epoch"],
-               batches_per_epoch=o["batches_per_epoch"], **extra)
+               batches_per_epoch=o["batches_per_epoch"], tail=o["tail"], tail_multiple=o["tail_multiple"], **extra)
 
 
 _DEFAULTS: dict[str, Any] = {

@@ -12,7 +12,8 @@ process takes each sample's step from the worker that owns its shard: the worker
 step, each running at most a few samples ahead (reading whole shards in order, as before, left a worker waiting
 with a full queue while the main process drained another worker's shard: 17-20 % of its time). The order does not
 depend on ``num_workers``: the same seed gives the same batches (keys and tensor bytes) for 0, 1 or 2 workers
-(unlike a ``DataLoader`` over :func:`make_dataset`, where each worker packs its own shards). Resume, rank sync and
+(unlike a ``DataLoader`` over :func:`make_dataset`, where each worker packs its own shards); an epoch is one packer
+stream, so it has one tail (``tail``: see ``make_dataset``) whatever ``num_workers``. Resume, rank sync and
 failure rules are those of :class:`~loaders.pipeline._dataset.AVDataset`.
 
 A worker that dies (killed, segfault in a native decoder) ends the epoch with ``RuntimeError("loader worker

@@ -14,6 +14,7 @@ import torch
 
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator
+from loaders.pipeline._tail import TAIL_CHOICES, check_tail_multiple
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
     check_choice("even_batches", o["even_batches"], ("drop", "pad"))
     check_choice("missing_audio", o["missing_audio"], ("empty", "silence"))
     check_window_seconds(o["window_seconds"])
+    check_choice("tail", o["tail"], TAIL_CHOICES)
+    check_tail_multiple(o["tail_multiple"])
     if int(o["buffer_size"]) < 1:
         raise ValueError(f"buffer_size must be >= 1, got {o['buffer_size']!r}; try 64.")
     if o["fps"] is not None and not o["fps"] > 0:

@@ -354,7 +354,9 @@ class OnlinePacker:
     with :func:`plan_packs`; packs whose fill (largest column fill, ``max_j sum_j / budget_j``) reaches
     ``min_fill`` are emitted and the rest stay buffered to be completed by later items. If that frees
     fewer than ``buffer_size // 16`` items (at least one), the next-fullest packs are emitted too, so every
-    round makes progress. At end of input everything left is planned and emitted.
+    round makes progress. At end of input everything left is planned and emitted, the least-filled pack of that
+    final round last (the stream's tail, for a tail policy: ``loaders.pipeline._tail``); :meth:`finished` then says
+    the pack just emitted was the last.
 
     Within a round the emission order is a permutation seeded by ``(seed, round_index)``; the same input
     and seed give the same packs in the same order. ``state_dict()`` holds the buffered items (keys,
@@ -409,6 +411,7 @@ class OnlinePacker:
         self._num_truncated = 0
         self._round_index = 0
         self._total_lengths = [0] * len(self._budgets)
+        self._input_done = False
 
     def __call__(self, items: Iterable[PackItem]) -> Iterator[list[PackItem]]:
         """Same as :meth:`pack`."""
@@ -435,6 +438,7 @@ class OnlinePacker:
                 continue
             item = next(iterator, _END)
             if item is _END:
+                self._input_done = True
                 break
             self._buffer.append(self._admit(item))
             self._num_items_in += 1
@@ -451,6 +455,19 @@ class OnlinePacker:
             budgets=self._budgets,
             total_lengths=tuple(self._total_lengths),
         )
+
+    def finished(self) -> bool:
+        """Whether the input has ended and every pack has been emitted: the pack emitted last was the stream's last."""
+        return self._input_done and not self._ready and not self._buffer
+
+    def min_fill(self) -> float:
+        """The fill at which a planned pack counts as full (``min_fill``)."""
+        return self._min_fill
+
+    def fill(self, pack: Sequence[PackItem]) -> float:
+        """The fill of ``pack``: its fullest column's summed length over that column's budget."""
+        totals = np.sum([item.lengths for item in pack], axis=0) if pack else np.zeros(len(self._budgets))
+        return float((np.asarray(totals) / np.asarray(self._budgets)).max())
 
     def held_payloads(self) -> list[Any]:
         """Payloads of the items taken in but not yet emitted (buffered, or in packs planned and not yielded)."""
@@ -470,6 +487,7 @@ class OnlinePacker:
             "num_truncated": self._num_truncated,
             "round_index": self._round_index,
             "total_lengths": list(self._total_lengths),
+            "input_done": self._input_done,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -494,6 +512,7 @@ class OnlinePacker:
         self._num_truncated = int(state["num_truncated"])
         self._round_index = int(state["round_index"])
         self._total_lengths = [int(v) for v in state["total_lengths"]]
+        self._input_done = bool(state.get("input_done", False))
 
     def _admit(self, item: PackItem) -> PackItem:
         """Checks an incoming item against the budgets (capping it with ``truncate``)."""
@@ -535,8 +554,12 @@ class OnlinePacker:
                 released += len(packs[p])
         rng = np.random.default_rng([self._seed, self._round_index])
         self._round_index += 1
+        order = rng.permutation(len(chosen)).tolist()
+        if final and order:  # the least-filled pack last: the stream's tail (loaders.pipeline._tail)
+            fills = [(table[packs[chosen[p]]].sum(axis=0) / self._budgets).max() for p in order]
+            order.append(order.pop(int(np.argmin(fills))))
         emitted = set()
-        for p in rng.permutation(len(chosen)).tolist():
+        for p in order:
             pack = packs[chosen[p]]
             self._ready.append([self._buffer[i] for i in pack])
             emitted.update(pack)

@@ -75,13 +75,17 @@ class EpochCounters:
     """URLs of this pass's shards that could not be opened."""
     skipped: list = field(default_factory=list)
     """``(shard, key, reason)`` of every skip, in order."""
+    capacity: list = field(default_factory=lambda: [0, 0, 0])
+    """Summed capacity (frames, samples, tokens) of the batches collated from packs (a trimmed tail: its own)."""
+    used: list = field(default_factory=lambda: [0, 0, 0])
+    """Summed lengths (frames, samples, tokens) of the items in those batches."""
 
     def to_state(self) -> dict[str, Any]:
         return {
             "samples_read": self.samples_read, "items_read": self.items_read, "items_yielded": self.items_yielded,
             "batches_yielded": self.batches_yielded, "batches_dropped": self.batches_dropped,
             "spans_outside": self.spans_outside, "decode_errors": self.decode_errors, "shards_failed": list(self.shards_failed),
-            "skipped": [list(s) for s in self.skipped],
+            "skipped": [list(s) for s in self.skipped], "capacity": list(self.capacity), "used": list(self.used),
         }
 
     @classmethod
@@ -90,6 +94,8 @@ class EpochCounters:
                                                               "batches_dropped", "spans_outside", "decode_errors")})
         counters.shards_failed = list(state.get("shards_failed", []))
         counters.skipped = [tuple(s) for s in state.get("skipped", [])]
+        counters.capacity = [int(v) for v in state.get("capacity", [0, 0, 0])]
+        counters.used = [int(v) for v in state.get("used", [0, 0, 0])]
         return counters
 
 

@@ -164,9 +164,10 @@ class SharedSlots:
                 self.one_off += 1
         return SlotWriter(slot)
 
-    def finish(self, writer: SlotWriter) -> None:
-        """After a batch: learns the slot size from the first one."""
-        if self._slot_nbytes is None:
+    def finish(self, writer: SlotWriter, *, sizes_slots: bool = True) -> None:
+        """After a batch: learns the slot size from the first one built at full capacity (``sizes_slots``; a trimmed
+        tail batch is smaller than a full one, so it fits the slots but must not size them)."""
+        if self._slot_nbytes is None and sizes_slots:
             self._slot_nbytes = writer.offset
 
     def __getstate__(self) -> dict[str, Any]:
