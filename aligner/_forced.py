@@ -67,6 +67,7 @@ __all__ = [
     "MAX_WORDS_PER_SECOND",
     "PAD_SECONDS",
     "alignment_refusal",
+    "floor_gap_db",
     "forced_align_words",
     "normalise_words",
 ]
@@ -125,8 +126,9 @@ def alignment_refusal(num_words: int, duration_seconds: float) -> Optional[str]:
     return None
 
 
-def _floor_gap_db(signal: np.ndarray, sample_rate: int) -> float:
-    """Loud level minus quiet level (dB): 95th minus 10th percentile of 10 ms frame levels."""
+def floor_gap_db(signal: np.ndarray, sample_rate: int) -> float:
+    """Loud level minus quiet level (dB): 95th minus 10th percentile of 10 ms frame levels (more than
+    :data:`DIGITAL_SILENCE_DB`: no noise floor)."""
     from aligner._signals import log_energy
 
     level, _ = log_energy(signal, sample_rate, hop_seconds=0.01)
@@ -260,7 +262,7 @@ def forced_align_words(
         return ()
     context = sample_range(max(lo - _FLOOR_CONTEXT_SECONDS, audio.start_seconds) - audio.start_seconds,
                            min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
-    gap_db = _floor_gap_db(mono(audio.samples)[context[0]:context[1]], audio.sample_rate)
+    gap_db = floor_gap_db(mono(audio.samples)[context[0]:context[1]], audio.sample_rate)
     lead_ms = 0.0 if gap_db > DIGITAL_SILENCE_DB else FORCED_LEAD_MS
     raw = np.mean(aligned_passes, axis=0)
     times = raw + origin + lead_ms / 1000.0

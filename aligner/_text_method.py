@@ -6,7 +6,7 @@
     method="forced"   estimate_text_offset_forced (pocketsphinx; ImportError without it)
     method="auto"     energy ─┬─ answered, word times ─────────────────────────────▶ energy
                               ├─ answered, captions only ─▶ forced ─ cross-check ──▶ energy, or abstain
-                              │                                                      (methods_disagree)
+                              │                                           (few_caption_edges, methods_disagree)
                               └─ abstained ──▶ forced (when pocketsphinx is installed) ─▶ forced if it answers,
                                                                                           else energy
 """
@@ -17,9 +17,11 @@ import logging
 from typing import Any, Optional
 
 from aligner._decoder import shared_decoder
+from aligner._forced import DIGITAL_SILENCE_DB, floor_gap_db
 from aligner._options import TEXT_METHODS, TextMethod, TextOptions
 from aligner._text_forced import REFUSAL_NEEDED, estimate_text_offset_forced
-from aligner._text_offset import estimate_text_offset
+from aligner._signals import mono
+from aligner._text_offset import caption_edges, estimate_text_offset
 from aligner._text_records import TextEstimate, text_abstain
 from avcore import AudioClip, Transcript
 
@@ -34,6 +36,13 @@ _DISAGREE_MS = 40.0
 # ... and forced alignment vetoes only when its own words agree better than chance (confidence > 0 means
 # more than 30 % of the differences within ±40 ms of their median).
 _VETO_MIN_CONFIDENCE = 0.1
+# An energy answer on captions with fewer caption starts after a pause than this rests on one or two onsets: a
+# sharp non-speech sound near the only edge wins whatever its peak-to-sidelobe says. Over a noise floor it stands
+# only when forced alignment confirms it (confidence >= _VETO_MIN_CONFIDENCE) within _FEW_EDGES_AGREE_MS. Chosen on
+# the tune clips: right few-edge answers differed from forced alignment by at most 13.9 ms, wrong ones by 26.6 ms or
+# more (BENCHMARKS.md, "Caption offsets that rest on few caption edges").
+_FEW_EDGES = 3
+_FEW_EDGES_AGREE_MS = 20.0
 _DEFAULT = TextOptions()
 
 
@@ -51,7 +60,9 @@ def estimate_transcript_offset(
     ``"auto"``: energy first; when it abstains and pocketsphinx is installed, forced alignment (real connected
     speech, where word starts are rarely energy onsets). For segment-level captions (no word times) ``"auto"``
     also runs forced alignment when energy answers, and abstains (``methods_disagree``) when the two are more
-    than 40 ms apart while forced alignment's words agree better than chance.
+    than 40 ms apart while forced alignment's words agree better than chance; when fewer than 3 captions start
+    after a pause and the audio has a noise floor, the energy answer needs forced alignment to confirm it within
+    20 ms (else ``few_caption_edges``).
 
     Args:
         audio: decoded audio (``start_seconds`` honoured).
@@ -90,6 +101,9 @@ def estimate_transcript_offset(
     if energy is None:
         return forced
     if not energy.abstained:
+        edges = caption_edges(transcript)
+        if edges < _FEW_EDGES and floor_gap_db(mono(audio.samples), audio.sample_rate) <= DIGITAL_SILENCE_DB:
+            return _confirmed(energy, forced, edges)
         return _cross_checked(energy, forced)
     if forced.abstained and forced.method.removeprefix("abstain:") in REFUSAL_NEEDED:
         # The caption itself is what stops an answer (too many words for forced alignment): say so, with what
@@ -115,3 +129,25 @@ def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
                         found=f"caption edges say {energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), "
                               f"forced alignment of their words {guess:+.0f} ms",
                         needed=f"agreement within {_DISAGREE_MS:g} ms")
+
+
+def _confirmed(energy: TextEstimate, forced: TextEstimate, edges: int) -> TextEstimate:
+    """Captions with fewer than :data:`_FEW_EDGES` starts after a pause, over a noise floor: the energy answer is one
+    or two onsets, and stands only where forced alignment (confidence >= :data:`_VETO_MIN_CONFIDENCE`) puts the
+    captions' words within :data:`_FEW_EDGES_AGREE_MS` of it.
+
+    In digital silence (no floor: ``DIGITAL_SILENCE_DB`` of ``aligner._forced``) this does not apply: a caption
+    edge there is an onset from exact zero.
+    """
+    guess = forced.best_guess_ms
+    agrees = guess is not None and abs(guess - energy.text_offset_ms) <= _FEW_EDGES_AGREE_MS
+    if agrees and forced.confidence >= _VETO_MIN_CONFIDENCE:
+        return energy
+    said = "nothing" if guess is None else f"{guess:+.0f} ms (confidence {forced.confidence:.2f})"
+    return text_abstain("few_caption_edges", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
+                        confidence=min(energy.confidence, forced.confidence), best_guess_ms=energy.text_offset_ms,
+                        found=f"{edges} caption start(s) after a pause over a noise floor; caption edges say "
+                              f"{energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), forced alignment "
+                              f"of their words {said}",
+                        needed=f"at least {_FEW_EDGES} caption starts after pauses, or forced alignment (confidence >= "
+                               f"{_VETO_MIN_CONFIDENCE:g}) within {_FEW_EDGES_AGREE_MS:g} ms of the caption edges")

@@ -60,7 +60,7 @@ from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SpeechFeatures", "estimate_text_offset", "refine_word_times", "speech_features"]
+__all__ = ["SpeechFeatures", "caption_edges", "estimate_text_offset", "refine_word_times", "speech_features"]
 
 _PSR_NOISE = 4.5
 _PSR_FULL = 10.0
@@ -192,6 +192,14 @@ def _onsets(transcript: Transcript) -> tuple[np.ndarray, np.ndarray, bool]:
         gaps[1:] = starts[1:] - np.maximum.accumulate(stops)[:-1]
     weights = np.where(gaps >= _PAUSE_SECONDS, 1.0, 0.3)
     return starts, weights, use_words
+
+
+def caption_edges(transcript: Transcript) -> int:
+    """How many of the transcript's onsets follow a pause (>= 80 ms after everything before it ends): the independent
+    acoustic onsets the energy estimator can date. Word starts when the transcript has word times, else span starts
+    (a caption that abuts the previous one starts inside speech and is not counted)."""
+    _, weights, _ = _onsets(transcript)
+    return int(np.count_nonzero(weights >= 1.0))
 
 
 def estimate_text_offset(

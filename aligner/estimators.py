@@ -40,7 +40,7 @@ from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_d
 from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
 from aligner._signals import VisualFeature, audio_onset_envelope, mono, visual_change_events
 from aligner._text_forced import CAPTION_MARGIN_SECONDS, caption_words, estimate_text_offset_forced
-from aligner._text_offset import estimate_text_offset, refine_word_times
+from aligner._text_offset import caption_edges, estimate_text_offset, refine_word_times
 
 __all__ = [
     "ALIGN_SAMPLE_RATE",
@@ -63,6 +63,7 @@ __all__ = [
     "alignment_refusal",
     "audio_onset_envelope",
     "audio_onsets",
+    "caption_edges",
     "caption_words",
     "confidence_from_score",
     "dating_sigma_seconds",

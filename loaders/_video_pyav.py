@@ -19,6 +19,7 @@ import torch
 
 from avcore import DecodeError, VideoClip, check_window_overlaps, frame_played_at, seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, frame_index
+from loaders._pages import PagePopulator
 from loaders._source import pick_stream
 from loaders._video_meta import (VideoRequest, check_duration, check_time_base, content_facts, frame_seconds,
                                  header_metadata, open_video)
@@ -80,14 +81,26 @@ class _FrameBuffer:
     Measured: ``np.stack`` of per-frame arrays doubles the memory traffic of a full 720p decode
     (a second 830 MB allocation and copy for 10 s); writing into a buffer sized from the header does not.
     The header's count is only a hint, capped, since a hostile header may claim billions of frames.
+    With ``populate``, the tensor's memory is populated ahead of the writer by a :class:`PagePopulator`
+    (a writer calls :meth:`wait_ready` before writing a slot; :meth:`close` when done).
     """
 
     _MAX_HINT_FRAMES = 2048
 
-    def __init__(self, hint: Optional[int], height: int, width: int) -> None:
+    def __init__(self, hint: Optional[int], height: int, width: int, *, populate: bool = True) -> None:
         capacity = min(max(int(hint or 0), 16), self._MAX_HINT_FRAMES)
-        self._data = torch.empty((capacity, height, width, 3), dtype=torch.uint8)
+        self._populate = populate
+        self._frame_bytes = height * width * 3
+        self._populator: Optional[PagePopulator] = None
+        self._data = self._allocate(capacity, height, width)
         self._count = 0
+
+    def _allocate(self, capacity: int, height: int, width: int) -> torch.Tensor:
+        data = torch.empty((capacity, height, width, 3), dtype=torch.uint8)
+        self.close()
+        if self._populate:
+            self._populator = PagePopulator(data)
+        return data
 
     @property
     def full(self) -> bool:
@@ -95,7 +108,8 @@ class _FrameBuffer:
 
     def grow(self) -> None:
         """Double the capacity (no write may be in flight: views of the old storage become stale)."""
-        grown = torch.empty((2 * self._data.shape[0],) + tuple(self._data.shape[1:]), dtype=torch.uint8)
+        grown = self._allocate(2 * self._data.shape[0], *self._data.shape[1:3])
+        self.wait_ready(self._count)
         grown[: self._count] = self._data[: self._count]
         self._data = grown
 
@@ -104,13 +118,25 @@ class _FrameBuffer:
         """Frames written (or being written) so far."""
         return self._count
 
-    def take_slot(self) -> torch.Tensor:
-        """The ``[H, W, 3]`` view the next frame goes to."""
+    def take_slot(self) -> tuple[torch.Tensor, int]:
+        """The ``[H, W, 3]`` view the next frame goes to, and its row number."""
         slot = self._data[self._count]
         self._count += 1
-        return slot
+        return slot, self._count - 1
+
+    def wait_ready(self, row: int) -> None:
+        """Block until the memory of rows ``[0, row]`` is populated (or populating is over)."""
+        if self._populator is not None:
+            self._populator.wait_for((row + 1) * self._frame_bytes)
+
+    def close(self) -> None:
+        """Stop populating memory (idempotent)."""
+        if self._populator is not None:
+            self._populator.close()
+            self._populator = None
 
     def tensor(self) -> torch.Tensor:
+        self.close()
         out = self._data[: self._count]
         return out.clone() if self._count < self._data.shape[0] // 2 else out
 
@@ -131,17 +157,18 @@ class _RGBWriter:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avalign-rgb")
         self._pending: "deque" = deque()
 
-    def _convert(self, frame, slot: torch.Tensor) -> None:
+    def _convert(self, frame, slot: torch.Tensor, row: int) -> None:
         array = self._rgb(frame)
         if array.shape != tuple(slot.shape):
             raise DecodeError(f"frame size changed mid-stream: {tuple(slot.shape)} -> {array.shape}")
+        self._buffer.wait_ready(row)
         slot.numpy()[...] = array  # numpy: single-threaded, GIL released (torch.copy_ would start OpenMP threads)
 
     def put(self, frame) -> None:
         if self._buffer.full:
             self.drain()
             self._buffer.grow()
-        self._pending.append(self._pool.submit(self._convert, frame, self._buffer.take_slot()))
+        self._pending.append(self._pool.submit(self._convert, frame, *self._buffer.take_slot()))
         if len(self._pending) > self._depth:
             self._pending.popleft().result()
 
@@ -153,6 +180,7 @@ class _RGBWriter:
         for future in self._pending:
             future.cancel()
         self._pool.shutdown(wait=True)
+        self._buffer.close()
 
 
 def strictly_increasing(timed: Iterator[tuple[Optional[float], object]], frame_seconds: float) -> Iterator[tuple[float, object]]:

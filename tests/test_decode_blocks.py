@@ -176,3 +176,82 @@ def test_sample_buffer_reuses_blocks_it_was_handed_back(monkeypatch):
     np.testing.assert_array_equal(np.concatenate([part for _, part in seen], axis=1), data)
     with pytest.raises(RuntimeError, match="keep=False"):
         buffer.join([], mono=False)
+
+
+def _ffmpeg_rgb24(path, shape) -> np.ndarray:
+    """The pixel oracle: ffmpeg's own rawvideo rgb24 output of every frame."""
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-i", str(path), "-f", "rawvideo", "-pix_fmt", "rgb24",
+                          "pipe:1"], capture_output=True, check=True).stdout
+    return np.frombuffer(raw, dtype=np.uint8).reshape(shape)
+
+
+@pytest.mark.parametrize("max_hint_frames", [2048, 16])  # 16: the header under-counts, the buffer grows 4 times
+def test_full_decode_into_populated_pages_equals_ffmpeg(bframe_clip, monkeypatch, max_hint_frames):
+    """Full decode with the result's memory populated ahead of the writer in small chunks (so the writer waits
+    for it), with and without growing the buffer: every pixel equals ffmpeg's rgb24, every time ffprobe's."""
+    monkeypatch.setattr("loaders._pages.MIN_POPULATE_BYTES", 0)
+    monkeypatch.setattr("loaders._pages.CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr("loaders._video_pyav._FrameBuffer._MAX_HINT_FRAMES", max_hint_frames)
+    clip = loaders.read_video(bframe_clip, num_threads=2)
+    np.testing.assert_allclose(clip.pts_seconds.numpy(), ffprobe_frame_times(bframe_clip), atol=1e-6)
+    assert clip.frames.shape == (180, 240, 320, 3)
+    np.testing.assert_array_equal(clip.frames.numpy(), _ffmpeg_rgb24(bframe_clip, clip.frames.shape))
+
+
+
+def _resident_bytes(address: int) -> int:
+    """The kernel's count (``/proc/self/smaps`` Rss) of resident bytes in the mapping holding ``address``."""
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == "Rss:":
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def test_page_populator_makes_the_tensor_resident_without_writing_it():
+    import platform
+
+    import torch
+
+    from loaders.media import PagePopulator
+
+    release = tuple(int(p) for p in platform.release().split(".")[:2] if p.isdigit())
+    if platform.system() != "Linux" or release < (5, 14):
+        pytest.skip("needs Linux >= 5.14 (MADV_POPULATE_WRITE)")
+    nbytes = 96 << 20
+    tensor = torch.empty(nbytes, dtype=torch.uint8)  # a fresh mapping: nothing resident yet
+    assert _resident_bytes(tensor.data_ptr()) < nbytes // 8
+    populator = PagePopulator(tensor, chunk_bytes=8 << 20, min_bytes=0)
+    populator.wait_for(nbytes)
+    populator.close()
+    assert _resident_bytes(tensor.data_ptr()) >= nbytes - 2 * 4096  # all but the partial pages at the ends
+    tensor[::4096] = 7  # writable, and populating wrote nothing a caller could rely on being kept
+    assert int(tensor[4096]) == 7
+
+
+def test_page_populator_runs_at_most_its_lead_ahead_of_the_writer():
+    """A decode whose header over-counts its frames must not populate the capacity it never fills: populating
+    stops ``lead_bytes`` (plus one chunk) past the furthest byte asked for, and ``close()`` ends it there."""
+    import platform
+    import time
+
+    import torch
+
+    from loaders.media import PagePopulator
+
+    release = tuple(int(p) for p in platform.release().split(".")[:2] if p.isdigit())
+    if platform.system() != "Linux" or release < (5, 14):
+        pytest.skip("needs Linux >= 5.14 (MADV_POPULATE_WRITE)")
+    mib = 1 << 20
+    tensor = torch.empty(256 * mib, dtype=torch.uint8)
+    populator = PagePopulator(tensor, chunk_bytes=4 * mib, min_bytes=0, lead_bytes=16 * mib)
+    populator.wait_for(8 * mib)
+    time.sleep(0.3)  # room to run ahead, were it unbounded
+    populator.close()
+    resident = _resident_bytes(tensor.data_ptr())
+    assert 8 * mib <= resident <= (8 + 16 + 4) * mib + 2 * 4096, resident / mib
