@@ -65,23 +65,48 @@ def _windows(shards) -> list[str]:
     return sorted(f"{k}@{i}" for k, n in shards["expected"].items() for i in range(n))
 
 
+class _Epochs:
+    """DataLoader epochs of ``make_dataset(shards, seed=5, **OPTIONS)``, each (num_workers, epoch) run once per module
+    and shared by the tests that inspect it (a 2-worker run forks two workers). Each run has its own fresh dataset,
+    ``set_epoch(epoch)`` called on it when epoch > 0; returns that dataset and the batches."""
+
+    def __init__(self, shards) -> None:
+        self.shards, self.recorded = shards, {}
+
+    def __call__(self, num_workers: int, epoch: int = 0) -> tuple:
+        if (num_workers, epoch) not in self.recorded:
+            ds = make_dataset(self.shards["paths"], seed=5, **OPTIONS)
+            if epoch:
+                ds.set_epoch(epoch)
+            loader = DataLoader(ds, batch_size=None, num_workers=num_workers, pin_memory=torch.cuda.is_available())
+            self.recorded[num_workers, epoch] = (ds, list(loader))
+        return self.recorded[num_workers, epoch]
+
+    def digests(self, num_workers: int, epoch: int = 0) -> list[tuple]:
+        return [_digest(b) for b in self(num_workers, epoch)[1]]
+
+
+@pytest.fixture(scope="module")
+def epochs(shards) -> _Epochs:
+    return _Epochs(shards)
+
+
 @pytest.mark.parametrize("num_workers", [0, 2])
-def test_dataloader_delivers_every_window_once(shards, num_workers):
-    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+def test_dataloader_delivers_every_window_once(shards, epochs, num_workers):
+    ds = epochs(num_workers)[0]
     assert isinstance(ds, torch.utils.data.IterableDataset)
-    loader = DataLoader(ds, batch_size=None, num_workers=num_workers, pin_memory=torch.cuda.is_available())
-    first = [_digest(b) for b in loader]
+    first = epochs.digests(num_workers)
     keys = [k for d in first for k in d[0]]
     assert sorted(keys) == _windows(shards)  # every window exactly once, the corrupt clip skipped
     again = [_digest(b) for b in DataLoader(ds, batch_size=None, num_workers=num_workers)]
     assert again == first  # same seed, same num_workers, same epoch: identical batches
 
 
-def test_items_do_not_depend_on_num_workers(shards):
+def test_items_do_not_depend_on_num_workers(epochs):
     """Items (keys, frames, audio) are the same for 0 and 2 workers; only their grouping into batches differs."""
     def items(num_workers):
         out = {}
-        for b in DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None, num_workers=num_workers):
+        for b in epochs(num_workers)[1]:
             cu_f, cu_s = b.cu_seqlens_frames.tolist(), b.cu_seqlens_samples.tolist()
             for i, key in enumerate(b.sample_keys):
                 out[key] = (b.frames[cu_f[i]:cu_f[i + 1]].numpy().tobytes(), b.audio[cu_s[i]:cu_s[i + 1]].numpy().tobytes())
@@ -90,31 +115,33 @@ def test_items_do_not_depend_on_num_workers(shards):
     assert items(0) == items(2)
 
 
-def test_set_epoch_reshuffles(shards):
-    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
-    order0 = [k for b in DataLoader(ds, batch_size=None, num_workers=2) for k in b.sample_keys]
-    ds.set_epoch(1)
-    order1 = [k for b in DataLoader(ds, batch_size=None, num_workers=2) for k in b.sample_keys]
+def test_set_epoch_reshuffles(epochs):
+    order0 = [k for b in epochs(2, 0)[1] for k in b.sample_keys]
+    order1 = [k for b in epochs(2, 1)[1] for k in b.sample_keys]  # a dataset given set_epoch(1)
     assert sorted(order0) == sorted(order1) and order0 != order1
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])
-def test_stateful_dataloader_resumes_byte_identical(shards, num_workers):
+def test_stateful_dataloader_resumes_byte_identical(shards, epochs, num_workers):
+    """States taken at five points of one StatefulDataLoader epoch (as a loop checkpointing several times does) each
+    restore the rest of the epoch byte for byte as a plain DataLoader with as many workers delivers it."""
     from torchdata.stateful_dataloader import StatefulDataLoader
 
     def build():
         return StatefulDataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None,
                                   num_workers=num_workers)
 
-    reference = [_digest(b) for b in build()]
+    reference = epochs.digests(num_workers)
     assert len(reference) >= 4
+    loader = build()
+    iterator, head, states = iter(loader), [], {}
     for cut in (0, 1, len(reference) // 2, len(reference) - 1, len(reference)):
-        loader = build()
-        iterator = iter(loader)
-        head = [_digest(next(iterator)) for _ in range(cut)]
+        while len(head) < cut:
+            head.append(_digest(next(iterator)))
         assert head == reference[:cut]
-        state = pickle.loads(pickle.dumps(loader.state_dict()))
-        del iterator
+        states[cut] = pickle.loads(pickle.dumps(loader.state_dict()))
+    del iterator
+    for cut, state in states.items():
         restored = build()
         restored.load_state_dict(state)
         rest = [_digest(b) for b in restored]
@@ -412,27 +439,25 @@ def test_state_saved_after_the_epoch_restores_to_nothing_left(shards):
     assert sorted(k for d in second for k in d[0]) == sorted(k for d in first for k in d[0]) and second != first
 
 
-def test_persistent_workers_follow_set_epoch(shards):
+def test_persistent_workers_follow_set_epoch(shards, epochs):
     """persistent_workers=True: set_epoch reaches the workers (their copy lives on), each epoch equals a fresh
     DataLoader's epoch byte for byte, and a pass without set_epoch repeats the epoch."""
     def fresh(epoch):
-        ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
-        ds.set_epoch(epoch)
-        return [_digest(b) for b in DataLoader(ds, batch_size=None, num_workers=2)]
+        return epochs.digests(2, epoch)
 
     ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
     loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
-    epochs = []
+    passes = []
     for epoch in (0, 1, 2):
         ds.set_epoch(epoch)
-        epochs.append([_digest(b) for b in loader])
+        passes.append([_digest(b) for b in loader])
     repeat = [_digest(b) for b in loader]  # no set_epoch: epoch 2 again
-    assert epochs[0] == fresh(0) and epochs[1] == fresh(1) and epochs[2] == fresh(2)
-    assert epochs[0] != epochs[1] != epochs[2] and repeat == epochs[2]
-    assert all(sorted(k for d in e for k in d[0]) == _windows(shards) for e in epochs)
+    assert passes[0] == fresh(0) and passes[1] == fresh(1) and passes[2] == fresh(2)
+    assert passes[0] != passes[1] != passes[2] and repeat == passes[2]
+    assert all(sorted(k for d in e for k in d[0]) == _windows(shards) for e in passes)
 
 
-def test_persistent_workers_resume_mid_epoch(shards):
+def test_persistent_workers_resume_mid_epoch(shards, epochs):
     """StatefulDataLoader with persistent workers: a state saved in epoch 1 restores the rest of epoch 1 exactly."""
     from torchdata.stateful_dataloader import StatefulDataLoader
 
@@ -453,19 +478,17 @@ def test_persistent_workers_resume_mid_epoch(shards):
     restored.load_state_dict(state)
     assert_same([_digest(b) for b in restored], tail, where="resumed in epoch 1 after 2 batches")
     restored_ds.set_epoch(2)  # and the persistent workers move on
-    ds2 = make_dataset(shards["paths"], seed=5, **OPTIONS)
-    ds2.set_epoch(2)
-    assert [_digest(b) for b in restored] == [_digest(b) for b in DataLoader(ds2, batch_size=None, num_workers=2)]
+    assert [_digest(b) for b in restored] == epochs.digests(2, 2)  # a fresh DataLoader's epoch 2
     assert head + tail != [] and len(tail) >= 1
 
 
-def test_batches_held_in_the_main_process_are_never_overwritten(shards):
+def test_batches_held_in_the_main_process_are_never_overwritten(shards, epochs):
     """DataLoader workers reuse the shared memory of batches the main process dropped (loaders.pipeline._shared_slots):
     batches, views and numpy arrays still held keep the values they arrived with, and every batch equals the one
     iterating in the main process gives (1 worker: the same packing)."""
     from loaders.pipeline import SharedSlots
 
-    reference = [_digest(b) for b in DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None)]
+    reference = epochs.digests(0)
     assert len(reference) >= 5
     for holding in ("all", "some"):
         ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
@@ -493,12 +516,12 @@ def _frames_and_audio(batch):
     return batch.frames, batch.audio
 
 
-def test_tensors_a_collate_fn_takes_from_worker_batches_are_never_overwritten(shards):
+def test_tensors_a_collate_fn_takes_from_worker_batches_are_never_overwritten(shards, epochs):
     """A collate_fn in the worker that returns the batch's tensors (torch shares their memory itself): the worker
     never reuses that memory, so tensors held in the main process keep their values."""
     from loaders.pipeline import SharedSlots
 
-    reference = [_digest(b) for b in DataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None)]
+    reference = epochs.digests(0)
     ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
     ds.collator.slots = SharedSlots(max_slots=2)
     held = list(DataLoader(ds, batch_size=None, num_workers=1, collate_fn=_frames_and_audio))

@@ -57,13 +57,48 @@ def _batches(source) -> list:
     return [b for b in source]
 
 
+class _Runs:
+    """One epoch per (kind, tail) configuration, recorded once per module: the tests that inspect the same run share
+    it (each run forks two workers). ``kind`` is ``"make_loader"`` or ``"DataLoader"`` (2 workers each); returns the
+    batches and, for make_loader, its ``stats`` after the epoch."""
+
+    def __init__(self, shards) -> None:
+        self.shards, self.recorded = shards, {}
+
+    def __call__(self, kind: str, tail: str) -> tuple[list, object]:
+        if (kind, tail) not in self.recorded:
+            if kind == "make_loader":
+                loader = _loader(self.shards, tail)
+                self.recorded[kind, tail] = (_batches(loader), loader.stats)
+            else:
+                self.recorded[kind, tail] = (_batches(_dataloader(self.shards, tail)), None)
+        return self.recorded[kind, tail]
+
+
+@pytest.fixture(scope="module")
+def runs(shards) -> _Runs:
+    return _Runs(shards)
+
+
+def _states_at(loader, cuts, reference) -> dict:
+    """Iterates ``loader`` once, taking its (pickled) state after each number of batches in ``cuts``, as a training
+    loop checkpointing more than once in an epoch does; the batches before the last cut must equal ``reference``'s."""
+    iterator, head, states = iter(loader), [], {}
+    for cut in sorted(cuts):
+        while len(head) < cut:
+            head.append(_digest(next(iterator)))
+        states[cut] = pickle.loads(pickle.dumps(loader.state_dict()))
+    assert head == reference[:len(head)]
+    del iterator
+    return states
+
+
 @pytest.mark.parametrize("kind", ["make_loader", "DataLoader"])
-def test_trim_and_drop_against_the_padded_packs(shards, kind):
+def test_trim_and_drop_against_the_padded_packs(shards, runs, kind):
     """The same packs in the same order under every policy; only each stream's last, partly filled pack differs:
     trimmed to its rounded lengths (values equal to the padded batch's prefix, ``cu_seqlens`` unchanged), or dropped
     with its items counted as ``tail_dropped``. make_loader has one stream, a 2-worker DataLoader two."""
-    build = (lambda tail: _loader(shards, tail)) if kind == "make_loader" else (lambda tail: _dataloader(shards, tail))
-    padded, trimmed = _batches(build("pad")), _batches(build("trim"))
+    padded, trimmed = runs(kind, "pad")[0], runs(kind, "trim")[0]
     assert all(_capacity(b) == BUDGETS for b in padded)
     assert [b.sample_keys for b in trimmed] == [b.sample_keys for b in padded]
     assert sorted(k for b in padded for k in b.sample_keys) == _windows(shards)
@@ -90,14 +125,12 @@ def test_trim_and_drop_against_the_padded_packs(shards, kind):
             assert t.padding[name] == pytest.approx(1 - _used(t)[j] / _capacity(t)[j])
     assert sum(map(np.prod, (_capacity(b) for b in trimmed))) < sum(map(np.prod, (_capacity(b) for b in padded)))
 
+    dropped_batches, stats = runs(kind, "drop")
     if kind == "make_loader":
-        loader = _loader(shards, "drop")
-        dropped_batches = _batches(loader)
-        skipped = [key for _, key, reason in loader.stats.skipped_samples if reason == "tail_dropped"]
-        assert loader.stats.skipped["tail_dropped"] == len(skipped)
-        assert loader.stats.items_yielded == sum(b.num_items for b in dropped_batches)
+        skipped = [key for _, key, reason in stats.skipped_samples if reason == "tail_dropped"]
+        assert stats.skipped["tail_dropped"] == len(skipped)
+        assert stats.items_yielded == sum(b.num_items for b in dropped_batches)
     else:
-        dropped_batches = _batches(build("drop"))
         skipped = None
     expected_dropped = sorted(k for i in changed for k in padded[i].sample_keys)
     kept = [b.sample_keys for b in dropped_batches]
@@ -126,38 +159,29 @@ def test_in_the_main_process_dropped_items_are_counted_and_padding_is_of_the_emi
 
 
 @pytest.mark.parametrize("tail", ["pad", "trim", "drop"])
-def test_stateful_dataloader_resumes_exactly_with_every_tail_policy(shards, tail):
+def test_stateful_dataloader_resumes_exactly_with_every_tail_policy(shards, runs, tail):
+    """Resumed before each worker's tail (cut 1: test_dataset), a StatefulDataLoader delivers the rest of the epoch
+    byte for byte as a 2-worker DataLoader's uninterrupted epoch (the reference) has it."""
     from torchdata.stateful_dataloader import StatefulDataLoader
 
     def build():
         return StatefulDataLoader(make_dataset(shards["paths"], seed=5, tail=tail, **OPTIONS), batch_size=None,
                                   num_workers=2)
 
-    reference = [_digest(b) for b in build()]
-    for cut in (len(reference) - 2, len(reference) - 1):  # restored before each worker's tail (cut 1: test_dataset)
-        loader = build()
-        iterator = iter(loader)
-        head = [_digest(next(iterator)) for _ in range(cut)]
-        assert head == reference[:cut]
-        state = pickle.loads(pickle.dumps(loader.state_dict()))
-        del iterator
+    reference = [_digest(b) for b in runs("DataLoader", tail)[0]]
+    states = _states_at(build(), (len(reference) - 2, len(reference) - 1), reference)
+    for cut, state in states.items():
         restored = build()
         restored.load_state_dict(state)
         assert_same([_digest(b) for b in restored], reference[cut:], where=f"tail={tail}, resumed after {cut} batches")
 
 
 @pytest.mark.parametrize("tail", ["pad", "trim", "drop"])
-def test_make_loader_resumes_exactly_with_every_tail_policy(shards, tail):
-    reference_loader = _loader(shards, tail)
-    reference = [_digest(b) for b in reference_loader]
-    final_skips = reference_loader.stats.skipped
-    for cut in (len(reference) // 2, len(reference) - 1):
-        loader = _loader(shards, tail)
-        iterator = iter(loader)
-        head = [_digest(next(iterator)) for _ in range(cut)]
-        assert head == reference[:cut]
-        state = pickle.loads(pickle.dumps(loader.state_dict()))
-        del iterator
+def test_make_loader_resumes_exactly_with_every_tail_policy(shards, runs, tail):
+    batches, final_stats = runs("make_loader", tail)
+    reference, final_skips = [_digest(b) for b in batches], final_stats.skipped
+    states = _states_at(_loader(shards, tail), (len(reference) // 2, len(reference) - 1), reference)
+    for cut, state in states.items():
         restored = _loader(shards, tail)
         restored.load_state_dict(state)
         assert_same([_digest(b) for b in restored], reference[cut:], where=f"tail={tail}, resumed after {cut} batches")
@@ -194,8 +218,8 @@ def test_tail_options_are_checked(shards):
             make_dataset(shards["paths"], seed=0, tail="trim", tail_multiple=bad)
 
 
-def test_tail_multiple_sets_the_rounding(shards):
-    padded = _batches(_loader(shards, "pad"))
+def test_tail_multiple_sets_the_rounding(shards, runs):
+    padded = runs("make_loader", "pad")[0]
     trimmed = _batches(_loader(shards, "trim", tail_multiple=(3, 1000, 1)))
     used = _used(padded[-1])
     expected = tuple(min(b, math.ceil(max(u, 1) / m) * m) for u, b, m in zip(used, BUDGETS, (3, 1000, 1)))
