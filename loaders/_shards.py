@@ -11,6 +11,8 @@ Nothing is ever unpickled.
 """
 from __future__ import annotations
 
+import contextlib
+
 import logging
 import os
 import random
@@ -139,8 +141,18 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES) -
         stream = open_shard(url)
     except (OSError, ValueError) as e:
         raise ShardError(f"cannot open shard: {e}", shard=url, reason="open") from e
-    with stream:
+    stopped_early = False
+    try:
         yield from scan_tar(stream, "r|*", _read_bytes, max_member_bytes=max_member_bytes)
+    except GeneratorExit:
+        stopped_early = True
+        raise
+    finally:
+        if stopped_early:  # the consumer stopped reading: a `pipe:` command's exit status on close is not news
+            with contextlib.suppress(OSError):
+                stream.close()
+        else:
+            stream.close()
 
 
 def _read_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[bytes, int]:
