@@ -248,3 +248,15 @@ def test_state_of_another_interleave_is_refused(shards):
     del state["interleave"]
     with pytest.raises(ValueError, match="state interleave = 1 but this dataset has 2"):
         _loader(shards, interleave_shards=2).load_state_dict(state)
+
+
+def test_worker_decoder_threads_share_the_cores(monkeypatch):
+    """Each loader worker gives FFmpeg its share of the cores (at least one thread), not FFmpeg's default of one
+    thread per core in every worker; 0 workers means the main process decodes alone."""
+    import os
+
+    from loaders.pipeline import worker_decoder_threads
+
+    for cores, workers, want in ((2, 2, 1), (2, 1, 2), (16, 4, 4), (8, 3, 2), (2, 3, 1), (1, 0, 1)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
+        assert worker_decoder_threads(workers) == want, (cores, workers)

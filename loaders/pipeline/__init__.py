@@ -11,6 +11,7 @@ from loaders.pipeline._collate import IMAGENET_MEAN, IMAGENET_STD, Collator, Pac
 from loaders.pipeline._dataset import AVDataset, LoaderStats, make_dataset
 from loaders.pipeline._items import sample_items
 from loaders.pipeline._loader import Loader, make_loader
+from loaders.pipeline._options import worker_decoder_threads
 from loaders.pipeline._pack import OnlinePacker, PackItem, PackStats, lower_bound_num_packs, plan_packs
 from loaders.pipeline._resume import ResumePlan, order_key
 from loaders.pipeline._shared_slots import SharedSlots
@@ -59,4 +60,5 @@ __all__ = [
     "token_owners",
     "unit_token_ranges",
     "windows",
+    "worker_decoder_threads",
 ]

@@ -64,6 +64,7 @@ reported by PyTorch (``DataLoader worker (pid N) exited unexpectedly`` / ``is ki
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import os
@@ -80,7 +81,8 @@ from loaders import _audio_torchcodec
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths
-from loaders.pipeline._options import AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options
+from loaders.pipeline._options import (AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options,
+                                       worker_decoder_threads)
 from loaders.pipeline._pack import OnlinePacker, PackItem
 from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed, order_key
 from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups,
@@ -288,8 +290,12 @@ class AVDataset(torch.utils.data.IterableDataset):
 
     def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
         """Events of ``jobs`` (``(shard_position, url)``) in read order (``order_key``); decoded here."""
+        options = self._options
+        info = torch.utils.data.get_worker_info()
+        if info is not None:  # a DataLoader worker: its share of the cores for FFmpeg
+            options = dataclasses.replace(options, decoder_threads=worker_decoder_threads(info.num_workers))
         for group in shard_groups(jobs, self._interleave):
-            yield from interleave_steps([shard_steps(p, url, self._options, plan) for p, url in group])
+            yield from interleave_steps([shard_steps(p, url, options, plan) for p, url in group])
 
     def _before(self, position: Position, other: Position) -> bool:
         """Whether ``position`` comes before ``other`` in this epoch's read order."""

@@ -175,7 +175,7 @@ def _decode(media: bytes, ext: str, key: str, options: SampleOptions, index: Opt
     video = audio = None
     try:
         video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index,
-                           max_pixels=options.max_pixels, max_duration_seconds=options.max_duration_seconds, name=name)
+                           num_threads=options.decoder_threads, max_pixels=options.max_pixels, max_duration_seconds=options.max_duration_seconds, name=name)
     except DecodeError as error:
         if error.reason != "missing_video":
             raise

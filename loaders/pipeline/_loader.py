@@ -23,6 +23,7 @@ N (pid P) was killed by signal 9 …")``; a failure of the loader itself inside 
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import inspect
 import os
@@ -38,7 +39,7 @@ from avcore import SampleError
 from loaders._watchdog import heap_frozen_for_fork
 from loaders.pipeline._collate import PackedBatch
 from loaders.pipeline._dataset import AVDataset, LoaderStats, build, make_dataset
-from loaders.pipeline._options import SampleOptions
+from loaders.pipeline._options import SampleOptions, worker_decoder_threads
 from loaders.pipeline._resume import ResumePlan
 from loaders.pipeline._shard_loop import Event, ShardEnd, shard_groups, shard_steps
 
@@ -100,11 +101,12 @@ class Loader(AVDataset):
         stop = context.Event()
         queues = [context.Queue(maxsize=_QUEUE_SIZE) for _ in range(self._num_workers)]
         processes = []
+        options = dataclasses.replace(self._options, decoder_threads=worker_decoder_threads(self._num_workers))
         with heap_frozen_for_fork():  # a forked worker must never free an inherited decoder (see its docstring)
             for w in range(self._num_workers):
                 mine = [job for job in jobs if job[0] % self._num_workers == w]
                 process = context.Process(target=_worker_main,
-                                          args=(w, mine, self._options, plan, self._interleave, queues[w], stop),
+                                          args=(w, mine, options, plan, self._interleave, queues[w], stop),
                                           daemon=False, name=f"avalign-loader-{w}")  # may fork a decode watchdog
                 process.start()
                 processes.append(process)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
@@ -60,6 +61,21 @@ class SampleOptions:
     sample_timeout_seconds: Optional[float] = None
     """Wall-clock limit for one sample (decode + align + tokenize); over it the sample is skipped (``timeout``).
     Enforced with ``SIGALRM``, so only in a process's main thread (loader workers and DataLoader workers are)."""
+    decoder_threads: int = 0
+    """FFmpeg threads per video decode; 0 lets FFmpeg choose (one per core). Loader workers get their share of the
+    cores instead (:func:`worker_decoder_threads`)."""
+
+
+def worker_decoder_threads(num_workers: int) -> int:
+    """FFmpeg threads per video decode inside one of ``num_workers`` loader workers: the cores this process may
+    use, shared among the workers, at least 1. The workers already decode in parallel; FFmpeg's own threads on top
+    of them cost CPU without adding throughput (2 workers on 2 cores: BENCHMARKS.md, "Decoder threads in loader
+    workers")."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores // max(1, int(num_workers)))
 
 
 def check_choice(name: str, value: object, choices: tuple) -> None:
