@@ -347,6 +347,12 @@ class PackStats:
 _END = object()
 
 
+def _pack_fills(table: np.ndarray, packs: Sequence[Sequence[int]], budgets: Sequence[int]) -> np.ndarray:
+    """Each pack's fill: its fullest column's summed length over that column's budget (``table``: items x columns,
+    ``packs``: row indices)."""
+    return np.array([(table[list(pack)].sum(axis=0) / np.asarray(budgets, dtype=np.float64)).max() for pack in packs])
+
+
 class OnlinePacker:
     """Packs a stream of :class:`PackItem` from a bounded look-ahead buffer; checkpointable.
 
@@ -466,8 +472,10 @@ class OnlinePacker:
 
     def fill(self, pack: Sequence[PackItem]) -> float:
         """The fill of ``pack``: its fullest column's summed length over that column's budget."""
-        totals = np.sum([item.lengths for item in pack], axis=0) if pack else np.zeros(len(self._budgets))
-        return float((np.asarray(totals) / np.asarray(self._budgets)).max())
+        if not pack:
+            return 0.0
+        table = np.array([item.lengths for item in pack], dtype=np.int64)
+        return float(_pack_fills(table, [list(range(len(pack)))], self._budgets)[0])
 
     def held_payloads(self) -> list[Any]:
         """Payloads of the items taken in but not yet emitted (buffered, or in packs planned and not yielded)."""
@@ -540,10 +548,10 @@ class OnlinePacker:
             return
         table = np.array([item.lengths for item in self._buffer], dtype=np.int64)
         packs = plan_packs(table, self._budgets)
+        fill = _pack_fills(table, packs, self._budgets)
         if final:
             chosen = list(range(len(packs)))
         else:
-            fill = np.array([(table[pack].sum(axis=0) / self._budgets).max() for pack in packs])
             by_fill = np.argsort(-fill, kind="stable").tolist()
             min_release = max(1, self._buffer_size // 16)
             chosen, released = [], 0
@@ -556,8 +564,7 @@ class OnlinePacker:
         self._round_index += 1
         order = rng.permutation(len(chosen)).tolist()
         if final and order:  # the least-filled pack last: the stream's tail (loaders.pipeline._tail)
-            fills = [(table[packs[chosen[p]]].sum(axis=0) / self._budgets).max() for p in order]
-            order.append(order.pop(int(np.argmin(fills))))
+            order.append(order.pop(int(np.argmin([fill[chosen[p]] for p in order]))))
         emitted = set()
         for p in order:
             pack = packs[chosen[p]]
