@@ -11,13 +11,14 @@ from ._espeak import ESPEAK_SAMPLE_RATE, Speech, SpokenWord, synthesize_speech, 
 from ._spec import SENTENCES, ClipSpec, random_specs, sample_specs
 from ._transcript_writers import StampedWord, render_transcript
 from ._wild import attack_envelope, make_wild_clip
-from ._wild_spec import FRESH_SEEDS, HELDOUT_SEEDS, TUNE_SEEDS, WildEvent, WildSpec, mouth_speech_specs, wild_specs
+from ._wild_spec import FINAL_SEEDS, FRESH_SEEDS, HELDOUT_SEEDS, TUNE_SEEDS, WildEvent, WildSpec, mouth_speech_specs, wild_specs
 
 __all__ = [
     "BEEP_FREQUENCY_HZ",
     "BEEP_SECONDS",
     "ClipSpec",
     "ESPEAK_SAMPLE_RATE",
+    "FINAL_SEEDS",
     "FRESH_SEEDS",
     "HELDOUT_SEEDS",
     "SENTENCES",

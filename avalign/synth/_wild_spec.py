@@ -11,7 +11,8 @@ re-encodes), on the same clock model as DESIGN.md::
 
 Seed ranges: :data:`TUNE_SEEDS` is the only range any estimator parameter or threshold may be tuned on;
 :data:`HELDOUT_SEEDS` is reported and never tuned on (``avalign bench align`` shows both side by side);
-:data:`FRESH_SEEDS` is a second held-out range for method changes made after the held-out set had been looked at.
+:data:`FRESH_SEEDS` is a second held-out range for method changes made after the held-out set had been looked at;
+:data:`FINAL_SEEDS` a third, for changes made after FRESH had been reported.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FRESH_SEEDS", "HELDOUT_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -33,6 +34,9 @@ FRESH_SEEDS = range(7000, 7024)
 """Seeds of a second held-out set (24 clips, same generator): never tuned on, and not looked at before a change
 is final. :data:`HELDOUT_SEEDS` had been reported after several rounds of changes, each of which saw its failures;
 a change motivated by a held-out failure is reported on these seeds."""
+FINAL_SEEDS = range(9000, 9024)
+"""Seeds of a third held-out set (24 clips, same generator): generated after :data:`FRESH_SEEDS` had been reported
+once, for changes motivated by FRESH failures; never tuned on and run once per change, after it is final."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]
