@@ -291,12 +291,13 @@ def test_end_to_end_on_small_heldout_wild_clips(tmp_path) -> None:
 def test_wild_specs_cover_the_nuisances_and_keep_the_ranges_apart() -> None:
     """The tune and held-out ranges never overlap; each 24-clip set has talking heads, long clips, every
     container and attack, offsets and drifts within the issue's ranges; the same seed gives the same spec."""
-    from avalign.synth import FRESH_SEEDS, HELDOUT_SEEDS, TUNE_SEEDS, wild_specs
+    from avalign.synth import FINAL_SEEDS, FRESH_SEEDS, HELDOUT_SEEDS, TUNE_SEEDS, wild_specs
     from avalign.synth import attack_envelope
 
     assert not set(TUNE_SEEDS) & set(HELDOUT_SEEDS)
     assert not (set(TUNE_SEEDS) | set(HELDOUT_SEEDS)) & set(FRESH_SEEDS)
-    for seeds in (TUNE_SEEDS, HELDOUT_SEEDS, FRESH_SEEDS):
+    assert not (set(TUNE_SEEDS) | set(HELDOUT_SEEDS) | set(FRESH_SEEDS)) & set(FINAL_SEEDS)
+    for seeds in (TUNE_SEEDS, HELDOUT_SEEDS, FRESH_SEEDS, FINAL_SEEDS):
         specs = wild_specs(seeds)
         assert specs == wild_specs(seeds)
         assert sum(s.talking_head for s in specs) == 3 and all(not s.events for s in specs if s.talking_head)
