@@ -11,8 +11,9 @@ Two sources, both from package registries through their ordinary clients:
   a person speaking to the camera, no cuts.
 - Hand-timed real speech (:func:`fetch_hand_timed_speech`): praatio 6.2.2's sdist ``examples/files``
   (bobby, mary, damon_set_test: WAV + word TextGrid) and praat-parselmouth 0.4.7's sdist
-  ``tests/data/the_north_wind_and_the_sun`` (WAV + phoneme TextGrid), via
-  ``pip download --no-deps --no-binary NAME NAME==VERSION``; each extracted file SHA-256 pinned.
+  ``tests/data/the_north_wind_and_the_sun`` (WAV + phoneme TextGrid): the sdist file from pip's index
+  (PEP 691 JSON simple API, the sdist's SHA-256 pinned), ``pip download --no-deps --no-binary NAME NAME==VERSION``
+  as the fallback; each extracted file SHA-256 pinned.
 - LibriVox read speech (five 16 kHz utterances, 3-7 s, with their transcription) from Debian's
   ``pocketsphinx-testdata``: the installed ``/usr/share/pocketsphinx/test/data/librivox`` when present,
   else ``apt-get download pocketsphinx-testdata`` + ``dpkg-deb -x`` into CACHE (no root needed).
@@ -255,11 +256,85 @@ _HAND_TIMED = {
 _NORTH_WIND_WORDS = (("the", 2), ("north", 3), ("wind", 4), ("and", 2), ("the", 1), ("sun", 3))
 
 
-def _sdist_members(cache: Path, requirement: str, members: list[str], *, timeout_seconds: float = 600.0) -> list[Path]:
-    """Extract ``members`` of ``requirement``'s sdist into ``cache`` (``pip download --no-binary`` on first use).
+SDISTS = {
+    "praatio==6.2.2": ("praatio-6.2.2.tar.gz", "ed8fdee6121bdae142817879ed9a50cc8334e72c03c110162e21ed8160180d2a"),
+    "praat-parselmouth==0.4.7": ("praat_parselmouth-0.4.7.tar.gz",
+                                 "6dd81d246ce1eef5fd93d8cbdaf1bef61ca40ef1d2fc12aa23996a28071181e6"),
+}
+"""Requirement → (sdist file name on the index, its SHA-256), checked after every download."""
+PYPI_SIMPLE_URL = "https://pypi.org/simple"
+"""pip's default index; used when pip is not configured with another one."""
 
-    Only the sdist itself is built from source (``--no-binary NAME``): ``:all:`` would also compile its
-    build dependencies (CMake) from source just to read the metadata.
+
+def _pip_index_url() -> str:
+    """The index ``pip download`` would use: ``PIP_INDEX_URL``, else an ``index-url`` in pip's configuration
+    (``pip config list``: its ``download``, then ``global`` section), else :data:`PYPI_SIMPLE_URL`."""
+    import os
+
+    if os.environ.get("PIP_INDEX_URL"):
+        return os.environ["PIP_INDEX_URL"].split()[0]
+    try:
+        listing = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                                 timeout=60, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        listing = ""
+    found = dict(re.findall(r"^(global|download)\.index-url='([^']*)'$", listing, flags=re.MULTILINE))
+    url = found.get("download") or found.get("global")
+    return url.split()[0] if url else PYPI_SIMPLE_URL
+
+
+class _HashMismatch(FileNotFoundError):
+    """A downloaded file differs from its pinned SHA-256 (not worth retrying through another client)."""
+
+
+def _download_sdist(requirement: str, out_dir: Path, *, index_url: str | None = None,
+                    timeout_seconds: float = 600.0) -> Path:
+    """``out_dir/<sdist>`` of ``requirement`` (a key of :data:`SDISTS`), fetched as a file from the index's
+    JSON simple API (PEP 691) and checked against its pinned SHA-256; no build, no metadata step.
+
+    Raises:
+        FileNotFoundError: the index cannot be read or does not list the file (the caller may fall back to
+            ``pip download``), or the downloaded file's SHA-256 differs from the pin (the message names the file,
+            the expected and the received hash; nothing is kept).
+    """
+    import json
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    filename, expected = SDISTS[requirement]
+    name = re.sub(r"[-_.]+", "-", requirement.split("==")[0]).lower()
+    page = (index_url or _pip_index_url()).rstrip("/") + f"/{name}/"
+    if urllib.parse.urlparse(page).scheme not in ("http", "https"):
+        raise FileNotFoundError(f"index {page} is not served over HTTP(S)")
+    request = urllib.request.Request(page, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:
+            files = json.load(response)["files"]
+        entry = next(f for f in files if f.get("filename") == filename)
+        url = urllib.parse.urljoin(page, entry["url"])
+        with urllib.request.urlopen(url, timeout=timeout_seconds) as response:
+            data = response.read()
+    except StopIteration:
+        raise FileNotFoundError(f"{page} does not list {filename}") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:  # URLError/HTTPError are OSErrors; bad JSON a ValueError
+        raise FileNotFoundError(f"could not fetch {filename} from {page}: {e}") from e
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected:
+        raise _HashMismatch(f"{filename} from {url} has SHA-256 {digest}, expected {expected} (not kept)")
+    path = out_dir / filename
+    partial = path.with_name(path.name + ".part")
+    partial.write_bytes(data)
+    partial.replace(path)
+    return path
+
+
+def _sdist_members(cache: Path, requirement: str, members: list[str], *, timeout_seconds: float = 600.0) -> list[Path]:
+    """Extract ``members`` of ``requirement``'s sdist into ``cache``, downloading the sdist on first use.
+
+    The sdist file comes straight from the index (:func:`_download_sdist`); when that fails for any reason
+    other than a hash mismatch, ``pip download --no-binary NAME`` (which also prepares the sdist's metadata
+    in an isolated build environment: CMake and scikit-build for parselmouth) is tried instead.
     """
     import tarfile
 
@@ -270,9 +345,15 @@ def _sdist_members(cache: Path, requirement: str, members: list[str], *, timeout
     pattern = f"{name.replace('-', '_')}-{version}.tar.gz"
     sdists = sorted(cache.glob(pattern)) or sorted(cache.glob(f"{name}-{version}.tar.gz"))
     if not sdists:
-        _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, "--disable-pip-version-check",
-              requirement, "-d", str(cache)], timeout_seconds=timeout_seconds)
-        sdists = sorted(cache.glob(pattern)) or sorted(cache.glob(f"{name}-{version}.tar.gz"))
+        try:
+            sdists = [_download_sdist(requirement, cache, timeout_seconds=timeout_seconds)]
+        except _HashMismatch:
+            raise
+        except FileNotFoundError as e:
+            logger.info("direct sdist download failed (%s); trying pip download", e)
+            _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name,
+                  "--disable-pip-version-check", requirement, "-d", str(cache)], timeout_seconds=timeout_seconds)
+            sdists = sorted(cache.glob(pattern)) or sorted(cache.glob(f"{name}-{version}.tar.gz"))
     if not sdists:
         raise FileNotFoundError(f"pip download {requirement} left no sdist in {cache}")
     try:
