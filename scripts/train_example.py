@@ -12,7 +12,8 @@ token ids over the non-padding tokens. The colour words are only predictable fro
 Resume: with ``--save-at K`` the run writes a checkpoint after step K (model, optimiser, the loader's state,
 epoch, step) and stops (with ``--keep-going`` it goes on, as after a periodic checkpoint); ``--resume CHECKPOINT``
 continues from it. The resumed run's losses and final weights
-are byte-identical to an uninterrupted run (``StatefulDataLoader`` from torchdata restores each worker).
+are byte-identical to an uninterrupted run (``StatefulDataLoader`` from torchdata restores each worker). The
+workers are persistent (started once per run, as a training loop would keep them).
 
 Usage::
 
@@ -138,7 +139,8 @@ def train(paths: list[str], *, steps: int, num_workers: int, out_dir: Path, save
     tokenizer = make_tokenizer()
     dataset = make_dataset(paths, seed=0, tokenizer=tokenizer, budgets=(40, 64000, 32), frame_size=(24, 32),
                            buffer_size=8, max_items=8, max_words=32, max_segments=16)
-    loader = StatefulDataLoader(dataset, batch_size=None, num_workers=num_workers)
+    # Persistent workers: started once per run, not once per epoch (set_epoch reaches them; see make_dataset).
+    loader = StatefulDataLoader(dataset, batch_size=None, num_workers=num_workers, persistent_workers=num_workers > 0)
     model = TinyVideoText(tokenizer.get_vocab_size())
     optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
     step = epoch = 0
