@@ -64,6 +64,7 @@ def index():
 @pytest.mark.parametrize("configured_by", ["PIP_INDEX_URL", "pip.conf"])
 def test_sdist_hash_mismatch_names_file_and_hashes(index, tmp_path, monkeypatch, configured_by):
     monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
     if configured_by == "PIP_INDEX_URL":
         monkeypatch.setenv("PIP_INDEX_URL", index.url)
     else:  # pip's own configuration, as `pip download` reads it
@@ -85,6 +86,7 @@ def test_sdist_hash_mismatch_names_file_and_hashes(index, tmp_path, monkeypatch,
 def test_index_without_the_file_falls_back_to_pip_download(index, tmp_path, monkeypatch):
     index.missing = True
     monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
     with pytest.raises(FileNotFoundError, match="pip download"):
         fetch_hand_timed_speech(tmp_path)
     direct, *by_pip = index.requests
