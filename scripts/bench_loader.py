@@ -12,8 +12,9 @@ Usage::
     .venv/bin/python scripts/bench_loader.py --synthetic-shards 4 --repeats 4              # 32 clips, every frame
     .venv/bin/python scripts/bench_loader.py --long-shards 4 --fps 2 --window-seconds 8   # 16 x 30 s 360p, 2 fps
 
-Both loaders run once per tail policy of ``--tails`` (default ``pad,trim``: the library default, then the trimmed
-tail), each row with its padding of the delivered capacity.
+Both loaders run once per tail policy of ``--tails`` (default ``pad,trim,drop``: the library default first, then
+the others), each row with its padding of the delivered capacity (a trimmed tail counts at its own size; with
+``drop`` the dropped items count nowhere: see the frames column).
 
 Without shards (``sample_data/shards`` not generated yet), synthetic shards are made with ffmpeg::
 
@@ -255,7 +256,7 @@ def main() -> int:
     parser.add_argument("--window-seconds", type=float, default=4.0)
     parser.add_argument("--fps", type=float, default=None, help="sample frames at this rate (default: every frame)")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--tails", default="pad,trim",
+    parser.add_argument("--tails", default="pad,trim,drop",
                         help="tail policies to run make_loader and the DataLoader with (comma-separated; the first is the "
                              "library default, and the ratios below are given for each)")
     parser.add_argument("--synthetic-shards", type=int, default=0,
@@ -319,6 +320,10 @@ def main() -> int:
         lines += [f"- tail={tail}: loader vs decode only: make_loader {ratio(ml, 'decode only')}, "
                   f"DataLoader {ratio(dl, 'decode only')}; DataLoader / make_loader: {ratio(dl, ml)}; "
                   f"vs naive: make_loader {ratio(ml, 'naive')}, DataLoader {ratio(dl, 'naive')}"]
+    reference = f"make_loader+{tails[0]}"
+    lines += ["", f"Frame padding against make_loader under tail={tails[0]} ({_percent(median[reference]['padding_frames'])}, "
+              f"#14's \"padding unchanged\"): " + ", ".join(
+                  f"DataLoader tail={t} {_percent(median[f'DataLoader+{t}']['padding_frames'])}" for t in tails)]
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text)
     print(text)

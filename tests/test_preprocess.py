@@ -102,6 +102,30 @@ def test_two_workers_byte_identical(clips, reference, tmp_path):
     assert _outputs(out) == _outputs(reference)
 
 
+def test_decoder_threads_reach_the_decoder_and_do_not_change_the_output(clips, reference, tmp_path, monkeypatch):
+    """Each measuring process decodes with its share of the cores (``worker_decoder_threads``) or the threads
+    asked for; the shards are byte-identical to the reference run's for every thread count."""
+    import loaders
+    from loaders.pipeline import worker_decoder_threads
+
+    asked, read_video = [], loaders.read_video
+
+    def recording(*args, **kwargs):  # timeout_seconds=None: decoded in this process, so the patch applies
+        asked.append(kwargs.get("num_threads"))
+        return read_video(*args, **kwargs)
+
+    monkeypatch.setattr(loaders, "read_video", recording)
+    for threads, want in ((None, worker_decoder_threads(1)), (3, 3), (1, 1)):
+        asked.clear()
+        out = tmp_path / f"threads{threads}"
+        preprocess(str(clips), str(out), samples_per_shard=2, progress=False, timeout_seconds=None,
+                   decoder_threads=threads)
+        assert asked and set(asked) == {want}, (threads, asked)
+        assert _outputs(out) == _outputs(reference)
+    with pytest.raises(ValueError, match="decoder_threads"):
+        preprocess(str(clips), str(tmp_path / "bad"), decoder_threads=-1, progress=False)
+
+
 def test_rerun_reuses_and_repairs(clips, reference, tmp_path):
     out = tmp_path / "out"
     preprocess(str(clips), str(out), samples_per_shard=2, progress=False)

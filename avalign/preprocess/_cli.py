@@ -49,6 +49,7 @@ def _call(preprocess, args: argparse.Namespace):
         timeout_seconds=args.timeout if args.timeout > 0 else None,
         max_pixels=args.max_pixels,
         max_duration_seconds=args.max_duration,
+        decoder_threads=args.decoder_threads,
     )
 
 
@@ -133,6 +134,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              f"(default {DEFAULT_MAX_PIXELS} = 3840x2160)")
     parser.add_argument("--max-duration", type=float, default=None, metavar="SECONDS",
                         help="skip media whose video or audio spans longer as too_large (default: no limit)")
+    parser.add_argument("--decoder-threads", type=int, default=None, metavar="N",
+                        help="FFmpeg threads per video decode (0: FFmpeg's choice, one per core; default: each "
+                             "worker's share of the cores). The output does not depend on it")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per sample before giving up (0: none; default 300)")
     parser.add_argument("--dry-run", action="store_true", help="list what would be done; write nothing")
     parser.add_argument("--no-progress", action="store_true",

@@ -89,6 +89,21 @@ def _check_options(workers: int, backend: str, samples_per_shard: int, sample_ra
         raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels = !r}; try {DEFAULT_MAX_PIXELS}")
 
 
+def _decoder_threads(decoder_threads: Optional[int], *, workers: int, backend: str) -> int:
+    """FFmpeg threads per video decode in each measuring process: ``decoder_threads`` when given, else that
+    process's share of the cores (several decoding processes with FFmpeg's one thread per core each would run
+    ``workers × cores`` threads on ``cores`` cores: BENCHMARKS.md, "Decoder threads in loader workers")."""
+    if decoder_threads is not None:
+        if isinstance(decoder_threads, bool) or not isinstance(decoder_threads, int) or decoder_threads < 0:
+            raise ValueError(f"decoder_threads must be None or an int >= 0 (0: FFmpeg's choice), got {decoder_threads = !r}")
+        return decoder_threads
+    if backend == "ray":
+        return 1
+    from loaders.pipeline import worker_decoder_threads
+
+    return worker_decoder_threads(workers)
+
+
 def _inside(path: str, root: str) -> bool:
     path, root = os.path.realpath(path), os.path.realpath(root)
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
@@ -230,6 +245,7 @@ def preprocess(
     timeout_seconds: Optional[float] = 300.0,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     max_duration_seconds: Optional[float] = None,
+    decoder_threads: Optional[int] = None,
 ) -> PreprocessResult:
     """Measure every sample of ``input`` once and write aligned WebDataset shards to ``output_dir``.
 
@@ -261,6 +277,10 @@ def preprocess(
             (default 3840 × 2160).
         max_duration_seconds: skip media whose video or audio spans longer (reason ``too_large``); None: no
             limit. Timestamps that cannot be right (a corrupt ``mdhd`` timescale) are refused (``decode``) anyway.
+        decoder_threads: FFmpeg threads per video decode; 0 lets FFmpeg choose (one per core). None (default): each
+            process's share of the cores, ``loaders.pipeline.worker_decoder_threads(workers)`` locally (all of
+            them for one worker, 1 each for as many workers as cores), 1 with Ray (a task holds one CPU). The output
+            does not depend on it (frames and timestamps are the same for any thread count).
 
     Returns:
         PreprocessResult with the shards written and reused, counts and timings.
@@ -285,7 +305,8 @@ def preprocess(
     if max_duration_seconds is not None and not max_duration_seconds > 0:
         raise ValueError(f"max_duration_seconds must be > 0 or None, got {max_duration_seconds = !r}")
     options = SampleOptions(sample_rate=sample_rate, reencode=reencode, timeout_seconds=timeout_seconds, max_pixels=max_pixels,
-                            max_duration_seconds=max_duration_seconds)
+                            max_duration_seconds=max_duration_seconds,
+                            decoder_threads=_decoder_threads(decoder_threads, workers=workers, backend=backend))
     config = run_config(options)
     state_config = dict(config, samples_per_shard=samples_per_shard, max_pixels=max_pixels,
                         **({"max_duration_seconds": max_duration_seconds} if max_duration_seconds is not None else {}))

@@ -37,7 +37,8 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class SampleOptions:
-    """Options that decide a sample's output (all but ``max_pixels`` go into ``align.json``'s config)."""
+    """Options that decide a sample's output (all but ``max_pixels``, ``max_duration_seconds`` and
+    ``decoder_threads`` go into ``align.json``'s config)."""
 
     sample_rate: int = 16000
     """Rate for sample indices and ``num_samples`` in the record (Hz)."""
@@ -53,6 +54,10 @@ class SampleOptions:
     max_pixels: int = DEFAULT_MAX_PIXELS
     """Skip media whose frames are larger (width × height) with reason ``too_large``. It decides which samples
     are written, not their bytes: recorded in ``state.jsonl``'s options, not in ``align.json``."""
+    decoder_threads: int = 1
+    """FFmpeg threads per video decode (0: FFmpeg's choice, one per core). It changes how fast a sample is decoded,
+    never its frames or timestamps, so it is recorded nowhere; ``preprocess`` gives each worker its share of the
+    cores (``loaders.pipeline.worker_decoder_threads``)."""
 
 
 dumps = canonical_json
@@ -123,8 +128,11 @@ def _transcript_json(transcript) -> dict:
 
 
 def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str, transcript_name: str, sample_rate: int,
-             max_pixels: int = DEFAULT_MAX_PIXELS, max_duration_seconds: Optional[float] = None) -> dict:
-    """Decode and measure (runs in the watchdog child when there is a time limit). Single-threaded for reproducibility."""
+             max_pixels: int = DEFAULT_MAX_PIXELS, max_duration_seconds: Optional[float] = None,
+             decoder_threads: int = 1) -> dict:
+    """Decode and measure (runs in the watchdog child when there is a time limit). torch and BLAS run one thread
+    (the estimators' sums in one order); the video decoder runs ``decoder_threads`` (its frames do not depend on
+    them)."""
     import torch
 
     import loaders
@@ -144,7 +152,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
             if transcript_bytes is not None:
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
             measured = measure_media(media, transcript, name=media_name, sample_rate=sample_rate, errors_as_skips=True,
-                                     decode_options=dict(num_threads=1, max_pixels=max_pixels,
+                                     decode_options=dict(num_threads=decoder_threads, max_pixels=max_pixels,
                                                          max_duration_seconds=max_duration_seconds))
             record, aligned, index = measured.record, measured.aligned, measured.frame_index
             if transcript is not None:  # num_words counts the input's words, as before caption words were added
@@ -190,7 +198,7 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         media_ext = "mp4" if options.reencode == "mp4" else sample.media_ext
         kwargs = dict(media_name=sample.source, transcript_name=f"{sample.key}.{sample.transcript_format}",
                       sample_rate=options.sample_rate, max_pixels=options.max_pixels,
-                      max_duration_seconds=options.max_duration_seconds)
+                      max_duration_seconds=options.max_duration_seconds, decoder_threads=options.decoder_threads)
         if options.timeout_seconds:
             result = call_with_timeout(_analyse, media, transcript_bytes, timeout_seconds=options.timeout_seconds,
                                        label=sample.source, **kwargs)

@@ -34,7 +34,12 @@ batch, so an epoch has ``num_workers`` tails (``make_loader``: one). With ``tail
 full capacities, so an epoch has up to ``num_workers - 1`` more padded batches than ``make_loader`` packs from the same
 items (at most ``(num_workers - 1) / N`` more padding on an epoch of ``N`` batches; 6.9 % vs 1.5 % on 32 short clips,
 BENCHMARKS.md). ``tail="trim"`` sizes each tail to what it holds (rounded up to ``tail_multiple``), which removes
-most of that difference; ``tail="drop"`` drops the tails (named skips). Which items are tails depends on
+most of that difference; ``tail="drop"`` drops the tails (named skips). ``"pad"`` is the default because it is the
+only policy under which every batch has the same shapes (the fixed-capacity contract): a trimmed tail makes a
+``torch.compile``'d step compile again (with the default ``dynamic=None`` once, into a dynamic-shape graph; with
+``dynamic=False`` once per new tail shape) and needs a CUDA graph of its own per tail shape, while what ``"pad"``
+costs is at most ``num_workers - 1`` padded batches per epoch (BENCHMARKS.md, "Tail policy: the default"). Use
+``"trim"`` for small epochs (evaluation) or models that take any shape. Which items are tails depends on
 ``num_workers``; the policy never changes which items are packed together. The tails are not merged across workers:
 torch's DataLoader gives its workers no way to hand them to one another that is both deterministic and cannot
 deadlock (one worker waiting for the others' tails blocks the in-order delivery that those others need to finish;
