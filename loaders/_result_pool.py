@@ -73,20 +73,27 @@ class ResultPool:
         self._idle: collections.OrderedDict[int, torch.Tensor] = collections.OrderedDict()  # id -> flat buffer, oldest first
         self._incoming: collections.deque = collections.deque()  # (generation, buffer) freed, not yet admitted
         self._generation = 0  # bumped in a forked child: buffers of an earlier generation are never admitted
-        self._min_bytes = int(min_bytes)
-        self.set_limits(max_bytes=_physical_bytes() // 4 if max_bytes is None else max_bytes, max_count=max_count)
+        self._max_bytes = self._max_count = self._min_bytes = 0
+        self.set_limits(max_bytes=_physical_bytes() // 4 if max_bytes is None else max_bytes, max_count=max_count,
+                        min_bytes=min_bytes)
         _POOLS.add(self)
 
-    def set_limits(self, *, max_bytes: Optional[int] = None, max_count: Optional[int] = None) -> None:
-        """Change the caps (idle buffers over them are freed now)."""
-        if max_bytes is not None and max_bytes < 0 or max_count is not None and max_count < 0:
-            raise ValueError(f"limits must be >= 0, got {max_bytes = }, {max_count = }")
+    def set_limits(self, *, max_bytes: Optional[int] = None, max_count: Optional[int] = None,
+                   min_bytes: Optional[int] = None) -> None:
+        """Change the caps (None: unchanged); idle buffers over them are freed now."""
+        for name, value in (("max_bytes", max_bytes), ("max_count", max_count), ("min_bytes", min_bytes)):
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
         with self._locked():
-            if max_bytes is not None:
-                self._max_bytes = int(max_bytes)
-            if max_count is not None:
-                self._max_count = int(max_count)
+            self._max_bytes = self._max_bytes if max_bytes is None else int(max_bytes)
+            self._max_count = self._max_count if max_count is None else int(max_count)
+            self._min_bytes = self._min_bytes if min_bytes is None else int(min_bytes)
             self._evict_over_limits()
+
+    @property
+    def limits(self) -> dict[str, int]:
+        """``{"max_bytes", "max_count", "min_bytes"}`` now in force."""
+        return {"max_bytes": self._max_bytes, "max_count": self._max_count, "min_bytes": self._min_bytes}
 
     @property
     def idle_bytes(self) -> int:
@@ -110,7 +117,7 @@ class ResultPool:
         """A contiguous uint8 tensor of ``shape`` with unspecified contents, and whether its memory was reused
         (already populated by an earlier result) rather than freshly allocated."""
         nbytes = int(np.prod(shape, dtype=np.int64))
-        if nbytes < self._min_bytes or self._max_bytes < nbytes:
+        if nbytes < max(self._min_bytes, 1) or self._max_bytes < nbytes:
             return torch.empty(shape, dtype=torch.uint8), False
         buffer = None
         with self._locked():
