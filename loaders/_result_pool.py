@@ -64,11 +64,13 @@ class ResultPool:
 
     Args:
         max_bytes: most idle bytes kept (default: a quarter of physical memory). 0 disables pooling.
-        max_count: most idle buffers kept.
+        max_count: most idle buffers kept. One is what a decode loop needs (the next result is decoded while
+            the last is alive, then the last is freed, and the decode after takes its memory); so a process
+            keeps at most one freed result beyond its live ones (each loader worker process: one of its own).
         min_bytes: smaller requests are never pooled.
     """
 
-    def __init__(self, *, max_bytes: Optional[int] = None, max_count: int = 2, min_bytes: int = MIN_POOLED_BYTES) -> None:
+    def __init__(self, *, max_bytes: Optional[int] = None, max_count: int = 1, min_bytes: int = MIN_POOLED_BYTES) -> None:
         self._lock = threading.Lock()
         self._idle: collections.OrderedDict[int, torch.Tensor] = collections.OrderedDict()  # id -> flat buffer, oldest first
         self._incoming: collections.deque = collections.deque()  # (generation, buffer) freed, not yet admitted
