@@ -192,3 +192,30 @@ def test_read_video_reuses_freed_results_and_never_a_live_one(two_clips, monkeyp
     finally:
         result_pool.release()
         result_pool.set_limits(**limits)
+
+
+def test_loader_batches_are_identical_with_every_result_pooled(tmp_path):
+    """The training pipeline with 2 forked DataLoader workers, every decode result taken from the pool (min_bytes
+    0) vs the pool off: the same batches, byte for byte (a live frame tensor reused would corrupt them)."""
+    from torch.utils.data import DataLoader
+
+    from tests.loader_shards import BUDGETS, WINDOW_SECONDS, write_loader_shards
+
+    shards = write_loader_shards(tmp_path)
+
+    def epoch() -> list[tuple]:
+        ds = loaders.make_dataset(shards["paths"], seed=3, budgets=BUDGETS, window_seconds=WINDOW_SECONDS)
+        return [(b.sample_keys, b.frames.numpy().tobytes(), b.audio.numpy().tobytes())
+                for b in DataLoader(ds, batch_size=None, num_workers=2)]
+
+    limits = result_pool.limits
+    try:
+        result_pool.set_limits(max_bytes=0)
+        off = epoch()
+        result_pool.set_limits(max_bytes=256 * MIB, max_count=2, min_bytes=0)
+        on = epoch()
+    finally:
+        result_pool.release()
+        result_pool.set_limits(**limits)
+    assert sum(len(keys) for keys, _, _ in off) == sum(shards["expected"].values())
+    assert on == off
