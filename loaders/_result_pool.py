@@ -105,14 +105,16 @@ class ResultPool:
 
     @property
     def idle_count(self) -> int:
+        """Idle buffers held."""
         with self._locked():
             return len(self._idle)
 
     def release(self) -> int:
         """Free every idle buffer now (like ``torch.cuda.empty_cache``); returns the bytes freed."""
         with self._locked():
-            freed = sum(b.numel() for b in self._idle.values())
-            self._idle.clear()
+            idle, self._idle = self._idle, collections.OrderedDict()
+        freed = sum(b.numel() for b in idle.values())
+        idle.clear()  # the memory goes back to the system here, outside the lock
         return freed
 
     def empty(self, shape: tuple[int, ...]) -> tuple[torch.Tensor, bool]:
