@@ -16,7 +16,8 @@ Contract:
   handed out again. (Raw pointers taken with ``data_ptr()`` are, as everywhere in torch, the caller's risk.)
 - A reused buffer holds the bytes of its previous use; callers overwrite what they hand on (like ``torch.empty``).
 - Bounded: at most ``max_count`` idle buffers and ``max_bytes`` idle bytes; the most recently freed is kept and
-  the oldest evicted. Requests smaller than ``min_bytes`` are not pooled (the C heap already reuses them).
+  the oldest evicted; a freed buffer is kept only while the system has ``min_available_bytes`` available besides.
+  Requests smaller than ``min_bytes`` are not pooled (the C heap already reuses them).
   A buffer serves a request of ``n`` bytes only if it is at most ``n * (1 + max_waste)``.
 - :meth:`ResultPool.release` frees every idle buffer now; ``set_limits(max_bytes=0)`` turns pooling off.
 - A forked child starts with an empty pool and never pools memory it inherited (copy-on-write pages).
@@ -52,6 +53,18 @@ def _physical_bytes() -> int:
         return 8 << 30
 
 
+def _available_bytes() -> Optional[int]:
+    """The kernel's estimate of memory available without swapping (``MemAvailable``); None where unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _bucket_bytes(nbytes: int) -> int:
     """``nbytes`` rounded up to a step of 1/8 of its power of two (< 12.5 % more), so that requests of
     nearly the same size get interchangeable buffers."""
@@ -68,34 +81,44 @@ class ResultPool:
             the last is alive, then the last is freed, and the decode after takes its memory); so a process
             keeps at most one freed result beyond its live ones (each loader worker process: one of its own).
         min_bytes: smaller requests are never pooled.
+        min_available_bytes: a freed buffer is kept only while the system has at least this much memory
+            available besides (``MemAvailable``, Linux; default: a quarter of physical memory), so that several
+            processes (loader or preprocess workers), each keeping its own, give memory back when it runs short.
     """
 
-    def __init__(self, *, max_bytes: Optional[int] = None, max_count: int = 1, min_bytes: int = MIN_POOLED_BYTES) -> None:
+    def __init__(self, *, max_bytes: Optional[int] = None, max_count: int = 1, min_bytes: int = MIN_POOLED_BYTES,
+                 min_available_bytes: Optional[int] = None) -> None:
         self._lock = threading.Lock()
         self._idle: collections.OrderedDict[int, torch.Tensor] = collections.OrderedDict()  # id -> flat buffer, oldest first
         self._incoming: collections.deque = collections.deque()  # (generation, buffer) freed, not yet admitted
         self._generation = 0  # bumped in a forked child: buffers of an earlier generation are never admitted
         self._max_bytes = self._max_count = self._min_bytes = 0
-        self.set_limits(max_bytes=_physical_bytes() // 4 if max_bytes is None else max_bytes, max_count=max_count,
-                        min_bytes=min_bytes)
+        self._min_available_bytes = 0
+        quarter = _physical_bytes() // 4
+        self.set_limits(max_bytes=quarter if max_bytes is None else max_bytes, max_count=max_count, min_bytes=min_bytes,
+                        min_available_bytes=quarter if min_available_bytes is None else min_available_bytes)
         _POOLS.add(self)
 
     def set_limits(self, *, max_bytes: Optional[int] = None, max_count: Optional[int] = None,
-                   min_bytes: Optional[int] = None) -> None:
+                   min_bytes: Optional[int] = None, min_available_bytes: Optional[int] = None) -> None:
         """Change the caps (None: unchanged); idle buffers over them are freed now."""
-        for name, value in (("max_bytes", max_bytes), ("max_count", max_count), ("min_bytes", min_bytes)):
+        for name, value in (("max_bytes", max_bytes), ("max_count", max_count), ("min_bytes", min_bytes),
+                            ("min_available_bytes", min_available_bytes)):
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value}")
         with self._locked():
             self._max_bytes = self._max_bytes if max_bytes is None else int(max_bytes)
             self._max_count = self._max_count if max_count is None else int(max_count)
             self._min_bytes = self._min_bytes if min_bytes is None else int(min_bytes)
+            if min_available_bytes is not None:
+                self._min_available_bytes = int(min_available_bytes)
             self._evict_over_limits()
 
     @property
     def limits(self) -> dict[str, int]:
-        """``{"max_bytes", "max_count", "min_bytes"}`` now in force."""
-        return {"max_bytes": self._max_bytes, "max_count": self._max_count, "min_bytes": self._min_bytes}
+        """``{"max_bytes", "max_count", "min_bytes", "min_available_bytes"}`` now in force."""
+        return {"max_bytes": self._max_bytes, "max_count": self._max_count, "min_bytes": self._min_bytes,
+                "min_available_bytes": self._min_available_bytes}
 
     @property
     def idle_bytes(self) -> int:
@@ -157,11 +180,15 @@ class ResultPool:
             try:
                 while self._incoming:
                     generation, buffer = self._incoming.popleft()
-                    if generation == self._generation and buffer.numel() <= self._max_bytes:
+                    if generation == self._generation and buffer.numel() <= self._max_bytes and self._memory_to_spare():
                         self._idle[id(buffer)] = buffer
                 self._evict_over_limits()
             finally:
                 self._lock.release()
+
+    def _memory_to_spare(self) -> bool:
+        available = _available_bytes() if self._min_available_bytes > 0 else None
+        return available is None or available >= self._min_available_bytes
 
     def _evict_over_limits(self) -> None:
         total = sum(b.numel() for b in self._idle.values())

@@ -16,7 +16,7 @@ MIB = 1 << 20
 
 
 def _pool(**limits) -> ResultPool:
-    return ResultPool(**{"max_bytes": 64 * MIB, "max_count": 2, "min_bytes": 0, **limits})
+    return ResultPool(**{"max_bytes": 64 * MIB, "max_count": 2, "min_bytes": 0, "min_available_bytes": 0, **limits})
 
 
 def test_a_freed_result_is_handed_out_again():
@@ -116,6 +116,23 @@ def test_a_buffer_serves_only_requests_close_to_its_size():
     assert reused
 
 
+def test_freed_buffers_go_back_to_the_system_when_memory_runs_short():
+    """A pool that must leave more memory available than any machine has keeps nothing; one that asks for less
+    than the kernel reports available (``MemAvailable``) keeps the freed buffer."""
+    if not os.path.exists("/proc/meminfo"):
+        pytest.skip("needs Linux's /proc/meminfo")
+    with open("/proc/meminfo") as f:
+        available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    short = _pool(min_available_bytes=1 << 60)
+    t, _ = short.empty((MIB,))
+    del t
+    assert short.idle_count == 0
+    roomy = _pool(min_available_bytes=available // 4)
+    t, _ = roomy.empty((MIB,))
+    del t
+    assert roomy.idle_count == 1
+
+
 def test_release_frees_the_idle_buffers():
     pool = _pool()
     t, _ = pool.empty((2 * MIB,))
@@ -138,8 +155,7 @@ def test_a_forked_child_starts_empty_and_never_pools_inherited_memory():
     if pid == 0:  # child: report (idle count after fork, idle count after freeing the inherited live result)
         try:
             before = pool.idle_count
-            global_live = [live]
-            global_live.clear()
+            del live  # inherited, copy-on-write: freed here, never pooled here
             os.write(write, f"{before} {pool.idle_count}".encode())
         finally:
             os._exit(0)
@@ -176,7 +192,7 @@ def test_read_video_reuses_freed_results_and_never_a_live_one(two_clips, monkeyp
     monkeypatch.setattr("loaders._video_pyav._FrameBuffer._MAX_HINT_FRAMES", max_hint_frames)
     limits = result_pool.limits
     result_pool.release()
-    result_pool.set_limits(min_bytes=0, max_bytes=256 * MIB, max_count=2)
+    result_pool.set_limits(min_bytes=0, max_bytes=256 * MIB, max_count=2, min_available_bytes=0)
     try:
         expected = {p: (_ffmpeg_rgb24(p, (60, 240, 320, 3)), ffprobe_frame_times(p)) for p in two_clips}
         clip, addresses = None, []
@@ -213,7 +229,7 @@ def test_loader_batches_are_identical_with_every_result_pooled(tmp_path):
     try:
         result_pool.set_limits(max_bytes=0)
         off = epoch()
-        result_pool.set_limits(max_bytes=256 * MIB, max_count=2, min_bytes=0)
+        result_pool.set_limits(max_bytes=256 * MIB, max_count=2, min_bytes=0, min_available_bytes=0)
         on = epoch()
     finally:
         result_pool.release()
