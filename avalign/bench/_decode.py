@@ -73,6 +73,7 @@ def _full_decoders(path: str, threads: int) -> dict[str, Callable[[], int]]:
     import av
 
     import loaders
+    from loaders.media import result_pool
 
     def ffmpeg_cli() -> int:
         subprocess.run(
@@ -82,7 +83,8 @@ def _full_decoders(path: str, threads: int) -> dict[str, Callable[[], int]]:
         )
         return -1
 
-    def avalign_read_video() -> int:
+    def avalign_read_video() -> int:  # cold, like its peers: no memory of an earlier result reused
+        result_pool.release()
         return loaders.read_video(path, num_threads=threads).num_frames
 
     def pyav_loop() -> int:
