@@ -109,7 +109,9 @@ def read_video(
             coarser than 0.5 s, are refused as corrupt (``decode``): a broken ``mdhd`` timescale.
 
     Returns:
-        VideoClip with ``frames`` uint8 ``[T, H, W, 3]`` and ``pts_seconds`` float64 ``[T]``.
+        VideoClip with ``frames`` uint8 ``[T, H, W, 3]`` and ``pts_seconds`` float64 ``[T]``. The PyAV backend
+        takes large results' memory from the process's :data:`loaders.media.result_pool`: memory of an earlier
+        result that has been freed entirely (no tensor, view or array of it left) is reused.
 
     Raises:
         DecodeError: ANY failure caused by the file (whatever FFmpeg, PyAV or decord raised, or a crash of the

@@ -20,6 +20,7 @@ import torch
 from avcore import DecodeError, VideoClip, check_window_overlaps, frame_played_at, seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, frame_index
 from loaders._pages import PagePopulator
+from loaders._result_pool import result_pool
 from loaders._source import pick_stream
 from loaders._video_meta import (VideoRequest, check_duration, check_time_base, content_facts, frame_seconds,
                                  header_metadata, open_video)
@@ -81,7 +82,8 @@ class _FrameBuffer:
     Measured: ``np.stack`` of per-frame arrays doubles the memory traffic of a full 720p decode
     (a second 830 MB allocation and copy for 10 s); writing into a buffer sized from the header does not.
     The header's count is only a hint, capped, since a hostile header may claim billions of frames.
-    With ``populate``, the tensor's memory is populated ahead of the writer by a :class:`PagePopulator`
+    The tensor comes from :data:`loaders._result_pool.result_pool` (memory of freed large results is reused).
+    With ``populate``, fresh memory is populated ahead of the writer by a :class:`PagePopulator`
     (a writer calls :meth:`wait_ready` before writing a slot; :meth:`close` when done).
     """
 
@@ -96,9 +98,9 @@ class _FrameBuffer:
         self._count = 0
 
     def _allocate(self, capacity: int, height: int, width: int) -> torch.Tensor:
-        data = torch.empty((capacity, height, width, 3), dtype=torch.uint8)
+        data, reused = result_pool.empty((capacity, height, width, 3))
         self.close()
-        if self._populate:
+        if self._populate and not reused:  # reused memory is already populated
             self._populator = PagePopulator(data)
         return data
 

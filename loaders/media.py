@@ -6,10 +6,12 @@
   and the header / scan indexes (:func:`frame_index`, :func:`header_frame_index`, :func:`scan_frame_index`,
   :func:`read_mp4_video_tracks`) with their per-process cache (:func:`clear_frame_index_cache`);
 - audio blocks: :class:`SampleBuffer` (how decoded audio frames are joined);
-- large results: :class:`PagePopulator` (a result tensor's memory populated in bulk ahead of its writer);
+- large results: :class:`PagePopulator` (a result tensor's memory populated in bulk ahead of its writer),
+  :class:`ResultPool` and the process's :data:`result_pool` (freed large results' memory reused by the next
+  decode; ``result_pool.release()`` frees it, ``result_pool.set_limits(max_bytes=0)`` turns it off);
 - the decode watchdog: :func:`call_with_timeout`, :func:`exit_with_parent`, :func:`heap_frozen_for_fork`.
 
-Implementation: ``loaders._source``, ``_video``, ``_audio``, ``_index``, ``_mp4_index``, ``_pages``, ``_watchdog``.
+Implementation: ``loaders._source``, ``_video``, ``_audio``, ``_index``, ``_mp4_index``, ``_pages``, ``_result_pool``, ``_watchdog``.
 """
 from loaders._audio import _SampleBuffer as SampleBuffer
 from loaders._index import (
@@ -22,6 +24,7 @@ from loaders._index import (
 )
 from loaders._mp4_index import Mp4Track, read_mp4_video_tracks
 from loaders._pages import PagePopulator
+from loaders._result_pool import ResultPool, result_pool
 from loaders._source import MediaSource, describe_source, open_for_pyav, pick_stream
 from loaders._video import AUTO_BACKEND, DEFAULT_MAX_PIXELS, strictly_increasing
 from loaders._watchdog import call_with_timeout, exit_with_parent, heap_frozen_for_fork
@@ -33,6 +36,7 @@ __all__ = [
     "MediaSource",
     "Mp4Track",
     "PagePopulator",
+    "ResultPool",
     "SampleBuffer",
     "call_with_timeout",
     "clear_frame_index_cache",
@@ -45,6 +49,7 @@ __all__ = [
     "open_for_pyav",
     "pick_stream",
     "read_mp4_video_tracks",
+    "result_pool",
     "scan_frame_index",
     "strictly_increasing",
 ]

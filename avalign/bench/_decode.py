@@ -73,6 +73,7 @@ def _full_decoders(path: str, threads: int) -> dict[str, Callable[[], int]]:
     import av
 
     import loaders
+    from loaders.media import result_pool
 
     def ffmpeg_cli() -> int:
         subprocess.run(
@@ -82,7 +83,8 @@ def _full_decoders(path: str, threads: int) -> dict[str, Callable[[], int]]:
         )
         return -1
 
-    def avalign_read_video() -> int:
+    def avalign_read_video() -> int:  # cold, like its peers: no memory of an earlier result reused
+        result_pool.release()
         return loaders.read_video(path, num_threads=threads).num_frames
 
     def pyav_loop() -> int:
@@ -293,11 +295,20 @@ def make_full_clips(out_dir: str, clips: tuple[tuple[str, int], ...] = FULL_CLIP
 
 
 def _full_tools(path: str, threads: int) -> dict[str, Callable[[], int]]:
-    """Every frame of ``path`` to RGB24: read_video with each backend, torchcodec, decord and ffmpeg's CLI."""
+    """Every frame of ``path`` to RGB24: read_video with each backend, torchcodec, decord and ffmpeg's CLI.
+
+    ``read_video(backend=pyav)`` runs twice per round: *cold*, with the process's result pool released first
+    (what the first decode of a process pays: the result's memory is new), then *warm* (the memory of the
+    result freed just before is reused, as in a loop of decodes)."""
     import loaders
+    from loaders.media import result_pool
 
     def avalign(backend: str) -> Callable[[], int]:
         return lambda: loaders.read_video(path, num_threads=threads, backend=backend).num_frames
+
+    def avalign_cold() -> int:
+        result_pool.release()
+        return loaders.read_video(path, num_threads=threads, backend="pyav").num_frames
 
     def ffmpeg_cli() -> int:
         subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-threads", str(threads), "-i", path, "-f", "rawvideo",
@@ -305,7 +316,8 @@ def _full_tools(path: str, threads: int) -> dict[str, Callable[[], int]]:
         return loaders.probe_video(path)[1].num_frames  # what ffmpeg decoded: every frame
 
     out: dict[str, Callable[[], int]] = {"ffmpeg -f rawvideo rgb24": ffmpeg_cli,
-                                         "avalign read_video(backend=pyav)": avalign("pyav"),
+                                         "avalign read_video(backend=pyav), cold: result pool released": avalign_cold,
+                                         "avalign read_video(backend=pyav), warm: result pool kept": avalign("pyav"),
                                          "avalign read_video(backend=torchcodec)": avalign("torchcodec")}
     try:
         from torchcodec.decoders import VideoDecoder
