@@ -203,7 +203,7 @@ def forced_align_words(
             not a boundary pocketsphinx chose, and gets no lead correction.
         pad_start: whether to put :data:`PAD_SECONDS` of digital silence before the span: None (default) when its
             first 30 ms are quiet (:func:`_quiet_edges`); True where the caller knows the span starts before the
-            speech it holds (a caption window widened by a margin), however loud the bed there.
+            speech it holds (a caption window widened by a margin), however loud the bed there; False never.
 
     Returns:
         The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the
