@@ -20,8 +20,10 @@ human-timed speech"):
 - **Padding.** :data:`PAD_SECONDS` of digital silence before (after) a span that starts (ends) in
   silence: with less than about 70 ms of leading silence the aligner has no room for its silence model
   and puts the first word at frame 0 (North Wind: -68 ms raw, -38 ms padded; damon: -51 / -41 ms). A
-  span cut inside speech is not padded there (:func:`_quiet_edges`). A word that lands in the padding
-  is clamped to the span start.
+  span cut inside speech is not padded there (:func:`_quiet_edges`). A start that is loud but known to lie
+  before the speech (a caption window widened by a margin, over a noise or music bed) is padded when the
+  caller says so (``pad_start=True``): unpadded, the aligner stretches the first word back over the bed.
+  A word that lands in the padding is clamped to the span start.
 - **Half-frame passes.** Word starts are quantised to 10 ms frames; a second alignment of the input
   delayed by 5 ms and the average of both halves the step (held-out |error| median 15.8 -> 14.3 ms).
 - **Cut starts.** A span that starts inside speech is not padded, and pocketsphinx puts its first word on
@@ -183,6 +185,7 @@ def forced_align_words(
     decoder: Optional[Any] = None,
     passes: int = 2,
     start_is_word_boundary: bool = False,
+    pad_start: Optional[bool] = None,
 ) -> tuple[Word, ...]:
     """Split one caption span into words with times, by forced alignment of ``span_text`` to
     ``audio[start_seconds, stop_seconds)``.
@@ -198,6 +201,9 @@ def forced_align_words(
         start_is_word_boundary: ``start_seconds`` is where a word begins (a cut between abutting captions): when
             the span starts inside speech and the first word is put on its first frame, that start is the cut,
             not a boundary pocketsphinx chose, and gets no lead correction.
+        pad_start: whether to put :data:`PAD_SECONDS` of digital silence before the span: None (default) when its
+            first 30 ms are quiet (:func:`_quiet_edges`); True where the caller knows the span starts before the
+            speech it holds (a caption window widened by a margin), however loud the bed there; False never.
 
     Returns:
         The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the
@@ -250,6 +256,7 @@ def forced_align_words(
     text = " ".join(known)
     aligned_passes = []
     pad_before, pad_after = _quiet_edges(signal)
+    pad_before = pad_before if pad_start is None else pad_start
     for delay in (0.0, _HALF_FRAME_SECONDS)[:passes]:
         before = int(round(((PAD_SECONDS if pad_before else 0.0) + delay) * ALIGN_SAMPLE_RATE))
         after = int(round((PAD_SECONDS if pad_after else 0.0) * ALIGN_SAMPLE_RATE))

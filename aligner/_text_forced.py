@@ -232,7 +232,10 @@ def caption_words(
         result           words + off, back on the transcript clock, inside the caption's Span
 
     A caption that abuts the previous one (no gap: the window starts at the cue edge, inside speech) is taken to
-    start where its first word starts (``forced_align_words(..., start_is_word_boundary=True)``).
+    start where its first word starts (``forced_align_words(..., start_is_word_boundary=True)``). A window widened
+    before its caption (a gap before it) starts before the caption's speech: it is padded with silence even when a
+    noise or music bed makes that start loud (``pad_start=True``), so that the aligner does not stretch the first
+    word back over the bed.
 
     Args:
         audio: decoded audio.
@@ -267,7 +270,11 @@ def caption_words(
             continue
         # A caption that abuts the previous one starts where its first word starts (the captioner cut there).
         abuts = i > 0 and before == 0.0 and lo > audio.start_seconds
-        found = (forced_align_words(audio, span.text, lo, hi, decoder=decoder, start_is_word_boundary=abuts)
+        # A window widened before the caption starts before its speech, whatever the bed there: pad it (else the
+        # quiet-edge rule decides).
+        pad_start = True if before > 0.0 else None
+        found = (forced_align_words(audio, span.text, lo, hi, decoder=decoder, start_is_word_boundary=abuts,
+                                    pad_start=pad_start)
                  if hi > lo else ())
         if not found:
             failed += 1
