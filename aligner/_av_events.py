@@ -23,7 +23,7 @@ from aligner._onsets import AudioOnsets, tonal_boost
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MIN_EVENTS", "VisualEvents", "detect_visual_events", "onset_weights"]
+__all__ = ["MIN_EVENTS", "VisualEvents", "detect_visual_events", "onset_ranks", "onset_weights"]
 
 MIN_EVENTS = 3
 """Fewer events (visual, or matched) cannot be told from chance coincidences."""
@@ -37,8 +37,8 @@ _ISOLATION_FLOOR = 0.5  # luma: a still neighbourhood does not make a weak chang
 _VISUAL_REFERENCE = 0.5
 # ... and never below this (luma levels): small changes (a mouth) do not count as full events.
 _VISUAL_REFERENCE_FLOOR = 30.0
-# Audio event weight: (tonal-boosted) strength / this percentile of the clip's boosted strengths, in [0.25, 1].
-_AUDIO_REFERENCE_PERCENTILE = 95.0
+# Audio event weight: strength / (this x the median strength), in [0.25, 1].
+_AUDIO_REFERENCE = 1.5
 
 
 @dataclass(frozen=True)
@@ -107,20 +107,32 @@ def detect_visual_events(visual_events: np.ndarray, pts_seconds: np.ndarray) -> 
     return VisualEvents(pts[selected], strength, weights, num_continuous)
 
 
+def _boosted_strength(onsets: AudioOnsets) -> np.ndarray:
+    """Detection strength, raised for a tone (``tonal_boost`` of ``tonality_db``, when measured)."""
+    strength = onsets.strength
+    return strength if onsets.tonality_db is None else strength * tonal_boost(onsets.tonality_db)
+
+
+def onset_ranks(onsets: AudioOnsets) -> np.ndarray:
+    """Rank of each audio event among the clip's events by strength (tonal boost included, as in
+    :func:`onset_weights`), as a fraction in (0, 1): ``(i + 0.5) / E`` for the ``i``-th weakest of ``E`` (ties in
+    time order). A sound that stands out of its clip (a clap over speech) ranks near 1; a syllable near 0.5.
+
+    Example:
+        >>> from aligner.estimators import AudioOnsets
+        >>> onset_ranks(AudioOnsets(np.arange(4.0), np.array([2.0, 9.0, 1.0, 3.0]), 5.0)).tolist()
+        [0.375, 0.875, 0.125, 0.625]
+    """
+    boosted = _boosted_strength(onsets)
+    order = np.argsort(np.argsort(boosted, kind="stable"), kind="stable")
+    return (order + 0.5) / max(boosted.size, 1)
+
+
 def onset_weights(onsets: AudioOnsets) -> np.ndarray:
     """Weight of each audio event in [0.25, 1]: its detection strength, raised for a tone (``tonal_boost`` of
-    ``tonality_db``, when measured), over the 95th percentile of these boosted strengths in the clip.
-
-    Only the clip's outstanding sounds count fully. A visual event that lands by chance on an ordinary onset (a
-    syllable, a note: the bulk of a bed's onsets) adds a fraction of a match, so a chance alignment of a few
-    events with a busy soundtrack stays below the null threshold, while flashes met by their claps, knocks and
-    beeps, which stand out of the bed, keep full weight. (The reference was 1.5 × the median strength, at which a
-    median of 39 % of a tune clip's onsets counted fully; BENCHMARKS.md, "A/V: audio events weighed against the
-    clip's loudest onsets", has the measurements behind the 95th percentile.)
-    """
+    ``tonality_db``, when measured), over 1.5 × the clip's median strength."""
     strength = onsets.strength
     if strength.size == 0:
         return strength
-    boosted = strength if onsets.tonality_db is None else strength * tonal_boost(onsets.tonality_db)
-    reference = float(np.percentile(boosted, _AUDIO_REFERENCE_PERCENTILE))
-    return np.clip(boosted / max(reference, 1e-12), 0.25, 1.0)
+    boosted = _boosted_strength(onsets)
+    return np.clip(boosted / (_AUDIO_REFERENCE * float(np.median(strength))), 0.25, 1.0)

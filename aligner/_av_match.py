@@ -3,8 +3,8 @@
 ::
 
     G(x)    = max_j  u_j · exp(−(x − a_j)² / 2σ²)           how close an audio event (weight u_j) is to x
-              u_j = clip(s_j / (95th percentile of the clip's s), 0.25, 1), s_j = detection z × tonal_boost(tonality):
-              a tone that starts under speech counts like a clap, an ordinary syllable about half (``onset_weights``)
+              u_j = clip(s_j / (1.5 · median z), 0.25, 1), s_j = detection z × tonal_boost(tonality): a tone that
+              starts under speech counts like a clap (``onset_weights``)
     c(L, d) = Σ_k w_k · G(t_k + L + d·(t_k − t_c))          L: lag at the events' centre t_c, d: drift
               L ∈ ±max_offset_ms in 1 ms steps, d ∈ ±max_drift_ppm in steps that keep d·span/2 ≤ σ
     S       = −log10 P(≥ c(peak) of n = Σ w_k events match at one lag by chance) − log10(cells)
@@ -79,12 +79,6 @@ class LagDriftMatch:
     (:data:`LOCAL_CHANCE_RING_SECONDS`)."""
     weight_total: float
     """``n = Σ w_k``."""
-    event_matches: np.ndarray
-    """float64 ``[K]``: each visual event's term ``w_k · G(…)`` of ``c`` at the best cell (they sum to
-    ``peak_matches``)."""
-    num_cells: float
-    """Independent cells the search tried (lags × drifts / 6σ at the winning kernel width σ): the look-elsewhere
-    term of ``score``."""
 
     @property
     def lag_seconds(self) -> float:
@@ -147,17 +141,6 @@ def _local_chance(curve: np.ndarray, peak_index: int, step: float) -> float:
     return float(curve[ring].mean()) if ring.any() else 0.0
 
 
-def _event_terms(events: VisualEvents, grid: np.ndarray, grid_lo: float, lag: float, drift: float,
-                 centre_t: float) -> np.ndarray:
-    """Each event's term ``w_k · G(t_k + lag + drift·(t_k − t_c))`` of ``c`` at one cell (as :func:`_surface`)."""
-    half_step = LAG_STEP_SECONDS / 2
-    event_t = events.times_seconds
-    positions = (event_t + drift * (event_t - centre_t) - grid_lo + lag) / half_step
-    base = np.clip(np.floor(positions).astype(np.int64), 0, grid.size - 2)
-    frac = np.clip(positions - base, 0.0, 1.0)
-    return events.weights * (grid[base] * (1.0 - frac) + grid[base + 1] * frac)
-
-
 def _surface(events: VisualEvents, grid: np.ndarray, grid_lo: float, lags: np.ndarray, drifts: np.ndarray,
              centre_t: float) -> np.ndarray:
     """``c(L, d)`` as ``[drifts, lags]``: the weighted sum of ``G`` (on a half-step grid, linearly interpolated)
@@ -208,16 +191,13 @@ def match_lag_drift(events: VisualEvents, onsets: AudioOnsets, options: AVOption
         surface = _surface(events, grid, grid_lo, lags, drifts, centre_t)
         cell = np.unravel_index(int(np.argmax(surface)), surface.shape)
         chance_here = max(float(surface.mean()), _local_chance(surface[cell[0]], int(cell[1]), step))
-        cells = surface.size / (6.0 * sigma / step)
-        curve_here = _significance(surface[cell[0]], weight_total, chance_here, cells)
+        curve_here = _significance(surface[cell[0]], weight_total, chance_here, surface.size / (6.0 * sigma / step))
         if best is None or curve_here[cell[1]] > best[0]:
-            terms = _event_terms(events, grid, grid_lo, float(lags[cell[1]]), float(drifts[cell[0]]), centre_t)
-            best = (float(curve_here[cell[1]]), surface, cell, chance_here, curve_here, terms, cells)
-    score, surface, (best_d, best_l), chance, curve, terms, cells = best
+            best = (float(curve_here[cell[1]]), surface, cell, chance_here, curve_here)
+    score, surface, (best_d, best_l), chance, curve = best
     exclusion = int(math.ceil((_SIDELOBE_EXCLUSION_SECONDS + options.max_drift_ppm * 1e-6 * half_span) / step))
     outside = np.abs(np.arange(lags.size) - best_l) > exclusion
     sidelobe = float(surface[:, outside].max()) if outside.any() else 0.0
     return LagDriftMatch(lags_seconds=lags, lag_index=int(best_l), drift=float(drifts[best_d]), centre_seconds=centre_t,
                          score=score, curve_score=curve, peak_matches=float(surface[best_d, best_l]),
-                         sidelobe_matches=sidelobe, chance_matches=chance, weight_total=weight_total,
-                         event_matches=terms, num_cells=cells)
+                         sidelobe_matches=sidelobe, chance_matches=chance, weight_total=weight_total)
