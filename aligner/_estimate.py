@@ -50,6 +50,9 @@ _AMBIGUOUS_RATIO = 0.8
 # strength): flashes are met by claps, knocks and beeps that stand out of the soundtrack, while a chance alignment
 # meets ordinary syllables and notes (tune set: BENCHMARKS.md, "A/V: the matched sounds must stand out").
 MIN_MATCHED_RANK = 0.8
+# ... unless the match alone is far beyond chance (louder unrelated sounds, door slams, may outrank the events'
+# own): half a decade above the highest score of the tune set's 6,308 null pairings (1.95).
+STRONG_MATCH_SCORE = 2.5
 _DEFAULT = AVOptions()
 
 
@@ -100,9 +103,11 @@ def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: Mat
          f"a best lag matching at least {1 / _AMBIGUOUS_RATIO:.2f}x more events than any other"),
         (num_matched < MIN_EVENTS, "too_few_matches", f"{num_matched} of {num_events} visual events matched an audio event",
          f"{MIN_EVENTS} matched events"),
-        (matched_rank < MIN_MATCHED_RANK, "ordinary_sounds",
+        (matched_rank < MIN_MATCHED_RANK and match.score < STRONG_MATCH_SCORE, "ordinary_sounds",
          f"the {num_matched} sounds matched at the best lag are, by median, louder than {matched_rank:.0%} of the clip's "
-         f"{num_audio} audio events", f"sounds that stand out: louder, by median, than {MIN_MATCHED_RANK:.0%} of them"),
+         f"{num_audio} audio events (score {match.score:.2f})",
+         f"sounds that stand out: louder, by median, than {MIN_MATCHED_RANK:.0%} of them, or a score of "
+         f"{STRONG_MATCH_SCORE:.1f}"),
     ]
     for failed, reason, found, needed in gates:
         if failed:
