@@ -87,6 +87,7 @@ def test_coincidences_with_ordinary_onsets_abstain() -> None:
         results[label] = estimate_av_offset_from_features(visual, pts, AudioOnsets(times[order], strength[order], 10.5))
     assert results["ordinary"].abstained and results["ordinary"].abstain.reason == "ordinary_sounds"
     assert results["ordinary"].score >= 0.7  # the match alone passes the null threshold
-    assert "louder than 7" in results["ordinary"].abstain.found
+    record = results["ordinary"].abstain.to_json()
+    assert "louder than 7" in record["found"] and "80%" in record["needed"] and "--av-offset-ms" in record["hint"]
     assert not results["outstanding"].abstained
     assert results["outstanding"].av_offset_ms == pytest.approx(lag_seconds * 1000.0, abs=1.0)
