@@ -18,7 +18,8 @@ class AVAbstain:
 
     reason: str
     """Machine-readable reason: ``no_visual_events``, ``continuous_motion``, ``too_few_events``, ``no_audio_events``,
-    ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``, ``ordinary_sounds`` or ``peak_at_search_edge``."""
+    ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``, ``ordinary_sounds`` or
+    ``peak_at_search_edge``."""
     found: str
     """What was found, e.g. ``"2 visual events"`` or ``"peak 2.1x sidelobe (7 of 9 events matched)"``."""
     needed: str

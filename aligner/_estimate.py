@@ -17,7 +17,9 @@ Four steps, one module each::
 Confidence is calibrated against null pairings (another clip's audio, audio played backwards):
 :data:`NULL_THRESHOLD` is the significance that at most 0.5 % of them reach on the tune seeds (its docstring
 gives the rule). The significance counts only what stands above the peak's own neighbourhood (``_av_match``),
-so lip-like motion that follows the speech within a syllable does not pass for events.
+so lip-like motion that follows the speech within a syllable does not pass for events; and the sounds it matches
+must stand out of the soundtrack (``ordinary_sounds``: a chance alignment meets syllables and notes, flashes meet
+their claps, knocks and beeps).
 Talking heads and scenes without sudden events give no datable event (``continuous_motion``,
 ``no_visual_events`` or ``below_null_threshold``): lip-sync is not estimated.
 
@@ -104,8 +106,8 @@ def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: Mat
         (num_matched < MIN_EVENTS, "too_few_matches", f"{num_matched} of {num_events} visual events matched an audio event",
          f"{MIN_EVENTS} matched events"),
         (matched_rank < MIN_MATCHED_RANK and match.score < STRONG_MATCH_SCORE, "ordinary_sounds",
-         f"the {num_matched} sounds matched at the best lag are, by median, louder than {matched_rank:.0%} of the clip's "
-         f"{num_audio} audio events (score {match.score:.2f})",
+         f"the {num_matched} sounds matched at the best lag are, by median, louder than {matched_rank:.0%} of the "
+         f"clip's {num_audio} audio events (score {match.score:.2f})",
          f"sounds that stand out: louder, by median, than {MIN_MATCHED_RANK:.0%} of them, or a score of "
          f"{STRONG_MATCH_SCORE:.1f}"),
     ]
