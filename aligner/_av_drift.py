@@ -19,6 +19,7 @@ from typing import Optional
 
 import numpy as np
 
+from aligner._av_events import onset_ranks
 from aligner._av_match import LagDriftMatch
 from aligner._onsets import AudioOnsets
 from aligner._options import AVOptions
@@ -51,6 +52,9 @@ class MatchedPairs:
     offset_ms: float
     """Median of ``audio − video`` over the pairs (ms), or the best line's offset at video time 0 without pairs:
     the unthresholded guess."""
+    audio_rank: np.ndarray
+    """float64 ``[P]`` in (0, 1): each matched audio event's rank by strength among the clip's audio events
+    (``onset_ranks``)."""
 
     @property
     def num_matched(self) -> int:
@@ -126,7 +130,8 @@ def matched_pairs(video_seconds: np.ndarray, onsets: AudioOnsets, match: LagDrif
     matched = np.abs(nearest - predicted) <= MATCH_SECONDS
     t_m, a_m = video_seconds[matched], nearest[matched]
     offset_ms = (float(np.median(a_m - t_m)) if t_m.size else match.offset_seconds) * 1000.0
-    return MatchedPairs(t_m, a_m, dating_sigma_seconds(onsets, nearest_index[matched]), offset_ms)
+    return MatchedPairs(t_m, a_m, dating_sigma_seconds(onsets, nearest_index[matched]), offset_ms,
+                        onset_ranks(onsets)[nearest_index[matched]])
 
 
 def fit_drift(pairs: MatchedPairs, options: AVOptions) -> DriftFit:

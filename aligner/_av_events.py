@@ -23,7 +23,7 @@ from aligner._onsets import AudioOnsets, tonal_boost
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MIN_EVENTS", "VisualEvents", "detect_visual_events", "onset_weights"]
+__all__ = ["MIN_EVENTS", "VisualEvents", "detect_visual_events", "onset_ranks", "onset_weights"]
 
 MIN_EVENTS = 3
 """Fewer events (visual, or matched) cannot be told from chance coincidences."""
@@ -107,11 +107,32 @@ def detect_visual_events(visual_events: np.ndarray, pts_seconds: np.ndarray) -> 
     return VisualEvents(pts[selected], strength, weights, num_continuous)
 
 
+def _boosted_strength(onsets: AudioOnsets) -> np.ndarray:
+    """Detection strength, raised for a tone (``tonal_boost`` of ``tonality_db``, when measured)."""
+    strength = onsets.strength
+    return strength if onsets.tonality_db is None else strength * tonal_boost(onsets.tonality_db)
+
+
+def onset_ranks(onsets: AudioOnsets) -> np.ndarray:
+    """Rank of each audio event among the clip's events by strength (tonal boost included, as in
+    :func:`onset_weights`), as a fraction in (0, 1): ``(i + 0.5) / E`` for the ``i``-th weakest of ``E`` (ties in
+    time order). A sound that stands out of its clip (a clap over speech) ranks near 1; a syllable near 0.5.
+
+    Example:
+        >>> from aligner.estimators import AudioOnsets
+        >>> onset_ranks(AudioOnsets(np.arange(4.0), np.array([2.0, 9.0, 1.0, 3.0]), 5.0)).tolist()
+        [0.375, 0.875, 0.125, 0.625]
+    """
+    boosted = _boosted_strength(onsets)
+    order = np.argsort(np.argsort(boosted, kind="stable"), kind="stable")
+    return (order + 0.5) / max(boosted.size, 1)
+
+
 def onset_weights(onsets: AudioOnsets) -> np.ndarray:
     """Weight of each audio event in [0.25, 1]: its detection strength, raised for a tone (``tonal_boost`` of
     ``tonality_db``, when measured), over 1.5 × the clip's median strength."""
     strength = onsets.strength
     if strength.size == 0:
         return strength
-    boosted = strength if onsets.tonality_db is None else strength * tonal_boost(onsets.tonality_db)
+    boosted = _boosted_strength(onsets)
     return np.clip(boosted / (_AUDIO_REFERENCE * float(np.median(strength))), 0.25, 1.0)

@@ -18,7 +18,8 @@ class AVAbstain:
 
     reason: str
     """Machine-readable reason: ``no_visual_events``, ``continuous_motion``, ``too_few_events``, ``no_audio_events``,
-    ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches`` or ``peak_at_search_edge``."""
+    ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``, ``ordinary_sounds`` or
+    ``peak_at_search_edge``."""
     found: str
     """What was found, e.g. ``"2 visual events"`` or ``"peak 2.1x sidelobe (7 of 9 events matched)"``."""
     needed: str
@@ -56,6 +57,10 @@ _HINTS = {
                       "best_guess_ms may be off by the period. " + _KNOWN,
     "too_few_matches": "fewer than 3 visual events have an audio event at the best lag; check that the events make a "
                        "sound. " + _KNOWN,
+    "ordinary_sounds": "the visual events line up with sounds at one lag, but with ordinary ones (syllables, notes), "
+                       "not with sounds that stand out of the soundtrack as a clap, knock or beep does: a chance "
+                       "alignment looks like this; best_guess_ms is not trusted. Events hidden under loud speech or "
+                       "music cause this too. " + _KNOWN,
     "peak_at_search_edge": "the best lag is at the edge of the search range: the true offset may be larger; retry with "
                            "a larger range (`avalign measure --max-offset-ms MS`; Python: "
                            "`align(max_offset_ms=...)`).",

@@ -17,7 +17,9 @@ Four steps, one module each::
 Confidence is calibrated against null pairings (another clip's audio, audio played backwards):
 :data:`NULL_THRESHOLD` is the significance that at most 0.5 % of them reach on the tune seeds (its docstring
 gives the rule). The significance counts only what stands above the peak's own neighbourhood (``_av_match``),
-so lip-like motion that follows the speech within a syllable does not pass for events.
+so lip-like motion that follows the speech within a syllable does not pass for events; and the sounds it matches
+must stand out of the soundtrack (``ordinary_sounds``: a chance alignment meets syllables and notes, flashes meet
+their claps, knocks and beeps).
 Talking heads and scenes without sudden events give no datable event (``continuous_motion``,
 ``no_visual_events`` or ``below_null_threshold``): lip-sync is not estimated.
 
@@ -46,6 +48,13 @@ __all__ = ["estimate_av_offset", "estimate_av_offset_from_arrays", "estimate_av_
 
 # A second lag matching this share of the best one's events: periodic events, the peak is a guess.
 _AMBIGUOUS_RATIO = 0.8
+# The sounds matched at the best lag must rank, by median, above this share of the clip's audio events (by
+# strength): flashes are met by claps, knocks and beeps that stand out of the soundtrack, while a chance alignment
+# meets ordinary syllables and notes (tune set: BENCHMARKS.md, "A/V: the matched sounds must stand out").
+MIN_MATCHED_RANK = 0.8
+# ... unless the match alone is far beyond chance (louder unrelated sounds, door slams, may outrank the events'
+# own): half a decade above the highest score of the tune set's 6,308 null pairings (1.95).
+STRONG_MATCH_SCORE = 2.5
 _DEFAULT = AVOptions()
 
 
@@ -69,14 +78,16 @@ def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: Mat
           common: dict) -> Optional[AVEstimate]:
     """Step 3: the abstention for the first failed gate, or None to answer.
 
-    The gates (``too_few_events``, ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``, in that
-    order) apply only when ``options.min_confidence > 0``; ``min_confidence = 0`` returns the best guess.
+    The gates (``too_few_events``, ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``,
+    ``ordinary_sounds``, in that order) apply only when ``options.min_confidence > 0``; ``min_confidence = 0``
+    returns the best guess.
     ``common`` holds the estimate's fields so far, ``confidence`` among them.
     """
     num_events, num_matched = events.num_events, pairs.num_matched
     guess = pairs.offset_ms
     if options.min_confidence <= 0.0:
         return None
+    matched_rank = float(np.median(pairs.audio_rank)) if num_matched else 0.0
     peak, sidelobe = match.peak_matches, match.sidelobe_matches
     continuous = events.num_continuous
     gates = [
@@ -94,6 +105,11 @@ def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: Mat
          f"a best lag matching at least {1 / _AMBIGUOUS_RATIO:.2f}x more events than any other"),
         (num_matched < MIN_EVENTS, "too_few_matches", f"{num_matched} of {num_events} visual events matched an audio event",
          f"{MIN_EVENTS} matched events"),
+        (matched_rank < MIN_MATCHED_RANK and match.score < STRONG_MATCH_SCORE, "ordinary_sounds",
+         f"the {num_matched} sounds matched at the best lag are, by median, louder than {matched_rank:.0%} of the "
+         f"clip's {num_audio} audio events (score {match.score:.2f})",
+         f"sounds that stand out: louder, by median, than {MIN_MATCHED_RANK:.0%} of them, or a score of "
+         f"{STRONG_MATCH_SCORE:.1f}"),
     ]
     for failed, reason, found, needed in gates:
         if failed:

@@ -9,8 +9,8 @@ A/V offset and drift
     :func:`visual_change_events`, :func:`audio_onsets` / :class:`AudioOnsets`, :func:`audio_onset_envelope`,
     :func:`confidence_from_score`, :data:`NULL_THRESHOLD`; the estimator's steps, in order:
     :func:`detect_visual_events`, :func:`match_lag_drift` (audio events weighted by :func:`onset_weights`,
-    tones raised by :func:`tonal_boost` of :func:`tonal_rise_db`), :func:`matched_pairs`, :func:`fit_drift`
-    (:func:`drift_line` weighted by :func:`dating_sigma_seconds`).
+    tones raised by :func:`tonal_boost` of :func:`tonal_rise_db`), :func:`matched_pairs` (with each matched
+    sound's :func:`onset_ranks`), :func:`fit_drift` (:func:`drift_line` weighted by :func:`dating_sigma_seconds`).
 Transcript offset
     :func:`estimate_text_offset` (speech energy), :func:`estimate_text_offset_forced` (pocketsphinx),
     :data:`TEXT_METHODS` (the dispatcher's methods), :func:`refine_word_times`.
@@ -21,7 +21,7 @@ Signals
     :func:`mono`.
 """
 from aligner._av_drift import DriftFit, MatchedPairs, dating_sigma_seconds, drift_line, fit_drift, matched_pairs
-from aligner._av_events import VisualEvents, detect_visual_events, onset_weights
+from aligner._av_events import VisualEvents, detect_visual_events, onset_ranks, onset_weights
 from aligner._av_match import LagDriftMatch, match_lag_drift
 from aligner._av_records import confidence_from_score
 from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder, shared_decoder
@@ -80,6 +80,7 @@ __all__ = [
     "mono",
     "new_decoder",
     "normalise_words",
+    "onset_ranks",
     "onset_weights",
     "refine_word_times",
     "shared_decoder",
