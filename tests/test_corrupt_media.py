@@ -60,9 +60,16 @@ def test_header_claiming_a_billion_frames(media_dir, tmp_path, monkeypatch, watc
         allocated.append(tensor.numel() * tensor.element_size())
         return tensor
 
-    with monkeypatch.context() as patch:  # torch.empty, whichever backend decodes: only while this decode runs
-        patch.setattr("torch.empty", recording_empty)
-        clip = loaders.read_video(path)
+    from loaders.media import result_pool
+
+    saved_limits = result_pool.limits  # pooling off: its buckets round a request up by < 12.5 %; this is the hint's cap
+    result_pool.set_limits(max_bytes=0)
+    try:
+        with monkeypatch.context() as patch:  # torch.empty, whichever backend decodes: only while this decode runs
+            patch.setattr("torch.empty", recording_empty)
+            clip = loaders.read_video(path)
+    finally:
+        result_pool.set_limits(**saved_limits)
     # The header's count is only a hint, capped at 2048 frames (the frame buffer's _MAX_HINT_FRAMES): not a
     # billion frames' worth of memory (160x120 RGB: 57.6 kB a frame).
     assert allocated and max(allocated) <= 2048 * 160 * 120 * 3
