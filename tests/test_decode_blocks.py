@@ -219,6 +219,16 @@ def _resident_bytes(address: int, nbytes: int) -> int:
     return sum(byte & 1 for byte in vector) * page
 
 
+def _fresh_mapping(nbytes: int):
+    """A uint8 tensor over a new anonymous mapping: nothing of it is resident yet. (``torch.empty`` is not that
+    in a long-lived test process: the C heap may hand back memory an earlier test made resident.)"""
+    import mmap
+
+    import torch
+
+    return torch.frombuffer(mmap.mmap(-1, nbytes), dtype=torch.uint8)  # the tensor keeps the mapping alive
+
+
 def test_page_populator_makes_the_tensor_resident_without_writing_it():
     import platform
 
@@ -230,7 +240,7 @@ def test_page_populator_makes_the_tensor_resident_without_writing_it():
     if platform.system() != "Linux" or release < (5, 14):
         pytest.skip("needs Linux >= 5.14 (MADV_POPULATE_WRITE)")
     nbytes = 96 << 20
-    tensor = torch.empty(nbytes, dtype=torch.uint8)  # a fresh mapping: nothing resident yet
+    tensor = _fresh_mapping(nbytes)
     assert _resident_bytes(tensor.data_ptr(), tensor.numel()) < nbytes // 8
     populator = PagePopulator(tensor, chunk_bytes=8 << 20, min_bytes=0)
     populator.wait_for(nbytes)
@@ -254,7 +264,7 @@ def test_page_populator_runs_at_most_its_lead_ahead_of_the_writer():
     if platform.system() != "Linux" or release < (5, 14):
         pytest.skip("needs Linux >= 5.14 (MADV_POPULATE_WRITE)")
     mib = 1 << 20
-    tensor = torch.empty(256 * mib, dtype=torch.uint8)
+    tensor = _fresh_mapping(256 * mib)
     populator = PagePopulator(tensor, chunk_bytes=4 * mib, min_bytes=0, lead_bytes=16 * mib)
     populator.wait_for(8 * mib)
     time.sleep(0.3)  # room to run ahead, were it unbounded
