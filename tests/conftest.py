@@ -19,6 +19,19 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = REPO / "sample_data"
 
 
+def pytest_collection_finish(session):
+    """Freeze the test process's heap once its test modules (torch, SciPy, matplotlib...) are imported, as a pre-fork
+    server does: the collector then never walks those objects again. Without it, every ``make_loader`` epoch with
+    workers and every preprocess run (``loaders.media.heap_frozen_for_fork``: a full collection before forking)
+    walked the whole heap of a long-lived pytest worker, 0.25-0.35 s each (BENCHMARKS.md, "Test suite", fourth
+    round); forked children also stop touching those pages. heap_frozen_for_fork leaves this freeze in place. Cyclic
+    garbage made after a freeze point is still collected (its tests build it after this)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_collection_modifyitems(config, items):
     """Modules holding a ``slow`` test run first, then the others by their number of tests, most first (the
     126-case reliability matrix is the longest of them); each module's tests stay together, in their own order.
