@@ -19,17 +19,24 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = REPO / "sample_data"
 
 
-def pytest_collection_finish(session):
-    """Freeze the test process's heap once its test modules (torch, SciPy, matplotlib...) are imported, as a pre-fork
-    server does: the collector then never walks those objects again. Without it, every ``make_loader`` epoch with
-    workers and every preprocess run (``loaders.media.heap_frozen_for_fork``: a full collection before forking)
-    walked the whole heap of a long-lived pytest worker, 0.25-0.35 s each (BENCHMARKS.md, "Test suite", fourth
-    round); forked children also stop touching those pages. heap_frozen_for_fork leaves this freeze in place. Cyclic
-    garbage made after a freeze point is still collected (its tests build it after this)."""
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    """No automatic garbage collection while the test modules are imported (each full collection walked the growing
+    heap again: 14 of them, 1.8 of collection's 7.6 CPU-s); then one collection, and the heap is frozen, as a
+    pre-fork server does: the collector never walks those objects (torch, SciPy, matplotlib...) again. Without the
+    freeze, every ``make_loader`` epoch with workers and every preprocess run (``loaders.media.heap_frozen_for_fork``:
+    a full collection before forking) walked the whole heap of a long-lived pytest worker, 0.25-0.35 s each
+    (BENCHMARKS.md, "Test suite", fourth round), and forked children touched its pages. heap_frozen_for_fork leaves
+    this freeze in place. Cyclic garbage that tests make is still collected (they make it after this)."""
     import gc
 
-    gc.collect()
-    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()
+        gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):
