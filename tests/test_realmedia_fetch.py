@@ -114,7 +114,7 @@ def test_pip_config_is_read_once_per_process_for_a_given_environment(index, tmp_
 
     def counting_run(command, *args, **kwargs):
         if list(command[-2:]) == ["config", "list"]:
-            config_reads.append(dict(kwargs.get("env") or {}))
+            config_reads.append(command)
         return real_run(command, *args, **kwargs)
 
     monkeypatch.setattr(subprocess, "run", counting_run)
