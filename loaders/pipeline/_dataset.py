@@ -508,6 +508,11 @@ def make_dataset(
     """An ``IterableDataset`` of :class:`PackedBatch` over WebDataset shards of media + text (see the module
     docstring for DataLoader use, determinism and resume).
 
+    Building it loads, once per process, what its workers would load before their first sample (the decoders'
+    and transcript parsers' modules, the pocketsphinx decoder for captions' words): DataLoader workers forked
+    afterwards inherit it instead of loading it again at every epoch; spawned workers (``multiprocessing_context=
+    "spawn"``) load it again whatever (``loaders.pipeline._preload``).
+
     Args:
         urls: Shards: paths, a brace pattern, ``::``-joined lists, fsspec URLs or ``pipe:``.
         seed: Seeds the per-epoch shard shuffle and the packer (same seed → same batches).
