@@ -25,7 +25,7 @@ from loaders import _audio_torchcodec
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["READER_MODULES", "ESTIMATOR_MODULES", "preload_for_workers"]
+__all__ = ["ESTIMATOR_MODULES", "READER_MODULES", "preload_for_workers"]
 
 READER_MODULES = ("av", "av.subtitles", "av.subtitles.stream", "av.video.reformatter", "numpy.ma", "soxr", "pysubs2", "webvtt",
                   "praatio.utilities.textgrid_io", "encodings.utf_8_sig", "pocketsphinx")
