@@ -6,7 +6,8 @@ and varies with the phone and the bed, so on generated speech forced answers wer
 VTT captions over a music bed at 10 dB with reverb (main at 478d69b: forced_spans, -13.0 ms); seed 1002: a WhisperX
 word-level transcript over speech+music at 4.6 dB with reverb (main: forced_words, -10.3 ms). Within 30 ms of forced
 alignment's answer the band-SNR onset curve peaks at -2.8 and -1.7 ms from the truth. Seed 1013: one sentence (one
-onset after a pause): the onset evidence is not used, forced alignment's answer stands.
+onset after a pause): the onset evidence is not used, forced alignment's answer stands. Null pairings (one clip's
+audio, another's transcript) abstain.
 """
 from __future__ import annotations
 
@@ -23,23 +24,32 @@ pytest.importorskip("pocketsphinx")
 OFFSET_ERROR_MS = 8.0  # measured 2.8 (1007) and 1.7 ms (1002); main: 13.0 and 10.3 ms
 
 
-def _wild(tmp_path_factory, seed: int):
+@pytest.fixture(scope="module")
+def wild(tmp_path_factory):
+    """``wild(seed)`` -> (truth record, audio, transcript) of a TUNE seed, generated once per module."""
     from avalign.synth import TUNE_SEEDS, make_wild_clip, wild_specs
 
-    assert seed in TUNE_SEEDS
-    directory = tmp_path_factory.mktemp(f"wild{seed}")
-    try:
-        record = make_wild_clip(wild_specs([seed])[0], directory)
-    except OSError as e:  # libespeak-ng or ffmpeg missing
-        pytest.skip(f"wild generator unavailable: {e}")
-    audio = loaders.read_audio(str(directory / record["media"]))
-    return record, audio, loaders.read_transcript(str(directory / record["transcript"]))
+    made = {}
+
+    def get(seed: int):
+        if seed not in made:
+            assert seed in TUNE_SEEDS
+            directory = tmp_path_factory.mktemp(f"wild{seed}")
+            try:
+                record = make_wild_clip(wild_specs([seed])[0], directory)
+            except OSError as e:  # libespeak-ng or ffmpeg missing
+                pytest.skip(f"wild generator unavailable: {e}")
+            audio = loaders.read_audio(str(directory / record["media"]))
+            made[seed] = record, audio, loaders.read_transcript(str(directory / record["transcript"]))
+        return made[seed]
+
+    return get
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed, fmt, method", [(1007, "vtt", "forced_spans+onsets"), (1002, "whisperx", "forced_words+onsets")])
-def test_forced_answer_read_off_the_onsets(tmp_path_factory, seed, fmt, method) -> None:
-    record, audio, transcript = _wild(tmp_path_factory, seed)
+def test_forced_answer_read_off_the_onsets(wild, seed, fmt, method) -> None:
+    record, audio, transcript = wild(seed)
     assert record["transcript_format"] == fmt and record["reverb"] > 0
     assert estimate_transcript_offset(audio, transcript, method="energy").abstained
     forced = estimate_transcript_offset(audio, transcript, method="forced")
@@ -51,13 +61,21 @@ def test_forced_answer_read_off_the_onsets(tmp_path_factory, seed, fmt, method) 
 
 
 @pytest.mark.slow
-def test_one_sentence_keeps_the_forced_answer(tmp_path_factory) -> None:
-    record, audio, transcript = _wild(tmp_path_factory, 1013)
+def test_one_sentence_keeps_the_forced_answer(wild) -> None:
+    record, audio, transcript = wild(1013)
     assert record["transcript_format"] == "whisperx" and len(transcript.spans) == 1
     auto = estimate_transcript_offset(audio, transcript)
     forced = estimate_transcript_offset(audio, transcript, method="forced")
     assert auto.method == "forced_words" and auto.text_offset_ms == forced.text_offset_ms
     assert abs(auto.text_offset_ms - record["text_offset_ms"]) <= 25.0
+
+
+@pytest.mark.slow
+def test_null_pairings_do_not_answer(wild) -> None:
+    """Each clip's audio with another clip's transcript: forced alignment does not answer, so neither do the onsets."""
+    for audio_seed, text_seed in [(1007, 1002), (1002, 1007), (1007, 1013), (1002, 1013), (1013, 1002)]:
+        estimate = estimate_transcript_offset(wild(audio_seed)[1], wild(text_seed)[2])
+        assert estimate.abstained, (audio_seed, text_seed, estimate)
 
 
 def _clicks(onsets_seconds, *, rate: int = 16000, seconds: float = 6.0):
