@@ -126,7 +126,8 @@ def estimate_transcript_offset(
     return _onset_refined(audio, transcript, forced, options)
 
 
-def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimate, options: TextOptions) -> TextEstimate:
+def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimate,
+                   options: TextOptions) -> TextEstimate:
     """Forced alignment's answer, read off the onset evidence where that is possible.
 
     Forced alignment finds the region (energy abstained: its evidence had rivals across the search range); inside

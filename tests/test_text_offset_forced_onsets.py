@@ -47,7 +47,8 @@ def wild(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed, fmt, method", [(1007, "vtt", "forced_spans+onsets"), (1002, "whisperx", "forced_words+onsets")])
+@pytest.mark.parametrize("seed, fmt, method",
+                         [(1007, "vtt", "forced_spans+onsets"), (1002, "whisperx", "forced_words+onsets")])
 def test_forced_answer_read_off_the_onsets(wild, seed, fmt, method) -> None:
     record, audio, transcript = wild(seed)
     assert record["transcript_format"] == fmt and record["reverb"] > 0
