@@ -21,13 +21,12 @@ SAMPLE_DATA = REPO / "sample_data"
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_collection(session):
-    """No automatic garbage collection while the test modules are imported (each full collection walked the growing
-    heap again: 14 of them, 1.8 of collection's 7.6 CPU-s); then one collection, and the heap is frozen, as a
-    pre-fork server does: the collector never walks those objects (torch, SciPy, matplotlib...) again. Without the
-    freeze, every ``make_loader`` epoch with workers and every preprocess run (``loaders.media.heap_frozen_for_fork``:
-    a full collection before forking) walked the whole heap of a long-lived pytest worker, 0.25-0.35 s each
-    (BENCHMARKS.md, "Test suite", fourth round), and forked children touched its pages. heap_frozen_for_fork leaves
-    this freeze in place. Cyclic garbage that tests make is still collected (they make it after this)."""
+    """No automatic garbage collection while the test modules are imported (each full collection would walk the
+    growing heap again); then one collection, and the heap is frozen, as a pre-fork server does: the collector never
+    walks those objects (torch, SciPy, matplotlib...) again, neither in the automatic collections nor in the full
+    collection that ``loaders.media.heap_frozen_for_fork`` runs before every ``make_loader`` epoch with workers and
+    every preprocess run, and forked children do not touch their pages (BENCHMARKS.md, "Test suite", fourth round).
+    heap_frozen_for_fork leaves this freeze in place. Cyclic garbage that tests make is still collected."""
     import gc
 
     gc.disable()
@@ -160,7 +159,7 @@ def tiny_clip(out, seconds: float, *, fps: int, sample_rate: int | None, tone_hz
 def start_forked(fn: Callable[..., object], *args: object) -> int:
     """Runs ``fn(*args)`` in a forked child of this test process; returns the child's pid (the caller reaps it:
     ``os.waitpid``). For a process a test kills or orphans: a fork starts at once where a new interpreter imports
-    torch again (3-7 CPU-s). Around the fork, cyclic garbage is collected and the heap frozen
+    torch again. Around the fork, cyclic garbage is collected and the heap frozen
     (``loaders.media.heap_frozen_for_fork``), so the child never frees an inherited decoder; the child's stdin,
     stdout and stderr are /dev/null (it never writes into pytest's capture; pass it a pipe to talk back), and it
     leaves with ``os._exit`` (status 0, or 1 if ``fn`` raised), never returning into pytest."""
