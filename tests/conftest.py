@@ -22,11 +22,7 @@ SAMPLE_DATA = REPO / "sample_data"
 @pytest.hookimpl(hookwrapper=True)
 def pytest_collection(session):
     """No automatic garbage collection while the test modules are imported (each full collection would walk the
-    growing heap again); then one collection, and the heap is frozen, as a pre-fork server does: the collector never
-    walks those objects (torch, SciPy, matplotlib...) again, neither in the automatic collections nor in the full
-    collection that ``loaders.media.heap_frozen_for_fork`` runs before every ``make_loader`` epoch with workers and
-    every preprocess run, and forked children do not touch their pages (BENCHMARKS.md, "Test suite", fourth round).
-    heap_frozen_for_fork leaves this freeze in place. Cyclic garbage that tests make is still collected."""
+    growing heap again), then one collection (BENCHMARKS.md, "Test suite", fourth round)."""
     import gc
 
     gc.disable()
@@ -35,7 +31,6 @@ def pytest_collection(session):
     finally:
         gc.enable()
         gc.collect()
-        gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):

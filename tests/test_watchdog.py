@@ -63,7 +63,7 @@ def test_child_runs_torch_after_the_parent_ran_openmp_threads():
 
 def test_heap_frozen_for_fork_keeps_a_freeze_the_process_made_itself():
     """Without a freeze of the process's own, the heap is frozen inside the context and unfrozen on exit; after the
-    process's own ``gc.freeze()`` (a pre-fork server's, or tests/conftest.py's), the freeze stays on exit."""
+    process's own ``gc.freeze()`` (a pre-fork server's), the freeze stays on exit."""
     import gc
 
     frozen_by_the_session = gc.get_freeze_count()
