@@ -80,7 +80,9 @@ def estimate_transcript_offset(
     also runs forced alignment when energy answers, and abstains (``methods_disagree``) when the two are more
     than 40 ms apart while forced alignment's words agree better than chance; when fewer than 3 captions start
     after a pause and the audio has a noise floor, the energy answer needs forced alignment to confirm it within
-    20 ms (else ``few_caption_edges``). When energy abstained and forced alignment answered, the answer is read from
+    20 ms (else ``few_caption_edges``). Over a noise floor every other energy answer (word times included) needs
+    forced alignment's best guess within 40 ms at confidence >= 0.2 (else ``unconfirmed``: another clip's transcript
+    can give confident energy evidence; forced alignment's words then agree at chance). When energy abstained and forced alignment answered, the answer is read from
     the band-SNR onset evidence within 30 ms of forced alignment's (``forced_words+onsets`` / ``forced_spans+onsets``)
     where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
     alignment's word starts carry a lead that differs between voices, onsets do not.
