@@ -583,6 +583,7 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     resolved = resolve_options(o)
     shard_urls = expand_shard_urls(urls)
     _check_local_paths(shard_urls)
+    _check_shards_per_rank(len(shard_urls), resolved.world_size, o["even_batches"], o["batches_per_epoch"])
     # Here, before any worker is forked (a DataLoader forks at iter()): each forked worker then inherits torchcodec
     # instead of importing it on its first read (a worker's start-up, on the way to the first batch).
     _audio_torchcodec.preload()
@@ -596,6 +597,20 @@ _DEFAULTS: dict[str, Any] = {
     name: parameter.default for name, parameter in inspect.signature(make_dataset).parameters.items()
     if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name != "seed"
 }
+
+
+def _check_shards_per_rank(num_shards: int, world_size: int, even_batches: str, batches_per_epoch: Optional[int]) -> None:
+    """Ranks ``num_shards..world_size-1`` get no shard. With ``even_batches="drop"`` (and no quota) every rank then
+    stops at its first batch, an empty epoch everywhere: refused. With ``"pad"`` or a quota those ranks only pad: logged."""
+    if world_size <= num_shards:
+        return
+    message = (f"world_size = {world_size} ranks but only {num_shards} shard(s): ranks {num_shards}..{world_size - 1} "
+               "get no shard (shards are split between ranks whole)")
+    if even_batches == "drop" and batches_per_epoch is None:
+        raise ValueError(f"{message}, and with even_batches='drop' every rank stops when the first one runs out: an "
+                         "empty epoch on every rank; write at least world_size shards (split them finer), or pass "
+                         "even_batches='pad' or batches_per_epoch=N.")
+    logger.warning("%s; they yield only empty batches.", message)
 
 
 def _check_local_paths(urls: list[str]) -> None:
