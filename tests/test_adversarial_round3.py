@@ -47,3 +47,50 @@ def test_more_ranks_than_shards_with_padding_warns_and_the_empty_rank_only_pads(
     assert "ranks 2..2 get no shard" in caplog.text
     assert [b.num_items for b in ds] == []  # not distributed: nothing to pad against; rank 2 has no data
     loaders.make_dataset(urls, seed=0, rank=1, world_size=2, **OPTIONS)  # as many ranks as shards: fine
+
+
+# ------------------------------------------------------------------------- resume on changed shards
+
+
+def _resume_after_change(tmp_path, media: bytes, change) -> tuple[list[str], list[str]]:
+    """Two batches of an epoch over 3 shards x 4 samples, the state saved, ``change(paths)`` applied to the shards,
+    then the rest of the epoch from the state: (keys delivered before the save, keys after the resume)."""
+    paths = [tmp_path / f"s{i}.tar" for i in range(3)]
+    for i, path in enumerate(paths):
+        write_shard(path, [f"s{i}k{j}" for j in range(4)], media)
+    urls = [str(p) for p in paths]
+    loader = loaders.make_loader(urls, seed=0, buffer_size=3, **OPTIONS)
+    batches = iter(loader)
+    first = [key for _ in range(2) for key in next(batches).sample_keys]
+    state = loader.state_dict()
+    change(paths)
+    resumed = loaders.make_loader(urls, seed=0, buffer_size=3, **OPTIONS)
+    resumed.load_state_dict(state)
+    return first, [key for batch in resumed for key in batch.sample_keys]
+
+
+def test_resume_on_unchanged_shards_delivers_each_sample_once(tmp_path, clip_bytes):
+    first, rest = _resume_after_change(tmp_path, clip_bytes, lambda paths: None)
+    assert sorted(first + rest) == sorted(f"s{i}k{j}" for i in range(3) for j in range(4))
+
+
+def test_resume_on_reordered_shards_raises_instead_of_repeating_and_losing_samples(tmp_path, clip_bytes):
+    # Before: the resumed epoch delivered s1k0, s2k0, s0k0 a second time and never s*k3, with no message.
+    def reorder(paths):
+        for i, path in enumerate(paths):
+            write_shard(path, [f"s{i}k{j}" for j in (3, 1, 0)], clip_bytes)
+
+    with pytest.raises(RuntimeError, match=r"s\d\.tar changed since the loader state was saved: its sample \d was "
+                                           r"'s\dk\d' and is now 's\dk\d'"):
+        _resume_after_change(tmp_path, clip_bytes, reorder)
+
+
+def test_resume_on_replaced_shards_raises_instead_of_mixing_new_samples_in(tmp_path, clip_bytes):
+    # Before: the buffered item 's2k1' came back as 'new2k1' (the packer's key and the batch's differed), and the
+    # rest of the epoch was the new shards' samples, with no message.
+    def replace(paths):
+        for i, path in enumerate(paths):
+            write_shard(path, [f"new{i}k{j}" for j in range(4)], clip_bytes)
+
+    with pytest.raises(RuntimeError, match=r"changed since the loader state was saved: .*'s\dk\d'.* is now 'new\dk\d'"):
+        _resume_after_change(tmp_path, clip_bytes, replace)

@@ -39,6 +39,8 @@ class ItemEvent:
 
     position: Position
     item: BatchItem
+    sample_key: str = ""
+    """The key of the sample the item comes from (a window's item key has ``@index`` added)."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
             yield from drain()
             position = (shard_position, event_index)
             event_index += 1
+            plan.check_key(position, sample["__key__"], url)
             if not plan.wants(*position):
                 yield []
                 continue
@@ -112,7 +115,7 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
                 logger.warning("skipping sample: %s", error)
                 yield [SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True)]
                 continue
-            yield [ItemEvent(position + (window_index,), item) for window_index, item in enumerate(items)]
+            yield [ItemEvent(position + (window_index,), item, sample["__key__"]) for window_index, item in enumerate(items)]
     except ShardError as error:
         raise SampleError(error.message, shard=error.shard, key=error.key, reason=error.reason) from None
     yield from drain()
