@@ -94,3 +94,31 @@ def test_resume_on_replaced_shards_raises_instead_of_mixing_new_samples_in(tmp_p
 
     with pytest.raises(RuntimeError, match=r"changed since the loader state was saved: .*'s\dk\d'.* is now 'new\dk\d'"):
         _resume_after_change(tmp_path, clip_bytes, replace)
+
+
+# ------------------------------------------------------------------------- tokenizers with odd output
+
+
+@pytest.mark.parametrize(
+    ("output", "match"),
+    [
+        (([1.5, 2.7], [(0, 1), (1, 2)]), r"token id that is not an integer: 1\.5 \(float\)"),  # before: ids 1, 2
+        (([1, 2], [(0.5, 1), (1, 2)]), r"token offset that is not an integer: 0\.5 \(float\)"),
+        ((["a", "b"], [(0, 1), (1, 2)]), r"token id that is not an integer: 'a' \(str\)"),
+    ],
+)
+def test_a_tokenizer_returning_non_integers_is_refused_not_truncated(output, match):
+    from loaders.pipeline import encode_text
+
+    with pytest.raises(TypeError, match=match):
+        encode_text(lambda text: output, "hello world")
+
+
+def test_integer_like_tokenizer_output_is_kept():
+    import numpy as np
+    import torch
+
+    from loaders.pipeline import encode_text
+
+    ids, offsets = encode_text(lambda text: (torch.tensor([7, 8]), np.array([[0, 5], [6, 11]])), "hello world")
+    assert ids == [7, 8] and offsets == [(0, 5), (6, 11)]
