@@ -122,3 +122,39 @@ def test_integer_like_tokenizer_output_is_kept():
 
     ids, offsets = encode_text(lambda text: (torch.tensor([7, 8]), np.array([[0, 5], [6, 11]])), "hello world")
     assert ids == [7, 8] and offsets == [(0, 5), (6, 11)]
+
+
+# ------------------------------------------------------------------------- containers FFmpeg reads
+
+
+@pytest.mark.parametrize("suffix", ["ts", "m2ts", "3gp", "flv"])
+def test_common_containers_are_media_in_the_loader_with_ffprobes_frame_times(tmp_path, suffix):
+    # Before: a '.ts' / '.m2ts' / '.3gp' / '.flv' member was not media: the sample was skipped as missing_video,
+    # and `avalign preprocess` ignored such files in a directory without a record.
+    import numpy as np
+
+    from tests.conftest import ffprobe_frame_times
+
+    path = tmp_path / f"clip.{suffix}"
+    media = hostile.clip(path, seconds=1.0)
+    shard = tmp_path / "s.tar"
+    shard.write_bytes(hostile.tar_bytes([(f"k.{suffix}", media), ("k.txt", b"a caption")]))
+    ds = loaders.make_dataset([str(shard)], seed=0, **OPTIONS)
+    batches = list(ds)
+    assert [key for b in batches for key in b.sample_keys] == ["k"] and not ds.stats.skipped_samples
+    pts = loaders.read_video(media).pts_seconds.numpy()
+    np.testing.assert_array_equal(pts, ffprobe_frame_times(path))
+    assert sum(int(b.cu_seqlens_frames[-1]) for b in batches) == len(pts)  # every frame reached the batch
+
+
+def test_preprocess_plans_common_containers_from_a_directory(tmp_path):
+    from avalign.preprocess import preprocess
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for stem, suffix in (("a", "ts"), ("b", "mpg"), ("c", "3gp")):
+        (raw / f"{stem}.{suffix}").write_bytes(b"not decoded by a dry run")
+        (raw / f"{stem}.srt").write_text("1\n00:00:00,000 --> 00:00:00,500\nhello\n")
+    result = preprocess(str(raw), str(tmp_path / "out"), dry_run=True, progress=False)
+    assert sorted(k for keys in result.keys_by_shard.values() for k in keys) == ["a", "b", "c"]
+    assert result.num_skipped == 0
