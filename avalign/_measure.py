@@ -181,7 +181,7 @@ def null_unmeasurable(record: dict, *, video, video_only: bool, decode_errors: i
 
 def _missing_stream(stream: str, why: str) -> dict:
     """The abstain record of an estimate that cannot be made: the media has no ``stream`` (``audio``/``video``)."""
-    return {"reason": f"no_{stream}_stream", "found": f"no {stream} stream in the media", "needed": f"an {stream} stream",
+    return {"reason": f"no_{stream}_stream", "found": f"no {stream} stream in the media", "needed": f"{'an' if stream == 'audio' else 'a'} {stream} stream",
             "best_guess_ms": None, "hint": f"{why}; nothing to do unless the {stream} is in another file"}
 
 
