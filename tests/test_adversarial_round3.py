@@ -158,3 +158,20 @@ def test_preprocess_plans_common_containers_from_a_directory(tmp_path):
     result = preprocess(str(raw), str(tmp_path / "out"), dry_run=True, progress=False)
     assert sorted(k for keys in result.keys_by_shard.values() for k in keys) == ["a", "b", "c"]
     assert result.num_skipped == 0
+
+
+# ------------------------------------------------------------------------- members out of order
+
+
+def test_a_tar_written_by_extension_names_the_cause_and_the_fix():
+    # `tar cf s.tar *.mp4 *.srt` puts every transcript after all the media: each sample is delivered without its
+    # transcript and each transcript is refused. Before, the message said only "appears again after other keys".
+    from loaders.shards import ShardError, group_by_key
+
+    members = [("a.mp4", b"1"), ("b.mp4", b"2"), ("a.srt", b"3"), ("b.srt", b"4")]
+    reports = []
+    samples = list(group_by_key(members, url="s.tar", report=lambda url, key, reason: reports.append((key, reason))))
+    assert [sorted(k for k in s if not k.startswith("__")) for s in samples] == [["mp4"], ["mp4"]]
+    assert reports == [("a", "duplicate_key"), ("b", "duplicate_key")]
+    with pytest.raises(ShardError, match=r"member 'a\.srt'.*must be adjacent in the tar.*tar --sort=name"):
+        list(group_by_key(members, url="s.tar", on_error="raise"))
