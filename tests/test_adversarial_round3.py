@@ -175,3 +175,17 @@ def test_a_tar_written_by_extension_names_the_cause_and_the_fix():
     assert reports == [("a", "duplicate_key"), ("b", "duplicate_key")]
     with pytest.raises(ShardError, match=r"member 'a\.srt'.*must be adjacent in the tar.*tar --sort=name"):
         list(group_by_key(members, url="s.tar", on_error="raise"))
+
+
+def test_preprocess_says_which_files_of_a_directory_it_ignores(tmp_path, caplog):
+    # Before: a folder of .mxf files (or any extension that is not media) was planned as empty, with no word on why.
+    from avalign.preprocess import preprocess
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for name in ("a.mxf", "b.mxf", "notes.docx", ".hidden.mxf", "c.srt"):
+        (raw / name).write_bytes(b"x")
+    with caplog.at_level(logging.WARNING):
+        result = preprocess(str(raw), str(tmp_path / "out"), dry_run=True, progress=False)
+    assert "3 file(s) ignored, not media, transcripts or captions: .docx (1), .mxf (2)" in caplog.text
+    assert result.num_skipped == 1  # c.srt: missing_media, as before

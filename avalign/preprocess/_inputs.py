@@ -24,6 +24,7 @@ without media (``missing_media``) or a duplicate key in a directory is listed, n
 """
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import re
@@ -162,6 +163,7 @@ def _list_directory(root: str) -> InputPlan:
     groups: dict[str, dict[str, Locator]] = {}
     origin: dict[str, str] = {}
     skipped: list[dict] = []
+    ignored: collections.Counter = collections.Counter()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -169,6 +171,7 @@ def _list_directory(root: str) -> InputPlan:
             stem, dot, suffix = name.rpartition(".")
             ext = suffix.lower()
             if not dot or not stem or name.startswith(".") or ext not in MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
+                ignored[f".{ext}" if dot and stem else name] += not name.startswith(".")
                 continue
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(os.path.join(dirpath, stem), root)
@@ -178,6 +181,11 @@ def _list_directory(root: str) -> InputPlan:
                 _skip(skipped, path, key, "duplicate_key", f"{path}: key {key!r} already used by {origin[key]!r}; rename one of them")
                 continue
             group[ext] = Locator(path=path, stamp=_file_stamp(path))
+
+    if +ignored:  # not media, transcripts or captions: not samples, but said (a .mxf folder must not look empty)
+        logger.warning("%s: %d file(s) ignored, not media, transcripts or captions: %s; media extensions: %s", root,
+                       sum(ignored.values()), ", ".join(f"{e} ({n})" for e, n in sorted((+ignored).items())),
+                       list(MEDIA_EXTENSIONS))
 
     def read_json(loc: Locator) -> bytes:
         with open(loc.path, "rb") as handle:
