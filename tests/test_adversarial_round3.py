@@ -189,3 +189,15 @@ def test_preprocess_says_which_files_of_a_directory_it_ignores(tmp_path, caplog)
         result = preprocess(str(raw), str(tmp_path / "out"), dry_run=True, progress=False)
     assert "3 file(s) ignored, not media, transcripts or captions: .docx (1), .mxf (2)" in caplog.text
     assert result.num_skipped == 1  # c.srt: missing_media, as before
+
+
+# ------------------------------------------------------------------------- a media file given as the transcript
+
+
+def test_media_given_as_the_transcript_is_called_binary_not_a_wrong_encoding(clip_bytes):
+    # Before: "cannot decode as utf-8 ...; hint: re-save the transcript as UTF-8" for an MP4.
+    with pytest.raises(loaders.TranscriptError, match=r"clip\.srt: byte \d+: cannot decode as utf-8 .*hint: the file "
+                                                      r"holds NUL bytes: it is binary \(media\?\)"):
+        loaders.read_transcript(clip_bytes, name="clip.srt")
+    with pytest.raises(loaders.TranscriptError, match="hint: re-save the transcript as UTF-8$"):
+        loaders.read_transcript("1\n00:00:00,000 --> 00:00:01,000\ncaf\u00e9\n".encode("latin-1"), name="clip.srt")
