@@ -201,3 +201,24 @@ def test_media_given_as_the_transcript_is_called_binary_not_a_wrong_encoding(cli
         loaders.read_transcript(clip_bytes, name="clip.srt")
     with pytest.raises(loaders.TranscriptError, match="hint: re-save the transcript as UTF-8$"):
         loaders.read_transcript("1\n00:00:00,000 --> 00:00:01,000\ncaf\u00e9\n".encode("latin-1"), name="clip.srt")
+
+
+# ------------------------------------------------------------------------- report's --out
+
+
+@pytest.mark.parametrize(("out", "match"), [("a_file", "--out .* exists and is not a directory"),
+                                            ("a_file/sub", "cannot create --out .*: Not a directory")])
+def test_report_refuses_a_bad_out_before_measuring_anything(tmp_path, capsys, out, match):
+    # Before: a traceback (FileExistsError / NotADirectoryError), and only after every clip had been measured.
+    # With --on-error raise, the corrupt clip would stop the report first if it were measured first.
+    import re
+
+    from avalign import cli
+
+    (tmp_path / "a_file").write_text("x")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "clip.mp4").write_bytes(b"not media")
+    code = cli.main(["report", str(raw), "--out", str(tmp_path / out), "--no-progress", "--on-error", "raise"])
+    err = capsys.readouterr().err
+    assert code == 2 and re.search(f"avalign report: error: {match}; hint", err), err
