@@ -222,3 +222,14 @@ def test_report_refuses_a_bad_out_before_measuring_anything(tmp_path, capsys, ou
     code = cli.main(["report", str(raw), "--out", str(tmp_path / out), "--no-progress", "--on-error", "raise"])
     err = capsys.readouterr().err
     assert code == 2 and re.search(f"avalign report: error: {match}; hint", err), err
+
+
+# ------------------------------------------------------------------------- read_audio's window
+
+
+@pytest.mark.parametrize(("bound", "value"), [("start_seconds", float("nan")), ("stop_seconds", float("nan")),
+                                              ("start_seconds", float("-inf")), ("stop_seconds", float("inf"))])
+def test_read_audio_refuses_a_window_bound_that_is_not_finite(clip_bytes, bound, value):
+    # Before: start_seconds=nan returned the whole audio (with a numpy cast warning); read_video already refused it.
+    with pytest.raises(ValueError, match=f"{bound} must be finite, got {bound} = {value!r}"):
+        loaders.read_audio(clip_bytes, **{bound: value})
