@@ -233,3 +233,17 @@ def test_read_audio_refuses_a_window_bound_that_is_not_finite(clip_bytes, bound,
     # Before: start_seconds=nan returned the whole audio (with a numpy cast warning); read_video already refused it.
     with pytest.raises(ValueError, match=f"{bound} must be finite, got {bound} = {value!r}"):
         loaders.read_audio(clip_bytes, **{bound: value})
+
+
+def test_preprocess_of_a_tar_written_by_extension_says_the_samples_were_kept_without_their_transcripts(tmp_path):
+    # Before: "sample 'a' dropped (duplicate_key): ... an earlier complete copy is kept", while 'a' was written
+    # (without its transcript).
+    from avalign.preprocess import list_inputs, preprocess
+
+    shard = tmp_path / "s.tar"
+    shard.write_bytes(hostile.tar_bytes([("a.mp4", b"1"), ("b.mp4", b"2"), ("a.srt", b"3"), ("b.srt", b"4")]))
+    result = preprocess(str(shard), str(tmp_path / "out"), dry_run=True, progress=False)
+    assert sorted(k for keys in result.keys_by_shard.values() for k in keys) == ["a", "b"]
+    rows = list_inputs(str(shard)).skipped
+    assert [(r["key"], r["reason"]) for r in rows] == [("a", "duplicate_key"), ("b", "duplicate_key")]
+    assert all("repeated (duplicate_key)" in r["message"] and "must be adjacent" in r["message"] for r in rows), rows

@@ -271,8 +271,10 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
             yield member
 
     def report(shard: str, key: str, reason: str) -> None:  # group_by_key has logged it
-        detail = details.get(key, "the key (or one of its extensions) appears again; an earlier complete copy is kept")
-        _skip(skipped, shard, key, reason, f"{shard}: sample {key!r} dropped ({reason}): {detail}", log=False)
+        detail = details.get(key, "the key (or one of its extensions) appears again: the first copy is kept without "
+                                  "the later members; a sample's members must be adjacent in the tar (`tar --sort=name`)")
+        what = "repeated" if key not in details and reason == "duplicate_key" else "dropped"
+        _skip(skipped, shard, key, reason, f"{shard}: sample {key!r} {what} ({reason}): {detail}", log=False)
 
     known = MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH
     with stream:
