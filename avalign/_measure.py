@@ -295,6 +295,10 @@ def format_measurement(record: dict) -> str:
                       f"  best guess {guess} (not applied)", f"  hint      {why['hint']}"]
         if record.get("caption_words_failed"):
             lines.append(f"  {record['caption_words_failed']} caption(s) could not be split into words (kept as segments)")
+        outside = (record.get("aligned") or {}).get("spans_outside")
+        if outside:
+            lines.append(f"  {outside} word(s)/segment(s) of the transcript lie outside the media and are not listed; "
+                         "hint: a transcript of another clip, or stamps in the wrong unit?")
         for title, items in (("segment", record.get("segments", [])), ("word", record["words"])):
             lines.append("")
             lines.append(f"{title:<18}{'start s':>9}{'stop s':>9}{'frames':>12}{'samples':>18}")

@@ -247,3 +247,23 @@ def test_preprocess_of_a_tar_written_by_extension_says_the_samples_were_kept_wit
     rows = list_inputs(str(shard)).skipped
     assert [(r["key"], r["reason"]) for r in rows] == [("a", "duplicate_key"), ("b", "duplicate_key")]
     assert all("repeated (duplicate_key)" in r["message"] and "must be adjacent" in r["message"] for r in rows), rows
+
+
+# ------------------------------------------------------------------------- measure: spans outside the media
+
+
+def test_measure_says_how_many_transcript_spans_lie_outside_the_media(tmp_path, clip_bytes, capsys):
+    # Before: a cue at 600 s on a 1-s clip vanished from the text output with no word (the JSON has the count).
+    import json
+
+    from avalign import cli
+
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(clip_bytes)
+    srt = tmp_path / "clip.srt"
+    srt.write_text("1\n00:00:00,100 --> 00:00:00,600\nhello\n\n2\n00:10:00,000 --> 00:10:01,000\nfar past\n")
+    assert cli.main(["measure", str(clip), "--transcript", str(srt), "--av-offset-ms", "0", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert [s["text"] for s in record["segments"]] == ["hello"] and record["aligned"]["spans_outside"] == 1
+    assert cli.main(["measure", str(clip), "--transcript", str(srt), "--av-offset-ms", "0"]) == 0
+    assert "1 word(s)/segment(s) of the transcript lie outside the media" in capsys.readouterr().out
