@@ -267,3 +267,20 @@ def test_measure_says_how_many_transcript_spans_lie_outside_the_media(tmp_path, 
     assert [s["text"] for s in record["segments"]] == ["hello"] and record["aligned"]["spans_outside"] == 1
     assert cli.main(["measure", str(clip), "--transcript", str(srt), "--av-offset-ms", "0"]) == 0
     assert "1 word(s)/segment(s) of the transcript lie outside the media" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------- preprocess: cleaned keys
+
+
+def test_preprocess_manifest_maps_a_cleaned_key_back_to_its_file(tmp_path, clip_bytes):
+    # Before: 'clip één.mp4' became key 'clip___n' and nothing in manifest.jsonl said which file it was.
+    import json
+
+    from avalign.preprocess import preprocess
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "clip één.mp4").write_bytes(clip_bytes)
+    preprocess(str(raw), str(tmp_path / "out"), progress=False)
+    rows = [json.loads(line) for line in (tmp_path / "out" / "manifest.jsonl").read_text().splitlines()]
+    assert [(r["key"], r["source"]) for r in rows] == [("clip___n", str(raw / "clip één.mp4"))]

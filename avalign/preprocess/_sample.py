@@ -229,5 +229,6 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         "num_samples": aligned["num_samples"],
         "num_words": result["num_words"],
         "media_ext": media_ext,
+        "source": sample.source,  # the file or shard member: keys are cleaned ('clip één' -> 'clip___n')
     }
     return members, row
