@@ -33,7 +33,6 @@ CLIPS: dict[str, list[str]] = {
     "aac_44k.mp4": V + ["-f", "lavfi", "-i", "sine=sample_rate=44100:duration=2", "-c:v", "libx264", "-c:a", "aac"],
     "pcm_8k.mkv": V + ["-f", "lavfi", "-i", "sine=sample_rate=8000:duration=2", "-c:v", "libx264", "-c:a", "pcm_s16le"],
     "aac_5.1.mp4": V + A + ["-af", "pan=5.1|c0=c0|c1=c0|c2=c0|c3=c0|c4=c0|c5=c0", "-c:v", "libx264", "-c:a", "aac"],
-    "rotate90.mp4": V + A + ["-c:v", "libx264", "-c:a", "aac", "-metadata:s:v:0", "rotate=90"],
     "1x1.mkv": ["-f", "lavfi", "-i", "color=c=red:s=16x16:r=25:d=1", "-vf", "scale=1:1", "-c:v", "ffv1"],
     "4097x3.mkv": ["-f", "lavfi", "-i", "color=s=4100x4:r=25:d=0.4", "-vf", "scale=4097:3", "-c:v", "ffv1"],
     "161x121_444.mp4": ["-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=1", "-vf", "scale=161:121", "-c:v",
@@ -60,6 +59,7 @@ REMUX: dict[str, tuple[str, list[str], list[str]]] = {  # name: (source clip, in
     "start_negative.mp4": ("h264_aac.mp4", ["-itsoffset", "-1"], ["-c", "copy"]),
     "edit_list.mp4": ("h264_aac.mp4", ["-ss", "0.5"], ["-c", "copy"]),
     "start_100000s.mkv": ("h264_aac.mp4", [], ["-c", "copy", "-output_ts_offset", "100000"]),
+    "rotate90.mp4": ("h264_aac.mp4", [], ["-c", "copy", "-metadata:s:v:0", "rotate=90"]),  # display matrix 90
 }
 
 
@@ -72,6 +72,12 @@ def _ffprobe_times(path: Path) -> list[float]:
                           "frame=best_effort_timestamp_time", "-of", "json", str(path)], capture_output=True, text=True)
     frames = json.loads(out.stdout or "{}").get("frames", [])
     return [float(f["best_effort_timestamp_time"]) for f in frames if "best_effort_timestamp_time" in f]
+
+
+def _ffprobe_rotation(path: Path) -> int:
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream_side_data=rotation",
+                          "-of", "csv=p=0", str(path)], capture_output=True, text=True).stdout.strip()
+    return int(float(out.split(",")[0])) if out else 0
 
 
 def _ffmpeg_num_samples(path: Path) -> int:
@@ -88,8 +94,11 @@ def check_clip(path: Path) -> dict:
     row: dict = {"clip": path.name}
     truth = _ffprobe_times(path)
     try:
-        pts = loaders.read_video(str(path)).pts_seconds.numpy()
-        row["frames"] = len(pts)
+        video = loaders.read_video(str(path))
+        pts = video.pts_seconds.numpy()
+        row["frames"], row["height_width"] = len(pts), list(video.frames.shape[1:3])
+        if _ffprobe_rotation(path):  # players (and the ffmpeg CLI) show the frames rotated by this
+            row["rotation_ffprobe"] = _ffprobe_rotation(path)
         row["pts_equal_ffprobe"] = len(pts) == len(truth) and bool(np.array_equal(pts, np.array(truth)))
     except loaders.DecodeError as e:
         row["video"] = e.reason
@@ -141,7 +150,8 @@ def main() -> None:
         print(json.dumps({"clips": rows, "loader": loader_epoch(paths, work),
                           "pts_mismatches": [r["clip"] for r in rows if not r["pts_equal_ffprobe"]],
                           "sample_count_mismatches": [r["clip"] for r in rows
-                                                      if "samples" in r and r["samples"] != r["samples_ffmpeg_cli"]]},
+                                                      if "samples" in r and r["samples"] != r["samples_ffmpeg_cli"]],
+                          "rotated_not_applied": [r["clip"] for r in rows if r.get("rotation_ffprobe")]},
                          indent=1))
 
 
