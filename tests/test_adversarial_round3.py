@@ -284,3 +284,17 @@ def test_preprocess_manifest_maps_a_cleaned_key_back_to_its_file(tmp_path, clip_
     preprocess(str(raw), str(tmp_path / "out"), progress=False)
     rows = [json.loads(line) for line in (tmp_path / "out" / "manifest.jsonl").read_text().splitlines()]
     assert [(r["key"], r["source"]) for r in rows] == [("clip___n", str(raw / "clip één.mp4"))]
+
+
+# ------------------------------------------------------------------------- an output frame size nothing can decode
+
+
+def test_a_frame_size_over_max_pixels_is_a_configuration_error_not_an_epoch_of_decode_skips(tmp_path, clip_bytes):
+    # Before: frame_size=(100000, 100000) made every sample try a 1.5 TB buffer, fall back to decord, and be
+    # skipped as 'decode'; the epoch ended with "every sample of epoch 0 was skipped ... {'decode': 4}".
+    urls = [write_shard(tmp_path / "s0.tar", ["k0"], clip_bytes)]
+    options = dict(OPTIONS, frame_size=(100_000, 100_000))
+    with pytest.raises(ValueError, match=r"frame_size = \(100000, 100000\) is 10000000000 pixels a frame, over "
+                                         r"8294400 \(3840x2160, or max_pixels when larger\)"):
+        loaders.make_loader(urls, seed=0, **options)
+    loaders.make_dataset(urls, seed=0, **dict(options, max_pixels=10_000_000_000))  # the limit is the user's to raise
