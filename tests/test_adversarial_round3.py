@@ -298,3 +298,32 @@ def test_a_frame_size_over_max_pixels_is_a_configuration_error_not_an_epoch_of_d
                                          r"8294400 \(3840x2160, or max_pixels when larger\)"):
         loaders.make_loader(urls, seed=0, **options)
     loaders.make_dataset(urls, seed=0, **dict(options, max_pixels=10_000_000_000))  # the limit is the user's to raise
+
+
+# ------------------------------------------------------------------------- preprocess --reencode mp4
+
+
+def test_reencode_pads_an_odd_frame_size_and_keeps_the_frame_times(tmp_path):
+    # Before: libx264 refused "width not divisible by 2 (33x25)" and the sample was skipped as 'decode' (the media
+    # decodes fine; the re-encoder failed). The oracle: ffprobe's frame times of the source.
+    import io
+    import json
+    import tarfile
+
+    import numpy as np
+
+    from avalign.preprocess import preprocess
+    from tests.conftest import ffprobe_frame_times
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    hostile.clip(raw / "odd.mp4", seconds=1.0, size="33x25", container_args=("-pix_fmt", "yuv444p"))
+    result = preprocess(str(raw), str(tmp_path / "out"), reencode="mp4", progress=False)
+    assert result.num_skipped == 0
+    with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
+        data = tar.extractfile("odd.mp4").read()
+        align = json.load(io.BytesIO(tar.extractfile("odd.align.json").read()))
+    video = loaders.read_video(data)
+    assert tuple(video.frames.shape[1:3]) == (26, 34)  # one black row and column
+    np.testing.assert_array_equal(video.pts_seconds.numpy(), ffprobe_frame_times(raw / "odd.mp4"))
+    assert align["video"]["num_frames"] == len(video.pts_seconds)

@@ -97,6 +97,7 @@ def _reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) 
         command = [
             "ffmpeg", "-v", "error", "-nostdin", "-y", "-i", src, "-map", "0:v:0?", "-map", "0:a:0?",
             "-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "1",
+            "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2",  # 4:2:0 needs even sizes: an odd width/height gets one black line
             "-c:a", "aac", "-b:a", "128k", "-map_metadata", "-1", "-fflags", "+bitexact",
             "-flags:v", "+bitexact", "-flags:a", "+bitexact", "-movflags", "+faststart", dst,
         ]
