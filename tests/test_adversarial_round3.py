@@ -327,3 +327,21 @@ def test_reencode_pads_an_odd_frame_size_and_keeps_the_frame_times(tmp_path):
     assert tuple(video.frames.shape[1:3]) == (26, 34)  # one black row and column
     np.testing.assert_array_equal(video.pts_seconds.numpy(), ffprobe_frame_times(raw / "odd.mp4"))
     assert align["video"]["num_frames"] == len(video.pts_seconds)
+
+
+def test_preprocess_names_the_input_once_in_a_skip_message(tmp_path, caplog):
+    # Before: "/…/bad.mp4: /…/bad.mp4: cannot open …" in skipped.jsonl, and three times in the log line.
+    import json
+
+    from avalign.preprocess import preprocess
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "bad.mp4").write_bytes(b"\x00" * 64)
+    with caplog.at_level(logging.WARNING):
+        preprocess(str(raw), str(tmp_path / "out"), progress=False)
+    (row,) = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    source = str(raw / "bad.mp4")
+    assert row["reason"] == "decode" and row["message"].count(source) == 1, row
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipping")]
+    assert line.count(source) == 1, line

@@ -221,7 +221,8 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         error = sample_error(e, key=sample.key, shard=shard, stage="sample")
         if error.reason == "error":
             logger.error("%s: unexpected %s while processing", sample.source, type(e).__name__, exc_info=True)
-        raise SampleError(f"{sample.source}: {error.message}", shard=error.shard, key=error.key, reason=error.reason) from e
+        message = error.message if sample.source in error.message else f"{sample.source}: {error.message}"
+        raise SampleError(message, shard=error.shard, key=error.key, reason=error.reason) from e
     aligned = record["aligned"]
     row = {
         "key": sample.key,
