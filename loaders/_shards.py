@@ -89,6 +89,10 @@ def open_shard(url: str):
 
         return fsspec.open(url, "rb").open()
     path = url[len("file://") :] if url.startswith("file://") else url
+    if url.startswith("file://") and "%" in path and not os.path.exists(path):
+        from urllib.parse import unquote
+
+        path = unquote(path)  # a file URI as Path.as_uri() writes it: 'file:///data/my%20shards/a.tar'
     return open(path, "rb")
 
 

@@ -345,3 +345,19 @@ def test_preprocess_names_the_input_once_in_a_skip_message(tmp_path, caplog):
     assert row["reason"] == "decode" and row["message"].count(source) == 1, row
     (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipping")]
     assert line.count(source) == 1, line
+
+
+# ------------------------------------------------------------------------- file URIs
+
+
+def test_a_percent_encoded_file_uri_opens_its_shard(tmp_path, clip_bytes):
+    # Before: Path.as_uri() of a shard under 'my shards ü/' ('file:///…/my%20shards%20%C3%BC/s%200.tar') was not found.
+    folder = tmp_path / "my shards ü"
+    folder.mkdir()
+    shard = folder / "s 0.tar"
+    write_shard(shard, ["k0", "k1"], clip_bytes)
+    from loaders.shards import shard_samples
+
+    assert "%20" in shard.as_uri()
+    assert [s["__key__"] for s in shard_samples(shard.as_uri())] == ["k0", "k1"]
+    assert [s["__key__"] for s in shard_samples("file://" + str(shard))] == ["k0", "k1"]  # unencoded: as before
