@@ -361,3 +361,16 @@ def test_a_percent_encoded_file_uri_opens_its_shard(tmp_path, clip_bytes):
     assert "%20" in shard.as_uri()
     assert [s["__key__"] for s in shard_samples(shard.as_uri())] == ["k0", "k1"]
     assert [s["__key__"] for s in shard_samples("file://" + str(shard))] == ["k0", "k1"]  # unencoded: as before
+
+
+def test_report_on_a_folder_without_media_counts_what_it_listed(tmp_path, capsys):
+    # Before: "the input holds no media: nothing was reported or skipped" while report.json listed 2 skipped inputs.
+    from avalign import cli
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a.mxf").write_bytes(b"x")
+    (raw / "a.srt").write_text("1\n00:00:00,000 --> 00:00:00,500\nhello\n")
+    assert cli.main(["report", str(raw), "--out", str(tmp_path / "rep"), "--fail-over-ms", "60", "--no-progress"]) == 1
+    assert ("FAIL (no_media): the input holds no media: nothing was reported; 2 input(s) that are not media: "
+            "missing_media 1, unknown_extension 1") in capsys.readouterr().out
