@@ -374,3 +374,27 @@ def test_report_on_a_folder_without_media_counts_what_it_listed(tmp_path, capsys
     assert cli.main(["report", str(raw), "--out", str(tmp_path / "rep"), "--fail-over-ms", "60", "--no-progress"]) == 1
     assert ("FAIL (no_media): the input holds no media: nothing was reported; 2 input(s) that are not media: "
             "missing_media 1, unknown_extension 1") in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------- leaving a loader mid-epoch
+
+
+def test_a_script_that_leaves_make_loader_mid_epoch_exits(tmp_path, clip_bytes):
+    # Before: `it = iter(loader); next(it)` and the end of the script hung forever: at exit multiprocessing joined
+    # the (non-daemonic) workers, which waited for a reader. The timeout below only detects the hang.
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    urls = [write_shard(tmp_path / f"s{i}.tar", [f"s{i}k{j}" for j in range(6)], clip_bytes) for i in range(3)]
+    script = (f"import loaders\nloader = loaders.make_loader({urls!r}, seed=0, num_workers=2, buffer_size=3, "
+              f"**{OPTIONS!r})\nit = iter(loader)\nprint(next(it).sample_keys, flush=True)\n")
+    try:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    except subprocess.TimeoutExpired:
+        pytest.fail("the script did not exit: its loader workers were never stopped")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "s0k0" in proc.stdout or "s1k0" in proc.stdout or "s2k0" in proc.stdout  # the batch it took
