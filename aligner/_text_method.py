@@ -9,6 +9,8 @@
                               │                                           (few_caption_edges, methods_disagree)
                               └─ abstained ──▶ forced (when pocketsphinx is installed) ─▶ forced if it answers,
                                                                                           else energy
+    forced's answer, >= 3 onsets after a pause ──▶ energy's onset peak within ±30 ms of it, if there is one
+                                                   (method ``forced_*+onsets``), else forced's answer
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from aligner._forced import DIGITAL_SILENCE_DB, floor_gap_db
 from aligner._options import TEXT_METHODS, TextMethod, TextOptions
 from aligner._text_forced import REFUSAL_NEEDED, estimate_text_offset_forced
 from aligner._signals import mono
-from aligner._text_offset import caption_edges, estimate_text_offset
+from aligner._text_offset import caption_edges, estimate_text_offset, onset_offset_near
 from aligner._text_records import TextEstimate, text_abstain
 from avcore import AudioClip, Transcript
 
@@ -43,6 +45,12 @@ _VETO_MIN_CONFIDENCE = 0.1
 # more (BENCHMARKS.md, "Caption offsets that rest on few caption edges").
 _FEW_EDGES = 3
 _FEW_EDGES_AGREE_MS = 20.0
+# Forced alignment's answer carries the aligner's lead, which differs between voices (BENCHMARKS.md, "Transcript
+# offset where energy abstains"): where energy abstained but forced alignment answered and the transcript has at least
+# _FEW_EDGES onsets after a pause, the answer is read from the band-SNR onset evidence within this many ms of forced
+# alignment's. Chosen on the tune clips: forced alignment's answers there were at most 17.9 ms off; a 40-50 ms window
+# caught a neighbouring onset on one-sentence tune clips.
+_ONSET_WINDOW_MS = 30.0
 _DEFAULT = TextOptions()
 
 
@@ -62,7 +70,10 @@ def estimate_transcript_offset(
     also runs forced alignment when energy answers, and abstains (``methods_disagree``) when the two are more
     than 40 ms apart while forced alignment's words agree better than chance; when fewer than 3 captions start
     after a pause and the audio has a noise floor, the energy answer needs forced alignment to confirm it within
-    20 ms (else ``few_caption_edges``).
+    20 ms (else ``few_caption_edges``). When energy abstained and forced alignment answered, the answer is read from
+    the band-SNR onset evidence within 30 ms of forced alignment's (``forced_words+onsets`` / ``forced_spans+onsets``)
+    where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
+    alignment's word starts carry a lead that differs between voices, onsets do not.
 
     Args:
         audio: decoded audio (``start_seconds`` honoured).
@@ -110,7 +121,27 @@ def estimate_transcript_offset(
         # the energy estimator saw.
         return dataclasses.replace(forced, best_guess_ms=energy.best_guess_ms, confidence=energy.confidence,
                                    found=f"{forced.found}; energy onsets: {energy.found}")
-    return energy if forced.abstained else forced
+    if forced.abstained:
+        return energy
+    return _onset_refined(audio, transcript, forced, options)
+
+
+def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimate,
+                   options: TextOptions) -> TextEstimate:
+    """Forced alignment's answer, read off the onset evidence where that is possible.
+
+    Forced alignment finds the region (energy abstained: its evidence had rivals across the search range); inside
+    ±:data:`_ONSET_WINDOW_MS` of that answer the band-SNR onset curve's peak dates the transcript's onsets without the
+    aligner's voice-dependent lead. Needs :data:`_FEW_EDGES` onsets after a pause (fewer: one sound near an edge
+    decides) and a peak inside the window; else forced alignment's answer stands. Forced alignment answered, so this
+    answers no more often than forced alignment does (null pairings included).
+    """
+    if caption_edges(transcript) < _FEW_EDGES:
+        return forced
+    refined = onset_offset_near(audio, transcript, forced.text_offset_ms, window_ms=_ONSET_WINDOW_MS, options=options)
+    if refined is None:
+        return forced
+    return dataclasses.replace(forced, text_offset_ms=refined, best_guess_ms=refined, method=forced.method + "+onsets")
 
 
 def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:

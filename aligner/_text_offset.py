@@ -60,7 +60,8 @@ from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SpeechFeatures", "caption_edges", "estimate_text_offset", "refine_word_times", "speech_features"]
+__all__ = ["SpeechFeatures", "caption_edges", "estimate_text_offset", "onset_offset_near", "refine_word_times",
+           "speech_features"]
 
 _PSR_NOISE = 4.5
 _PSR_FULL = 10.0
@@ -234,6 +235,39 @@ def estimate_text_offset(
     if second.abstained:
         return first
     return dataclasses.replace(second, method=second.method + "+bands")
+
+
+def onset_offset_near(audio: AudioClip, transcript: Transcript, centre_ms: float, *, window_ms: float,
+                      options: TextOptions = _DEFAULT) -> Optional[float]:
+    """The band-SNR onset evidence's offset (ms) inside ``centre_ms ± window_ms``, or None when it has no peak there.
+
+    The estimator's onset curve (module docstring) on band-SNR energy, searched only near an offset that another
+    method found (forced alignment): the highest point of the curve inside the window, refined like an answer of
+    :func:`estimate_text_offset` (sub-step peak, matched onsets). No peak-to-sidelobe test: the window, not the
+    curve, chose the region. None when that highest point is at the window's edge (the evidence rises beyond it), when
+    the window leaves the search range, or without onsets or speech contrast.
+    """
+    starts, weights, _ = _onsets(transcript)
+    if starts.size == 0 or not window_ms > 0:
+        return None
+    features = speech_features(audio.samples, audio.sample_rate, start_seconds=audio.start_seconds,
+                               hop_seconds=options.hop_seconds, band_snr=True)
+    if features.rise_db.size < 10 or not features.active.any():
+        return None
+    hop = features.hop_seconds
+    half_lags = int(math.ceil(options.max_offset_ms / 1000.0 / hop)) + 1
+    lags = np.arange(-half_lags, half_lags + 1)
+    onset_curve = _onset_curve(features, starts, weights, lags)
+    centre = int(round(centre_ms / 1000.0 / hop)) + half_lags
+    width = int(round(window_ms / 1000.0 / hop))
+    lo, hi = max(centre - width, 2), min(centre + width + 1, lags.size - 2)
+    if hi - lo < 3 or np.ptp(onset_curve[lo:hi]) <= 0:
+        return None
+    peak = lo + int(np.argmax(onset_curve[lo:hi]))
+    if peak in (lo, hi - 1):
+        return None
+    offset_seconds, _ = _precise_offset(features, onset_curve, peak, half_lags, starts, weights)
+    return offset_seconds * 1000.0
 
 
 def _onset_curve(features: SpeechFeatures, starts: np.ndarray, weights: np.ndarray, lags: np.ndarray) -> np.ndarray:

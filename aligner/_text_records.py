@@ -21,7 +21,8 @@ class TextEstimate:
     forced alignment: agreement of the per-word differences times coverage."""
     method: str
     """``word_onsets+activity[+matched][+bands]``, ``span_onsets+activity[+matched]``, ``forced_words``,
-    ``forced_spans`` or ``abstain:<reason>``."""
+    ``forced_spans`` (``+onsets``: read off the onset evidence near forced alignment's answer) or
+    ``abstain:<reason>``."""
     num_onsets: int = 0
     """Transcript onsets (word or span starts) the energy estimator used; 0 from forced alignment."""
     peak_to_sidelobe: float = 0.0

@@ -27,8 +27,10 @@ so that tests and benchmarks can skip with that reason.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import os
 import re
 import shlex
 import shutil
@@ -269,7 +271,20 @@ PYPI_SIMPLE_URL = "https://pypi.org/simple"
 def _pip_index_url() -> str | None:
     """The index ``pip download`` would use, from ``pip config list`` (``PIP_*`` variables first, then the
     ``download``, then the ``global`` section): its ``index-url``, else :data:`PYPI_SIMPLE_URL`; None when pip
-    is configured with ``no-index``."""
+    is configured with ``no-index``. Read once per process for each set of the variables pip's configuration
+    depends on (``PIP_*``, ``HOME``, ``XDG_CONFIG_*``): ``pip config list`` is a Python process of its own."""
+    return _pip_index_url_for(tuple(sorted((name, value) for name, value in os.environ.items()
+                                           if name.startswith("PIP_") or name in _PIP_CONFIG_LOCATION_VARIABLES)))
+
+
+_PIP_CONFIG_LOCATION_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS")
+"""Besides ``PIP_*``, the variables that decide which configuration files pip reads."""
+
+
+@functools.cache
+def _pip_index_url_for(environment: tuple[tuple[str, str], ...]) -> str | None:
+    """:func:`_pip_index_url` under ``environment`` (the cache key: this process's environment, which
+    ``pip config list`` inherits)."""
     try:
         listing = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
                                  timeout=60, check=False).stdout

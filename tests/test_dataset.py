@@ -550,18 +550,3 @@ def test_worker_batches_leave_no_shared_memory_behind_across_epochs(shards, pers
         gc.collect()
         counts.append(_shared_memory_mappings())
     assert counts[0] == counts[1] == counts[2], counts
-
-
-def test_torchcodec_is_imported_before_workers_fork(shards):
-    """``make_dataset`` imports the torchcodec audio backend in the process that builds it, so DataLoader workers
-    forked at ``iter()`` inherit it (each importing it on its first read cost ~1.3 s of CPU and delayed the first
-    batch; BENCHMARKS.md). Checked in a fresh interpreter, where nothing else imported it."""
-    import subprocess
-    import sys
-
-    pytest.importorskip("torchcodec")
-    code = ("import sys, loaders; before = 'torchcodec._core' in sys.modules; "
-            f"loaders.make_dataset({shards['paths']!r}, seed=0); print(before, 'torchcodec._core' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).resolve().parent.parent)
-    assert done.stdout.split() == ["False", "True"]

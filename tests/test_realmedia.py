@@ -121,15 +121,21 @@ def test_text_offset_recovered_or_abstains(text):
 
 
 def test_auto_text_offset_recovers_injections_on_real_speech(text):
-    """The energy estimator abstains on read speech, so ``auto`` force-aligns: every injection within 10 ms.
+    """The energy estimator abstains on read speech, so ``auto`` force-aligns.
 
-    The stamps themselves come from pocketsphinx (per utterance); the estimate re-aligns the joined clip in
-    chunks. This checks that real-speech stamps get a confident answer that follows the injection, and that
-    the chunked alignment agrees with the per-utterance one; it is not an independent accuracy figure.
+    The stamps themselves come from pocketsphinx (per utterance); forced alignment re-aligns the joined clip in
+    chunks and must recover every injection within 10 ms of them: the chunked alignment agrees with the
+    per-utterance one (not an independent accuracy figure). ``auto`` then reads the answer off the onset evidence
+    within 30 ms of forced alignment's: it follows every injection exactly, and sits 23.3 ms from pocketsphinx's
+    stamps, the known gap between pocketsphinx's starts and energy onsets on this read speech (BENCHMARKS.md, "Lab
+    notes": read speech; and "Transcript offset where energy abstains").
     """
     for row in text["rows"]:
-        assert row["auto_method"] == "forced_words", row
-        assert row["auto_error_ms"] <= TARGETS["real_av_shift_error_ms"], row
+        assert row["forced_error_ms"] <= TARGETS["real_av_shift_error_ms"], row
+        assert row["auto_method"] in ("forced_words", "forced_words+onsets"), row
+        assert row["auto_error_ms"] <= 30.0, row
+    follows = [row["auto_ms"] - row["injected_ms"] for row in text["rows"]]
+    assert max(follows) - min(follows) <= 1.0, follows
 
 
 @pytest.mark.xfail(strict=True, reason="known gap: on real read speech the energy text-offset estimator abstains "

@@ -101,3 +101,29 @@ def test_no_index_configured_leaves_the_index_alone(index, tmp_path, monkeypatch
     with pytest.raises(FileNotFoundError, match="pip download"):
         fetch_hand_timed_speech(tmp_path)
     assert index.requests == []
+
+
+def test_pip_config_is_read_once_per_process_for_a_given_environment(index, tmp_path, monkeypatch):
+    """``pip config list`` (a Python process, ~0.45 CPU-s) runs once for two fetches under the same environment,
+    and again once the environment pip reads changes."""
+    import subprocess
+
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)  # a fresh port: no earlier test read this environment
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
+    real_run, config_reads = subprocess.run, []
+
+    def counting_run(command, *args, **kwargs):
+        if list(command[-2:]) == ["config", "list"]:
+            config_reads.append(command)
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting_run)
+    for attempt in ("first", "second"):
+        with pytest.raises(FileNotFoundError, match="SHA-256"):  # the index's file is wrong: each fetch asks it
+            fetch_hand_timed_speech(tmp_path / attempt)
+    assert len(config_reads) == 1
+    assert [path for path, _ in index.requests] == ["/simple/praatio/", f"/files/{PRAATIO_SDIST}"] * 2
+    monkeypatch.setenv("PIP_INDEX_URL", index.url + "/")
+    with pytest.raises(FileNotFoundError, match="SHA-256"):
+        fetch_hand_timed_speech(tmp_path / "third")
+    assert len(config_reads) == 2

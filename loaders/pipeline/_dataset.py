@@ -82,13 +82,13 @@ import torch
 
 from avcore import BatchItem
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
-from loaders import _audio_torchcodec
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths
 from loaders.pipeline._options import (AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options,
                                        worker_decoder_threads)
 from loaders.pipeline._pack import OnlinePacker, PackItem
+from loaders.pipeline._preload import preload_for_workers
 from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed, order_key
 from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups,
                                          shard_steps)
@@ -526,6 +526,11 @@ def make_dataset(
     """An ``IterableDataset`` of :class:`PackedBatch` over WebDataset shards of media + text (see the module
     docstring for DataLoader use, determinism and resume).
 
+    Building it loads, once per process, what its workers would load before their first sample (the decoders'
+    and transcript parsers' modules, the pocketsphinx decoder for captions' words): DataLoader workers forked
+    afterwards inherit it instead of loading it again at every epoch; spawned workers (``multiprocessing_context=
+    "spawn"``) load it again whatever (``loaders.pipeline._preload``).
+
     Args:
         urls: Shards: paths, a brace pattern, ``::``-joined lists, fsspec URLs or ``pipe:``.
         seed: Seeds the per-epoch shard shuffle and the packer (same seed → same batches).
@@ -602,9 +607,10 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     shard_urls = expand_shard_urls(urls)
     _check_local_paths(shard_urls)
     _check_shards_per_rank(len(shard_urls), resolved.world_size, o["even_batches"], o["batches_per_epoch"])
-    # Here, before any worker is forked (a DataLoader forks at iter()): each forked worker then inherits torchcodec
-    # instead of importing it on its first read (a worker's start-up, on the way to the first batch).
-    _audio_torchcodec.preload()
+    # Here, before any worker is forked (a DataLoader forks at iter()): each forked worker then inherits the modules
+    # and the pocketsphinx decoder instead of loading them before its first batch (loaders.pipeline._preload).
+    if extra.get("multiprocessing_context", "fork") == "fork" or not extra.get("num_workers"):
+        preload_for_workers(estimate=resolved.sample.estimate)
     return cls(shard_urls, seed=seed, options=resolved.sample, collator=resolved.collator, buffer_size=o["buffer_size"],
                min_fill=o["min_fill"], rank=resolved.rank, world_size=resolved.world_size,
                even_batches=o["even_batches"], allow_empty_epoch=o["allow_empty_epoch"],

@@ -235,7 +235,10 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
         urls: Shards: paths, a brace pattern, ``::``-joined lists, fsspec URLs or ``pipe:``.
         seed: Seeds the per-epoch shard shuffle and the packer (same seed → same batches).
         num_workers: Decoding processes (0: decode in this process). Results do not depend on it.
-        multiprocessing_context: ``"fork"``, ``"spawn"`` or ``"forkserver"`` for the workers.
+        multiprocessing_context: ``"fork"``, ``"spawn"`` or ``"forkserver"`` for the workers. With ``"fork"`` (or
+            no workers) building the loader loads, once per process, what the workers would load before their first
+            sample (modules, the pocketsphinx decoder), and the workers forked at each epoch inherit it; spawned
+            workers load it again each epoch, so then nothing is preloaded (``loaders.pipeline._preload``).
         pin_memory: Yield batches in pinned host memory (for ``batch.to("cuda", non_blocking=True)``; needs CUDA).
         interleave_shards: Shards read at a time, sample by sample (a multiple of ``num_workers`` keeps every worker
             busy; more mixes the packer's input more and opens more shards at once). Part of the order: batches
