@@ -398,3 +398,31 @@ def test_a_script_that_leaves_make_loader_mid_epoch_exits(tmp_path, clip_bytes):
         pytest.fail("the script did not exit: its loader workers were never stopped")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "s0k0" in proc.stdout or "s1k0" in proc.stdout or "s2k0" in proc.stdout  # the batch it took
+
+
+def test_resume_after_a_skipped_window_checks_the_tar_key_not_the_window_key(tmp_path):
+    # The shard check compares the tar's key at a position: a sample skipped as over_budget names its window
+    # ('a1@0'), which must not read as a changed shard on an exact resume of unchanged shards.
+    media = hostile.clip(tmp_path / "c.mp4", seconds=1.0)
+
+    def shard(path, entries):
+        members = []
+        for key, caption in entries:
+            members += [(f"{key}.mp4", media), (f"{key}.txt", caption.encode())]
+        path.write_bytes(hostile.tar_bytes(members))
+        return str(path)
+
+    urls = [shard(tmp_path / "a.tar", [("a0", "short"), ("a1", " ".join(f"w{i}" for i in range(200)))]),
+            shard(tmp_path / "b.tar", [(f"b{i}", "short") for i in range(6)])]
+    options = dict(seed=0, frame_size=(16, 16), budgets=(100, 64_000, 64), window_seconds=0.5, max_items=1,
+                   buffer_size=1)
+    full = [k for b in loaders.make_loader(urls, **options) for k in b.sample_keys]
+    assert "a1@0" not in full and len(full) == 14  # a1's caption is over the token budget: skipped
+    loader = loaders.make_loader(urls, **options)
+    batches = iter(loader)
+    first = [k for _ in range(7) for k in next(batches).sample_keys]
+    state = loader.state_dict()
+    assert [1, 1, "a1"] in state["read_keys"]  # the skip is the last sample read from a.tar
+    resumed = loaders.make_loader(urls, **options)
+    resumed.load_state_dict(state)
+    assert first + [k for b in resumed for k in b.sample_keys] == full

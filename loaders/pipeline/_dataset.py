@@ -358,7 +358,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             if self._before(position, self._next_position):
                 continue
             self._next_position = (position[0], position[1], position[2] + 1)
-            key = event.key if isinstance(event, SkipEvent) else event.sample_key
+            key = event.sample_key  # the tar's key at this position ("" for a shard-level report: not checked)
             group = position[0] // self._interleave
             self._read_keys = {p: v for p, v in self._read_keys.items() if p // self._interleave == group}
             self._read_keys[position[0]] = (position[0], position[1], key)

@@ -55,6 +55,8 @@ class SkipEvent:
     message: str
     was_read: bool
     """False for shard-level reports that took no sample from the shard (``open``, ``truncated``…)."""
+    sample_key: str = ""
+    """The key of the skipped sample as the tar names it (``key`` may name one of its windows); empty for reports."""
 
 
 @dataclass(frozen=True)
@@ -113,9 +115,11 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
                 if options.on_error == "raise":
                     raise
                 logger.warning("skipping sample: %s", error)
-                yield [SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True)]
+                yield [SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True,
+                                 sample["__key__"])]
                 continue
-            yield [ItemEvent(position + (window_index,), item, sample["__key__"]) for window_index, item in enumerate(items)]
+            key = sample["__key__"]
+            yield [ItemEvent(position + (window_index,), item, key) for window_index, item in enumerate(items)]
     except ShardError as error:
         raise SampleError(error.message, shard=error.shard, key=error.key, reason=error.reason) from None
     yield from drain()
