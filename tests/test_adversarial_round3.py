@@ -426,3 +426,14 @@ def test_resume_after_a_skipped_window_checks_the_tar_key_not_the_window_key(tmp
     resumed = loaders.make_loader(urls, **options)
     resumed.load_state_dict(state)
     assert first + [k for b in resumed for k in b.sample_keys] == full
+
+
+# ------------------------------------------------------------------------- SRT entities
+
+
+def test_srt_html_entities_are_decoded_as_in_webvtt():
+    # Before: SRT kept '&amp;' (a word of its own for forced alignment and tokenizers) where WebVTT gave '&'.
+    srt = b"1\n00:00:00,100 --> 00:00:00,900\n<i>Tom</i> &amp; Jerry &lt;3 &#39;99\n"
+    vtt = b"WEBVTT\n\n00:00.100 --> 00:00.900\n<i>Tom</i> &amp; Jerry &lt;3 &#39;99\n"
+    texts = [loaders.read_transcript(data, name=name).spans[0].text for data, name in ((srt, "a.srt"), (vtt, "a.vtt"))]
+    assert texts == ["Tom & Jerry <3 '99", "Tom & Jerry <3 '99"]
