@@ -44,13 +44,18 @@ def heap_frozen_for_fork() -> Iterator[None]:
     """Around starting forked worker processes: garbage in reference cycles (e.g. a decoder a caller dropped) is
     collected here, in the parent, where its decode threads exist, and the heap is frozen (``gc.freeze``) so a
     forked child never collects an inherited object: a child freeing a decoder would wait on frame threads it does
-    not have, and hang. Used by ``avalign preprocess``'s pool and ``make_loader``'s workers."""
+    not have, and hang. Used by ``avalign preprocess``'s pool and ``make_loader``'s workers.
+
+    On exit the heap is unfrozen again, unless the process had frozen it itself before (``gc.freeze()``, as pre-fork
+    servers do to keep the collector off inherited pages): that freeze, and what this one added to it, stay."""
+    frozen_before = gc.get_freeze_count() > 0
     gc.collect()
     gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()
 
 
 def exit_with_parent() -> None:

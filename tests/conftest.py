@@ -7,6 +7,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -16,6 +17,25 @@ import torch
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = REPO / "sample_data"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    """No automatic garbage collection while the test modules are imported (each full collection would walk the
+    growing heap again); then one collection, and the heap is frozen, as a pre-fork server does: the collector never
+    walks those objects (torch, SciPy, matplotlib...) again, neither in the automatic collections nor in the full
+    collection that ``loaders.media.heap_frozen_for_fork`` runs before every ``make_loader`` epoch with workers and
+    every preprocess run, and forked children do not touch their pages (BENCHMARKS.md, "Test suite", fourth round).
+    heap_frozen_for_fork leaves this freeze in place. Cyclic garbage that tests make is still collected."""
+    import gc
+
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()
+        gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -134,6 +154,31 @@ def tiny_clip(out, seconds: float, *, fps: int, sample_rate: int | None, tone_hz
     ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={fps}", *audio, "-t", str(seconds), "-c:v", "libx264",
            "-g", "5", *audio_codec, str(out))
     return Path(out).read_bytes()
+
+
+def start_forked(fn: Callable[..., object], *args: object) -> int:
+    """Runs ``fn(*args)`` in a forked child of this test process; returns the child's pid (the caller reaps it:
+    ``os.waitpid``). For a process a test kills or orphans: a fork starts at once where a new interpreter imports
+    torch again. Around the fork, cyclic garbage is collected and the heap frozen
+    (``loaders.media.heap_frozen_for_fork``), so the child never frees an inherited decoder; the child's stdin,
+    stdout and stderr are /dev/null (it never writes into pytest's capture; pass it a pipe to talk back), and it
+    leaves with ``os._exit`` (status 0, or 1 if ``fn`` raised), never returning into pytest."""
+    from loaders.media import heap_frozen_for_fork
+
+    with heap_frozen_for_fork():
+        pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # not pytest's capture objects
+        fn(*args)
+        code = 0
+    finally:
+        os._exit(code)
 
 
 def ffprobe_frame_times(path: str | os.PathLike) -> np.ndarray:

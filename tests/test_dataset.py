@@ -7,6 +7,7 @@ import os
 import re
 import pickle
 import signal
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -157,6 +158,19 @@ def test_dataset_state_is_per_worker_and_checked(shards):
         make_dataset(shards["paths"], seed=5, **OPTIONS).load_state_dict(state)
 
 
+def _free_dataloader_iterator(info: pytest.ExceptionInfo) -> None:
+    """Drops the frames' locals of a caught exception and of its chain, so the DataLoader iterator they hold is freed
+    now, by reference count, and torch shuts its workers down at once. A raised exception's traceback is a
+    reference cycle: left to the cyclic garbage collector, the iterator's index queues are finalised (their
+    feeder threads told to close) before its ``__del__`` queues the workers' shutdown message, so a live worker
+    never gets it and torch waits 5 s (``MP_STATUS_CHECK_INTERVAL``) for it, in whatever later test the collector
+    runs."""
+    error = info.value
+    while error is not None:
+        traceback.clear_frames(error.__traceback__)
+        error = error.__cause__ or error.__context__
+
+
 class _KillsOneWorker:
     """A tokenizer (a callable: text → ids and character offsets, one per whitespace piece) that SIGKILLs the first
     worker process that calls it, as a crash in a tokenizer's native code would; the test's own process and the
@@ -186,6 +200,7 @@ def test_killed_dataloader_worker_is_named(shards, tmp_path):
     # error from torch.multiprocessing: seen under load, 1 run in 3. Either way the epoch stops loudly.
     with pytest.raises((RuntimeError, ConnectionError, EOFError)) as info:
         list(loader)
+    _free_dataloader_iterator(info)
     assert (tmp_path / "killed").exists()
     if isinstance(info.value, RuntimeError):
         assert re.search(r"DataLoader worker \(pid\(s\)? \d+\) exited unexpectedly|"
@@ -376,8 +391,9 @@ def test_video_only_clip_with_silence_option(tmp_path):
 def test_cuda_device_inside_workers_is_refused(shards):
     ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
     ds.collator.device = torch.device("cuda")  # as make_dataset(device="cuda") would set it, without needing a GPU
-    with pytest.raises(ValueError, match=r"cannot be used inside DataLoader workers; build batches on 'cpu'"):
+    with pytest.raises(ValueError, match=r"cannot be used inside DataLoader workers; build batches on 'cpu'") as info:
         list(DataLoader(ds, batch_size=None, num_workers=1))
+    _free_dataloader_iterator(info)
 
 
 def test_hostile_transcript_is_skipped_fast_not_cut(tmp_path, monkeypatch):

@@ -9,13 +9,17 @@ from avalign import read_video_for_estimation
 from conftest import REPO, SAMPLE_DATA, ffmpeg, ffprobe_frame_times, sample_truth
 
 
-def test_measure_json_schema_and_values():
+def test_measure_json_schema_and_values(capfd):
+    """Through the CLI's parser and command in this process; ``capfd`` takes file descriptor 1 itself, so anything a
+    native library printed there would break the JSON as it would a real run's. The console entry point runs in a
+    subprocess in test_console_entry_point_runs_measure."""
     truth = sample_truth()["clip00"]
-    out = subprocess.run([sys.executable, "-m", "avalign", "measure", str(SAMPLE_DATA / truth["media"]),
-                          "--transcript", str(SAMPLE_DATA / truth["transcript"]), "--json"],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert out.returncode == 0, out.stderr
-    record = json.loads(out.stdout)
+    from avalign.cli import main
+
+    capfd.readouterr()
+    assert main(["measure", str(SAMPLE_DATA / truth["media"]), "--transcript", str(SAMPLE_DATA / truth["transcript"]),
+                 "--json"]) == 0
+    record = json.loads(capfd.readouterr().out)
     for field in ("av_offset_ms", "drift_ppm", "av_confidence", "text_offset_ms", "text_confidence", "video", "audio", "words"):
         assert field in record
     assert record["av_offset_ms"] == pytest.approx(truth["av_offset_ms"], abs=5)
@@ -30,9 +34,18 @@ def test_measure_json_schema_and_values():
         assert set(w) >= {"frame_start", "frame_stop", "sample_start", "sample_stop"}
 
 
+def test_console_entry_point_runs_measure():
+    """``python -m avalign measure`` in a new interpreter: the console entry point reaches the measure command and
+    its exit code and message (a missing input: before anything heavy is imported)."""
+    out = subprocess.run([sys.executable, "-m", "avalign", "measure", "/nonexistent/clip.mp4", "--json"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 2 and out.stdout == "", (out.returncode, out.stdout, out.stderr)
+    assert "not found: '/nonexistent/clip.mp4'" in out.stderr and "hint:" in out.stderr
+
+
 def _measure_json(capsys, *argv: str) -> dict:
     """``avalign measure ARGV --json`` in this process: the CLI's parser and command, without starting another
-    interpreter (the console entry point itself runs in a subprocess in test_measure_json_schema_and_values)."""
+    interpreter (the console entry point itself runs in a subprocess in test_console_entry_point_runs_measure)."""
     from avalign.cli import build_parser
 
     args = build_parser().parse_args(["measure", *argv, "--json"])
@@ -57,6 +70,7 @@ def test_measure_audio_only_has_null_av_fields(tmp_path, capsys):
     record = _measure_json(capsys, str(m4a), "--transcript", str(SAMPLE_DATA / truth["transcript"]))
     assert record["av_offset_ms"] is None and record["video"] is None
     assert record["av_abstain"]["reason"] == "no_video_stream"
+    assert record["av_abstain"]["needed"] == "a video stream"  # was "an video stream"
     assert all(w["frame_start"] is None for w in record["words"]) and record["words"]
 
 

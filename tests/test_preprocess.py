@@ -20,7 +20,7 @@ import pytest
 
 from avalign.preprocess import is_transcript_json, list_inputs, preprocess, process_sample
 from loaders.errors import SampleError
-from tests.conftest import REPO, ffmpeg, ffprobe_frame_times
+from tests.conftest import REPO, ffmpeg, ffprobe_frame_times, start_forked
 
 FPS, SECONDS, RATE = 25, 2, 16000
 SRT = "1\n00:00:00,200 --> 00:00:01,000\nhello there\n\n2\n00:00:01,000 --> 00:00:01,800\ngood day\n"
@@ -138,33 +138,28 @@ def test_rerun_reuses_and_repairs(clips, reference, tmp_path):
         preprocess(str(clips), str(out), samples_per_shard=3, progress=False)
 
 
-_CLI = (
-    "import argparse, sys\n"
-    "from avalign.preprocess import add_parser\n"
-    "p = argparse.ArgumentParser(); add_parser(p.add_subparsers(dest='command'))\n"
-    "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n"
-)
-
-
 @pytest.mark.slow
 def test_sigkill_then_rerun_matches_clean_run(clips, reference, tmp_path, capsys):
     """A run SIGKILLed after its first shard, then rerun, ends byte-identical to the clean run (``reference``,
-    2 samples a shard). Only the run to be killed is a separate process; the rerun goes through the same CLI
-    command in this process."""
+    2 samples a shard). Only the run to be killed is a separate process (a fork of this one running the CLI
+    command); the rerun goes through the same CLI command in this process."""
     args = [str(clips), "--samples-per-shard", "2", "--no-progress", "--json"]
     killed = tmp_path / "killed"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-c", _CLI, "preprocess", args[0], str(killed), *args[1:]], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid = start_forked(_run_cli, [args[0], str(killed), *args[1:]])
     deadline, state = time.monotonic() + 60, killed / "state.jsonl"
 
     def first_shard_recorded() -> bool:  # the shard is renamed into place, then recorded in state.jsonl
         return (killed / "shard-000000.tar").exists() and state.exists() and b'"shard"' in state.read_bytes()
 
-    while not first_shard_recorded() and proc.poll() is None and time.monotonic() < deadline:
+    exited = False
+    while not first_shard_recorded() and time.monotonic() < deadline:
+        if os.waitpid(pid, os.WNOHANG)[0]:  # it ended (reaped): "finished before the kill" is asserted below
+            exited = True
+            break
         time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    if not exited:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
     visible = {p.name: p.read_bytes() for p in killed.glob("shard-*.tar")}
     assert visible, "the first shard never appeared"
     assert len(visible) < 3, "the run finished before the kill: nothing was interrupted"

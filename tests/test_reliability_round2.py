@@ -7,7 +7,6 @@ import multiprocessing
 import os
 import signal
 import subprocess
-import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -19,9 +18,8 @@ import loaders
 from loaders.errors import REASONS, DecodeError, SampleError, TranscriptError, sample_error
 from loaders.media import call_with_timeout
 from tests import hostile_inputs as hostile
-from tests.conftest import REPO, cyclic_garbage, ffmpeg, ffprobe_frame_times
+from tests.conftest import cyclic_garbage, ffmpeg, ffprobe_frame_times, start_forked
 
-PY = sys.executable
 
 
 # ------------------------------------------------------------------------------ item 1: one failure rule
@@ -403,26 +401,31 @@ def test_output_directory_lock(tmp_path):
     assert result.num_samples == 1
 
 
-_ORPHAN_SCRIPT = """
-import sys, time
-from concurrent.futures import ProcessPoolExecutor
-import multiprocessing
-from loaders.media import exit_with_parent
-pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"), initializer=exit_with_parent)
-futures = [pool.submit(time.sleep, 120) for _ in range(2)]
-time.sleep(1.0)
-print(" ".join(str(p) for p in pool._processes), flush=True)
-time.sleep(120)
-"""
+def _pool_owner(report_fd: int) -> None:
+    """The process to be killed (a fork of the test process): a fork pool of 2 workers armed with
+    ``exit_with_parent``, both busy for 120 s; writes their pids to ``report_fd`` once they run."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from loaders.media import exit_with_parent
+
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"), initializer=exit_with_parent)
+    [pool.submit(time.sleep, 120) for _ in range(2)]
+    time.sleep(1.0)
+    os.write(report_fd, (" ".join(str(p) for p in pool._processes) + "\n").encode())
+    time.sleep(120)
 
 
 def test_pool_workers_exit_when_the_main_process_is_killed(tmp_path):
-    proc = subprocess.Popen([PY, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE, text=True, cwd=REPO,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)))
-    workers = [int(p) for p in proc.stdout.readline().split()]
-    assert len(workers) == 2 and all(_alive(p) for p in workers)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    read_fd, write_fd = os.pipe()
+    owner = start_forked(_pool_owner, write_fd)
+    os.close(write_fd)
+    try:
+        with os.fdopen(read_fd) as report:
+            workers = [int(p) for p in report.readline().split()]
+        assert len(workers) == 2 and all(_alive(p) for p in workers)
+    finally:
+        os.kill(owner, signal.SIGKILL)
+        os.waitpid(owner, 0)
     deadline = time.monotonic() + 60  # a hang guard on a loaded machine, not a speed check: returns once they exit
     while any(_alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.1)

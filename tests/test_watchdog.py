@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import loaders
-from loaders.media import call_with_timeout
+from loaders.media import call_with_timeout, heap_frozen_for_fork
 
 
 def _hang_holding_the_gil(pid_file):
@@ -59,3 +59,25 @@ def test_child_runs_torch_after_the_parent_ran_openmp_threads():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["8000000.0"]
+
+
+def test_heap_frozen_for_fork_keeps_a_freeze_the_process_made_itself():
+    """Without a freeze of the process's own, the heap is frozen inside the context and unfrozen on exit; after the
+    process's own ``gc.freeze()`` (a pre-fork server's, or tests/conftest.py's), the freeze stays on exit."""
+    import gc
+
+    frozen_by_the_session = gc.get_freeze_count()
+    gc.unfreeze()
+    try:
+        with heap_frozen_for_fork():
+            assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() == 0
+        gc.freeze()
+        own = gc.get_freeze_count()
+        with heap_frozen_for_fork():
+            assert gc.get_freeze_count() >= own
+        assert gc.get_freeze_count() >= own > 0
+    finally:
+        gc.unfreeze()
+        if frozen_by_the_session:
+            gc.freeze()

@@ -1,7 +1,7 @@
 """A training process killed with SIGKILL mid-epoch must not leave loader workers or shared memory behind.
 
-The loader runs with ``num_workers=2`` in a child process that prints its worker pids after the first
-batch and then consumes slowly (the workers fill their queues and block). The test SIGKILLs the child and
+The loader runs with ``num_workers=2`` in a child process (a fork of the test process) that reports its worker
+pids after the first batch and then consumes slowly (the workers fill their queues and block). The test SIGKILLs the child and
 checks that (1) every worker pid is gone within a few seconds and (2) no ``/dev/shm`` entry created during
 the test (``torch_*``, multiprocessing ``sem.*`` / ``mp-*``) remains. Orphans found are killed by pid.
 """
@@ -10,21 +10,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, ffmpeg
+from tests.conftest import ffmpeg, start_forked
 from tests.corrupt_cases import good_transcript, write_tar
 
-_CHILD = r"""
-import json, os, sys, time
-from loaders.pipeline._loader import make_loader
-
-def children(pid):
+def _children(pid: int) -> list[int]:
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -37,14 +31,19 @@ def children(pid):
                 out.append(int(entry))
     return sorted(out)
 
-loader = make_loader(sys.argv[1:], seed=0, num_workers=2, budgets=(64, 64000, 64), buffer_size=2, min_fill=0.1,
-                     frame_size=(24, 32), max_items=4)
-for i, batch in enumerate(loader):
-    if i == 0:
-        print(json.dumps(children(os.getpid())), flush=True)
-    time.sleep(0.5)
-print("DONE", flush=True)
-"""
+
+def _training_child(shards: list[str], report_fd: int) -> None:
+    """The process to be killed (a fork of the test process): a make_loader epoch with 2 workers that writes its
+    children's pids to ``report_fd`` after the first batch, then consumes slowly."""
+    from loaders import make_loader
+
+    loader = make_loader(shards, seed=0, num_workers=2, budgets=(64, 64000, 64), buffer_size=2, min_fill=0.1,
+                         frame_size=(24, 32), max_items=4)
+    for i, batch in enumerate(loader):
+        if i == 0:
+            os.write(report_fd, (json.dumps(_children(os.getpid())) + "\n").encode())
+            os.close(report_fd)
+        time.sleep(0.5)
 
 _SHM = Path("/dev/shm")
 _OURS = ("torch_", "sem.mp-", "mp-", "pymp-")
@@ -88,31 +87,32 @@ def killed_run(shards) -> dict:
     """Start the loader child, SIGKILL it after its first batch; returns worker pids still alive 5 s later and
     the /dev/shm entries left once every process of the run (orphans included, killed by pid) is gone."""
     shm_before = _shm_entries()
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, *shards], cwd=REPO, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    read_fd, write_fd = os.pipe()
+    child = start_forked(_training_child, shards, write_fd)
+    os.close(write_fd)
     workers: list[int] = []
+    reaped = False
     try:
-        line = child.stdout.readline()
-        assert line, f"the loader child printed nothing; stderr: {child.stderr.read()[-2000:]}"
+        with os.fdopen(read_fd) as report:
+            line = report.readline()
+        assert line, "the loader child reported nothing (it died before its first batch)"
         workers = json.loads(line)
         assert len(workers) >= 2, f"expected 2 loader workers, found children {workers}"
-        assert child.poll() is None, "the epoch finished before the kill: make the shards longer"
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=10)
+        assert os.waitpid(child, os.WNOHANG) == (0, 0), "the epoch finished before the kill: make the shards longer"
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        reaped = True
         deadline = time.monotonic() + HANG_GUARD_SECONDS  # returns as soon as they are gone
         while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
             time.sleep(0.1)
         orphans = [pid for pid in workers if _alive(pid)]
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(timeout=10)
+        if not reaped:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
         for pid in workers:  # only the pids the child reported as its own workers
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
-        child.stdout.close()
-        child.stderr.close()
     deadline = time.monotonic() + HANG_GUARD_SECONDS
     while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
         time.sleep(0.1)
