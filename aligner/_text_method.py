@@ -4,9 +4,11 @@
 
     method="energy"   estimate_text_offset (speech energy vs word/span starts)
     method="forced"   estimate_text_offset_forced (pocketsphinx; ImportError without it)
-    method="auto"     energy ─┬─ answered, word times ─────────────────────────────▶ energy
-                              ├─ answered, captions only ─▶ forced ─ cross-check ──▶ energy, or abstain
-                              │                                           (few_caption_edges, methods_disagree)
+    method="auto"     energy ─┬─ answered, digital silence, word times ─────────────▶ energy
+                              ├─ answered, digital silence, captions ─▶ forced ─ cross-check ─▶ energy, or abstain
+                              │                                                    (methods_disagree)
+                              ├─ answered over a noise floor ─▶ forced ─ confirm ─▶ energy, or abstain
+                              │                    (few_caption_edges, methods_disagree, unconfirmed)
                               └─ abstained ──▶ forced (when pocketsphinx is installed) ─▶ forced if it answers,
                                                                                           else energy
     forced's answer, >= 3 onsets after a pause ──▶ energy's onset peak within ±30 ms of it, if there is one
@@ -51,6 +53,14 @@ _FEW_EDGES_AGREE_MS = 20.0
 # alignment's. Chosen on the tune clips: forced alignment's answers there were at most 17.9 ms off; a 40-50 ms window
 # caught a neighbouring onset on one-sentence tune clips.
 _ONSET_WINDOW_MS = 30.0
+# Over a noise floor an energy answer (word times or captions) stands only where forced alignment's best guess is
+# within _DISAGREE_MS of it at confidence >= _CONFIRM_MIN_CONFIDENCE (else ``unconfirmed``): on another clip's
+# transcript the energy evidence's peak-to-sidelobe often reads confident (null pairings), forced alignment's words
+# then agree at chance. Chosen on the tune clips (BENCHMARKS.md, "Clean null pairings"): on the clean null pairings
+# energy answered, forced alignment's confidence was <= 0.21, and <= 0.12 where its guess was within 40 ms of energy;
+# on the right energy answers >= 0.45 (within 24 ms); on the conversational telephone captions of
+# tests/test_text_conversation.py 0.29 (within 10 ms).
+_CONFIRM_MIN_CONFIDENCE = 0.2
 _DEFAULT = TextOptions()
 
 
@@ -70,7 +80,9 @@ def estimate_transcript_offset(
     also runs forced alignment when energy answers, and abstains (``methods_disagree``) when the two are more
     than 40 ms apart while forced alignment's words agree better than chance; when fewer than 3 captions start
     after a pause and the audio has a noise floor, the energy answer needs forced alignment to confirm it within
-    20 ms (else ``few_caption_edges``). When energy abstained and forced alignment answered, the answer is read from
+    20 ms (else ``few_caption_edges``). Over a noise floor every other energy answer (word times included) needs
+    forced alignment's best guess within 40 ms at confidence >= 0.2 (else ``unconfirmed``: another clip's transcript
+    can give confident energy evidence; forced alignment's words then agree at chance). When energy abstained and forced alignment answered, the answer is read from
     the band-SNR onset evidence within 30 ms of forced alignment's (``forced_words+onsets`` / ``forced_spans+onsets``)
     where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
     alignment's word starts carry a lead that differs between voices, onsets do not.
@@ -94,7 +106,10 @@ def estimate_transcript_offset(
     energy: Optional[TextEstimate] = None
     if method != "forced":
         energy = estimate_text_offset(audio, transcript, options=options)
-        if method == "energy" or (not energy.abstained and transcript.words):
+        if method == "energy":
+            return energy
+        has_floor = floor_gap_db(mono(audio.samples), audio.sample_rate) <= DIGITAL_SILENCE_DB
+        if not energy.abstained and transcript.words and not has_floor:
             return energy
     try:
         decoder = decoder if decoder is not None else shared_decoder()
@@ -112,10 +127,13 @@ def estimate_transcript_offset(
     if energy is None:
         return forced
     if not energy.abstained:
+        if not has_floor:
+            return _cross_checked(energy, forced)
         edges = caption_edges(transcript)
-        if edges < _FEW_EDGES and floor_gap_db(mono(audio.samples), audio.sample_rate) <= DIGITAL_SILENCE_DB:
+        if not transcript.words and edges < _FEW_EDGES:
             return _confirmed(energy, forced, edges)
-        return _cross_checked(energy, forced)
+        checked = _cross_checked(energy, forced)
+        return checked if checked.abstained else _forced_agrees(energy, forced)
     if forced.abstained and forced.method.removeprefix("abstain:") in REFUSAL_NEEDED:
         # The caption itself is what stops an answer (too many words for forced alignment): say so, with what
         # the energy estimator saw.
@@ -182,3 +200,20 @@ def _confirmed(energy: TextEstimate, forced: TextEstimate, edges: int) -> TextEs
                               f"of their words {said}",
                         needed=f"at least {_FEW_EDGES} caption starts after pauses, or forced alignment (confidence >= "
                                f"{_VETO_MIN_CONFIDENCE:g}) within {_FEW_EDGES_AGREE_MS:g} ms of the caption edges")
+
+
+def _forced_agrees(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
+    """Over a noise floor: the energy answer stands only where forced alignment (confidence >=
+    :data:`_CONFIRM_MIN_CONFIDENCE`) puts the transcript's words within :data:`_DISAGREE_MS` of it; else abstain
+    (``unconfirmed``): energy's peak-to-sidelobe alone reads confident on another clip's transcript."""
+    guess = forced.best_guess_ms
+    if guess is not None and abs(guess - energy.text_offset_ms) <= _DISAGREE_MS \
+            and forced.confidence >= _CONFIRM_MIN_CONFIDENCE:
+        return energy
+    said = "nothing" if guess is None else f"{guess:+.0f} ms (confidence {forced.confidence:.2f})"
+    return text_abstain("unconfirmed", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
+                        confidence=min(energy.confidence, forced.confidence), best_guess_ms=energy.text_offset_ms,
+                        found=f"energy says {energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), "
+                              f"forced alignment of the words {said}",
+                        needed=f"forced alignment (confidence >= {_CONFIRM_MIN_CONFIDENCE:g}) within "
+                               f"{_DISAGREE_MS:g} ms of the energy answer")

@@ -73,6 +73,8 @@ _HINTS = {
     "offset_out_of_range": ("an offset inside the search range", "raise max_offset_ms if the offset may be larger"),
     "few_caption_edges": ("", "captions that follow each other without pauses give one onset per run of speech: "
                               "use word-level timestamps (WhisperX JSON) or " + _GIVE_OFFSET),
+    "unconfirmed": ("", "forced alignment does not place the transcript's words where the energy evidence does: "
+                        "check that the transcript belongs to this audio; " + _GIVE_OFFSET),
     "methods_disagree": ("energy and forced alignment within 40 ms of each other",
                          "segment-level captions on conversational speech are often too loose; " + _GIVE_OFFSET),
 }

@@ -181,7 +181,7 @@ def null_unmeasurable(record: dict, *, video, video_only: bool, decode_errors: i
 
 def _missing_stream(stream: str, why: str) -> dict:
     """The abstain record of an estimate that cannot be made: the media has no ``stream`` (``audio``/``video``)."""
-    return {"reason": f"no_{stream}_stream", "found": f"no {stream} stream in the media", "needed": f"an {stream} stream",
+    return {"reason": f"no_{stream}_stream", "found": f"no {stream} stream in the media", "needed": f"{'an' if stream == 'audio' else 'a'} {stream} stream",
             "best_guess_ms": None, "hint": f"{why}; nothing to do unless the {stream} is in another file"}
 
 
@@ -295,6 +295,10 @@ def format_measurement(record: dict) -> str:
                       f"  best guess {guess} (not applied)", f"  hint      {why['hint']}"]
         if record.get("caption_words_failed"):
             lines.append(f"  {record['caption_words_failed']} caption(s) could not be split into words (kept as segments)")
+        outside = (record.get("aligned") or {}).get("spans_outside")
+        if outside:
+            lines.append(f"  {outside} word(s)/segment(s) of the transcript lie outside the media and are not listed; "
+                         "hint: a transcript of another clip, or stamps in the wrong unit?")
         for title, items in (("segment", record.get("segments", [])), ("word", record["words"])):
             lines.append("")
             lines.append(f"{title:<18}{'start s':>9}{'stop s':>9}{'frames':>12}{'samples':>18}")

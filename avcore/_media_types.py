@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["AUDIO_EXTENSIONS", "CAPTION_EXTENSIONS", "MEDIA_EXTENSIONS", "TRANSCRIPT_EXTENSIONS", "VIDEO_EXTENSIONS"]
 
-VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v")
+VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v", "ts", "m2ts", "mts", "mpg", "mpeg", "3gp", "flv", "wmv", "ogv")
 """Media with (usually) a video stream, in order of preference when a sample has several."""
 AUDIO_EXTENSIONS = ("flac", "wav", "mp3", "m4a", "ogg", "opus", "aac")
 """Audio-only media (tried after the video extensions): items without frames."""

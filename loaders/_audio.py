@@ -501,6 +501,9 @@ def read_audio(
         raise ValueError(f"max_duration_seconds must be > 0 or None, got {max_duration_seconds = !r}")
     if sample_rate is not None and (not isinstance(sample_rate, int) or sample_rate <= 0):
         raise ValueError(f"sample_rate must be a positive int, got {sample_rate = !r}")
+    for bound, value in (("start_seconds", start_seconds), ("stop_seconds", stop_seconds)):
+        if value is not None and not math.isfinite(value):  # NaN compared False everywhere: the whole audio came back
+            raise ValueError(f"{bound} must be finite, got {bound} = {value!r}")
     if start_seconds is not None and stop_seconds is not None and stop_seconds < start_seconds:
         raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
     if backend not in _BACKENDS:

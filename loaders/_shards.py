@@ -89,6 +89,10 @@ def open_shard(url: str):
 
         return fsspec.open(url, "rb").open()
     path = url[len("file://") :] if url.startswith("file://") else url
+    if url.startswith("file://") and "%" in path and not os.path.exists(path):
+        from urllib.parse import unquote
+
+        path = unquote(path)  # a file URI as Path.as_uri() writes it: 'file:///data/my%20shards/a.tar'
     return open(path, "rb")
 
 
@@ -278,7 +282,10 @@ def group_by_key(
             continue  # no extension: not part of any sample (e.g. a README in the tar)
         if current is None:
             if key in seen:
-                drop(key, "duplicate_key", f"key {key!r} appears again after other keys; the first copy is kept")
+                drop(key, "duplicate_key", f"key {key!r} appears again after other keys (member {member.name!r}); the "
+                     "first copy is kept without it. A sample's members must be adjacent in the tar: a tar written "
+                     "by extension (`tar cf s.tar *.mp4 *.srt`) splits every sample; write it sorted by name "
+                     "(`tar --sort=name`)")
                 dropping = key
                 continue
             seen.add(key)

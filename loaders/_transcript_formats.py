@@ -154,7 +154,8 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
     spans = []
     for event, line_number in zip(events, timing_lines):
         where = f"{name}: line {line_number}"
-        spans.append(make_span(_clean(event.plaintext), event.start / 1000.0, event.end / 1000.0, (), where=where))
+        text = _clean(html.unescape(event.plaintext))  # entities as in WebVTT: "Tom &amp; Jerry" -> "Tom & Jerry"
+        spans.append(make_span(text, event.start / 1000.0, event.end / 1000.0, (), where=where))
     return spans
 
 

@@ -82,9 +82,12 @@ def _decode(content: Union[bytes, str], name: str) -> str:
     try:
         return content.decode(encoding)
     except UnicodeDecodeError as error:
+        hint = "re-save the transcript as UTF-8"
+        if b"\0" in content[:4096]:  # text has no NUL bytes: media (or other binary) given as the transcript
+            hint = "the file holds NUL bytes: it is binary (media?), not a text transcript, or UTF-16 without a BOM"
         raise TranscriptError(
             f"{name}: byte {error.start}: cannot decode as {encoding.replace('-sig', '')} ({error.reason}, "
-            f"bytes {content[error.start:error.start + 4]!r}); hint: re-save the transcript as UTF-8"
+            f"bytes {content[error.start:error.start + 4]!r}); hint: {hint}"
         ) from None
 
 

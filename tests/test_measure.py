@@ -70,6 +70,7 @@ def test_measure_audio_only_has_null_av_fields(tmp_path, capsys):
     record = _measure_json(capsys, str(m4a), "--transcript", str(SAMPLE_DATA / truth["transcript"]))
     assert record["av_offset_ms"] is None and record["video"] is None
     assert record["av_abstain"]["reason"] == "no_video_stream"
+    assert record["av_abstain"]["needed"] == "a video stream"  # was "an video stream"
     assert all(w["frame_start"] is None for w in record["words"]) and record["words"]
 
 

@@ -475,10 +475,18 @@ TEXT_LATE_SECONDS = 0.05
 
 
 @pytest.fixture(scope="module")
-def clip_page_report(clips_dir, tmp_path_factory):
-    """late100.mp4 (audio 100 ms late) with words stamped at the first three beeps' audio times + 50 ms."""
+def clip_page_report(tmp_path_factory):
+    """late100.mp4's pictures and beeps (audio 100 ms late) in digital silence, with words stamped at the first three
+    beeps' audio times + 50 ms. Digital silence: beeps are not speech, so over a noise floor ``auto`` would want
+    forced alignment to confirm the words (``unconfirmed``); in digital silence an onset is exact and energy stands."""
     d = tmp_path_factory.mktemp("clip_page_in")
-    (d / "late.mp4").write_bytes((clips_dir / "late100.mp4").read_bytes())
+    video = f"color=c=0x202020:size=160x120:rate=25,drawbox=x=0:y=0:w=160:h=120:color=white:t=fill:enable='{_between(EVENT_SECONDS, 0.079)}'"
+    audio = f"aevalsrc='0.5*sin(2*PI*1000*t)*({_between(EVENT_SECONDS, 0.08)})':s=16000"
+    ffmpeg("-f", "lavfi", "-i", video, "-f", "lavfi", "-i", audio, "-t", "6.5", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+           "-c:a", "aac", str(d / "synced_silent.mp4"))
+    ffmpeg("-i", str(d / "synced_silent.mp4"), "-itsoffset", str(DELAY_SECONDS), "-i", str(d / "synced_silent.mp4"),
+           "-map", "0:v", "-map", "1:a", "-c", "copy", str(d / "late.mp4"))
+    (d / "synced_silent.mp4").unlink()
     words = [{"word": w, "start": t + DELAY_SECONDS + TEXT_LATE_SECONDS, "end": t + DELAY_SECONDS + TEXT_LATE_SECONDS + 0.08}
              for w, t in zip(("one", "two", "three"), EVENT_SECONDS)]
     segment = {"text": "one two three", "start": words[0]["start"], "end": words[-1]["end"], "words": words}

@@ -26,9 +26,9 @@ EPILOG = """examples:
   avalign preprocess clips/ out/                             # rerun after a crash: complete shards are kept
 
 output: out/shard-000000.tar … (<key>.<media>, <key>.align.json, <key>.frames.json, <key>.transcript.json),
-out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words), out/skipped.jsonl (input, key,
-reason: decode, missing_audio, too_large, transcript, unsafe_name, duplicate_key, truncated…), out/state.jsonl
-(resume state). Same inputs and options give byte-identical shards for any --workers.
+out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words, media_ext, source),
+out/skipped.jsonl (input, key, reason: decode, missing_audio, too_large, transcript, unsafe_name, duplicate_key,
+truncated…), out/state.jsonl (resume state). Same inputs and options give byte-identical shards for any --workers.
 exit: 0 done, 1 no sample written (empty input, only broken files), 2 error.
 """
 

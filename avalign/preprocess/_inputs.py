@@ -24,6 +24,7 @@ without media (``missing_media``) or a duplicate key in a directory is listed, n
 """
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import re
@@ -162,6 +163,7 @@ def _list_directory(root: str) -> InputPlan:
     groups: dict[str, dict[str, Locator]] = {}
     origin: dict[str, str] = {}
     skipped: list[dict] = []
+    ignored: collections.Counter = collections.Counter()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -169,6 +171,7 @@ def _list_directory(root: str) -> InputPlan:
             stem, dot, suffix = name.rpartition(".")
             ext = suffix.lower()
             if not dot or not stem or name.startswith(".") or ext not in MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
+                ignored[f".{ext}" if dot and stem else name] += not name.startswith(".")
                 continue
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(os.path.join(dirpath, stem), root)
@@ -178,6 +181,11 @@ def _list_directory(root: str) -> InputPlan:
                 _skip(skipped, path, key, "duplicate_key", f"{path}: key {key!r} already used by {origin[key]!r}; rename one of them")
                 continue
             group[ext] = Locator(path=path, stamp=_file_stamp(path))
+
+    if +ignored:  # not media, transcripts or captions: not samples, but said (a .mxf folder must not look empty)
+        logger.warning("%s: %d file(s) ignored, not media, transcripts or captions: %s; media extensions: %s", root,
+                       sum(ignored.values()), ", ".join(f"{e} ({n})" for e, n in sorted((+ignored).items())),
+                       list(MEDIA_EXTENSIONS))
 
     def read_json(loc: Locator) -> bytes:
         with open(loc.path, "rb") as handle:
@@ -263,8 +271,10 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
             yield member
 
     def report(shard: str, key: str, reason: str) -> None:  # group_by_key has logged it
-        detail = details.get(key, "the key (or one of its extensions) appears again; an earlier complete copy is kept")
-        _skip(skipped, shard, key, reason, f"{shard}: sample {key!r} dropped ({reason}): {detail}", log=False)
+        detail = details.get(key, "the key (or one of its extensions) appears again: the first copy is kept without "
+                                  "the later members; a sample's members must be adjacent in the tar (`tar --sort=name`)")
+        what = "repeated" if key not in details and reason == "duplicate_key" else "dropped"
+        _skip(skipped, shard, key, reason, f"{shard}: sample {key!r} {what} ({reason}): {detail}", log=False)
 
     known = MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH
     with stream:

@@ -97,6 +97,7 @@ def _reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) 
         command = [
             "ffmpeg", "-v", "error", "-nostdin", "-y", "-i", src, "-map", "0:v:0?", "-map", "0:a:0?",
             "-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "1",
+            "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2",  # 4:2:0 needs even sizes: an odd width/height gets one black line
             "-c:a", "aac", "-b:a", "128k", "-map_metadata", "-1", "-fflags", "+bitexact",
             "-flags:v", "+bitexact", "-flags:a", "+bitexact", "-movflags", "+faststart", dst,
         ]
@@ -220,7 +221,8 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         error = sample_error(e, key=sample.key, shard=shard, stage="sample")
         if error.reason == "error":
             logger.error("%s: unexpected %s while processing", sample.source, type(e).__name__, exc_info=True)
-        raise SampleError(f"{sample.source}: {error.message}", shard=error.shard, key=error.key, reason=error.reason) from e
+        message = error.message if sample.source in error.message else f"{sample.source}: {error.message}"
+        raise SampleError(message, shard=error.shard, key=error.key, reason=error.reason) from e
     aligned = record["aligned"]
     row = {
         "key": sample.key,
@@ -229,5 +231,6 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         "num_samples": aligned["num_samples"],
         "num_words": result["num_words"],
         "media_ext": media_ext,
+        "source": sample.source,  # the file or shard member: keys are cleaned ('clip één' -> 'clip___n')
     }
     return members, row

@@ -71,7 +71,7 @@ def process_shard(
             except SampleError as e:
                 if on_error == "raise":
                     raise
-                logger.warning("skipping %s: %s", sample.source, e)
+                logger.warning("skipping %s", e if sample.source in str(e) else f"{sample.source}: {e}")
                 skipped.append({"input": sample.source, "key": sample.key, "reason": e.reason, "message": str(e)})
                 if on_sample:
                     on_sample(False)

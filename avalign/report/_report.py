@@ -135,6 +135,15 @@ def _pages_from_inputs(items, out_dir: str, rows: list[dict], wanted: dict, *, s
     return files
 
 
+def _make_out_dir(out_dir: str) -> None:
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"--out {out_dir!r} exists and is not a directory; hint: pass a directory path")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot create --out {out_dir!r}: {e.strerror}; hint: pass a writable directory path") from e
+
+
 def run_report(
     input_path: str,
     *,
@@ -187,6 +196,7 @@ def run_report(
         raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels = !r}; try {DEFAULT_MAX_PIXELS}")
     truth = load_truth(truth_path) if truth_path else None
     check_gate_options(fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain)  # before any work
+    _make_out_dir(out_dir)  # also before any work: a bad --out must not fail after every clip was measured
     rows, skipped = collect(input_path, sample_rate=sample_rate, truth=truth, progress=progress, on_error=on_error,
                             max_pixels=max_pixels)
     gate_check = gate(rows, fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain, skipped=skipped)
@@ -200,7 +210,6 @@ def run_report(
         "skipped": [s.to_json() for s in skipped],
         "summary": summarize(rows, skipped, gate_check),
     }
-    os.makedirs(out_dir, exist_ok=True)
     files = _write_clip_pages(input_path, out_dir, [r for r, _ in flagged[:max(clip_pages, 0)]], sample_rate=sample_rate,
                               max_pixels=max_pixels, progress=progress)
     report["summary"]["num_flagged"] = len(flagged)

@@ -122,7 +122,10 @@ def gate(rows: Sequence[dict], *, fail_over_ms: Optional[float], gate_on: GateOn
     media_skipped = [s for s in skipped if s.reason not in NOT_MEDIA_REASONS]
     reasons = []  # found with or without a gate; they decide the exit code only when a gate is set
     if not rows and not media_skipped:
-        reasons.append({"code": "no_media", "message": "the input holds no media: nothing was reported or skipped"})
+        stray = Counter(s.reason for s in skipped)  # inputs that are not media (a .mxf, a transcript alone)
+        listed = f"; {num_skipped} input(s) that are not media: " + ", ".join(f"{r} {n}" for r, n in sorted(stray.items()))
+        reasons.append({"code": "no_media", "message": "the input holds no media: nothing was reported"
+                        + (listed if num_skipped else " or skipped")})
     elif num_measured == 0:
         reasons.append({"code": "nothing_measured", "message":
                         f"no clip has a measured {' or '.join(fields)}: {len(rows)} clip(s) reported, "

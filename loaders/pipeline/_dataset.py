@@ -222,6 +222,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             "packer": self._packer.state_dict(),
             "counters": self._counters.to_state(),
             "completed": self._completed,
+            "read_keys": [list(v) for v in self._read_keys.values()],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -247,6 +248,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._counters = EpochCounters.from_state(state["counters"])
         self._completed = bool(state["completed"])
         self._restored_completed = self._completed
+        self._read_keys = {int(p): (int(p), int(e), str(k)) for p, e, k in state.get("read_keys", [])}
         self._generation_seen = int(self._epoch_cell[1])  # the state's epoch wins over an earlier set_epoch
 
     def __iter__(self) -> Iterator[PackedBatch]:
@@ -264,7 +266,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             self._reset_epoch_state()
         plan = ResumePlan(next_position=tuple(self._next_position),
                           needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)),
-                          interleave=self._interleave)
+                          interleave=self._interleave, read_keys=tuple(self._read_keys.values()))
         worker_id, num_workers = self._worker_slot()
         if torch.utils.data.get_worker_info() is not None and self.collator.device.type != "cpu":
             raise ValueError(f"device={str(self.collator.device)!r} cannot be used inside DataLoader workers; build "
@@ -314,6 +316,13 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._counters = EpochCounters()
         self._completed = False
         self._restored_completed = False
+        self._read_keys: dict[int, tuple[int, int, str]] = {}
+        """Shard position → (position, event index, key) of the last sample read from it (the group in progress)."""
+
+    def _packer_keys(self) -> dict[Position, str]:
+        state = self._packer.state_dict()
+        held = state["buffer"] + [item for pack in state["ready"] for item in pack]
+        return {tuple(item["payload"]): item["key"] for item in held}
 
     def _buffered(self) -> set[Position]:
         return {tuple(payload) for payload in self._packer.held_payloads()}
@@ -327,6 +336,11 @@ class AVDataset(torch.utils.data.IterableDataset):
             if not self._before(event.position, self._next_position):
                 return _chain_front(event, events)
             if isinstance(event, ItemEvent) and event.position in missing:
+                saved = self._packer_keys().get(event.position)
+                if saved is not None and saved != event.item.key:
+                    raise RuntimeError(f"shard {self._rank_shards()[event.position[0]]} changed since the loader state "
+                                       f"was saved: buffered item {saved!r} is now {event.item.key!r}; resume on the "
+                                       "shards the state was saved with, or start the epoch again.")
                 self._payloads[event.position] = event.item
                 missing.discard(event.position)
                 if not missing:
@@ -344,6 +358,10 @@ class AVDataset(torch.utils.data.IterableDataset):
             if self._before(position, self._next_position):
                 continue
             self._next_position = (position[0], position[1], position[2] + 1)
+            key = event.sample_key  # the tar's key at this position ("" for a shard-level report: not checked)
+            group = position[0] // self._interleave
+            self._read_keys = {p: v for p, v in self._read_keys.items() if p // self._interleave == group}
+            self._read_keys[position[0]] = (position[0], position[1], key)
             if isinstance(event, SkipEvent):
                 c.skipped.append((event.shard, event.key, event.reason))
                 c.samples_read += int(event.was_read)
@@ -588,6 +606,7 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     resolved = resolve_options(o)
     shard_urls = expand_shard_urls(urls)
     _check_local_paths(shard_urls)
+    _check_shards_per_rank(len(shard_urls), resolved.world_size, o["even_batches"], o["batches_per_epoch"])
     # Here, before any worker is forked (a DataLoader forks at iter()): each forked worker then inherits the modules
     # and the pocketsphinx decoder instead of loading them before its first batch (loaders.pipeline._preload).
     if extra.get("multiprocessing_context", "fork") == "fork" or not extra.get("num_workers"):
@@ -602,6 +621,20 @@ _DEFAULTS: dict[str, Any] = {
     name: parameter.default for name, parameter in inspect.signature(make_dataset).parameters.items()
     if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name != "seed"
 }
+
+
+def _check_shards_per_rank(num_shards: int, world_size: int, even_batches: str, batches_per_epoch: Optional[int]) -> None:
+    """Ranks ``num_shards..world_size-1`` get no shard. With ``even_batches="drop"`` (and no quota) every rank then
+    stops at its first batch, an empty epoch everywhere: refused. With ``"pad"`` or a quota those ranks only pad: logged."""
+    if world_size <= num_shards:
+        return
+    message = (f"world_size = {world_size} ranks but only {num_shards} shard(s): ranks {num_shards}..{world_size - 1} "
+               "get no shard (shards are split between ranks whole)")
+    if even_batches == "drop" and batches_per_epoch is None:
+        raise ValueError(f"{message}, and with even_batches='drop' every rank stops when the first one runs out: an "
+                         "empty epoch on every rank; write at least world_size shards (split them finer), or pass "
+                         "even_batches='pad' or batches_per_epoch=N.")
+    logger.warning("%s; they yield only empty batches.", message)
 
 
 def _check_local_paths(urls: list[str]) -> None:

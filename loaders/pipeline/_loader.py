@@ -24,8 +24,9 @@ N (pid P) was killed by signal 9 …")``; a failure of the loader itself inside 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import inspect
+import logging
+import multiprocessing.util
 import os
 import pickle
 import queue as queue_module
@@ -110,6 +111,21 @@ class Loader(AVDataset):
                                           daemon=False, name=f"avalign-loader-{w}")  # may fork a decode watchdog
                 process.start()
                 processes.append(process)
+
+        def shut_down() -> None:
+            stop.set()
+            for process in processes:
+                process.join(timeout=2.0)
+                if process.is_alive():
+                    process.terminate()
+                    process.join(timeout=1.0)
+            for q in queues:
+                q.cancel_join_thread()
+                q.close()
+
+        # Also at interpreter exit, before multiprocessing joins its non-daemonic children: a loader left mid-epoch
+        # (``it = iter(loader); next(it)``, then the script ends) would otherwise wait for its workers forever.
+        shut_down_once = multiprocessing.util.Finalize(None, shut_down, exitpriority=100)
         try:
             for group in shard_groups(jobs, self._interleave):
                 active = [p for p, _ in group]
@@ -128,15 +144,7 @@ class Loader(AVDataset):
                         still.append(p)
                     active = still
         finally:
-            stop.set()
-            for process in processes:
-                process.join(timeout=2.0)
-                if process.is_alive():
-                    process.terminate()
-                    process.join(timeout=1.0)
-            for q in queues:
-                q.cancel_join_thread()
-                q.close()
+            shut_down_once()
 
 
 def _worker_main(worker_id: int, jobs: list[tuple[int, str]], options: SampleOptions, plan: ResumePlan, interleave: int,

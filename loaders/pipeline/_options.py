@@ -131,6 +131,12 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
     max_pixels = o["max_pixels"]
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
         raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels!r}; try {DEFAULT_MAX_PIXELS}.")
+    size = o["frame_size"]
+    limit = max(max_pixels, DEFAULT_MAX_PIXELS)  # output frames up to 3840x2160 whatever the sources' limit
+    if len(size) == 2 and all(isinstance(v, int) for v in size) and size[0] * size[1] > limit:
+        raise ValueError(f"frame_size = {tuple(size)} is {size[0] * size[1]} pixels a frame, over {limit} (3840x2160, "
+                         "or max_pixels when larger): every sample would fail to decode (as 'decode' skips); try "
+                         "(224, 224), or raise max_pixels.")
     max_duration = o.get("max_duration_seconds")
     if max_duration is not None and not (isinstance(max_duration, (int, float)) and max_duration > 0):
         raise ValueError(f"max_duration_seconds must be > 0 or None, got {max_duration!r}; try 600.")

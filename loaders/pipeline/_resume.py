@@ -45,6 +45,17 @@ class ResumePlan:
     """``(shard_position, event_index)`` of samples whose items are buffered in the packer."""
     interleave: int = 1
     """Shards read at a time (see :func:`order_key`)."""
+    read_keys: tuple = ()
+    """``(shard_position, event_index, key)`` of the last sample read from each shard in progress when the state was
+    saved: the same position must hold the same key again, or the shard changed."""
+
+    def check_key(self, position: tuple[int, int], key: str, shard: str) -> None:
+        """Raises RuntimeError when ``position`` held another sample when the state was saved."""
+        for p, e, saved in self.read_keys:
+            if (p, e) == tuple(position) and saved and saved != key:
+                raise RuntimeError(f"shard {shard} changed since the loader state was saved: its sample {e} was "
+                                   f"{saved!r} and is now {key!r}; resume on the shards the state was saved with, or "
+                                   "start the epoch again (do not load the state).")
 
     @property
     def first_shard(self) -> int:

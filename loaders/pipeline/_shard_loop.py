@@ -39,6 +39,8 @@ class ItemEvent:
 
     position: Position
     item: BatchItem
+    sample_key: str = ""
+    """The key of the sample the item comes from (a window's item key has ``@index`` added)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class SkipEvent:
     message: str
     was_read: bool
     """False for shard-level reports that took no sample from the shard (``open``, ``truncated``…)."""
+    sample_key: str = ""
+    """The key of the skipped sample as the tar names it (``key`` may name one of its windows); empty for reports."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
             yield from drain()
             position = (shard_position, event_index)
             event_index += 1
+            plan.check_key(position, sample["__key__"], url)
             if not plan.wants(*position):
                 yield []
                 continue
@@ -110,9 +115,11 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
                 if options.on_error == "raise":
                     raise
                 logger.warning("skipping sample: %s", error)
-                yield [SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True)]
+                yield [SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True,
+                                 sample["__key__"])]
                 continue
-            yield [ItemEvent(position + (window_index,), item) for window_index, item in enumerate(items)]
+            key = sample["__key__"]
+            yield [ItemEvent(position + (window_index,), item, key) for window_index, item in enumerate(items)]
     except ShardError as error:
         raise SampleError(error.message, shard=error.shard, key=error.key, reason=error.reason) from None
     yield from drain()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import operator
 import re
 from typing import Any, Optional, Sequence
 
@@ -121,7 +122,16 @@ def _ids_and_offsets(result: Any) -> tuple[list[int], list[tuple[int, int]]]:
         ids, offsets = result
     else:
         raise TypeError(f"tokenizer output must carry ids and character offsets, got {type(result).__name__}.")
-    return [int(i) for i in ids], [(int(a), int(b)) for a, b in offsets]
+    return [_integer(i, "id") for i in ids], [(_integer(a, "offset"), _integer(b, "offset")) for a, b in offsets]
+
+
+def _integer(value: Any, what: str) -> int:
+    """``value`` as an int; a float (1.5 would become id 1) or any other non-integer raises TypeError."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"tokenizer returned a token {what} that is not an integer: {value!r} "
+                        f"({type(value).__name__}); return int ids and (start, stop) character offsets.") from None
 
 
 def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
