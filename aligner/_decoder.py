@@ -23,8 +23,11 @@ def new_decoder() -> Any:
         from pocketsphinx import Decoder
     except ImportError as e:  # optional dependency
         raise ImportError("forced alignment needs pocketsphinx: pip install 'avalign[align]' (pocketsphinx==5.1.1)") from e
-    # Wide beams: with the defaults the search sometimes fails to reach the end of the text.
-    return Decoder(samprate=ALIGN_SAMPLE_RATE, bestpath=False, loglevel="ERROR", beam=1e-80, wbeam=1e-60, pbeam=1e-80)
+    # Wide beams: with the defaults the search sometimes fails to reach the end of the text. loglevel FATAL: a
+    # failed search is reported by the caller (an abstention with its reason); pocketsphinx's own "ERROR:
+    # fsg_search.c ... does not match the grammar" lines on stderr, one per caption it cannot align, were noise
+    # in a training run's log.
+    return Decoder(samprate=ALIGN_SAMPLE_RATE, bestpath=False, loglevel="FATAL", beam=1e-80, wbeam=1e-60, pbeam=1e-80)
 
 
 @functools.lru_cache(maxsize=1)

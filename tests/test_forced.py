@@ -64,3 +64,20 @@ def test_bad_span_raises():
     with pytest.raises(ValueError, match="outside the audio"):
         forced_align_words(audio, "hello", 2.0, 3.0)
     assert forced_align_words(audio, " ... ", 0.0, 1.0) == ()
+
+
+def test_a_failed_search_says_so_through_logging_not_pocketsphinx_stderr(capfd, caplog):
+    # Noise that holds none of the words: pocketsphinx's search cannot end on the grammar. Before, each such
+    # caption printed 'ERROR: "fsg_search.c", ... Final result does not match the grammar' on the process's stderr
+    # (fd 2, below Python), once per pass; the failure is ours to report, as a log record and an empty result.
+    import logging
+
+    rng = np.random.default_rng(0)
+    noise = torch.from_numpy((0.01 * rng.standard_normal(2 * 16000)).astype(np.float32)[None, :])
+    clip = AudioClip(samples=noise, sample_rate=16000, start_seconds=0.0)
+    with caplog.at_level(logging.INFO, logger="aligner"):
+        words = forced_align_words(clip, "the quick brown fox jumps", 0.0, 2.0)
+    assert words == ()
+    assert "forced alignment failed for 'the quick brown fox jumps'" in caplog.text
+    err = capfd.readouterr().err
+    assert "fsg_search" not in err and "does not match the grammar" not in err, err
