@@ -37,7 +37,7 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ResultPool", "result_pool"]
+__all__ = ["ResultPool", "check_fits", "result_pool"]
 
 MIN_POOLED_BYTES = 64 << 20
 """Requests below this are plain ``torch.empty`` (glibc keeps and reuses freed blocks under 32 MiB itself)."""
@@ -63,6 +63,19 @@ def _available_bytes() -> Optional[int]:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def check_fits(nbytes: int) -> None:
+    """Raises MemoryError for a request of :data:`MIN_POOLED_BYTES` or more that exceeds the memory available now
+    (``MemAvailable``): the kernel would grant it (overcommit) and then kill the process as its pages are written
+    (e.g. ``read_video(fps=1e6)`` on a 2 s clip asks for 107 GiB: a frame per grid time). Readers turn the MemoryError into a
+    ``DecodeError`` with reason ``too_large``."""
+    if nbytes < MIN_POOLED_BYTES:
+        return
+    available = _available_bytes()
+    if available is not None and nbytes > available:
+        raise MemoryError(f"a result of {nbytes / 2**30:.2f} GiB does not fit in the {available / 2**30:.2f} GiB of "
+                          "memory available")
 
 
 def _bucket_bytes(nbytes: int) -> int:
@@ -144,6 +157,7 @@ class ResultPool:
         """A contiguous uint8 tensor of ``shape`` with unspecified contents, and whether its memory was reused
         (already populated by an earlier result) rather than freshly allocated."""
         nbytes = int(np.prod(shape, dtype=np.int64))
+        check_fits(nbytes)
         if nbytes < max(self._min_bytes, 1) or self._max_bytes < nbytes:
             return torch.empty(shape, dtype=torch.uint8), False
         buffer = None

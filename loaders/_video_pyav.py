@@ -20,7 +20,7 @@ import torch
 from avcore import DecodeError, VideoClip, check_window_overlaps, frame_played_at, seconds_to_ticks, ticks_to_seconds
 from loaders._index import FrameIndex, frame_index
 from loaders._pages import PagePopulator
-from loaders._result_pool import result_pool
+from loaders._result_pool import check_fits, result_pool
 from loaders._source import pick_stream
 from loaders._video_meta import (VideoRequest, check_duration, check_time_base, content_facts, frame_seconds,
                                  header_metadata, open_video)
@@ -450,9 +450,11 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
             )
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
+            height, width = size or (stream.codec_context.height, stream.codec_context.width)
+            check_fits(count * height * width * 3)  # a frame per grid time, repeats included; before the grid itself
             targets = lo + np.arange(count, dtype=np.float64) / fps
             pts, frames = _decode_played_at_pyav(container, stream, targets, index, size, bad_packets)
-    except (DecodeError, IndexError):
+    except (DecodeError, IndexError, MemoryError):  # MemoryError: read_video's guard makes it reason 'too_large'
         raise
     except Exception as e:  # FFmpeg errors, corrupt data mid-stream
         raise DecodeError(f"{label}: video decode failed: {type(e).__name__}: {e}") from e

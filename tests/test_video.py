@@ -163,3 +163,24 @@ def test_given_frame_index_is_used_instead_of_a_scan(media_dir, monkeypatch):
     clip = loaders.read_video(path, start_seconds=1.0, stop_seconds=2.0, frame_index=index)
     assert clip.pts_seconds.tolist() == reference.pts_seconds.tolist()
     assert bool((clip.frames == reference.frames).all())
+
+
+def test_a_result_larger_than_memory_is_refused_before_it_is_allocated(media_dir, caplog):
+    # fps=1e9 on a 2 s clip asks for a frame per grid time: ~2e9 frames, far beyond any machine's memory. Before,
+    # the grid and then the result were allocated (torch refused 107 GiB at fps=1e6 with a RuntimeError, a plain
+    # 'decode' failure), and auto then retried the read with decord, which aborted its watchdog child
+    # (std::bad_alloc). Now: DecodeError 'too_large' at once, nothing allocated, no fallback.
+    import logging
+    import resource
+
+    path = media_dir / "cfr30.mp4"
+    before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with caplog.at_level(logging.WARNING), pytest.raises(loaders.DecodeError) as info:
+        loaders.read_video(path, fps=1e9)
+    assert info.value.reason == "too_large"
+    assert "does not fit in the" in str(info.value) and "GiB of memory available" in str(info.value)
+    assert "trying decord" not in caplog.text
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before_kib < 256 * 1024  # < 256 MiB more at peak
+    grid = loaders.read_video(path, fps=2.0)  # an ordinary grid on the same file still reads
+    assert grid.frames.shape[0] == len(grid.pts_seconds) > 0
+    assert set(np.round(grid.pts_seconds.numpy(), 6)) <= set(np.round(ffprobe_frame_times(path), 6))
