@@ -529,9 +529,10 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
             for t in document["tiers"]
         ]
         for tier in tiers:
+            shape = "(xmin, xmax, text)" if tier["class"] == "IntervalTier" else "(time, mark)"  # point tiers
             for entry in tier["entries"]:
-                if len(entry) != 3:
-                    raise ValueError(f"tier {tier['name']!r}: entry {entry!r} is not (xmin, xmax, text)")
+                if len(entry) != (3 if tier["class"] == "IntervalTier" else 2):
+                    raise ValueError(f"tier {tier['name']!r}: entry {entry!r} is not {shape}")
     except TranscriptError:
         raise
     except Exception as error:  # praatio raises built-in and its own types on malformed input
@@ -543,6 +544,9 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
     if len(intervals) < len(tiers):
         logger.debug("%s: ignoring %d point tier(s)", name, len(tiers) - len(intervals))
     if not intervals:
+        if tiers:  # a TextGrid of marks only (e.g. pitch or event points): nothing here is a timed text span
+            logger.warning("%s: no interval tier, only point tier(s) %s: no spans read (words and phrases must be "
+                           "in interval tiers)", name, ", ".join(repr(t["name"]) for t in tiers))
         return []
     word_tier = _pick_tier(intervals, _WORD_TIER_HINTS)
     phrase_tier = _pick_tier(intervals, _PHRASE_TIER_HINTS, exclude=[word_tier] if word_tier else [])

@@ -558,3 +558,58 @@ def test_pick_transcript_one_choice_for_every_tool():
     assert pick({"transcript.json": b"{}", "json": whisper, "vtt": b""}) == "transcript.json"
     assert pick({"textgrid": b"", "vtt": b"", "srt": b""}) == "textgrid"
     assert pick({"mp4": b"", "json": meta}) is None
+
+
+TEXTGRID_POINTS_ONLY = """File type = "ooTextFile"
+Object class = "TextGrid"
+
+xmin = 0
+xmax = 3
+tiers? <exists>
+size = 1
+item []:
+    item [1]:
+        class = "TextTier"
+        name = "events"
+        xmin = 0
+        xmax = 3
+        points: size = 2
+        points [1]:
+            number = 0.5
+            mark = "beep"
+        points [2]:
+            number = 2.25
+            mark = "clap"
+"""
+
+
+def test_textgrid_with_point_tiers_only_says_why_it_has_no_spans(caplog) -> None:
+    # Before: "praatio could not read the TextGrid ... entry ('0.5', 'beep') is not (xmin, xmax, text)".
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        t = read_transcript(TEXTGRID_POINTS_ONLY.encode(), name="marks.TextGrid")
+    assert t.spans == () or list(t.spans) == []
+    assert "marks.TextGrid: no interval tier, only point tier(s) 'events': no spans read" in caplog.text
+
+
+def test_textgrid_with_a_point_tier_beside_its_word_tier_reads_the_words() -> None:
+    # Praat annotations often carry a point tier (tones, events) beside the interval tiers. Before, any point tier
+    # made the whole TextGrid unreadable (its (time, mark) entries were checked as intervals).
+    item = TEXTGRID_POINTS_ONLY.split("item []:")[1].replace("item [1]:", "item [2]:")
+    words = """    item [1]:
+        class = "IntervalTier"
+        name = "words"
+        xmin = 0
+        xmax = 3
+        intervals: size = 2
+        intervals [1]:
+            xmin = 0
+            xmax = 1.25
+            text = "hello"
+        intervals [2]:
+            xmin = 1.25
+            xmax = 3
+            text = "world"
+"""
+    text = TEXTGRID_POINTS_ONLY.split("size = 1")[0] + "size = 2\nitem []:\n" + words + item.lstrip("\n")
+    t = read_transcript(text.encode(), name="mixed.TextGrid")
+    assert [(w.text, w.start_seconds, w.stop_seconds) for w in t.words] == [("hello", 0.0, 1.25), ("world", 1.25, 3.0)]
