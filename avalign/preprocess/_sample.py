@@ -4,6 +4,7 @@ Output members of a sample (the contract with ``loaders.make_loader``)::
 
     <key>.<media ext>       the media bytes as they are (or re-encoded with reencode="mp4")
     <key>.align.json        the ``avalign measure`` record + "config" (seed, fps, sample_rate, methods, versions)
+                            + "reencode" with reencode="mp4" (audio copied or encoded, start shifts vs the source)
     <key>.frames.json       FrameIndex.to_json(): pts, keyframe indices, end (video only)
     <key>.transcript.json   {"spans": [{"text", "start_seconds", "stop_seconds", "words": [...]}]}
                             on the ORIGINAL transcript clock (align.json holds text_offset_ms)
@@ -14,16 +15,14 @@ JSON is written with sorted keys and no spaces, so equal inputs give equal bytes
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from typing import Literal, Optional
 
 from avalign.preprocess._inputs import InputSample, read_members
+from avalign.preprocess._reencode import reencode_mp4
 from avcore import canonical_json, dump_align_json
 from loaders.media import DEFAULT_MAX_PIXELS
-from loaders.errors import DecodeError, DecodeTimeout, SampleError, sample_error
+from loaders.errors import SampleError, sample_error
 from avalign._measure import count_words
 
 logger = logging.getLogger(__name__)
@@ -43,7 +42,8 @@ class SampleOptions:
     sample_rate: int = 16000
     """Rate for sample indices and ``num_samples`` in the record (Hz)."""
     reencode: Optional[Reencode] = None
-    """None: keep the media bytes; ``"mp4"``: H.264 + AAC in MP4, bit-exact flags, one thread."""
+    """None: keep the media bytes; ``"mp4"``: H.264 in MP4 on the source's clock, audio copied (AAC, AC-3, E-AC-3)
+    or encoded to AAC, bit-exact flags, one thread (:mod:`avalign.preprocess._reencode`)."""
     timeout_seconds: Optional[float] = 300.0
     """Give up on one sample's decode + measure after this long (watchdog child); None: no limit."""
     seed: int = 0
@@ -86,31 +86,6 @@ def run_config(options: SampleOptions) -> dict:
         "libraries": {"av": av.__version__, "libavcodec": ".".join(map(str, codec)), "numpy": numpy.__version__,
                       "soxr": soxr.__version__, "torch": torch.__version__.split("+")[0]},
     }
-
-
-def _reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -> bytes:
-    """H.264 (CRF 23, one thread) + AAC 128k in MP4 via ffmpeg, with bit-exact flags: same input → same bytes."""
-    with tempfile.TemporaryDirectory(prefix="avalign-reencode-") as tmp:
-        src, dst = os.path.join(tmp, "in"), os.path.join(tmp, "out.mp4")
-        with open(src, "wb") as handle:
-            handle.write(data)
-        command = [
-            "ffmpeg", "-v", "error", "-nostdin", "-y", "-i", src, "-map", "0:v:0?", "-map", "0:a:0?",
-            "-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "1",
-            "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2",  # 4:2:0 needs even sizes: an odd width/height gets one black line
-            "-c:a", "aac", "-b:a", "128k", "-map_metadata", "-1", "-fflags", "+bitexact",
-            "-flags:v", "+bitexact", "-flags:a", "+bitexact", "-movflags", "+faststart", dst,
-        ]
-        try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_seconds)
-        except FileNotFoundError:
-            raise DecodeError("reencode='mp4' needs the ffmpeg program on PATH; hint: install ffmpeg or pass reencode=None") from None
-        except subprocess.TimeoutExpired:
-            raise DecodeTimeout(f"{label}: ffmpeg re-encode ran past {timeout_seconds:g} s") from None
-        if proc.returncode != 0:
-            raise DecodeError(f"{label}: ffmpeg re-encode failed: {proc.stderr.strip()[-500:]}")
-        with open(dst, "rb") as handle:
-            return handle.read()
 
 
 def _transcript_json(transcript) -> dict:
@@ -194,8 +169,10 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         media = data[0]
         transcript_bytes = data[1] if sample.transcript else None
         extras = data[1 + bool(sample.transcript):]
+        reencoded = None
         if options.reencode == "mp4":
-            media = _reencode_mp4(media, label=sample.source, timeout_seconds=options.timeout_seconds)
+            reencoded = reencode_mp4(media, label=sample.source, timeout_seconds=options.timeout_seconds)
+            media = reencoded.data
         media_ext = "mp4" if options.reencode == "mp4" else sample.media_ext
         kwargs = dict(media_name=sample.source, transcript_name=f"{sample.key}.{sample.transcript_format}",
                       sample_rate=options.sample_rate, max_pixels=options.max_pixels,
@@ -210,6 +187,8 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         record["media"] = f"{sample.key}.{media_ext}"
         record["transcript"] = f"{sample.key}.transcript.json" if result["transcript"] is not None else None
         record["config"] = dict(config, methods=dict(config["methods"], av=record["av_method"], text=record["text_method"]))
+        if reencoded is not None:
+            record["reencode"] = reencoded.record()
         members = {f"{sample.key}.{media_ext}": media, f"{sample.key}.align.json": dump_align_json(record, key=sample.key)}
         if result["frames"] is not None:
             members[f"{sample.key}.frames.json"] = dumps(result["frames"])

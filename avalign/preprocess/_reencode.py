@@ -1,0 +1,204 @@
+"""``preprocess --reencode mp4``: H.264 video in MP4 on the source's clock, audio copied where MP4 holds it.
+
+The output is presented on the same clock as the source: every video frame at the source's presentation time,
+audio sample 0 at the source's first audio time, so a transcript stamped on the source's timeline lands on the
+same frames and samples before and after. How (BENCHMARKS.md, "Preprocess --reencode keeps the clock", has the
+measurements behind each choice)::
+
+    video   libx264 (CRF 23, veryfast, 4:2:0, one thread), frames passed through with their own timestamps
+            (-copyts, -fps_mode passthrough: no frame is duplicated or dropped, VFR stays VFR) in the source
+            stream's time base (-enc_time_base -1; the MP4 track timescale is that base, doubled up to >= 10000).
+            An odd width or height gets one black column / row on the right / bottom (4:2:0 needs even sizes);
+            pixel (x, y) of the source stays at (x, y).
+    audio   AAC, AC-3, E-AC-3: copied bit for bit (their MP4 timing is the source's: same first sample time,
+            same sample count). Anything else (PCM, Opus, MP3, Vorbis, FLAC, ...) is encoded to AAC 128 kb/s:
+            its 1024 priming samples are skipped by the audio edit list (FFmpeg's muxer does so only for a
+            start at 0; :mod:`._mp4_edits` rewrites it for later starts), so sample 0 is at the source's
+            first audio time; the last AAC frame is padded, so up to 1023 samples of encoder
+            padding follow the source's last sample (their times are after the source's end; no sample moves).
+    clock   the movie timescale is a common multiple of the video and audio timescales, so the edit lists that
+            hold non-zero start times (5 s, 1.44 s of an MPEG-TS, 100000 s) are exact, not rounded to 1 ms.
+
+The result is measured, not assumed: the first video frame's and the first audio sample's presentation times of
+the output are compared with the source's (decoded with PyAV, as the loaders decode them), and the differences
+are returned as :class:`Reencoded` ``video_start_shift_ms`` / ``audio_start_shift_ms``, which ``preprocess``
+writes to ``align.json`` (``reencode``). They are 0 for every case measured; a source whose timing MP4 cannot
+hold (an audio or video start before 0: an MP4 edit list cannot present negative times) gives a non-zero
+value and a warning, never a silent shift. Same input, same bytes: bit-exact flags, one thread, and the edit
+list rewrite is a pure function of the muxed file.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Optional
+
+from avalign.preprocess._mp4_edits import skip_priming
+from loaders.errors import DecodeError, DecodeTimeout
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AUDIO_COPY_CODECS", "AAC_PRIMING_SAMPLES", "Reencoded", "reencode_mp4"]
+
+AUDIO_COPY_CODECS = ("aac", "ac3", "eac3")
+"""Audio codecs copied into the MP4 unchanged (FFmpeg codec names): their first sample time and sample count
+in MP4 are the source's. Opus and MP3 are not among them: copied into MP4 from Matroska / MP3 files they move
+(Opus: 0.5 ms, ms-rounded Matroska timestamps; MP3: the decoder delay is presented, 23 ms at 48 kHz)."""
+AAC_PRIMING_SAMPLES = 1024
+"""Priming of FFmpeg's AAC encoder (``initial_padding``), skipped by the audio edit list."""
+_MAX_TIMESCALE = (1 << 31) - 1
+_SHIFT_DIGITS = 6
+"""Shifts are rounded to 1 ns (in ms: 6 decimals), so equal inputs give equal ``align.json`` bytes."""
+
+
+@dataclass(frozen=True)
+class Reencoded:
+    """The re-encoded MP4 and how its clock compares with the source's."""
+
+    data: bytes
+    """The MP4 file's bytes."""
+    audio: Optional[str]
+    """``"copy"`` (the source's audio stream, unchanged), ``"aac"`` (encoded) or None (no audio stream)."""
+    video_start_shift_ms: Optional[float]
+    """First video frame's presentation time, output minus source (ms; 0: same clock); None without video."""
+    audio_start_shift_ms: Optional[float]
+    """First audio sample's presentation time, output minus source (ms; 0: same clock); None without audio."""
+
+    def record(self) -> dict:
+        """The ``reencode`` block of ``align.json`` (avcore's schema module documents it)."""
+        return {"audio": self.audio, "video_start_shift_ms": self.video_start_shift_ms,
+                "audio_start_shift_ms": self.audio_start_shift_ms}
+
+
+@dataclass(frozen=True)
+class _Streams:
+    """What the command depends on, read from the source's header (first video and first audio stream)."""
+
+    video_timescale: Optional[int]
+    """Ticks per second of the MP4 video track: the source stream's time base, doubled up to >= 10000."""
+    audio_codec: Optional[str]
+    audio_sample_rate: Optional[int]
+
+
+def _probe(path: str) -> _Streams:
+    import av
+
+    with av.open(path) as container:
+        video = container.streams.video[0] if container.streams.video else None
+        audio = container.streams.audio[0] if container.streams.audio else None
+        timescale = None
+        if video is not None and video.time_base:
+            timescale = Fraction(video.time_base).denominator
+            while timescale < 10000:  # as FFmpeg's MP4 muxer does for a coarse base
+                timescale *= 2
+        if audio is None:
+            return _Streams(video_timescale=timescale, audio_codec=None, audio_sample_rate=None)
+        return _Streams(video_timescale=timescale, audio_codec=audio.codec_context.name,
+                        audio_sample_rate=int(audio.codec_context.sample_rate or 0) or None)
+
+
+def _movie_timescale(streams: _Streams) -> int:
+    """A common multiple of the track timescales (their edit lists are then exact), within 32 bits; else the
+    largest of them (a start may then round: the measured shift says by how much)."""
+    scales = [s for s in (streams.video_timescale, streams.audio_sample_rate) if s]
+    if not scales:
+        return 1000
+    common = math.lcm(*scales)
+    return common if common <= _MAX_TIMESCALE else max(scales)
+
+
+def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool) -> list[str]:
+    video = []
+    if streams.video_timescale:
+        video = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "1",
+                 "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2",  # 4:2:0 needs even sizes: one black column / row
+                 "-fps_mode", "passthrough", "-enc_time_base:v", "-1",
+                 "-video_track_timescale", str(streams.video_timescale), "-flags:v", "+bitexact"]
+    audio = []
+    if streams.audio_codec:
+        audio = ["-c:a", "copy"] if copy_audio else ["-c:a", "aac", "-b:a", "128k", "-flags:a", "+bitexact"]
+    return ["ffmpeg", "-v", "error", "-nostdin", "-y", "-copyts", "-i", src, "-map", "0:v:0?", "-map", "0:a:0?",
+            *video, *audio, "-map_metadata", "-1", "-fflags", "+bitexact",
+            "-movie_timescale", str(_movie_timescale(streams)), "-movflags", "+faststart", dst]
+
+
+def _first_times(path: str) -> tuple[Optional[float], Optional[float]]:
+    """Presentation time (s) of the first decoded video frame and of the first decoded audio sample, as the
+    loaders' PyAV readers see them (None: no such stream, or no timestamp)."""
+    import av
+
+    times: list[Optional[float]] = []
+    for kind in ("video", "audio"):
+        with av.open(path) as container:
+            streams = getattr(container.streams, kind)
+            first = None
+            if streams:
+                for frame in container.decode(streams[0]):
+                    if kind == "audio" and frame.samples == 0:
+                        continue
+                    first = frame.time
+                    break
+            times.append(None if first is None else float(first))
+    return times[0], times[1]
+
+
+def _shift_ms(out: Optional[float], src: Optional[float]) -> Optional[float]:
+    if out is None or src is None:
+        return None
+    return round((out - src) * 1000.0, _SHIFT_DIGITS) + 0.0  # + 0.0: no "-0.0" in the JSON
+
+
+def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -> Reencoded:
+    """``data`` (any media FFmpeg reads) as H.264 + AAC/AC-3/E-AC-3 in MP4 on the source's clock (module docstring).
+
+    Raises:
+        DecodeError: no ffmpeg on PATH, or ffmpeg / the source's header failed (the message has ffmpeg's error).
+        DecodeTimeout: ffmpeg ran past ``timeout_seconds``.
+    """
+    import av
+
+    with tempfile.TemporaryDirectory(prefix="avalign-reencode-") as tmp:
+        src, dst = os.path.join(tmp, "in"), os.path.join(tmp, "out.mp4")
+        with open(src, "wb") as handle:
+            handle.write(data)
+        try:
+            streams = _probe(src)
+            src_video, src_audio = _first_times(src)
+        except (av.FFmpegError, OSError, ValueError) as e:
+            raise DecodeError(f"{label}: cannot read the media to re-encode it: {e}") from e
+        copy_audio = streams.audio_codec in AUDIO_COPY_CODECS
+        try:
+            proc = subprocess.run(_command(src, dst, streams, copy_audio=copy_audio), capture_output=True, text=True,
+                                  timeout=timeout_seconds)
+        except FileNotFoundError:
+            raise DecodeError("reencode='mp4' needs the ffmpeg program on PATH; hint: install ffmpeg or pass reencode=None") from None
+        except subprocess.TimeoutExpired:
+            raise DecodeTimeout(f"{label}: ffmpeg re-encode ran past {timeout_seconds:g} s") from None
+        if proc.returncode != 0:
+            raise DecodeError(f"{label}: ffmpeg re-encode failed: {proc.stderr.strip()[-500:]}")
+        with open(dst, "rb") as handle:
+            out = handle.read()
+        out_video, out_audio = _first_times(dst)
+        if streams.audio_codec and not copy_audio and src_audio is not None and out_audio is not None:
+            presented = round((src_audio - out_audio) * streams.audio_sample_rate)
+            if 0 < presented <= AAC_PRIMING_SAMPLES:  # (some of) the priming is presented: skip it (_mp4_edits)
+                out = skip_priming(out, presented_samples=presented, priming_samples=AAC_PRIMING_SAMPLES)
+                with open(dst, "wb") as handle:
+                    handle.write(out)
+                out_audio = _first_times(dst)[1]
+    result = Reencoded(data=out, audio=None if not streams.audio_codec else "copy" if copy_audio else "aac",
+                       video_start_shift_ms=_shift_ms(out_video, src_video),
+                       audio_start_shift_ms=_shift_ms(out_audio, src_audio))
+    half_tick_ms = {"video_start_shift_ms": 500.0 / (streams.video_timescale or 1),
+                    "audio_start_shift_ms": 500.0 / (streams.audio_sample_rate or 1)}
+    for name, tolerance_ms in half_tick_ms.items():
+        shift = getattr(result, name)
+        if shift is not None and abs(shift) > tolerance_ms:
+            logger.warning("%s: the re-encoded MP4 moved the %s start by %g ms (MP4 cannot hold the source's timing); "
+                           "recorded in align.json's reencode.%s", label, name.split("_")[0], shift, name)
+    return result
