@@ -11,8 +11,10 @@ _EXPORTS = {
     "InputSample": "avalign.preprocess._inputs",
     "LOCK_NAME": "avalign.preprocess._lock",
     "PreprocessResult": "avalign.preprocess._run",
+    "Reencoded": "avalign.preprocess._reencode",
     "SampleOptions": "avalign.preprocess._sample",
     "add_parser": "avalign.preprocess._cli",
+    "audio_edit_list": "avalign.preprocess._mp4_edits",
     "format_result": "avalign.preprocess._cli",
     "is_transcript_json": "avalign.preprocess._inputs",
     "list_inputs": "avalign.preprocess._inputs",
@@ -20,6 +22,8 @@ _EXPORTS = {
     "plan_shards": "avalign.preprocess._run",
     "preprocess": "avalign.preprocess._run",
     "process_sample": "avalign.preprocess._sample",
+    "reencode_mp4": "avalign.preprocess._reencode",
+    "skip_priming": "avalign.preprocess._mp4_edits",
 }
 __all__ = sorted(_EXPORTS)
 

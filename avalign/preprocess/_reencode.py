@@ -52,6 +52,9 @@ in MP4 are the source's. Opus and MP3 are not among them: copied into MP4 from M
 AAC_PRIMING_SAMPLES = 1024
 """Priming of FFmpeg's AAC encoder (``initial_padding``), skipped by the audio edit list."""
 _MAX_TIMESCALE = (1 << 31) - 1
+_OFFSET_STEP_SECONDS = Fraction(1, 5)
+"""A source that starts before 0 is moved later by whole steps of this (a whole number of ticks of the usual
+time bases: 1/1000, 1/25, 1/15360, 1/90000, 1/30000 and 16, 44.1, 48 kHz)."""
 _SHIFT_DIGITS = 6
 """Shifts are rounded to 1 ns (in ms: 6 decimals), so equal inputs give equal ``align.json`` bytes."""
 
@@ -112,7 +115,15 @@ def _movie_timescale(streams: _Streams) -> int:
     return common if common <= _MAX_TIMESCALE else max(scales)
 
 
-def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool) -> list[str]:
+def _start_offset_seconds(*first_seconds: Optional[float]) -> Fraction:
+    """0, or the whole multiple of :data:`_OFFSET_STEP_SECONDS` that moves the earliest first time to >= 0."""
+    earliest = min((t for t in first_seconds if t is not None), default=0.0)
+    if earliest >= 0:
+        return Fraction(0)
+    return math.ceil(-earliest / _OFFSET_STEP_SECONDS) * _OFFSET_STEP_SECONDS
+
+
+def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool, offset_seconds: Fraction) -> list[str]:
     video = []
     if streams.video_timescale:
         video = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "1",
@@ -124,6 +135,7 @@ def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool) -> list
         audio = ["-c:a", "copy"] if copy_audio else ["-c:a", "aac", "-b:a", "128k", "-flags:a", "+bitexact"]
     return ["ffmpeg", "-v", "error", "-nostdin", "-y", "-copyts", "-i", src, "-map", "0:v:0?", "-map", "0:a:0?",
             *video, *audio, "-map_metadata", "-1", "-fflags", "+bitexact",
+            *(["-output_ts_offset", f"{float(offset_seconds):.6f}"] if offset_seconds else []),
             "-movie_timescale", str(_movie_timescale(streams)), "-movflags", "+faststart", dst]
 
 
@@ -172,8 +184,10 @@ def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -
         except (av.FFmpegError, OSError, ValueError) as e:
             raise DecodeError(f"{label}: cannot read the media to re-encode it: {e}") from e
         copy_audio = streams.audio_codec in AUDIO_COPY_CODECS
+        offset_seconds = _start_offset_seconds(src_video, src_audio)
+        command = _command(src, dst, streams, copy_audio=copy_audio, offset_seconds=offset_seconds)
         try:
-            proc = subprocess.run(_command(src, dst, streams, copy_audio=copy_audio), capture_output=True, text=True,
+            proc = subprocess.run(command, capture_output=True, text=True,
                                   timeout=timeout_seconds)
         except FileNotFoundError:
             raise DecodeError("reencode='mp4' needs the ffmpeg program on PATH; hint: install ffmpeg or pass reencode=None") from None
@@ -185,7 +199,7 @@ def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -
             out = handle.read()
         out_video, out_audio = _first_times(dst)
         if streams.audio_codec and not copy_audio and src_audio is not None and out_audio is not None:
-            presented = round((src_audio - out_audio) * streams.audio_sample_rate)
+            presented = round((src_audio + float(offset_seconds) - out_audio) * streams.audio_sample_rate)
             if 0 < presented <= AAC_PRIMING_SAMPLES:  # (some of) the priming is presented: skip it (_mp4_edits)
                 out = skip_priming(out, presented_samples=presented, priming_samples=AAC_PRIMING_SAMPLES)
                 with open(dst, "wb") as handle:
