@@ -138,7 +138,7 @@ def content_lag_samples(src, out) -> int:
     x = src.samples[0].numpy().astype(np.float64)
     y = out.samples[0].numpy().astype(np.float64)
     offset = round((out.start_seconds - src.start_seconds) * rate)
-    n = 1 << (len(x) + len(y) + abs(offset)).bit_length()
+    n = 1 << (len(x) + len(y)).bit_length()
     c = np.fft.irfft(np.fft.rfft(x, n).conj() * np.fft.rfft(y, n), n)
     k = int(np.argmax(c))
     return (k if k < n // 2 else k - n) + offset
