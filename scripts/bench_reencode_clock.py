@@ -166,13 +166,39 @@ def _measure(path: Path) -> float:
     return avalign.measure(str(path))["av_offset_ms"]
 
 
+def _cost(paths: list[Path], repeats: int) -> int:
+    with tempfile.TemporaryDirectory(prefix="bench-reencode-") as tmp:
+        work = Path(tmp)
+        _after(paths[0], work / "warm-up.mp4")
+        print("| media | CPU s before | CPU s after | ratio | wall s before | wall s after | bytes before | bytes after |")
+        print("|---|---|---|---|---|---|---|---|")
+        for path in paths:
+            cpu, wall, size = {"before": [], "after": []}, {"before": [], "after": []}, {}
+            for _ in range(repeats):
+                for variant in ("before", "after"):
+                    dst = work / f"{variant}.mp4"
+                    cpu0, t0 = _cpu(), time.perf_counter()
+                    _before(path, dst) if variant == "before" else _after(path, dst)
+                    cpu[variant].append(_cpu() - cpu0)
+                    wall[variant].append(time.perf_counter() - t0)
+                    size[variant] = dst.stat().st_size
+            b, a = statistics.median(cpu["before"]), statistics.median(cpu["after"])
+            print(f"| {path.name} | {b:.3f} | {a:.3f} | {a / b:.2f} | {statistics.median(wall['before']):.3f} | "
+                  f"{statistics.median(wall['after']):.3f} | {size['before']} | {size['after']} |", flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", action="store_true", help="list the case names and exit")
     parser.add_argument("--only", action="append", default=[], help="run only these cases (repeatable)")
     parser.add_argument("--sample-data", action="store_true", help="also avalign measure sample_data/clip0*")
+    parser.add_argument("--cost", nargs="+", metavar="MEDIA", help="only the cost: re-encode these files before / "
+                        "after alternately, --repeats times each; medians of CPU and wall seconds")
     args = parser.parse_args()
+    if args.cost:
+        return _cost([Path(p) for p in args.cost], args.repeats)
     if args.cases:
         print("\n".join(CASES))
         return 0
