@@ -7,6 +7,16 @@ preprocess's ``config``; what readers rely on, and what is checked on both sides
 - the clock values ``av_offset_ms``, ``drift_ppm``, ``text_offset_ms``: each null (abstained / unknown) or a finite
   number (JSON has no NaN: a non-finite value is refused on writing and on reading).
 
+Optional blocks a reader may use (absent in records written before them):
+
+- ``reencode`` (``avalign preprocess --reencode mp4`` only): ``{"audio": "copy" | "aac" | null,
+  "video_start_delta_ms": float | null, "audio_start_delta_ms": float | null}``: how the audio was written, and
+  the first video frame's / first audio sample's presentation time in the written media minus the source's
+  (measured by decoding both; null where the stream is absent). The written media is on the source's clock,
+  which the transcript members are stamped on: a delta is 0, or under half a tick where the MP4 timescale
+  rounds a start, or positive where media before time 0 was not kept (MP4 cannot present it; the kept frames
+  and samples keep their times). A reader needs to shift nothing; a delta over half a tick was logged.
+
 A record that breaks this is a counted skip with reason ``align_json`` (``SampleError``), never a crash later on.
 """
 from __future__ import annotations

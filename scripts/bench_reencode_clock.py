@@ -227,14 +227,14 @@ def main() -> int:
                    "source": f"{source_pts.size} frames from {source_pts[0]:.4f} s" if source_pts.size else "no video",
                    "before": _clock(src, work / f"{src.name}.before.mp4"),
                    "after": _clock(src, work / f"{src.name}.after.mp4"),
-                   "shifts ms": (record["video_start_shift_ms"], record["audio_start_shift_ms"]),
+                   "deltas ms": (record["video_start_delta_ms"], record["audio_start_delta_ms"]),
                    "cpu s": (statistics.median(cost["before"][0]), statistics.median(cost["after"][0])),
                    "wall s": (statistics.median(cost["before"][1]), statistics.median(cost["after"][1]))}
             rows.append(row)
             print(json.dumps(row, ensure_ascii=False), flush=True)
         keys = ["frames", "max |Δpts| ms", "first pts s", "audio start Δ ms", "samples Δ", "content lag (samples)"]
         print("\n| source | frames | audio after | " + " | ".join(f"{k} before / after" for k in keys)
-              + " | recorded shift ms (video, audio) | CPU s before → after | wall s before → after |")
+              + " | align.json reencode start delta ms (video, audio) | CPU s before → after | wall s before → after |")
         print("|" + "---|" * (len(keys) + 6))
         for row in rows:
             cells = []
@@ -242,7 +242,7 @@ def main() -> int:
                 b, a = row["before"].get(k, "-"), row["after"].get(k, "-")
                 cells.append(f"{b} / {a}")
             print(f"| {row['case']} | {row['source']} | {row['audio']} | " + " | ".join(cells)
-                  + f" | {row['shifts ms'][0]}, {row['shifts ms'][1]}"
+                  + f" | {row['deltas ms'][0]}, {row['deltas ms'][1]}"
                   + f" | {row['cpu s'][0]:.3f} → {row['cpu s'][1]:.3f} | {row['wall s'][0]:.3f} → {row['wall s'][1]:.3f} |")
         if args.sample_data:
             truth = json.loads((REPO / "sample_data" / "truth.json").read_text())["clips"]

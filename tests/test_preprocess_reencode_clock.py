@@ -113,7 +113,7 @@ def test_every_frame_keeps_its_presentation_time(sources, reencoded, name):
     np.testing.assert_allclose(got, expected, rtol=0, atol=half_tick)
     decoded = loaders.read_video(str(out)).pts_seconds.numpy()  # what the loaders give
     np.testing.assert_allclose(decoded, expected, rtol=0, atol=half_tick)
-    assert result.video_start_shift_ms == pytest.approx(0.0, abs=half_tick * 1000)
+    assert result.video_start_delta_ms == pytest.approx(0.0, abs=half_tick * 1000)
 
 
 def test_an_avi_with_b_frames_keeps_its_frame_times(media_dir, reencoded):
@@ -123,7 +123,7 @@ def test_an_avi_with_b_frames_keeps_its_frame_times(media_dir, reencoded):
     assert got.shape == expected.shape
     known = ~np.isnan(expected)
     np.testing.assert_allclose(got[known], expected[known], rtol=0, atol=float(_time_base(media_dir / "bframes.avi")) / 2)
-    assert result.audio == "aac" and result.audio_start_shift_ms == 0.0
+    assert result.audio == "aac" and result.audio_start_delta_ms == 0.0
 
 
 # ------------------------------------------------------------------------------------------------------ audio
@@ -150,7 +150,7 @@ def test_audio_sample_0_keeps_its_time_and_no_sample_moves(sources, reencoded, n
         else:
             assert 0 <= extra < 1024, backend  # AAC's last frame is padded after the source's last sample
     assert _content_lag_samples(source, got) == 0
-    assert result.audio_start_shift_ms == pytest.approx(0.0, abs=500 / rate)
+    assert result.audio_start_delta_ms == pytest.approx(0.0, abs=500 / rate)
 
 
 def test_the_aac_priming_is_skipped_by_the_edit_list(sources, reencoded):
@@ -170,20 +170,23 @@ def test_the_aac_priming_is_skipped_by_the_edit_list(sources, reencoded):
         assert float(ffprobe_start) == pytest.approx(source_start, abs=1e-6)
 
 
-def test_a_source_before_zero_is_moved_whole_and_the_shift_recorded(sources, reencoded, caplog):
-    # MP4 cannot present times before 0. Before: the video stayed, the audio's first 50 ms were cut and its start
-    # moved +50 ms, silently. Now: both streams move by the same whole step (200 ms), recorded and logged.
+def test_audio_before_zero_is_dropped_and_the_rest_keeps_its_time(sources, reencoded, caplog):
+    # MP4 cannot present times before 0. Before: the first 50 ms were cut by an edit list the readers disagree on
+    # (PyAV: sample 0 at +0.33 ms, torchcodec: -7 ms; the content 16 samples late), silently. Now: the audio is
+    # encoded from the sample that belongs at 0, every kept sample at its source time; +50 ms recorded and logged.
     with caplog.at_level(logging.WARNING):
         out, result = reencoded("pcm_at_-0.05.mkv")
-    assert (result.video_start_shift_ms, result.audio_start_shift_ms) == (200.0, 200.0)
-    np.testing.assert_allclose(ffprobe_frame_times(out), ffprobe_frame_times(sources / "pcm_at_-0.05.mkv") + 0.2,
+    assert (result.video_start_delta_ms, result.audio_start_delta_ms) == (0.0, 50.0)
+    np.testing.assert_allclose(ffprobe_frame_times(out), ffprobe_frame_times(sources / "pcm_at_-0.05.mkv"),
                                rtol=0, atol=1e-6)
     source = loaders.read_audio(str(sources / "pcm_at_-0.05.mkv"))
-    got = loaders.read_audio(str(out))
     assert source.start_seconds == pytest.approx(-0.05)
-    assert got.start_seconds == pytest.approx(source.start_seconds + 0.2, abs=0.5 / source.sample_rate)
-    assert _content_lag_samples(source, got) == round(0.2 * source.sample_rate)  # the A/V relation is kept
-    assert any("moved the audio start by 200 ms" in r.getMessage() for r in caplog.records)
+    for backend in ("pyav", "auto"):
+        got = loaders.read_audio(str(out), backend=backend)
+        assert got.start_seconds == pytest.approx(0.0, abs=0.5 / source.sample_rate), backend
+        assert _content_lag_samples(source, got) == 0, backend
+    assert any("first audio time is +50 ms from the source's (media before 0 is not kept" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_reencode_gives_the_same_bytes_twice(sources, reencoded):
@@ -232,7 +235,7 @@ def test_a_transcript_word_lands_on_the_same_frame(sources, tmp_path):
     output_pts = loaders.read_video(media).pts_seconds.numpy()
     assert frame_of(source_pts) == frame_of(output_pts) == 15
     assert output_pts[15] == pytest.approx(source_pts[15], abs=1e-9)
-    assert align["reencode"] == {"audio": "copy", "video_start_shift_ms": 0.0, "audio_start_shift_ms": 0.0}
+    assert align["reencode"] == {"audio": "copy", "video_start_delta_ms": 0.0, "audio_start_delta_ms": 0.0}
     assert align["video"]["start_seconds"] == pytest.approx(5.0)
 
 

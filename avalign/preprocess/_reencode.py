@@ -19,13 +19,17 @@ measurements behind each choice)::
     clock   the movie timescale is a common multiple of the video and audio timescales, so the edit lists that
             hold non-zero start times (5 s, 1.44 s of an MPEG-TS, 100000 s) are exact, not rounded to 1 ms.
 
+Media before time 0 is not kept (an MP4 edit list cannot present negative times): audio that starts at -50 ms
+is encoded from the sample that belongs at 0 (``atrim``), so every kept sample keeps its time.
+
 The result is measured, not assumed: the first video frame's and the first audio sample's presentation times of
 the output are compared with the source's (decoded with PyAV, as the loaders decode them), and the differences
-are returned as :class:`Reencoded` ``video_start_shift_ms`` / ``audio_start_shift_ms``, which ``preprocess``
-writes to ``align.json`` (``reencode``). They are 0 for every case measured; a source whose timing MP4 cannot
-hold (an audio or video start before 0: an MP4 edit list cannot present negative times) gives a non-zero
-value and a warning, never a silent shift. Same input, same bytes: bit-exact flags, one thread, and the edit
-list rewrite is a pure function of the muxed file.
+are returned as :class:`Reencoded` ``video_start_delta_ms`` / ``audio_start_delta_ms``, which ``preprocess``
+writes to ``align.json`` (``reencode``). They are 0 for every case measured, except that a source starting
+before 0 gives the positive delta of what was dropped (logged as a warning), and a start that the MP4 track
+timescale cannot hold gives its rounding (under half a tick: a mkv audio start of 0.477 s at 44.1 kHz is
++0.0068 ms). Same input, same bytes: bit-exact flags, one thread, and the edit-list rewrite is a pure
+function of the muxed file.
 """
 from __future__ import annotations
 
@@ -52,9 +56,6 @@ in MP4 are the source's. Opus and MP3 are not among them: copied into MP4 from M
 AAC_PRIMING_SAMPLES = 1024
 """Priming of FFmpeg's AAC encoder (``initial_padding``), skipped by the audio edit list."""
 _MAX_TIMESCALE = (1 << 31) - 1
-_OFFSET_STEP_SECONDS = Fraction(1, 5)
-"""A source that starts before 0 is moved later by whole steps of this (a whole number of ticks of the usual
-time bases: 1/1000, 1/25, 1/15360, 1/90000, 1/30000 and 16, 44.1, 48 kHz)."""
 _SHIFT_DIGITS = 6
 """Shifts are rounded to 1 ns (in ms: 6 decimals), so equal inputs give equal ``align.json`` bytes."""
 
@@ -67,15 +68,17 @@ class Reencoded:
     """The MP4 file's bytes."""
     audio: Optional[str]
     """``"copy"`` (the source's audio stream, unchanged), ``"aac"`` (encoded) or None (no audio stream)."""
-    video_start_shift_ms: Optional[float]
-    """First video frame's presentation time, output minus source (ms; 0: same clock); None without video."""
-    audio_start_shift_ms: Optional[float]
-    """First audio sample's presentation time, output minus source (ms; 0: same clock); None without audio."""
+    video_start_delta_ms: Optional[float]
+    """First video frame's presentation time, output minus source (ms; 0: the same first frame at the same
+    time); None without video."""
+    audio_start_delta_ms: Optional[float]
+    """First audio sample's presentation time, output minus source (ms; 0: sample 0 at the same time; > 0:
+    samples before time 0 were not kept); None without audio."""
 
     def record(self) -> dict:
         """The ``reencode`` block of ``align.json`` (avcore's schema module documents it)."""
-        return {"audio": self.audio, "video_start_shift_ms": self.video_start_shift_ms,
-                "audio_start_shift_ms": self.audio_start_shift_ms}
+        return {"audio": self.audio, "video_start_delta_ms": self.video_start_delta_ms,
+                "audio_start_delta_ms": self.audio_start_delta_ms}
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ def _probe(path: str) -> _Streams:
 
 def _movie_timescale(streams: _Streams) -> int:
     """A common multiple of the track timescales (their edit lists are then exact), within 32 bits; else the
-    largest of them (a start may then round: the measured shift says by how much)."""
+    largest of them (a start may then round: the measured delta says by how much)."""
     scales = [s for s in (streams.video_timescale, streams.audio_sample_rate) if s]
     if not scales:
         return 1000
@@ -115,15 +118,7 @@ def _movie_timescale(streams: _Streams) -> int:
     return common if common <= _MAX_TIMESCALE else max(scales)
 
 
-def _start_offset_seconds(*first_seconds: Optional[float]) -> Fraction:
-    """0, or the whole multiple of :data:`_OFFSET_STEP_SECONDS` that moves the earliest first time to >= 0."""
-    earliest = min((t for t in first_seconds if t is not None), default=0.0)
-    if earliest >= 0:
-        return Fraction(0)
-    return math.ceil(-earliest / _OFFSET_STEP_SECONDS) * _OFFSET_STEP_SECONDS
-
-
-def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool, offset_seconds: Fraction) -> list[str]:
+def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool, drop_samples: int) -> list[str]:
     video = []
     if streams.video_timescale:
         video = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "1",
@@ -133,9 +128,10 @@ def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool, offset_
     audio = []
     if streams.audio_codec:
         audio = ["-c:a", "copy"] if copy_audio else ["-c:a", "aac", "-b:a", "128k", "-flags:a", "+bitexact"]
+        if drop_samples:  # the samples before time 0 (MP4 cannot present them); sample `drop_samples` is at 0
+            audio += ["-af", f"atrim=start_sample={drop_samples},asetpts=N/SR/TB"]
     return ["ffmpeg", "-v", "error", "-nostdin", "-y", "-copyts", "-i", src, "-map", "0:v:0?", "-map", "0:a:0?",
             *video, *audio, "-map_metadata", "-1", "-fflags", "+bitexact",
-            *(["-output_ts_offset", f"{float(offset_seconds):.6f}"] if offset_seconds else []),
             "-movie_timescale", str(_movie_timescale(streams)), "-movflags", "+faststart", dst]
 
 
@@ -159,7 +155,7 @@ def _first_times(path: str) -> tuple[Optional[float], Optional[float]]:
     return times[0], times[1]
 
 
-def _shift_ms(out: Optional[float], src: Optional[float]) -> Optional[float]:
+def _delta_ms(out: Optional[float], src: Optional[float]) -> Optional[float]:
     if out is None or src is None:
         return None
     return round((out - src) * 1000.0, _SHIFT_DIGITS) + 0.0  # + 0.0: no "-0.0" in the JSON
@@ -183,9 +179,11 @@ def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -
             src_video, src_audio = _first_times(src)
         except (av.FFmpegError, OSError, ValueError) as e:
             raise DecodeError(f"{label}: cannot read the media to re-encode it: {e}") from e
-        copy_audio = streams.audio_codec in AUDIO_COPY_CODECS
-        offset_seconds = _start_offset_seconds(src_video, src_audio)
-        command = _command(src, dst, streams, copy_audio=copy_audio, offset_seconds=offset_seconds)
+        drop_samples = 0
+        if src_audio is not None and src_audio < 0 and streams.audio_sample_rate:
+            drop_samples = round(-src_audio * streams.audio_sample_rate)
+        copy_audio = streams.audio_codec in AUDIO_COPY_CODECS and not drop_samples
+        command = _command(src, dst, streams, copy_audio=copy_audio, drop_samples=drop_samples)
         try:
             proc = subprocess.run(command, capture_output=True, text=True,
                                   timeout=timeout_seconds)
@@ -199,20 +197,21 @@ def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -
             out = handle.read()
         out_video, out_audio = _first_times(dst)
         if streams.audio_codec and not copy_audio and src_audio is not None and out_audio is not None:
-            presented = round((src_audio + float(offset_seconds) - out_audio) * streams.audio_sample_rate)
+            first = max(src_audio, 0.0)  # where sample 0 of the written audio belongs
+            presented = round((first - out_audio) * streams.audio_sample_rate)
             if 0 < presented <= AAC_PRIMING_SAMPLES:  # (some of) the priming is presented: skip it (_mp4_edits)
                 out = skip_priming(out, presented_samples=presented, priming_samples=AAC_PRIMING_SAMPLES)
                 with open(dst, "wb") as handle:
                     handle.write(out)
                 out_audio = _first_times(dst)[1]
     result = Reencoded(data=out, audio=None if not streams.audio_codec else "copy" if copy_audio else "aac",
-                       video_start_shift_ms=_shift_ms(out_video, src_video),
-                       audio_start_shift_ms=_shift_ms(out_audio, src_audio))
-    half_tick_ms = {"video_start_shift_ms": 500.0 / (streams.video_timescale or 1),
-                    "audio_start_shift_ms": 500.0 / (streams.audio_sample_rate or 1)}
-    for name, tolerance_ms in half_tick_ms.items():
-        shift = getattr(result, name)
-        if shift is not None and abs(shift) > tolerance_ms:
-            logger.warning("%s: the re-encoded MP4 moved the %s start by %g ms (MP4 cannot hold the source's timing); "
-                           "recorded in align.json's reencode.%s", label, name.split("_")[0], shift, name)
+                       video_start_delta_ms=_delta_ms(out_video, src_video),
+                       audio_start_delta_ms=_delta_ms(out_audio, src_audio))
+    checks = (("video", result.video_start_delta_ms, src_video, streams.video_timescale),
+              ("audio", result.audio_start_delta_ms, src_audio, streams.audio_sample_rate))
+    for kind, delta, source_seconds, ticks_per_second in checks:
+        if delta is not None and abs(delta) > 500.0 / (ticks_per_second or 1):  # over half a tick
+            why = "media before 0 is not kept: MP4 cannot present it" if source_seconds < 0 else "not exact"
+            logger.warning("%s: the re-encoded MP4's first %s time is %+g ms from the source's (%s); recorded in "
+                           "align.json's reencode.%s_start_delta_ms", label, kind, delta, why, kind)
     return result

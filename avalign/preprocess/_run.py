@@ -265,7 +265,8 @@ def preprocess(
         ray_address: Ray cluster address (``"auto"``, ``"ray://host:10001"``); None starts a local instance.
         samples_per_shard: samples per output shard (the last may hold fewer, failed samples make it shorter).
         sample_rate: rate for the sample indices in ``align.json`` and ``num_samples`` in the manifest.
-        reencode: None keeps the media bytes; ``"mp4"`` re-encodes to H.264 + AAC (deterministic flags).
+        reencode: None keeps the media bytes; ``"mp4"`` re-encodes to H.264 in MP4 on the source's clock, audio
+            copied (AAC, AC-3, E-AC-3) or encoded to AAC (deterministic flags; ``reencode_mp4``).
         dry_run: list what would be done, write nothing.
         on_error: ``"skip"`` records bad samples in ``skipped.jsonl`` (each logged once); ``"raise"`` stops at
             the first, naming the input: shard-level problems (hostile or duplicate members, truncated tar) raise
