@@ -239,10 +239,11 @@ def test_a_transcript_word_lands_on_the_same_frame(sources, tmp_path):
     assert align["video"]["start_seconds"] == pytest.approx(5.0)
 
 
-@pytest.mark.parametrize("key", ["clip01"])
+@pytest.mark.parametrize("key", ["clip01", "clip02", "clip03"])
 def test_a_clip_with_known_offset_measures_the_same_after(key, tmp_path):
-    # sample_data/clip01.mkv (avalign.synth: truth -85 ms; H.264 at 29.97 + Opus, video from 7 ms): measured
-    # -82.5 on the source; the re-encode of main gave -68.8 ms. Now the Opus is encoded to AAC on the same clock.
+    # sample_data (avalign.synth, known truth). clip01.mkv: H.264 at 29.97 + Opus, video from 7 ms, truth -85 ms:
+    # -82.5 measured on the source, -68.8 after main's re-encode. clip02.webm: VP9 + Opus, truth 0: -2.2, then
+    # +11.8. clip03.mov: AAC from 0.376 s (copied now), truth 260: 258.9, then 258.3. Opus is encoded to AAC.
     import avalign
     from avalign.preprocess import reencode_mp4
 

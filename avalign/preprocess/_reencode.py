@@ -85,6 +85,7 @@ class Reencoded:
 class _Streams:
     """What the command depends on, read from the source's header (first video and first audio stream)."""
 
+    has_video: bool
     video_timescale: Optional[int]
     """Ticks per second of the MP4 video track: the source stream's time base, doubled up to >= 10000."""
     audio_codec: Optional[str]
@@ -103,8 +104,9 @@ def _probe(path: str) -> _Streams:
             while timescale < 10000:  # as FFmpeg's MP4 muxer does for a coarse base
                 timescale *= 2
         if audio is None:
-            return _Streams(video_timescale=timescale, audio_codec=None, audio_sample_rate=None)
-        return _Streams(video_timescale=timescale, audio_codec=audio.codec_context.name,
+            return _Streams(has_video=video is not None, video_timescale=timescale, audio_codec=None,
+                            audio_sample_rate=None)
+        return _Streams(has_video=video is not None, video_timescale=timescale, audio_codec=audio.codec_context.name,
                         audio_sample_rate=int(audio.codec_context.sample_rate or 0) or None)
 
 
@@ -120,11 +122,12 @@ def _movie_timescale(streams: _Streams) -> int:
 
 def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool, drop_samples: int) -> list[str]:
     video = []
-    if streams.video_timescale:
+    if streams.has_video:
         video = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "1",
                  "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2",  # 4:2:0 needs even sizes: one black column / row
-                 "-fps_mode", "passthrough", "-enc_time_base:v", "-1",
-                 "-video_track_timescale", str(streams.video_timescale), "-flags:v", "+bitexact"]
+                 "-fps_mode", "passthrough", "-enc_time_base:v", "-1", "-flags:v", "+bitexact"]
+        if streams.video_timescale:
+            video += ["-video_track_timescale", str(streams.video_timescale)]
     audio = []
     if streams.audio_codec:
         audio = ["-c:a", "copy"] if copy_audio else ["-c:a", "aac", "-b:a", "128k", "-flags:a", "+bitexact"]
