@@ -215,6 +215,28 @@ def test_skip_priming_refuses_a_layout_it_does_not_know(reencoded):
         skip_priming(data, presented_samples=2000, priming_samples=1024)
 
 
+def test_the_streams_the_loaders_read_are_the_ones_reencoded(tmp_path):
+    # Before: "-map 0:v:0" took the first video stream (64x48) where the loaders read FFmpeg's best (160x120), and
+    # an M4A's cover art (attached picture) was mapped as video: ffmpeg refused it and the sample was skipped.
+    import hostile_inputs as hostile
+    from avalign.preprocess import reencode_mp4
+
+    hostile.two_video_streams(tmp_path / "two.mp4")
+    hostile.cover_art_audio(tmp_path / "cover.m4a", tmp_path)
+    two = reencode_mp4((tmp_path / "two.mp4").read_bytes(), label="two.mp4", timeout_seconds=120)
+    (tmp_path / "two.out.mp4").write_bytes(two.data)
+    source, got = loaders.read_video(str(tmp_path / "two.mp4")), loaders.read_video(str(tmp_path / "two.out.mp4"))
+    assert tuple(source.frames.shape[1:3]) == tuple(got.frames.shape[1:3]) == (120, 160)
+    np.testing.assert_allclose(got.pts_seconds.numpy(), source.pts_seconds.numpy(), rtol=0, atol=1e-9)
+    cover = reencode_mp4((tmp_path / "cover.m4a").read_bytes(), label="cover.m4a", timeout_seconds=120)
+    (tmp_path / "cover.out.mp4").write_bytes(cover.data)
+    assert cover.record() == {"audio": "copy", "video_start_delta_ms": None, "audio_start_delta_ms": 0.0}
+    with pytest.raises(loaders.DecodeError, match="no video stream"):
+        loaders.read_video(str(tmp_path / "cover.out.mp4"))
+    a, b = loaders.read_audio(str(tmp_path / "cover.m4a")), loaders.read_audio(str(tmp_path / "cover.out.mp4"))
+    assert (b.start_seconds, b.samples.shape) == (a.start_seconds, a.samples.shape)
+
+
 # ------------------------------------------------------------------------------------- end to end, with truth
 
 

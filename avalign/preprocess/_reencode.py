@@ -56,6 +56,8 @@ in MP4 are the source's. Opus and MP3 are not among them: copied into MP4 from M
 AAC_PRIMING_SAMPLES = 1024
 """Priming of FFmpeg's AAC encoder (``initial_padding``), skipped by the audio edit list."""
 _MAX_TIMESCALE = (1 << 31) - 1
+_MAX_PROBE_PACKETS = 1000
+"""Packets read for a stream's first frame before giving up (its time is then not compared)."""
 _SHIFT_DIGITS = 6
 """Shifts are rounded to 1 ns (in ms: 6 decimals), so equal inputs give equal ``align.json`` bytes."""
 
@@ -83,31 +85,45 @@ class Reencoded:
 
 @dataclass(frozen=True)
 class _Streams:
-    """What the command depends on, read from the source's header (first video and first audio stream)."""
+    """What the command depends on, read from the source's header: the video and audio stream the loaders
+    read (``loaders.media.pick_stream``: FFmpeg's best stream, never an attached picture)."""
 
-    has_video: bool
+    video_index: Optional[int]
     video_timescale: Optional[int]
     """Ticks per second of the MP4 video track: the source stream's time base, doubled up to >= 10000."""
+    audio_index: Optional[int]
     audio_codec: Optional[str]
     audio_sample_rate: Optional[int]
+
+
+def _picked(container, kind: str):
+    """The stream of ``kind`` the loaders decode, or None."""
+    from loaders.errors import DecodeError as _Missing
+    from loaders.media import pick_stream
+
+    try:
+        return pick_stream(container, kind, "reencode")
+    except _Missing as e:
+        if e.reason == f"missing_{kind}":
+            return None
+        raise
 
 
 def _probe(path: str) -> _Streams:
     import av
 
     with av.open(path) as container:
-        video = container.streams.video[0] if container.streams.video else None
-        audio = container.streams.audio[0] if container.streams.audio else None
+        video, audio = _picked(container, "video"), _picked(container, "audio")
         timescale = None
         if video is not None and video.time_base:
             timescale = Fraction(video.time_base).denominator
             while timescale < 10000:  # as FFmpeg's MP4 muxer does for a coarse base
                 timescale *= 2
-        if audio is None:
-            return _Streams(has_video=video is not None, video_timescale=timescale, audio_codec=None,
-                            audio_sample_rate=None)
-        return _Streams(has_video=video is not None, video_timescale=timescale, audio_codec=audio.codec_context.name,
-                        audio_sample_rate=int(audio.codec_context.sample_rate or 0) or None)
+        return _Streams(
+            video_index=None if video is None else video.index, video_timescale=timescale,
+            audio_index=None if audio is None else audio.index,
+            audio_codec=None if audio is None else audio.codec_context.name,
+            audio_sample_rate=None if audio is None else int(audio.codec_context.sample_rate or 0) or None)
 
 
 def _movie_timescale(streams: _Streams) -> int:
@@ -122,39 +138,56 @@ def _movie_timescale(streams: _Streams) -> int:
 
 def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool, drop_samples: int) -> list[str]:
     video = []
-    if streams.has_video:
+    if streams.video_index is not None:
         video = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "1",
                  "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2",  # 4:2:0 needs even sizes: one black column / row
                  "-fps_mode", "passthrough", "-enc_time_base:v", "-1", "-flags:v", "+bitexact"]
         if streams.video_timescale:
             video += ["-video_track_timescale", str(streams.video_timescale)]
     audio = []
-    if streams.audio_codec:
+    if streams.audio_index is not None:
         audio = ["-c:a", "copy"] if copy_audio else ["-c:a", "aac", "-b:a", "128k", "-flags:a", "+bitexact"]
         if drop_samples:  # the samples before time 0 (MP4 cannot present them); sample `drop_samples` is at 0
             audio += ["-af", f"atrim=start_sample={drop_samples},asetpts=N/SR/TB"]
-    return ["ffmpeg", "-v", "error", "-nostdin", "-y", "-copyts", "-i", src, "-map", "0:v:0?", "-map", "0:a:0?",
+    maps = [f"0:{i}" for i in (streams.video_index, streams.audio_index) if i is not None]
+    return ["ffmpeg", "-v", "error", "-nostdin", "-y", "-copyts", "-i", src, *[x for m in maps for x in ("-map", m)],
             *video, *audio, "-map_metadata", "-1", "-fflags", "+bitexact",
             "-movie_timescale", str(_movie_timescale(streams)), "-movflags", "+faststart", dst]
 
 
 def _first_times(path: str) -> tuple[Optional[float], Optional[float]]:
     """Presentation time (s) of the first decoded video frame and of the first decoded audio sample, as the
-    loaders' PyAV readers see them (None: no such stream, or no timestamp)."""
+    loaders' PyAV readers see them (None: no such stream, or none within the first packets). A packet the
+    decoder rejects is skipped, as the readers skip it."""
     import av
 
     times: list[Optional[float]] = []
     for kind in ("video", "audio"):
+        first = None
         with av.open(path) as container:
-            streams = getattr(container.streams, kind)
-            first = None
-            if streams:
-                for frame in container.decode(streams[0]):
-                    if kind == "audio" and frame.samples == 0:
+            stream = _picked(container, kind)
+            if stream is not None:
+                for number, packet in enumerate(container.demux(stream)):
+                    if number >= _MAX_PROBE_PACKETS:
+                        break
+                    try:
+                        frames = packet.decode()
+                    except (av.error.EOFError, av.error.ExitError):
+                        raise
+                    except av.FFmpegError:
                         continue
-                    first = frame.time
-                    break
-            times.append(None if first is None else float(first))
+                    frame = next((f for f in frames if kind == "video" or f.samples > 0), None)
+                    if frame is not None:
+                        first = None if frame.time is None else float(frame.time)
+                        break
+                else:  # the stream ended first (one frame held back by the decoder): flush it
+                    try:
+                        frame = next(iter(stream.codec_context.decode(None)), None)
+                    except av.FFmpegError:
+                        frame = None
+                    if frame is not None and frame.time is not None:
+                        first = float(frame.time)
+        times.append(first)
     return times[0], times[1]
 
 
@@ -162,6 +195,22 @@ def _delta_ms(out: Optional[float], src: Optional[float]) -> Optional[float]:
     if out is None or src is None:
         return None
     return round((out - src) * 1000.0, _SHIFT_DIGITS) + 0.0  # + 0.0: no "-0.0" in the JSON
+
+
+def _skip_presented_priming(out: bytes, dst: str, streams: _Streams, copy_audio: bool,
+                            src_audio: Optional[float]) -> tuple[bytes, Optional[float], Optional[float]]:
+    """``(out, first video time, first audio time)`` of the muxed file ``dst`` (bytes ``out``), its audio edit list
+    rewritten when part of an encoded track's priming is presented (:mod:`._mp4_edits`)."""
+    out_video, out_audio = _first_times(dst)
+    if streams.audio_index is not None and not copy_audio and src_audio is not None and out_audio is not None:
+        first = max(src_audio, 0.0)  # where sample 0 of the written audio belongs
+        presented = round((first - out_audio) * streams.audio_sample_rate)
+        if 0 < presented <= AAC_PRIMING_SAMPLES:  # (some of) the priming is presented: skip it
+            out = skip_priming(out, presented_samples=presented, priming_samples=AAC_PRIMING_SAMPLES)
+            with open(dst, "wb") as handle:
+                handle.write(out)
+            out_audio = _first_times(dst)[1]
+    return out, out_video, out_audio
 
 
 def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -> Reencoded:
@@ -198,16 +247,11 @@ def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -
             raise DecodeError(f"{label}: ffmpeg re-encode failed: {proc.stderr.strip()[-500:]}")
         with open(dst, "rb") as handle:
             out = handle.read()
-        out_video, out_audio = _first_times(dst)
-        if streams.audio_codec and not copy_audio and src_audio is not None and out_audio is not None:
-            first = max(src_audio, 0.0)  # where sample 0 of the written audio belongs
-            presented = round((first - out_audio) * streams.audio_sample_rate)
-            if 0 < presented <= AAC_PRIMING_SAMPLES:  # (some of) the priming is presented: skip it (_mp4_edits)
-                out = skip_priming(out, presented_samples=presented, priming_samples=AAC_PRIMING_SAMPLES)
-                with open(dst, "wb") as handle:
-                    handle.write(out)
-                out_audio = _first_times(dst)[1]
-    result = Reencoded(data=out, audio=None if not streams.audio_codec else "copy" if copy_audio else "aac",
+        try:
+            out, out_video, out_audio = _skip_presented_priming(out, dst, streams, copy_audio, src_audio)
+        except (av.FFmpegError, OSError, ValueError) as e:
+            raise DecodeError(f"{label}: the re-encoded MP4 does not read back: {e}") from e
+    result = Reencoded(data=out, audio=None if streams.audio_index is None else "copy" if copy_audio else "aac",
                        video_start_delta_ms=_delta_ms(out_video, src_video),
                        audio_start_delta_ms=_delta_ms(out_audio, src_audio))
     checks = (("video", result.video_start_delta_ms, src_video, streams.video_timescale),

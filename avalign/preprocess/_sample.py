@@ -88,6 +88,10 @@ def run_config(options: SampleOptions) -> dict:
     }
 
 
+def _reencode(media: bytes, label: str, timeout_seconds: Optional[float]):
+    return reencode_mp4(media, label=label, timeout_seconds=timeout_seconds)
+
+
 def _transcript_json(transcript) -> dict:
     def word(w) -> dict:
         out = {"text": w.text, "start_seconds": w.start_seconds, "stop_seconds": w.stop_seconds}
@@ -170,8 +174,12 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         transcript_bytes = data[1] if sample.transcript else None
         extras = data[1 + bool(sample.transcript):]
         reencoded = None
-        if options.reencode == "mp4":
-            reencoded = reencode_mp4(media, label=sample.source, timeout_seconds=options.timeout_seconds)
+        if options.reencode == "mp4" and options.timeout_seconds:  # PyAV probes the source: in the watchdog child
+            reencoded = call_with_timeout(_reencode, media, sample.source, options.timeout_seconds,
+                                          timeout_seconds=options.timeout_seconds, label=sample.source)
+        elif options.reencode == "mp4":
+            reencoded = _reencode(media, sample.source, None)
+        if reencoded is not None:
             media = reencoded.data
         media_ext = "mp4" if options.reencode == "mp4" else sample.media_ext
         kwargs = dict(media_name=sample.source, transcript_name=f"{sample.key}.{sample.transcript_format}",
