@@ -2,8 +2,10 @@
 
 The output is presented on the same clock as the source: every video frame at the source's presentation time,
 audio sample 0 at the source's first audio time, so a transcript stamped on the source's timeline lands on the
-same frames and samples before and after. How (BENCHMARKS.md, "Preprocess --reencode keeps the clock", has the
-measurements behind each choice)::
+same frames and samples before and after. The streams written are the ones the loaders read from the source
+(``loaders.media.pick_stream``: FFmpeg's best video and audio stream, never an attached picture such as an M4A's
+cover art). How (BENCHMARKS.md, "Preprocess --reencode keeps the clock", has the measurements behind each
+choice)::
 
     video   libx264 (CRF 23, veryfast, 4:2:0, one thread), frames passed through with their own timestamps
             (-copyts, -fps_mode passthrough: no frame is duplicated or dropped, VFR stays VFR) in the source
