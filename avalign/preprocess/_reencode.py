@@ -45,6 +45,7 @@ from fractions import Fraction
 from typing import Optional
 
 from avalign.preprocess._mp4_edits import skip_priming
+from avcore import seconds_to_samples
 from loaders.errors import DecodeError, DecodeTimeout
 
 logger = logging.getLogger(__name__)
@@ -58,10 +59,11 @@ in MP4 are the source's. Opus and MP3 are not among them: copied into MP4 from M
 AAC_PRIMING_SAMPLES = 1024
 """Priming of FFmpeg's AAC encoder (``initial_padding``), skipped by the audio edit list."""
 _MAX_TIMESCALE = (1 << 31) - 1
+"""MP4 timescales are 32-bit."""
 _MAX_PROBE_PACKETS = 1000
 """Packets read for a stream's first frame before giving up (its time is then not compared)."""
-_SHIFT_DIGITS = 6
-"""Shifts are rounded to 1 ns (in ms: 6 decimals), so equal inputs give equal ``align.json`` bytes."""
+_DELTA_DIGITS = 6
+"""Deltas are rounded to 1 ns (in ms: 6 decimals), so equal inputs give equal ``align.json`` bytes."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ def _first_times(path: str) -> tuple[Optional[float], Optional[float]]:
 def _delta_ms(out: Optional[float], src: Optional[float]) -> Optional[float]:
     if out is None or src is None:
         return None
-    return round((out - src) * 1000.0, _SHIFT_DIGITS) + 0.0  # + 0.0: no "-0.0" in the JSON
+    return round((out - src) * 1000.0, _DELTA_DIGITS) + 0.0  # + 0.0: no "-0.0" in the JSON
 
 
 def _skip_presented_priming(out: bytes, dst: str, streams: _Streams, copy_audio: bool,
@@ -206,12 +208,16 @@ def _skip_presented_priming(out: bytes, dst: str, streams: _Streams, copy_audio:
     out_video, out_audio = _first_times(dst)
     if streams.audio_index is not None and not copy_audio and src_audio is not None and out_audio is not None:
         first = max(src_audio, 0.0)  # where sample 0 of the written audio belongs
-        presented = round((first - out_audio) * streams.audio_sample_rate)
+        presented = int(seconds_to_samples(first - out_audio, streams.audio_sample_rate))
         if 0 < presented <= AAC_PRIMING_SAMPLES:  # (some of) the priming is presented: skip it
-            out = skip_priming(out, presented_samples=presented, priming_samples=AAC_PRIMING_SAMPLES)
-            with open(dst, "wb") as handle:
-                handle.write(out)
-            out_audio = _first_times(dst)[1]
+            try:
+                out = skip_priming(out, presented_samples=presented, priming_samples=AAC_PRIMING_SAMPLES)
+            except ValueError as e:  # a layout it does not know: kept as muxed, the delta is recorded
+                logger.warning("%s: the AAC priming stays presented: %s", dst, e)
+            else:
+                with open(dst, "wb") as handle:
+                    handle.write(out)
+                out_audio = _first_times(dst)[1]
     return out, out_video, out_audio
 
 
@@ -235,7 +241,7 @@ def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -
             raise DecodeError(f"{label}: cannot read the media to re-encode it: {e}") from e
         drop_samples = 0
         if src_audio is not None and src_audio < 0 and streams.audio_sample_rate:
-            drop_samples = round(-src_audio * streams.audio_sample_rate)
+            drop_samples = int(seconds_to_samples(-src_audio, streams.audio_sample_rate))
         copy_audio = streams.audio_codec in AUDIO_COPY_CODECS and not drop_samples
         command = _command(src, dst, streams, copy_audio=copy_audio, drop_samples=drop_samples)
         try:
