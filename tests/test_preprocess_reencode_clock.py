@@ -42,6 +42,7 @@ SOURCES = {
     "ntsc.mp4": ("-f", "lavfi", "-i", "testsrc=size=64x48:rate=30000/1001", *_noise(48000), "-c:v", "libx264",
                  "-bf", "2", "-c:a", "aac"),
     "opus_at_0.3.mkv": (*VIDEO, "-itsoffset", "0.3", *_noise(48000), "-c:v", "libx264", "-c:a", "libopus"),
+    "opus_at_1e5.mkv": (*VIDEO, *_noise(48000), "-c:v", "libx264", "-c:a", "libopus", "-output_ts_offset", "100000"),
     "pcm16k_at_0.01.mov": (*VIDEO, "-itsoffset", "0.01", *_noise(16000), "-c:v", "libx264", "-c:a", "pcm_s16le"),
     "ac3.mkv": (*VIDEO, *_noise(48000), "-c:v", "libx264", "-c:a", "ac3"),
     "audio.mp3": (*_noise(48000), "-c:a", "libmp3lame"),
@@ -100,7 +101,7 @@ def _content_lag_samples(src, out) -> int:
 
 
 @pytest.mark.parametrize("name", ["start5.mp4", "start.ts", "start1e5.mkv", "vfr.mp4", "ntsc.mp4", "video.mp4",
-                                  "opus_at_0.3.mkv", "pcm16k_at_0.01.mov"])
+                                  "opus_at_0.3.mkv", "opus_at_1e5.mkv", "pcm16k_at_0.01.mov"])
 def test_every_frame_keeps_its_presentation_time(sources, reencoded, name):
     # Before: 5 s / 1.4 s / 100000 s starts became 0 (and one frame was duplicated); the VFR clip's 60 frames
     # became 89 (MP4's default constant frame rate duplicated the 15 fps part); the TS's first frame moved 0.67 ms
@@ -136,7 +137,7 @@ def test_an_avi_with_b_frames_keeps_its_frame_times(media_dir, reencoded):
 
 @pytest.mark.parametrize("name, action", [
     ("start5.mp4", "copy"), ("start.ts", "copy"), ("start1e5.mkv", "copy"), ("ac3.mkv", "copy"),
-    ("opus_at_0.3.mkv", "aac"), ("pcm16k_at_0.01.mov", "aac"), ("audio.mp3", "aac"), ("audio.wav", "aac"),
+    ("opus_at_0.3.mkv", "aac"), ("opus_at_1e5.mkv", "aac"), ("pcm16k_at_0.01.mov", "aac"), ("audio.mp3", "aac"), ("audio.wav", "aac"),
 ])
 def test_audio_sample_0_keeps_its_time_and_no_sample_moves(sources, reencoded, name, action):
     # Before: every start dropped to 0 (5 s, 1.4 s, 100000 s); re-encoded AAC started 21.3 ms early (1024 priming
@@ -163,9 +164,9 @@ def test_the_aac_priming_is_skipped_by_the_edit_list(sources, reencoded):
     # both rewritten to [empty edit up to the start, (D', 1024)]; ffprobe (players' view) agrees on the start.
     from avalign.preprocess import audio_edit_list
 
-    # opus_at_0.3.mkv: muxed [empty edit, (D, 0)], all 1024 priming samples presented;
-    # pcm16k_at_0.01.mov: muxed [(D, 1024 - 160)], 160 priming samples presented before the first sample.
-    for name in ("opus_at_0.3.mkv", "pcm16k_at_0.01.mov"):
+    # opus_at_0.3.mkv: muxed [empty edit, (D, 0)], all 1024 priming samples presented (opus_at_1e5.mkv: the same
+    # with 64-bit entries); pcm16k_at_0.01.mov: muxed [(D, 1024 - 160)], 160 priming samples presented first.
+    for name in ("opus_at_0.3.mkv", "opus_at_1e5.mkv", "pcm16k_at_0.01.mov"):
         out, _ = reencoded(name)
         (empty, empty_media_time), (duration, media_time) = audio_edit_list(out.read_bytes())
         assert (empty_media_time, media_time) == (-1, 1024) and empty > 0 and duration > 0
