@@ -204,6 +204,14 @@ def test_reencode_gives_the_same_bytes_twice(sources, reencoded):
         assert again.data == first.read_bytes(), name
 
 
+def test_a_reencode_past_its_time_is_a_timeout_skip(sources):
+    from avalign.preprocess import reencode_mp4
+    from loaders.errors import DecodeTimeout
+
+    with pytest.raises(DecodeTimeout, match=r"start5\.mp4: ffmpeg re-encode ran past 0\.001 s"):
+        reencode_mp4((sources / "start5.mp4").read_bytes(), label="start5.mp4", timeout_seconds=0.001)
+
+
 def test_skip_priming_refuses_a_layout_it_does_not_know(reencoded):
     from avalign.preprocess import audio_edit_list, skip_priming
 

@@ -30,6 +30,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["SampleOptions", "dumps", "process_sample", "run_config"]
 
 Reencode = Literal["mp4"]
+_REENCODE_MARGIN_SECONDS = 10.0
+"""The re-encode's watchdog waits this much longer than ffmpeg's own limit, so that ffmpeg is stopped by it."""
 FORMAT_VERSION = 1
 """Version of the output layout; bumped when members or their schema change."""
 
@@ -176,7 +178,8 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         reencoded = None
         if options.reencode == "mp4" and options.timeout_seconds:  # PyAV probes the source: in the watchdog child
             reencoded = call_with_timeout(_reencode, media, sample.source, options.timeout_seconds,
-                                          timeout_seconds=options.timeout_seconds, label=sample.source)
+                                          timeout_seconds=options.timeout_seconds + _REENCODE_MARGIN_SECONDS,
+                                          label=sample.source)
         elif options.reencode == "mp4":
             reencoded = _reencode(media, sample.source, None)
         if reencoded is not None:
