@@ -126,8 +126,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local instance)")
     parser.add_argument("--samples-per-shard", type=int, default=100, help="samples per output shard (default 100)")
     parser.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices (default 16000)")
-    parser.add_argument("--reencode", choices=["mp4"], default=None, help="re-encode media to H.264 MP4 on the source's clock: AAC/AC-3/E-AC-3 audio copied, other "
-                        "audio to AAC (default: keep bytes)")
+    parser.add_argument("--reencode", choices=["mp4"], default=None,
+                        help="re-encode media to H.264 MP4 on the source's clock: AAC/AC-3/E-AC-3 audio copied, "
+                             "other audio to AAC (default: keep bytes)")
     parser.add_argument("--on-error", choices=["skip", "raise"], default="skip",
                         help="skip bad samples into skipped.jsonl (default) or stop at the first")
     parser.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, metavar="N",

@@ -4,7 +4,7 @@ Output members of a sample (the contract with ``loaders.make_loader``)::
 
     <key>.<media ext>       the media bytes as they are (or re-encoded with reencode="mp4")
     <key>.align.json        the ``avalign measure`` record + "config" (seed, fps, sample_rate, methods, versions)
-                            + "reencode" with reencode="mp4" (audio copied or encoded, start shifts vs the source)
+                            + "reencode" with reencode="mp4" (audio copied or encoded, start deltas vs the source)
     <key>.frames.json       FrameIndex.to_json(): pts, keyframe indices, end (video only)
     <key>.transcript.json   {"spans": [{"text", "start_seconds", "stop_seconds", "words": [...]}]}
                             on the ORIGINAL transcript clock (align.json holds text_offset_ms)
