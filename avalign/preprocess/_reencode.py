@@ -61,8 +61,8 @@ AAC_PRIMING_SAMPLES = 1024
 _MAX_TIMESCALE = (1 << 31) - 1
 """MP4 timescales are 32-bit."""
 _PR_SET_PDEATHSIG = 1
-_MAX_PROBE_PACKETS = 1000
-"""Packets read for a stream's first frame before giving up (its time is then not compared)."""
+_MAX_PROBE_PACKETS = 2000
+"""Packets read for the streams' first frames before giving up (a time not found is not compared)."""
 _DELTA_DIGITS = 6
 """Deltas are rounded to 1 ns (in ms: 6 decimals), so equal inputs give equal ``align.json`` bytes."""
 
@@ -114,21 +114,49 @@ def _picked(container, kind: str):
         raise
 
 
-def _probe(path: str) -> _Streams:
+def _streams_of(video, audio) -> _Streams:
+    timescale = None
+    if video is not None and video.time_base:
+        timescale = Fraction(video.time_base).denominator
+        while timescale < 10000:  # as FFmpeg's MP4 muxer does for a coarse base
+            timescale *= 2
+    return _Streams(
+        video_index=None if video is None else video.index, video_timescale=timescale,
+        audio_index=None if audio is None else audio.index,
+        audio_codec=None if audio is None else audio.codec_context.name,
+        audio_sample_rate=None if audio is None else int(audio.codec_context.sample_rate or 0) or None)
+
+
+def _inspect(path: str) -> tuple[_Streams, Optional[float], Optional[float]]:
+    """The streams the loaders read from ``path``, and the presentation time (s) of the first decoded video frame
+    and of the first decoded audio sample as their PyAV readers see them (None: no such stream, or none within
+    :data:`_MAX_PROBE_PACKETS` packets). A packet the decoder rejects is skipped, as the readers skip it; the
+    demuxer's end-of-stream packets flush a frame the decoder held back."""
     import av
 
     with av.open(path) as container:
         video, audio = _picked(container, "video"), _picked(container, "audio")
-        timescale = None
-        if video is not None and video.time_base:
-            timescale = Fraction(video.time_base).denominator
-            while timescale < 10000:  # as FFmpeg's MP4 muxer does for a coarse base
-                timescale *= 2
-        return _Streams(
-            video_index=None if video is None else video.index, video_timescale=timescale,
-            audio_index=None if audio is None else audio.index,
-            audio_codec=None if audio is None else audio.codec_context.name,
-            audio_sample_rate=None if audio is None else int(audio.codec_context.sample_rate or 0) or None)
+        pending = {s.index: s for s in (video, audio) if s is not None}
+        first: dict[int, Optional[float]] = {}
+        if pending:
+            for number, packet in enumerate(container.demux(*pending.values())):
+                if number >= _MAX_PROBE_PACKETS or not pending:
+                    break
+                if packet.stream.index not in pending:
+                    continue
+                try:
+                    frames = packet.decode()
+                except (av.error.EOFError, av.error.ExitError):
+                    raise
+                except av.FFmpegError:
+                    continue
+                frame = next((f for f in frames if packet.stream.type == "video" or f.samples > 0), None)
+                if frame is not None:
+                    first[packet.stream.index] = None if frame.time is None else float(frame.time)
+                    del pending[packet.stream.index]
+        streams = _streams_of(video, audio)
+    return (streams, first.get(streams.video_index) if video is not None else None,
+            first.get(streams.audio_index) if audio is not None else None)
 
 
 def _movie_timescale(streams: _Streams) -> int:
@@ -173,42 +201,6 @@ def _die_with_parent():
     return lambda: prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _first_times(path: str) -> tuple[Optional[float], Optional[float]]:
-    """Presentation time (s) of the first decoded video frame and of the first decoded audio sample, as the
-    loaders' PyAV readers see them (None: no such stream, or none within the first packets). A packet the
-    decoder rejects is skipped, as the readers skip it."""
-    import av
-
-    times: list[Optional[float]] = []
-    for kind in ("video", "audio"):
-        first = None
-        with av.open(path) as container:
-            stream = _picked(container, kind)
-            if stream is not None:
-                for number, packet in enumerate(container.demux(stream)):
-                    if number >= _MAX_PROBE_PACKETS:
-                        break
-                    try:
-                        frames = packet.decode()
-                    except (av.error.EOFError, av.error.ExitError):
-                        raise
-                    except av.FFmpegError:
-                        continue
-                    frame = next((f for f in frames if kind == "video" or f.samples > 0), None)
-                    if frame is not None:
-                        first = None if frame.time is None else float(frame.time)
-                        break
-                else:  # the stream ended first (one frame held back by the decoder): flush it
-                    try:
-                        frame = next(iter(stream.codec_context.decode(None)), None)
-                    except av.FFmpegError:
-                        frame = None
-                    if frame is not None and frame.time is not None:
-                        first = float(frame.time)
-        times.append(first)
-    return times[0], times[1]
-
-
 def _delta_ms(out: Optional[float], src: Optional[float]) -> Optional[float]:
     if out is None or src is None:
         return None
@@ -219,7 +211,7 @@ def _skip_presented_priming(out: bytes, dst: str, streams: _Streams, copy_audio:
                             src_audio: Optional[float]) -> tuple[bytes, Optional[float], Optional[float]]:
     """``(out, first video time, first audio time)`` of the muxed file ``dst`` (bytes ``out``), its audio edit list
     rewritten when part of an encoded track's priming is presented (:mod:`._mp4_edits`)."""
-    out_video, out_audio = _first_times(dst)
+    _, out_video, out_audio = _inspect(dst)
     if streams.audio_index is not None and not copy_audio and src_audio is not None and out_audio is not None:
         first = max(src_audio, 0.0)  # where sample 0 of the written audio belongs
         presented = int(seconds_to_samples(first - out_audio, streams.audio_sample_rate))
@@ -231,7 +223,7 @@ def _skip_presented_priming(out: bytes, dst: str, streams: _Streams, copy_audio:
             else:
                 with open(dst, "wb") as handle:
                     handle.write(out)
-                out_audio = _first_times(dst)[1]
+                out_audio = _inspect(dst)[2]
     return out, out_video, out_audio
 
 
@@ -249,8 +241,7 @@ def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -
         with open(src, "wb") as handle:
             handle.write(data)
         try:
-            streams = _probe(src)
-            src_video, src_audio = _first_times(src)
+            streams, src_video, src_audio = _inspect(src)
         except (av.FFmpegError, OSError, ValueError) as e:
             raise DecodeError(f"{label}: cannot read the media to re-encode it: {e}") from e
         drop_samples = 0
