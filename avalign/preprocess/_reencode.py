@@ -60,7 +60,6 @@ AAC_PRIMING_SAMPLES = 1024
 """Priming of FFmpeg's AAC encoder (``initial_padding``), skipped by the audio edit list."""
 _MAX_TIMESCALE = (1 << 31) - 1
 """MP4 timescales are 32-bit."""
-_PR_SET_PDEATHSIG = 1
 _MAX_PROBE_PACKETS = 2000
 """Packets read for the streams' first frames before giving up (a time not found is not compared)."""
 _DELTA_DIGITS = 6
@@ -188,19 +187,6 @@ def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool, drop_sa
             "-movie_timescale", str(_movie_timescale(streams)), "-movflags", "+faststart", dst]
 
 
-def _die_with_parent():
-    """A ``preexec_fn`` that makes ffmpeg die with the process that started it (``PR_SET_PDEATHSIG``, Linux):
-    a watchdog child killed past its time must not leave ffmpeg running. None where prctl is not there."""
-    import ctypes
-    import signal
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return lambda: prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 def _delta_ms(out: Optional[float], src: Optional[float]) -> Optional[float]:
     if out is None or src is None:
         return None
@@ -250,8 +236,7 @@ def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -
         copy_audio = streams.audio_codec in AUDIO_COPY_CODECS and not drop_samples
         command = _command(src, dst, streams, copy_audio=copy_audio, drop_samples=drop_samples)
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_seconds,
-                                  preexec_fn=_die_with_parent())
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_seconds)
         except FileNotFoundError:
             raise DecodeError("reencode='mp4' needs the ffmpeg program on PATH; hint: install ffmpeg or pass reencode=None") from None
         except subprocess.TimeoutExpired:
