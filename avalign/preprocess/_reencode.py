@@ -22,7 +22,9 @@ choice)::
             hold non-zero start times (5 s, 1.44 s of an MPEG-TS, 100000 s) are exact, not rounded to 1 ms.
 
 Media before time 0 is not kept (an MP4 edit list cannot present negative times): audio that starts at -50 ms
-is encoded from the sample that belongs at 0 (``atrim``), so every kept sample keeps its time.
+is encoded (whatever its codec) from the sample that belongs at 0 (``atrim``), so every kept sample keeps its
+time. Video frames before 0 are left to the muxer's edit list, which hides them (not measured: no generated
+source had them; the recorded delta would show it).
 
 The result is measured, not assumed: the first video frame's and the first audio sample's presentation times of
 the output are compared with the source's (decoded with PyAV, as the loaders decode them), and the differences
@@ -193,8 +195,8 @@ def _delta_ms(out: Optional[float], src: Optional[float]) -> Optional[float]:
     return round((out - src) * 1000.0, _DELTA_DIGITS) + 0.0  # + 0.0: no "-0.0" in the JSON
 
 
-def _skip_presented_priming(out: bytes, dst: str, streams: _Streams, copy_audio: bool,
-                            src_audio: Optional[float]) -> tuple[bytes, Optional[float], Optional[float]]:
+def _skip_presented_priming(out: bytes, dst: str, streams: _Streams, copy_audio: bool, src_audio: Optional[float],
+                            label: str) -> tuple[bytes, Optional[float], Optional[float]]:
     """``(out, first video time, first audio time)`` of the muxed file ``dst`` (bytes ``out``), its audio edit list
     rewritten when part of an encoded track's priming is presented (:mod:`._mp4_edits`)."""
     _, out_video, out_audio = _inspect(dst)
@@ -205,7 +207,7 @@ def _skip_presented_priming(out: bytes, dst: str, streams: _Streams, copy_audio:
             try:
                 out = skip_priming(out, presented_samples=presented, priming_samples=AAC_PRIMING_SAMPLES)
             except ValueError as e:  # a layout it does not know: kept as muxed, the delta is recorded
-                logger.warning("%s: the AAC priming stays presented: %s", dst, e)
+                logger.warning("%s: the AAC priming stays presented: %s", label, e)
             else:
                 with open(dst, "wb") as handle:
                     handle.write(out)
@@ -246,7 +248,7 @@ def reencode_mp4(data: bytes, *, label: str, timeout_seconds: Optional[float]) -
         with open(dst, "rb") as handle:
             out = handle.read()
         try:
-            out, out_video, out_audio = _skip_presented_priming(out, dst, streams, copy_audio, src_audio)
+            out, out_video, out_audio = _skip_presented_priming(out, dst, streams, copy_audio, src_audio, label)
         except (av.FFmpegError, OSError, ValueError) as e:
             raise DecodeError(f"{label}: the re-encoded MP4 does not read back: {e}") from e
     result = Reencoded(data=out, audio=None if streams.audio_index is None else "copy" if copy_audio else "aac",
