@@ -15,6 +15,7 @@ import pytest
 import aligner
 import loaders
 from aligner.estimators import FORCED_LEAD_MS, caption_words, forced_align_words, normalise_words
+from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
@@ -23,17 +24,13 @@ WRONG_MS = 25.0  # the issue's target: |error| <= 25 ms for every answer
 
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory):
-    """``{seed: (truth record, audio, captions)}`` for the tune clips wild1006 and wild1009, generated once."""
-    from avalign.synth import TUNE_SEEDS, make_wild_clip, wild_specs
+    """``{seed: (truth record, audio, captions)}`` for the tune clips wild1006 and wild1009, generated once per run."""
+    from avalign.synth import TUNE_SEEDS
 
     out = {}
     for seed in (1006, 1009):
         assert seed in TUNE_SEEDS
-        directory = tmp_path_factory.mktemp(f"wild{seed}")
-        try:
-            record = make_wild_clip(wild_specs([seed])[0], directory)
-        except OSError as e:  # libespeak-ng or ffmpeg missing
-            pytest.skip(f"wild generator unavailable: {e}")
+        record, directory = wild_clip(tmp_path_factory, seed)
         audio = loaders.read_audio(str(directory / record["media"]))
         captions = loaders.read_transcript(str(directory / record["transcript"]))
         assert record["transcript_format"] in ("srt", "vtt") and not captions.words

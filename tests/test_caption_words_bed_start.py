@@ -13,6 +13,7 @@ import pytest
 
 import loaders
 from aligner.estimators import caption_words, forced_align_words
+from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
@@ -21,15 +22,11 @@ FIRST_WORD_MS = 30.0  # each caption's first word; measured -20.0 and -1.3 ms (m
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
-    """(truth record, audio, captions) of TUNE seed 1016."""
-    from avalign.synth import TUNE_SEEDS, make_wild_clip, wild_specs
+    """(truth record, audio, captions) of TUNE seed 1016 (made once per run: ``test_text_null_pairing`` uses it too)."""
+    from avalign.synth import TUNE_SEEDS
 
     assert 1016 in TUNE_SEEDS
-    directory = tmp_path_factory.mktemp("wild1016")
-    try:
-        record = make_wild_clip(wild_specs([1016])[0], directory)
-    except OSError as e:  # libespeak-ng or ffmpeg missing
-        pytest.skip(f"wild generator unavailable: {e}")
+    record, directory = wild_clip(tmp_path_factory, 1016)
     audio = loaders.read_audio(str(directory / record["media"]))
     captions = loaders.read_transcript(str(directory / record["transcript"]))
     assert record["transcript_format"] in ("srt", "vtt") and not captions.words

@@ -302,10 +302,12 @@ def make_clip(spec: ClipSpec, out_dir: Path) -> dict:
 
         # Mux, decode, compare; repeat when the muxer moved the video (mkv + Opus: every stream is delayed
         # so that the pre-skip does not give negative timestamps) or the audio (unsignalled encoder delay).
-        video_pts, shift_samples = real_pts, 0.0
+        video_pts, shift_samples, source, source_flashes = real_pts, 0.0, None, None
         for attempt in range(4):
             flash_pts = [float(video_pts[i]) for i in flashes]
-            source = _audio(spec, speech_list, speech_starts, flash_pts, num_samples)
+            if flash_pts != source_flashes:  # the track depends only on these: made again if the video moved
+                source = _audio(spec, speech_list, speech_starts, flash_pts, num_samples)
+                source_flashes = flash_pts
             shifted = source if shift_samples == 0 else _shift(source, -shift_samples)
             audio_raw.write_bytes(shifted.astype("<f4").tobytes())
             args = ["-i", str(video_only)]

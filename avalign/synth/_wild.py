@@ -344,10 +344,12 @@ def make_wild_clip(spec: WildSpec, out_dir: Path) -> dict:
         real_pts, _ = decode_video(video_only)
         if real_pts.shape != pts.shape or np.max(np.abs(real_pts - real_pts[0] - pts)) > 0.0011:
             raise RuntimeError(f"{spec.key}: encoder changed the frames ({real_pts.shape[0]} vs {pts.shape[0]})")
-        video_pts, shift_samples = real_pts, 0.0
+        video_pts, shift_samples, source, source_events = real_pts, 0.0, None, None
         for attempt in range(4):
             event_audio = [float(video_pts[k]) * drift + offset for k in flash_frames]
-            source = _audio(spec, speech, event_audio, np.random.default_rng(spec.seed + 2), work)
+            if event_audio != source_events:  # the mix depends only on these (same seed): made again if the video moved
+                source = _audio(spec, speech, event_audio, np.random.default_rng(spec.seed + 2), work)
+                source_events = event_audio
             shifted = source if shift_samples == 0 else _shift(source, -shift_samples)
             raw = work / "audio.f32"
             raw.write_bytes(shifted.astype("<f4").tobytes())
