@@ -665,7 +665,7 @@ def test_report_on_preprocessed_output_reads_skips_and_totals(clips_dir, tmp_pat
     from avalign.preprocess import preprocess
 
     out = tmp_path / "pre"
-    result = preprocess(str(clips_dir), str(out), progress=False)
+    result = preprocess(str(clips_dir), str(out), progress=False, timeout_seconds=None)  # no watchdog fork per sample
     listed = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
     assert result.num_samples == 2 and [(r["key"], r["reason"]) for r in listed] == [("corrupt", "decode"), ("notes", "missing_media")]
     manifest = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
