@@ -37,3 +37,34 @@ def test_a_write_error_in_an_output_directory_names_the_command(monkeypatch, cap
     assert cli.main(["demo"]) == 2
     assert capsys.readouterr().err == ("avalign demo: error: [Errno 27] File too large; hint: the disk (or a file-size "
                                        "limit) is full: what was written is incomplete; free space and rerun\n")
+
+
+# ------------------------------------------------------------------------- a text unit over the token budget
+
+import loaders  # noqa: E402
+from tests import hostile_inputs as hostile  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def clip_bytes(tmp_path_factory) -> bytes:
+    path = tmp_path_factory.mktemp("round4_clip") / "clip.mp4"
+    hostile.clip(path, seconds=1.0)
+    return path.read_bytes()
+
+
+def write_shard(path, keys, media: bytes, caption: str = "a caption for {key}") -> str:
+    members = []
+    for key in keys:
+        members += [(f"{key}.mp4", media), (f"{key}.txt", caption.format(key=key).encode())]
+    path.write_bytes(hostile.tar_bytes(members))
+    return str(path)
+
+
+def test_a_caption_over_the_token_budget_is_skipped_whole_without_cutting_the_clip(tmp_path, clip_bytes):
+    # A caption of 4 tokens never fits a budget of 2 whatever the window. Before: window_seconds="auto" cut the clip
+    # (10 windows for the audio budget, then 11, 12, 13), each window failed on the caption, and the skip named the
+    # window 'k0@0'; with budgets=(1, 1, 1) that was 40 s per 2-s sample (476 s for 12 samples) before each skip.
+    url = write_shard(tmp_path / "s.tar", ["k0"], clip_bytes)
+    loader = loaders.make_loader([url], seed=0, frame_size=(16, 16), budgets=(10, 1600, 2), allow_empty_epoch=True)
+    assert [b.sample_keys for b in loader] == []
+    assert loader.stats.skipped_samples == ((url, "k0", "over_budget"),)

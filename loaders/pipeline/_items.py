@@ -230,12 +230,22 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
     media_windows = max(1, math.ceil(_overshoot(whole, options, columns=(0, 1))))
     if math.ceil(over) > _MAX_TEXT_WINDOWS_FACTOR * media_windows:
         return whole  # text far denser than any window can hold (a hostile transcript): over_budget, uncut
+    if _largest_unit_tokens(whole[0]) > options.limits[2]:
+        return whole  # a window keeps a word or segment whole: one over the token budget fits no window, uncut
     items = whole
     for count in range(math.ceil(over), math.ceil(over) + 4):  # rounding can put one frame or sample more in a window
         items = [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=duration / count)]
         if _overshoot(items, options) <= 1.0:
             break
     return items
+
+
+def _largest_unit_tokens(item: BatchItem) -> int:
+    """The most tokens one text unit (a word, else a segment or caption) of ``item`` has: windows clip a unit's
+    times, never its text, so every window that holds the unit holds all of these tokens."""
+    units = item.sample.words or item.sample.segments
+    return max((u.token_stop - u.token_start for u in units if u.token_start is not None and u.token_stop is not None),
+               default=0)
 
 
 def _overshoot(items: list[BatchItem], options: SampleOptions, columns: tuple[int, ...] = (0, 1, 2, 3, 4, 5)) -> float:
