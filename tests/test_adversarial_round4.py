@@ -68,3 +68,31 @@ def test_a_caption_over_the_token_budget_is_skipped_whole_without_cutting_the_cl
     loader = loaders.make_loader([url], seed=0, frame_size=(16, 16), budgets=(10, 1600, 2), allow_empty_epoch=True)
     assert [b.sample_keys for b in loader] == []
     assert loader.stats.skipped_samples == ((url, "k0", "over_budget"),)
+
+
+# ------------------------------------------------------------------------- seeds and epochs
+
+
+@pytest.mark.parametrize("seed, error, message", [
+    (-1, ValueError, r"seed must be a non-negative int, got seed = -1"),  # before: numpy's "expected non-negative integer"
+    (1.5, TypeError, r"seed must be an int \(numpy ints too\), got 1.5 \(float\)"),  # before: seed 1, silently
+])
+def test_a_seed_that_is_not_a_non_negative_int_is_refused_by_name(tmp_path, clip_bytes, seed, error, message):
+    url = write_shard(tmp_path / "s.tar", ["k0"], clip_bytes)
+    with pytest.raises(error, match=message):
+        loaders.make_dataset([url], seed=seed, frame_size=(16, 16))
+
+
+def test_set_epoch_refuses_what_is_not_an_epoch_and_takes_numpy_ints(tmp_path, clip_bytes):
+    import numpy as np
+
+    url = write_shard(tmp_path / "s.tar", ["k0"], clip_bytes)
+    ds = loaders.make_dataset([url], seed=np.int64(3), frame_size=(16, 16))
+    with pytest.raises(ValueError, match=r"epoch must be a non-negative int, below 9223372036854775808, got epoch = -1"):
+        ds.set_epoch(-1)  # before: accepted; the epoch then failed with numpy's "expected non-negative integer"
+    with pytest.raises(ValueError, match="below 9223372036854775808"):
+        ds.set_epoch(2**64)  # before: "Overflow when unpacking long long"
+    with pytest.raises(TypeError, match=r"got '2' \(str\)"):
+        ds.set_epoch("2")  # before: epoch 2
+    ds.set_epoch(np.int64(2))
+    assert ds.state_dict()["epoch"] == 2 and ds.state_dict()["seed"] == 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import os
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
@@ -20,7 +21,7 @@ from loaders.pipeline._tail import TAIL_CHOICES, check_tail_multiple
 logger = logging.getLogger(__name__)
 
 __all__ = ["AUTO", "MissingAudio", "OnError", "ResolvedOptions", "SampleOptions", "WindowSeconds", "check_choice",
-           "check_window_seconds", "resolve_options"]
+           "check_counter", "check_window_seconds", "resolve_options"]
 
 OnError = Literal["skip", "raise"]
 MissingAudio = Literal["empty", "silence"]
@@ -82,6 +83,20 @@ def check_choice(name: str, value: object, choices: tuple) -> None:
     """Raises ValueError unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}.")
+
+
+def check_counter(name: str, value: object, *, below: Optional[int] = None) -> int:
+    """``value`` (a seed or an epoch) as a non-negative int; numpy ints pass. Raises TypeError for a float, a string
+    or None (``1.5`` used to become seed 1), ValueError when negative (``numpy``'s "expected non-negative integer",
+    naming nothing, used to come from deep in an epoch) or not below ``below``."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int (numpy ints too), got {value!r} ({type(value).__name__}).") from None
+    if isinstance(value, bool) or number < 0 or (below is not None and number >= below):
+        limit = f", below {below}" if below is not None else ""
+        raise ValueError(f"{name} must be a non-negative int{limit}, got {name} = {value!r}; try 0.")
+    return int(number)
 
 
 def check_window_seconds(window_seconds: object) -> None:
