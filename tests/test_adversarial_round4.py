@@ -96,3 +96,24 @@ def test_set_epoch_refuses_what_is_not_an_epoch_and_takes_numpy_ints(tmp_path, c
         ds.set_epoch("2")  # before: epoch 2
     ds.set_epoch(np.int64(2))
     assert ds.state_dict()["epoch"] == 2 and ds.state_dict()["seed"] == 3
+
+
+# ------------------------------------------------------------------------- tokenizer output
+
+
+@pytest.mark.parametrize(("output", "error", "match"), [
+    # before: -5 was kept as a token id (an embedding lookup fails on it, on the GPU a device-side assert)
+    (([-5, 7], [(0, 5), (6, 11)]), ValueError, r"token id -5, outside \[0, 2\*\*63\)"),
+    # before: "OverflowError: Python int too large to convert to C long", naming no tokenizer
+    (([2**63, 7], [(0, 5), (6, 11)]), ValueError, r"token id 9223372036854775808, outside"),
+    # before: "KeyError: 'offsets'" (a Hugging Face tokenizer called without return_offsets_mapping)
+    ({"input_ids": [7, 8], "attention_mask": [1, 1]}, TypeError,
+     r"keys \['attention_mask', 'input_ids'\], not ids .* return_offsets_mapping=True"),
+    # before: "ValueError: too many values to unpack (expected 2)"
+    (([7, 8], [(0, 5, 0), (6, 11, 0)]), TypeError, r"character offset that is not a \(start, stop\) pair: \(0, 5, 0\)"),
+])
+def test_unusable_tokenizer_output_is_named(output, error, match):
+    from loaders.pipeline import encode_text
+
+    with pytest.raises(error, match=match):
+        encode_text(lambda text: output, "hello world")
