@@ -117,3 +117,28 @@ def test_unusable_tokenizer_output_is_named(output, error, match):
 
     with pytest.raises(error, match=match):
         encode_text(lambda text: output, "hello world")
+
+
+# ------------------------------------------------------------------------- shard lists
+
+
+def test_a_shard_listed_twice_is_read_twice_and_said_so(tmp_path, clip_bytes, caplog):
+    # Before: a list joined twice by mistake read every sample of the repeated shard twice an epoch, with no message.
+    import logging
+
+    url = write_shard(tmp_path / "s0.tar", ["a", "b"], clip_bytes)
+    other = write_shard(tmp_path / "s1.tar", ["c"], clip_bytes)
+    with caplog.at_level(logging.WARNING):
+        loader = loaders.make_loader([url, other, url], seed=0, frame_size=(16, 16), budgets=(100, 64_000, 64),
+                                     window_seconds=None)
+    assert f"1 shard URL(s) are listed more than once ({url!r} x2): each copy is read" in caplog.text
+    assert sorted(k for b in loader for k in b.sample_keys) == ["a", "a", "b", "b", "c"]
+
+
+def test_paths_in_a_shard_list_are_taken_as_a_single_path_is(tmp_path, clip_bytes):
+    # Before: make_loader(Path) worked, make_loader([Path, Path]) raised "shard URL must be a non-empty string".
+    paths = [tmp_path / "s0.tar", tmp_path / "s1.tar"]
+    write_shard(paths[0], ["a"], clip_bytes)
+    write_shard(paths[1], ["b"], clip_bytes)
+    loader = loaders.make_loader(paths, seed=0, frame_size=(16, 16), budgets=(100, 64_000, 64), window_seconds=None)
+    assert sorted(k for b in loader for k in b.sample_keys) == ["a", "b"]
