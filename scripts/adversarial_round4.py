@@ -167,7 +167,7 @@ if __name__ == "__main__":
             d.load_state_dict(pickle.load(open(f"{work}/state_{saved}_{step}.pkl", "rb")))
             print(json.dumps([digest(b) for b in d]))
         except Exception as e:
-            print(json.dumps({"error": f"{type(e).__name__}: {str(e)[-200:]}"}))
+            print(json.dumps({"error": f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"}))
 """
 
 
@@ -181,7 +181,8 @@ def child(code: str, *args: str) -> str:
 
 def dataloader_path(inputs: dict, work: Path, quick: bool) -> None:
     urls = inputs["urls"]
-    emit("DataLoader, 2 persistent workers, 20 epochs", **json.loads(child(_EPOCHS, str(5 if quick else 20), *urls)))
+    epochs = 5 if quick else 20
+    emit(f"DataLoader, 2 persistent workers, {epochs} epochs", **json.loads(child(_EPOCHS, str(epochs), *urls)))
     full = {w: json.loads(child(_STATEFUL, "full", str(w), str(work), *urls)) for w in (0, 2)}
     for workers in (0, 2):
         steps = range(len(full[workers])) if not quick else (0, len(full[workers]) // 2)
