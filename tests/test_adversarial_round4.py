@@ -158,3 +158,28 @@ def test_a_container_ffmpeg_cannot_open_is_refused_without_the_decord_fallback(c
     with caplog.at_level(logging.WARNING), pytest.raises(DecodeError, match=r"cannot open garbage\.mp4: .*Invalid data"):
         read_video(b"\x00" * 100, name="garbage.mp4")
     assert "trying decord" not in caplog.text
+
+
+# ------------------------------------------------------------------------- options truncated by int()
+
+
+@pytest.mark.parametrize(("option", "match"), [
+    (dict(rank=0.5, world_size=3), r"rank must be an int \(numpy ints too\), got 0.5"),  # before: rank 0
+    (dict(budgets=(300.7, 64_000, 64)), r"budgets must be 3 positive ints .* got \(300.7, 64000, 64\)"),  # before: 300
+    (dict(buffer_size=2.5), r"buffer_size must be an int \(numpy ints too\), got 2.5"),  # before: 2
+])
+def test_options_that_int_would_truncate_are_refused(tmp_path, clip_bytes, option, match):
+    url = write_shard(tmp_path / "s.tar", ["k0"], clip_bytes)
+    with pytest.raises(TypeError, match=match):
+        loaders.make_dataset([url] * 3, seed=0, frame_size=(16, 16), **option)
+
+
+def test_numpy_ints_are_taken_for_counts_as_for_seeds(tmp_path, clip_bytes):
+    import numpy as np
+
+    url = write_shard(tmp_path / "s.tar", ["k0"], clip_bytes)
+    # before: "sample_rate must be a positive int, got np.int64(8000)" while np.int64 seeds were taken
+    loader = loaders.make_loader([url], seed=np.int64(0), sample_rate=np.int64(8000), budgets=np.array([100, 64_000, 64]),
+                                 frame_size=(16, 16), window_seconds=None)
+    batch = next(iter(loader))
+    assert batch.sample_keys == ("k0",) and int(batch.cu_seqlens_samples[1]) == 8000  # 1 s at 8 kHz
