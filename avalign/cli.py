@@ -198,7 +198,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         hint = "; hint: the disk (or a file-size limit) is full: what was written is incomplete; free space and rerun" if full else ""
         print(f"avalign {args.command}: error: {cli_message(str(e))}{hint}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: say so (a bare exit 130 left a report's partial clips/ pages unexplained)
+        print(f"avalign {args.command}: interrupted; what it wrote so far may be incomplete (preprocess: a rerun "
+              "reuses its complete shards)", file=sys.stderr)
         return 130
 
 

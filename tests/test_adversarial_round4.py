@@ -183,3 +183,14 @@ def test_numpy_ints_are_taken_for_counts_as_for_seeds(tmp_path, clip_bytes):
                                  frame_size=(16, 16), window_seconds=None)
     batch = next(iter(loader))
     assert batch.sample_keys == ("k0",) and int(batch.cu_seqlens_samples[1]) == 8000  # 1 s at 8 kHz
+
+
+def test_ctrl_c_says_the_run_was_interrupted(monkeypatch, capsys):
+    # Before: exit 130 and nothing on stderr; `avalign report` left its partial clips/ pages unexplained.
+    def command(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_cmd_demo", command)
+    assert cli.main(["demo"]) == 130
+    assert capsys.readouterr().err == ("avalign demo: interrupted; what it wrote so far may be incomplete (preprocess: a "
+                                       "rerun reuses its complete shards)\n")
