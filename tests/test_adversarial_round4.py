@@ -194,3 +194,18 @@ def test_ctrl_c_says_the_run_was_interrupted(monkeypatch, capsys):
     assert cli.main(["demo"]) == 130
     assert capsys.readouterr().err == ("avalign demo: interrupted; what it wrote so far may be incomplete (preprocess: a "
                                        "rerun reuses its complete shards)\n")
+
+
+def test_a_transcript_whose_media_is_in_another_shard_is_named_with_a_hint(tmp_path, clip_bytes):
+    # Before: "no media member (have ['srt']; …)", nothing pointing at the other shard holding the media.
+    from loaders.errors import SampleError
+
+    media = tmp_path / "a.tar"
+    media.write_bytes(hostile.tar_bytes([("k1.mp4", clip_bytes)]))
+    text = tmp_path / "b.tar"
+    text.write_bytes(hostile.tar_bytes([("k1.srt", b"1\n00:00:00,100 --> 00:00:00,900\nhello\n"), ("k2.mp4", clip_bytes)]))
+    loader = loaders.make_loader([str(media), str(text)], seed=0, frame_size=(16, 16), on_error="raise")
+    with pytest.raises(SampleError, match=r"have \['srt'\].*is its media in another shard\? a key's "
+                                                         r"members must be adjacent in one shard") as info:
+        list(loader)
+    assert info.value.key == "k1" and info.value.reason == "missing_video"

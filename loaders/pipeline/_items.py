@@ -27,7 +27,9 @@ import torch
 
 from avcore import (
     ALIGN_JSON,
+    CAPTION_EXTENSIONS,
     MEDIA_EXTENSIONS,
+    TRANSCRIPT_EXTENSIONS,
     AudioClip,
     BatchItem,
     DecodeError,
@@ -50,6 +52,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["pack_lengths", "sample_items"]
 
 
+
+_TEXT_MEMBERS = frozenset(TRANSCRIPT_EXTENSIONS) | frozenset(CAPTION_EXTENSIONS) | {ALIGN_JSON}
+"""Members that carry a sample's text (or its clock values) but no media."""
 
 _MAX_TEXT_WINDOWS_FACTOR = 8
 """``window_seconds="auto"`` cuts a clip into more windows than its frames and samples need only for its text, and
@@ -118,7 +123,10 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
     media_ext = next((ext for ext in MEDIA_EXTENSIONS if ext in sample), None)
     if media_ext is None:
         members = sorted(k for k in sample if not k.startswith("__"))
-        raise SampleError(f"no media member (have {members}; expected one of {list(MEDIA_EXTENSIONS)})",
+        text_only = bool(members) and all(m.lower() in _TEXT_MEMBERS for m in members)
+        hint = ("; a transcript or caption alone: is its media in another shard? a key's members must be adjacent in "
+                "one shard" if text_only else "")
+        raise SampleError(f"no media member (have {members}; expected one of {list(MEDIA_EXTENSIONS)}){hint}",
                           shard=url, key=key, reason="missing_video")
     given = _given_values(sample, url, key)
     video, audio, decode_errors = _decode(sample[media_ext], media_ext, key, options, _frame_index(sample, key))
