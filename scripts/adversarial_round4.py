@@ -13,6 +13,11 @@ shards of one ffmpeg clip (64x48, 2 s, 10 fps, AAC 16 kHz) under a scratch direc
 One run: 9 min 32 s wall, 253 user + 37 sys CPU-s (2 cores, load 2-4); ``--quick``: about 4 min.
 
     PYTHONPATH=$PWD python scripts/adversarial_round4.py [--work /tmp/robust8-script] [--quick]
+    PYTHONPATH=$PWD python scripts/adversarial_round4.py --decord-rescue 1 9    # seeds 1-8 of the fuzz mutants
+
+``--decord-rescue FIRST STOP`` only counts, over ``tests/test_fuzz_pipeline``'s corrupt media mutants (22 a seed),
+how often decord decodes a file PyAV cannot open or decode: the evidence for refusing a container FFmpeg cannot
+open without the decord fallback.
 """
 from __future__ import annotations
 
@@ -226,13 +231,50 @@ def cli(inputs: dict, work: Path) -> None:
          processes_left=len(left), files=sorted(os.listdir(out)) if out.is_dir() else None)
 
 
+def decord_rescue(first: int, stop: int, work: Path) -> None:
+    import collections
+    import random
+
+    from loaders import read_video
+    from loaders.errors import DecodeError
+    from loaders.media import call_with_timeout
+    from tests import hostile_inputs as hostile
+    from tests.test_fuzz_pipeline import _mutate_media
+
+    work.mkdir(parents=True, exist_ok=True)
+    base = {"mp4": hostile.clip(work / "base.mp4"),
+            "mkv": hostile.clip(work / "base.mkv", container_args=("-c:a", "libopus", "-ar", "48000"))}
+    table: collections.Counter = collections.Counter()
+    for seed in range(first, stop):
+        rng = random.Random(seed)
+        for _ in range(22):
+            data = _mutate_media(rng, base[rng.choice(sorted(base))])
+            try:
+                read_video(data, backend="pyav", name="x")
+                table["pyav ok"] += 1
+                continue
+            except DecodeError as e:
+                failure = "pyav cannot open" if "cannot open" in str(e) else "pyav cannot decode"
+            try:
+                call_with_timeout(lambda d: read_video(d, backend="decord", name="x").num_frames, data, timeout_seconds=20)
+                table[f"{failure}, decord decodes"] += 1
+            except Exception:  # noqa: BLE001 - any failure of decord counts as one
+                table[f"{failure}, decord fails too"] += 1
+    emit(f"decord fallback on the fuzz mutants, seeds {first}..{stop - 1}", **dict(table))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", default="/tmp/avalign-round4")
     parser.add_argument("--quick", action="store_true", help="fewer epochs, resume points and unreadable media")
+    parser.add_argument("--decord-rescue", type=int, nargs=2, metavar=("FIRST", "STOP"),
+                        help="only count decord's rescues of PyAV failures over these fuzz seeds")
     args = parser.parse_args()
     work = Path(args.work)
     logging.basicConfig(level=logging.ERROR)
+    if args.decord_rescue:
+        decord_rescue(*args.decord_rescue, work)
+        return
     inputs = make_inputs(work)
     option_edges(inputs, args.quick)
     shard_lists(inputs, work, args.quick)
