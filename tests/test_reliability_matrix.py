@@ -8,6 +8,7 @@ Known library gaps are strict xfails listed in ``KNOWN_FAILURES`` (flip them whe
 """
 from __future__ import annotations
 
+import copy
 import io
 import json
 import logging
@@ -222,6 +223,30 @@ def _check_preprocess(built, case, mode: str, caplog, tmp_path) -> None:
         assert len(json.loads(members[f"{BAD_KEY}.frames.json"])["pts_seconds"]) == CLIP_FRAMES
 
 
+def _plot_input(rows) -> list[dict]:
+    """What the summary plots are drawn from: the rows, without the clip-page links (which only a run writing
+    pages has)."""
+    return [{k: v for k, v in row.items() if k != "page"} for row in copy.deepcopy(rows)]
+
+
+def _spy_on_plots(monkeypatch, record: list) -> None:
+    """make_plots draws as usual and appends what it was given to ``record``."""
+    from avalign.report import _plots  # private: run_report imports make_plots at call time
+
+    draw = _plots.make_plots
+    monkeypatch.setattr(_plots, "make_plots", lambda rows: record.append(_plot_input(rows)) or draw(rows))
+
+
+def _kept_plot_rows(built, case, tmp_path, monkeypatch) -> list[dict]:
+    """The rows a kept case's skip run drew its summary plots from (that run is made here if it was not)."""
+    record = built["cache"].setdefault(("plot_rows", case.name), [])
+    if not record:
+        with monkeypatch.context() as patch:
+            _spy_on_plots(patch, record)
+            _report(case.shard, tmp_path / "report_skip", "skip", clip_pages=0)
+    return record[-1]
+
+
 def _check_report(built, case, mode: str, caplog, tmp_path, monkeypatch) -> None:
     expect, key = case.expect["report"], SAMPLE_KEY.get(case.name, BAD_KEY)
     if expect.outcome == "skip" and mode == "raise":
@@ -234,17 +259,27 @@ def _check_report(built, case, mode: str, caplog, tmp_path, monkeypatch) -> None
     pages = 50 if expect.outcome == "kept" and mode == "skip" else 0
     # The summary plots are drawn from the rows alone. Where the bad sample leaves no row, they are given the
     # clean run's rows (checked below), so they would be the clean run's plots: the rows are recorded instead of
-    # drawn again (about 0.75 CPU-s a report). Kept bad rows (and a kept first copy) are drawn.
+    # drawn again (about 0.75 CPU-s a report). Kept bad rows (and a kept first copy) are drawn in the skip run; a
+    # kept case skips nothing, so its raise run hands the plotter exactly the skip run's rows (checked, the
+    # clip-page links aside): recorded there.
     recorded = expect.outcome == "skip" and expect.flagged != "first_copy"
+    kept_raise = expect.outcome == "kept" and mode == "raise"
     plotted: list[list[str]] = []
     if recorded:
         clean_keys = [row["key"] for row in _clean(built, "report")["clips"]]  # the clean run, plots drawn
         monkeypatch.setattr("avalign.report._plots.make_plots",  # private: run_report imports it at call time
                             lambda rows: plotted.append([row["key"] for row in rows]) or {})
+    elif kept_raise:
+        drawn = _kept_plot_rows(built, case, tmp_path, monkeypatch)  # the skip run's, plots drawn
+        monkeypatch.setattr("avalign.report._plots.make_plots", lambda rows: plotted.append(_plot_input(rows)) or {})
+    elif expect.outcome == "kept":  # the skip run: drawn, and its rows kept for the raise run
+        _spy_on_plots(monkeypatch, built["cache"].setdefault(("plot_rows", case.name), []))
     with caplog.at_level(logging.WARNING):
         report = _report(case.shard, tmp_path / "report", mode, clip_pages=pages)
     if recorded:
         assert plotted == [clean_keys] == [[GOOD_KEY]], plotted
+    if kept_raise:
+        assert plotted == [drawn] and len(drawn) == 2, plotted
     clean = _clean(built, "report")
     rows = {row["key"]: row for row in report["clips"]}
     reference = dict(clean["clips"][0], shard=case.shard)
