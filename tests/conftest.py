@@ -303,3 +303,11 @@ def collector_on_new_objects():
     finally:
         if not frozen_before:
             gc.unfreeze()
+
+
+@pytest.fixture
+def collector_on_test_objects():
+    """``collector_on_new_objects`` around one test: collections (e.g. ``heap_frozen_for_fork``'s before
+    make_loader forks its workers) walk only what the test made."""
+    with collector_on_new_objects():
+        yield

@@ -207,6 +207,7 @@ def test_killed_dataloader_worker_is_named(shards, tmp_path):
                          r"DataLoader worker \(pid \d+\) is killed by signal: Killed", str(info.value)), info.value
 
 
+@pytest.mark.usefixtures("collector_on_test_objects")  # make_loader's pre-fork collection: this test's objects
 def test_killed_loader_worker_is_named(shards, tmp_path):
     killer = _KillsOneWorker(tmp_path / "killed")  # fault injection: a worker dies
     with pytest.raises(RuntimeError, match=r"loader worker \d \(pid \d+\) was killed by signal 9 without finishing"):
@@ -255,6 +256,7 @@ def test_over_budget_clips_are_windowed_by_default(shards):
     assert "s0c1@0" in keys and "s0c1@1" in keys and "s0c0" in keys  # only the clips over budget are cut
 
 
+@pytest.mark.usefixtures("collector_on_test_objects")  # make_loader's pre-fork collection: this test's objects
 def test_sample_timeout_is_a_named_skip(shards, monkeypatch):
     """A sample stuck past sample_timeout_seconds is skipped as 'timeout'; the samples after it are delivered."""
     import time
@@ -279,6 +281,7 @@ def test_sample_timeout_is_a_named_skip(shards, monkeypatch):
     assert [s[1] for s in loader.stats.skipped_samples if s[2] == "timeout"] == ["s0c1"]
 
 
+@pytest.mark.usefixtures("collector_on_test_objects")  # make_loader's pre-fork collection: this test's objects
 def test_any_exception_in_a_sample_is_a_named_skip(shards, monkeypatch):
     """An unforeseen exception inside one sample's alignment skips that sample only (reason 'align')."""
     import aligner
@@ -350,6 +353,7 @@ def test_pin_memory_is_what_dataloader_calls(shards, monkeypatch):
     assert_same(_digest(again), _digest(batch))
 
 
+@pytest.mark.usefixtures("collector_on_test_objects")  # make_loader's pre-fork collection: this test's objects
 def test_loader_failure_in_a_worker_names_it_and_chains_the_cause(shards, monkeypatch):
     """A failure of the loader itself in a worker (here: the shard loop breaks) ends the epoch with a RuntimeError
     naming the worker, chained to the original exception."""
