@@ -8,7 +8,6 @@ Known library gaps are strict xfails listed in ``KNOWN_FAILURES`` (flip them whe
 """
 from __future__ import annotations
 
-import copy
 import io
 import json
 import logging
@@ -224,27 +223,19 @@ def _check_preprocess(built, case, mode: str, caplog, tmp_path) -> None:
 
 
 def _plot_input(rows) -> list[dict]:
-    """What the summary plots are drawn from: the rows, without the clip-page links (which only a run writing
-    pages has)."""
-    return [{k: v for k, v in row.items() if k != "page"} for row in copy.deepcopy(rows)]
+    """Rows as the summary plots use them: without the clip-page links (which only a run writing pages has), in
+    their JSON form (as ``report.json`` holds them)."""
+    return [{k: v for k, v in row.items() if k != "page"} for row in json.loads(json.dumps(rows))]
 
 
-def _spy_on_plots(monkeypatch, record: list) -> None:
-    """make_plots draws as usual and appends what it was given to ``record``."""
-    from avalign.report import _plots  # private: run_report imports make_plots at call time
-
-    draw = _plots.make_plots
-    monkeypatch.setattr(_plots, "make_plots", lambda rows: record.append(_plot_input(rows)) or draw(rows))
-
-
-def _kept_plot_rows(built, case, tmp_path, monkeypatch) -> list[dict]:
-    """The rows a kept case's skip run drew its summary plots from (that run is made here if it was not)."""
-    record = built["cache"].setdefault(("plot_rows", case.name), [])
-    if not record:
-        with monkeypatch.context() as patch:
-            _spy_on_plots(patch, record)
-            _report(case.shard, tmp_path / "report_skip", "skip", clip_pages=0)
-    return record[-1]
+def _kept_plot_rows(built, case, tmp_path) -> list[dict]:
+    """The rows of a kept case's skip run, which drew its summary plots from them (``run_report`` plots the rows it
+    writes to ``report.json``); that run is made here if it was not."""
+    cache = built["cache"]
+    if ("plot_rows", case.name) not in cache:
+        cache["plot_rows", case.name] = _plot_input(_report(case.shard, tmp_path / "report_skip", "skip",
+                                                            clip_pages=0)["clips"])
+    return cache["plot_rows", case.name]
 
 
 def _check_report(built, case, mode: str, caplog, tmp_path, monkeypatch) -> None:
@@ -270,12 +261,12 @@ def _check_report(built, case, mode: str, caplog, tmp_path, monkeypatch) -> None
         monkeypatch.setattr("avalign.report._plots.make_plots",  # private: run_report imports it at call time
                             lambda rows: plotted.append([row["key"] for row in rows]) or {})
     elif kept_raise:
-        drawn = _kept_plot_rows(built, case, tmp_path, monkeypatch)  # the skip run's, plots drawn
+        drawn = _kept_plot_rows(built, case, tmp_path)  # the skip run's rows, plots drawn from them
         monkeypatch.setattr("avalign.report._plots.make_plots", lambda rows: plotted.append(_plot_input(rows)) or {})
-    elif expect.outcome == "kept":  # the skip run: drawn, and its rows kept for the raise run
-        _spy_on_plots(monkeypatch, built["cache"].setdefault(("plot_rows", case.name), []))
     with caplog.at_level(logging.WARNING):
         report = _report(case.shard, tmp_path / "report", mode, clip_pages=pages)
+    if expect.outcome == "kept" and mode == "skip":  # drawn here; its rows kept for the raise run
+        built["cache"]["plot_rows", case.name] = _plot_input(report["clips"])
     if recorded:
         assert plotted == [clean_keys] == [[GOOD_KEY]], plotted
     if kept_raise:
