@@ -328,16 +328,3 @@ def collector_on_test_objects():
     make_loader forks its workers) walk only what the test made."""
     with collector_on_new_objects():
         yield
-
-
-def decord_fallback_off(monkeypatch) -> None:
-    """``read_video``'s ``auto`` does not retry a file PyAV failed on with decord: PyAV's error is the one raised, as
-    when the fallback fails too. That retry runs in a watchdog process, a fork of this one (a pytest worker holds
-    about 2 GB: ~0.1-0.2 CPU-s a fork) once per corrupt sample per epoch; for tests about what the pipeline does
-    with a sample it skips, not about the fallback (which keeps its own tests and runs in the reliability matrix).
-    The ``--video-backend`` option's switch, for one test."""
-    def no_fallback(*args, **kwargs):
-        raise RuntimeError("the decord fallback is off in this test")
-
-    # private: read_video imports the fallback's watchdog at call time from its own module
-    monkeypatch.setattr("loaders._watchdog.call_with_timeout", no_fallback)

@@ -17,7 +17,7 @@ from torch.utils.data import DataLoader
 
 import loaders
 from loaders import make_dataset, make_loader
-from tests.conftest import decord_fallback_off, tiny_clip
+from tests.conftest import tiny_clip
 from tests.resume_helper import assert_same
 from tests.corrupt_cases import write_tar
 
@@ -55,18 +55,6 @@ def shards(tmp_path_factory) -> dict:
         write_tar(path, members)
         paths.append(str(path))
     return {"paths": paths, "expected": expected}
-
-
-FALLBACK_ON = {"test_dataloader_delivers_every_window_once"}
-"""The tests where the corrupt mp4 also goes through read_video's decord retry (in this process and in DataLoader's
-daemonic workers).
-Elsewhere PyAV alone refuses it (``decord_fallback_off``): the same skip, without a watchdog fork per epoch."""
-
-
-@pytest.fixture(autouse=True)
-def _decord_fallback(request, monkeypatch):
-    if request.function.__name__ not in FALLBACK_ON:
-        decord_fallback_off(monkeypatch)
 
 
 def _digest(batch) -> tuple:

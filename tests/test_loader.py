@@ -10,7 +10,7 @@ import pytest
 
 from loaders.errors import SampleError
 from loaders.pipeline import make_loader
-from tests.conftest import collector_on_new_objects, cyclic_garbage, decord_fallback_off
+from tests.conftest import collector_on_new_objects, cyclic_garbage
 from tests.loader_shards import BUDGETS, WINDOW_SECONDS, write_loader_shards
 from tests.resume_helper import assert_same, run_test_save_load_state
 
@@ -21,18 +21,6 @@ def _collector_on_this_modules_objects():
     over this module's own objects, not over the whole pytest worker's heap (``collector_on_new_objects``)."""
     with collector_on_new_objects():
         yield
-
-
-FALLBACK_ON = {"test_every_window_once_and_skips_counted", "test_raise_mode_names_shard_key_reason"}
-"""The tests where the corrupt mp4 also goes through read_video's decord retry (in this process, and in a make_loader
-worker with on_error='raise').
-Elsewhere PyAV alone refuses it (``decord_fallback_off``): the same skip, without a watchdog fork per epoch."""
-
-
-@pytest.fixture(autouse=True)
-def _decord_fallback(request, monkeypatch):
-    if request.function.__name__ not in FALLBACK_ON:
-        decord_fallback_off(monkeypatch)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader
 
 from loaders import make_dataset, make_loader
 from loaders.pipeline import Collator, OnlinePacker, PackItem, SharedSlots
-from tests.conftest import collector_on_new_objects, decord_fallback_off
+from tests.conftest import collector_on_new_objects
 from tests.resume_helper import assert_same
 from tests.test_dataset import OPTIONS, _digest, _windows, shards  # noqa: F401 - the module fixture
 
@@ -26,13 +26,6 @@ def _collector_on_this_modules_objects():
     over this module's own objects, not over the whole pytest worker's heap (``collector_on_new_objects``)."""
     with collector_on_new_objects():
         yield
-
-
-@pytest.fixture(autouse=True)
-def _decord_fallback_off(monkeypatch):
-    """The fixture's corrupt mp4 is refused by PyAV alone, without read_video's decord retry (a watchdog fork of this
-    process per epoch): the same skip; the tail policy is what these tests are about (``decord_fallback_off``)."""
-    decord_fallback_off(monkeypatch)
 
 
 def _dataloader(shards, tail, num_workers=2, **extra):
