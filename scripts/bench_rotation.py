@@ -1,0 +1,104 @@
+"""The cost of display rotation at 720p, before/after, in ``avalign bench decode``'s style (BENCHMARKS.md,
+"Rotation and pipe shards").
+
+    PYTHONPATH=$PWD python scripts/bench_rotation.py --repeats 5 /work/main .
+
+Makes a 10 s 1280x720 30 fps H.264 clip (testsrc2, x264 ``veryfast``, as ``avalign bench decode``'s full-decode
+files) and the same stream remuxed with ``-metadata:s:v:0 rotate=90``. Each checkout gets one long-lived worker
+process (its ``loaders`` on the path); the cases run interleaved (every checkout, every case, once per round) and
+each row gives the median wall seconds and the median CPU seconds (user + sys of the worker, all its threads) of
+one call. ``num_threads=1`` (FFmpeg), ``OMP_NUM_THREADS=1``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+_WORKER = r"""
+import json, resource, sys, time
+import loaders
+from loaders.media import clear_frame_index_cache, result_pool
+
+def run(case, path):
+    if case == "probe_video (index cache cleared)":
+        clear_frame_index_cache()
+        return loaders.probe_video(path)[1].num_frames
+    if case == "read_video full, pyav":
+        return tuple(loaders.read_video(path, num_threads=1, backend="pyav").frames.shape)
+    if case == "read_video full, torchcodec":
+        return tuple(loaders.read_video(path, num_threads=1, backend="torchcodec").frames.shape)
+    if case == "read_video frame_size 1/4, pyav":
+        meta, _ = loaders.probe_video(path)
+        size = (meta.height // 4, meta.width // 4)
+        return tuple(loaders.read_video(path, num_threads=1, backend="pyav", frame_size=size).frames.shape)
+    raise ValueError(case)
+
+for line in sys.stdin:
+    case, path = json.loads(line)
+    result_pool.release()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    shape = run(case, path)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(json.dumps({"wall": wall, "cpu": cpu, "shape": shape}), flush=True)
+"""
+
+CASES = ("read_video full, pyav", "read_video frame_size 1/4, pyav", "read_video full, torchcodec",
+         "probe_video (index cache cleared)")
+
+
+def make_clips(folder: str) -> dict[str, str]:
+    plain = os.path.join(folder, "bench_720p_10s.mp4")
+    turned = os.path.join(folder, "bench_720p_10s_rotate90.mp4")
+    subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30",
+                    "-t", "10", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-preset", "veryfast", plain], check=True)
+    subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90",
+                    turned], check=True)
+    return {"0": plain, "90": turned}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("checkouts", nargs="+", help="repository roots whose loaders to compare (before first)")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    with tempfile.TemporaryDirectory() as folder:
+        clips = make_clips(folder)
+        workers = {}
+        for root in args.checkouts:
+            root = os.path.abspath(root)
+            workers[root] = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             text=True, env=dict(env, PYTHONPATH=root), cwd=root)
+        runs = [(root, case, tag) for case in CASES for tag in clips for root in workers]
+        samples: dict[tuple, list[dict]] = {run: [] for run in runs}
+        for round_index in range(args.repeats + 1):  # round 0: warm-up, not counted
+            for run in runs:
+                root, case, tag = run
+                worker = workers[root]
+                worker.stdin.write(json.dumps([case, clips[tag]]) + "\n")
+                worker.stdin.flush()
+                result = json.loads(worker.stdout.readline())
+                if round_index:
+                    samples[run].append(result)
+        for worker in workers.values():
+            worker.stdin.close()
+            worker.wait()
+    print("| case | clip | checkout | output shape | wall s (median) | CPU s (median) |")
+    print("|---|---|---|---|---:|---:|")
+    for run in runs:
+        root, case, tag = run
+        rows = samples[run]
+        print(f"| {case} | rotate={tag} | {os.path.basename(root.rstrip('/'))} | {tuple(rows[0]['shape'])} | "
+              f"{statistics.median(r['wall'] for r in rows):.3f} | {statistics.median(r['cpu'] for r in rows):.3f} |")
+
+
+if __name__ == "__main__":
+    main()
