@@ -68,6 +68,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkouts", nargs="+", help="repository roots whose loaders to compare (before first)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES, metavar="CASE",
+                        help=f"cases to run (default: all of {CASES})")
     args = parser.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as folder:
@@ -77,7 +79,7 @@ def main() -> None:
             root = os.path.abspath(root)
             workers[root] = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                              text=True, env=dict(env, PYTHONPATH=root), cwd=root)
-        runs = [(root, case, tag) for case in CASES for tag in clips for root in workers]
+        runs = [(root, case, tag) for case in args.cases for tag in clips for root in workers]
         samples: dict[tuple, list[dict]] = {run: [] for run in runs}
         for round_index in range(args.repeats + 1):  # round 0: warm-up, not counted
             for run in runs:
@@ -96,7 +98,7 @@ def main() -> None:
     for run in runs:
         root, case, tag = run
         rows = samples[run]
-        print(f"| {case} | rotate={tag} | {os.path.basename(root.rstrip('/'))} | {tuple(rows[0]['shape'])} | "
+        print(f"| {case} | rotate={tag} | {os.path.basename(root.rstrip('/'))} | {rows[0]['shape'] if isinstance(rows[0]['shape'], int) else tuple(rows[0]['shape'])} | "
               f"{statistics.median(r['wall'] for r in rows):.3f} | {statistics.median(r['cpu'] for r in rows):.3f} |")
 
 

@@ -193,3 +193,5 @@ def test_av_offset_of_a_turned_clip_is_the_unturned_clips(tmp_path):
     assert turned_record["av_offset_ms"] == plain_record["av_offset_ms"]
     assert turned_record["av_offset_ms"] == pytest.approx(truth, abs=5)
     assert turned_record["av_method"] == plain_record["av_method"]
+    assert (turned_record["video"]["width"], turned_record["video"]["height"], turned_record["video"]["rotation_degrees"]) \
+        == (plain_record["video"]["height"], plain_record["video"]["width"], 90)
