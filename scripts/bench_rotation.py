@@ -2,6 +2,7 @@
 "Rotation and pipe shards").
 
     PYTHONPATH=$PWD python scripts/bench_rotation.py --repeats 5 /work/main .
+    PYTHONPATH=$PWD python scripts/bench_rotation.py --repeats 5 --turn-costs --cases -- .
 
 Makes a 10 s 1280x720 30 fps H.264 clip (testsrc2, x264 ``veryfast``, as ``avalign bench decode``'s full-decode
 files) and the same stream remuxed with ``-metadata:s:v:0 rotate=90``. Each checkout gets one long-lived worker
@@ -64,16 +65,59 @@ def make_clips(folder: str) -> dict[str, str]:
     return {"0": plain, "90": turned}
 
 
+def turn_costs(path: str, repeats: int) -> None:
+    """CPU ms per 720p frame of the ways to turn a frame by 90 degrees, on 60 decoded frames (this process, the
+    checkout on PYTHONPATH): RGB conversion alone; FFmpeg's ``transpose`` filter on the YUV frame, then RGB (what
+    the PyAV backend does); RGB, then numpy's ``rot90`` copied into place; RGB, then ``torch.rot90().contiguous()``
+    (what the torchcodec backend does to its frames). Medians over ``repeats`` interleaved rounds."""
+    import time
+
+    import av
+    import numpy as np
+    import torch
+    from av.video.reformatter import VideoReformatter
+
+    from loaders._rotation import FrameTurner
+
+    torch.set_num_threads(1)
+    with av.open(path) as container:
+        frames = [frame for _, frame in zip(range(60), container.decode(video=0))]
+    reformatter = VideoReformatter()
+    turner = FrameTurner(frames[0], 90)
+    out = np.empty((1280, 720, 3), dtype=np.uint8)
+    ways = {
+        "rgb24 only": lambda f: reformatter.reformat(f, format="rgb24").to_ndarray(),
+        "transpose filter (YUV) + rgb24": lambda f: reformatter.reformat(turner(f), format="rgb24").to_ndarray(),
+        "rgb24 + numpy rot90 copy": lambda f: np.copyto(out, np.rot90(reformatter.reformat(f, format="rgb24").to_ndarray())),
+        "rgb24 + torch.rot90 contiguous": lambda f: torch.rot90(torch.from_numpy(
+            reformatter.reformat(f, format="rgb24").to_ndarray()), 1, dims=(0, 1)).contiguous(),
+    }
+    costs: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(repeats):
+        for name, way in ways.items():
+            start = time.process_time()
+            for frame in frames:
+                way(frame)
+            costs[name].append((time.process_time() - start) / len(frames) * 1000)
+    print("| way to turn a 1280x720 frame by 90 degrees | CPU ms per frame (median) |")
+    print("|---|---:|")
+    for name, values in costs.items():
+        print(f"| {name} | {statistics.median(values):.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkouts", nargs="+", help="repository roots whose loaders to compare (before first)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES, metavar="CASE",
                         help=f"cases to run (default: all of {CASES})")
+    parser.add_argument("--turn-costs", action="store_true", help="also measure the ways to turn one frame (this process)")
     args = parser.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as folder:
         clips = make_clips(folder)
+        if args.turn_costs:
+            turn_costs(clips["0"], args.repeats)
         workers = {}
         for root in args.checkouts:
             root = os.path.abspath(root)

@@ -8,6 +8,7 @@ its frame times. Clips are made here: a 64x48 H.264 test pattern (1 s, 10 fps, B
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 import subprocess
@@ -41,8 +42,10 @@ def clips(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def ffmpeg_rgb24(path: Path, *filters: str) -> np.ndarray:
-    """The oracle: the ffmpeg CLI's rgb24 frames (autorotated, as it does by default), ``[T, H, W, 3]``."""
+    """The oracle: the ffmpeg CLI's rgb24 frames (autorotated, as it does by default), ``[T, H, W, 3]`` (read-only;
+    cached: each clip's oracle is run once)."""
     vf = ["-vf", ",".join(filters)] if filters else []
     raw = subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-i", str(path), *vf, "-f", "rawvideo", "-pix_fmt",
                           "rgb24", "pipe:1"], capture_output=True, check=True).stdout
@@ -56,6 +59,12 @@ def ffmpeg_rgb24(path: Path, *filters: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8).reshape(-1, height, width, 3)
 
 
+@functools.lru_cache(maxsize=None)
+def frame_times(path: Path) -> np.ndarray:
+    return ffprobe_frame_times(path)
+
+
+@functools.lru_cache(maxsize=None)
 def ffprobe_rotation_degrees(path: Path) -> int:
     out = subprocess.check_output(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
                                    "stream_side_data=rotation", "-of", "csv=p=0", str(path)], text=True).strip()
@@ -72,15 +81,15 @@ def test_frames_equal_ffmpegs_autorotated_frames_and_times_are_unchanged(clips, 
     assert tuple(clip.frames.shape) == expected.shape
     assert (clip.metadata.height, clip.metadata.width) == expected.shape[1:3]
     np.testing.assert_array_equal(clip.frames.numpy(), expected)
-    np.testing.assert_array_equal(clip.pts_seconds.numpy(), ffprobe_frame_times(path))
-    np.testing.assert_array_equal(clip.pts_seconds.numpy(), ffprobe_frame_times(clips["0"]))
+    np.testing.assert_array_equal(clip.pts_seconds.numpy(), frame_times(path))
+    np.testing.assert_array_equal(clip.pts_seconds.numpy(), frame_times(clips["0"]))
 
 
 @pytest.mark.parametrize("backend", ["pyav", "torchcodec"])
 @pytest.mark.parametrize("tag", ["90", "180", "270"])
 def test_windows_and_fps_reads_are_turned_too(clips, tag, backend):
     path = clips[tag]
-    expected, times = ffmpeg_rgb24(path), ffprobe_frame_times(path)
+    expected, times = ffmpeg_rgb24(path), frame_times(path)
     window = loaders.read_video(path, backend=backend, start_seconds=0.25, stop_seconds=0.65)
     first = int(np.searchsorted(times, 0.25))
     np.testing.assert_array_equal(window.frames.numpy(), expected[first:first + 4])
@@ -97,7 +106,7 @@ def test_probe_video_reports_the_rotation_and_the_displayed_size(clips, tag):
     meta, index = loaders.probe_video(clips[tag])
     assert meta.rotation_degrees == ffprobe_rotation_degrees(clips[tag])
     assert (meta.height, meta.width) == ffmpeg_rgb24(clips[tag]).shape[1:3]
-    np.testing.assert_array_equal(index.pts_seconds, ffprobe_frame_times(clips[tag]))
+    np.testing.assert_array_equal(index.pts_seconds, frame_times(clips[tag]))
 
 
 @pytest.mark.parametrize("tag", ["90", "180", "270"])
