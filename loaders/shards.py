@@ -6,6 +6,7 @@
 from avcore import ShardError
 from loaders._shards import (
     DEFAULT_MAX_MEMBER_BYTES,
+    DEFAULT_PIPE_STALL_SECONDS,
     TarMember,
     expand_shard_urls,
     group_by_key,
@@ -22,6 +23,7 @@ from loaders._shards import (
 
 __all__ = [
     "DEFAULT_MAX_MEMBER_BYTES",
+    "DEFAULT_PIPE_STALL_SECONDS",
     "ShardError",
     "TarMember",
     "expand_shard_urls",
