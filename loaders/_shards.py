@@ -31,6 +31,7 @@ __all__ = [
     "TarMember",
     "expand_shard_urls",
     "group_by_key",
+    "name_pipe_failures",
     "open_shard",
     "refuse_member",
     "safe_member_name",
@@ -156,14 +157,8 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
         raise ShardError(f"cannot open shard: {e}", shard=url, reason="open") from e
     stopped_early = False
     try:
-        for member in scan_tar(stream, "r|*", _read_bytes, max_member_bytes=max_member_bytes):
-            failure = getattr(stream, "error", None)
-            if member.problem == "truncated" and isinstance(failure, PipeError):
-                if failure.bytes_read == 0:
-                    raise ShardError(f"cannot open shard: {failure}", shard=url, reason="open")
-                if str(failure) not in member.message:
-                    member = TarMember(member.name, b"", "truncated", f"{member.message}: {failure}")
-            yield member
+        yield from name_pipe_failures(scan_tar(stream, "r|*", _read_bytes, max_member_bytes=max_member_bytes),
+                                      stream, url)
     except GeneratorExit:
         stopped_early = True
         raise
@@ -173,6 +168,21 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
                 stream.close()
         else:
             stream.close()
+
+
+def name_pipe_failures(members: Iterable[TarMember], stream, url: str) -> Iterator[TarMember]:
+    """``members`` (read from ``stream``) with a ``pipe:`` command's failure named: the ``truncated`` member that a
+    failed or stalled command leaves (:class:`~loaders._pipe.PipeError`) carries its exit status and stderr; when
+    the command sent no byte at all, the shard could not be opened (ShardError ``open``) instead. Other streams'
+    members pass unchanged. Shared by every reader of shards (the loader's stream and preprocess's scan)."""
+    for member in members:
+        failure = getattr(stream, "error", None)
+        if member.problem == "truncated" and isinstance(failure, PipeError):
+            if failure.bytes_read == 0:
+                raise ShardError(f"cannot open shard: {failure}", shard=url, reason="open")
+            if str(failure) not in member.message:
+                member = TarMember(member.name, b"", "truncated", f"{member.message}: {failure}")
+        yield member
 
 
 def _read_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[bytes, int]:

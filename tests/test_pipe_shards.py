@@ -153,3 +153,16 @@ def test_the_loader_skips_failing_and_stalled_pipes_by_name_and_delivers_the_res
     keys = [key for batch in loader for key in batch.sample_keys]
     assert keys == ["g0"]
     assert loader.stats.skipped == {"open": 2}
+
+
+def test_preprocess_plans_a_failing_pipe_as_a_shard_that_could_not_be_opened(tar_path):
+    from avalign.preprocess import list_inputs
+
+    url = "pipe:cat /missing/shard.tar"
+    plan = list_inputs(url)
+    assert plan.samples == ()
+    assert [(row["key"], row["reason"]) for row in plan.skipped] == [("", "open")]
+    assert "exited with status 1 after 0 bytes of output; stderr: 'cat: /missing/shard.tar: No such file or directory'" \
+        in plan.skipped[0]["message"]
+    good = list_inputs(f"pipe:cat {tar_path}")  # read through: its three keys have no media member
+    assert sorted((row["key"], row["reason"]) for row in good.skipped) == [(k, "missing_media") for k in ("k0", "k1", "k2")]
