@@ -77,13 +77,22 @@ def turn_costs(path: str, repeats: int) -> None:
     import torch
     from av.video.reformatter import VideoReformatter
 
-    from loaders._rotation import FrameTurner
-
     torch.set_num_threads(1)
     with av.open(path) as container:
         frames = [frame for _, frame in zip(range(60), container.decode(video=0))]
     reformatter = VideoReformatter()
-    turner = FrameTurner(frames[0], 90)
+    graph = av.filter.Graph()  # what loaders' PyAV backend builds for 90 degrees (loaders._rotation.FrameTurner)
+    source = graph.add_buffer(width=frames[0].width, height=frames[0].height, format=frames[0].format,
+                              time_base=frames[0].time_base)
+    transpose, sink = graph.add("transpose", "cclock"), graph.add("buffersink")
+    source.link_to(transpose)
+    transpose.link_to(sink)
+    graph.configure()
+
+    def turner(frame):
+        graph.push(frame)
+        return graph.pull()
+
     out = np.empty((1280, 720, 3), dtype=np.uint8)
     ways = {
         "rgb24 only": lambda f: reformatter.reformat(f, format="rgb24").to_ndarray(),
