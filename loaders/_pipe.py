@@ -13,7 +13,10 @@ gopen's conventions (``shell=True``, webdataset's ``unsafe_gopen`` switch, 141 n
   children) and raises :class:`PipeError` with ``stalled`` set;
 - ``close`` before the end (the reader stopped early) kills the group at once instead of waiting for it.
 
-Every path out reaps the shell (``wait``); nothing is left running.
+Every path out of the stream (end, failure, stall, ``close``, garbage collection) reaps the shell (``wait``) and
+leaves nothing running. Not covered: a reader process killed outright (SIGKILL, or a DataLoader worker terminated)
+never closes the stream; its command, in a session of its own, no longer gets the terminal's Ctrl-C either: a
+command that writes dies of SIGPIPE at its next write, one that hangs without writing stays until it ends.
 """
 from __future__ import annotations
 
