@@ -222,3 +222,11 @@ def test_the_estimation_reader_scales_the_displayed_frame(tmp_path):
     plain_error = np.abs(read_video_for_estimation(plain, name="wide.mp4")[0].frames.numpy().astype(int)
                          - ffmpeg_rgb24(plain, "scale=256:144:flags=area")).mean()
     assert np.abs(small.frames.numpy().astype(int) - ffmpeg_scaled).mean() <= 1.25 * plain_error
+
+
+def test_an_angle_within_one_degree_of_a_quarter_turn_is_that_turn(tmp_path):
+    """FFmpeg's autorotate takes 89.6 degrees as 90 (within 1 degree); so does ``rotation_degrees``, pixel for pixel."""
+    path = _pyav_clip(tmp_path / "almost.mp4", 89.6)
+    clip = loaders.read_video(path)
+    assert clip.metadata.rotation_degrees == 90
+    np.testing.assert_array_equal(clip.frames.numpy(), ffmpeg_rgb24(path))
