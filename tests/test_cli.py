@@ -162,7 +162,7 @@ def beeps(tmp_path_factory):
     return d
 
 
-def test_stm_on_every_command(beeps, tmp_path, capsys):
+def test_stm_on_every_command(beeps, tmp_path, capsys, monkeypatch):
     from avalign.report import run_report
 
     assert main(["measure", str(beeps / "clip.mp4"), "--transcript", str(beeps / "clip.stm"), "--json"]) == 0
@@ -183,8 +183,11 @@ def test_stm_on_every_command(beeps, tmp_path, capsys):
     with tarfile.open(tmp_path / "pre" / "shard-000000.tar") as tar:
         spans = json.loads(tar.extractfile("clip.transcript.json").read())["spans"]
     assert [(s["text"], s["start_seconds"]) for s in spans] == [("one two", 0.52), ("three", 1.92)]
+    plotted = []  # the summary plots of a measured clip with a transcript are drawn by tests/test_report.py
+    monkeypatch.setattr("avalign.report._plots.make_plots",  # private: run_report imports it at call time
+                        lambda rows: plotted.append([row["key"] for row in rows]) or {})
     (row,) = run_report(str(beeps), out_dir=str(tmp_path / "rep"), clip_pages=0).report["clips"]
-    assert row["has_transcript"] and row["num_words"] == 3
+    assert row["has_transcript"] and row["num_words"] == 3 and plotted == [["clip"]]
 
 
 def test_subtitle_file_named_mp4_is_named_as_such(tmp_path, capsys):

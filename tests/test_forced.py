@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from aligner.estimators import forced_align_words, normalise_words
+from aligner.estimators import forced_align_words, normalise_words, shared_decoder
 from avcore import AudioClip
 from tests.test_text_forced import with_noise_floor
 
@@ -41,7 +41,7 @@ def test_word_starts_match_espeak_truth():
     errors = []
     for text in SENTENCES:
         audio, true_starts = _speech_clip(text)
-        words = forced_align_words(audio, text, audio.start_seconds, audio.stop_seconds)
+        words = forced_align_words(audio, text, audio.start_seconds, audio.stop_seconds, decoder=shared_decoder())
         assert [w.text for w in words] == normalise_words(text)
         assert all(audio.start_seconds <= w.start_seconds < w.stop_seconds <= audio.stop_seconds + 0.01 for w in words)
         errors += [abs(w.start_seconds - t) * 1000 for w, t in zip(words, true_starts)]
@@ -53,7 +53,7 @@ def test_word_starts_match_espeak_truth():
 def test_out_of_dictionary_word_is_left_out():
     text = SENTENCES[1]
     audio, _ = _speech_clip(text)
-    words = forced_align_words(audio, text + " xqzzt", audio.start_seconds, audio.stop_seconds)
+    words = forced_align_words(audio, text + " xqzzt", audio.start_seconds, audio.stop_seconds, decoder=shared_decoder())
     assert [w.text for w in words] == normalise_words(text)
 
 
@@ -75,7 +75,7 @@ def test_a_failed_search_says_so_through_logging_not_pocketsphinx_stderr(capfd, 
     rng = np.random.default_rng(0)
     noise = torch.from_numpy((0.01 * rng.standard_normal(2 * 16000)).astype(np.float32)[None, :])
     clip = AudioClip(samples=noise, sample_rate=16000, start_seconds=0.0)
-    with caplog.at_level(logging.INFO, logger="aligner"):
+    with caplog.at_level(logging.INFO, logger="aligner"):  # the default decoder (new_decoder's log level)
         words = forced_align_words(clip, "the quick brown fox jumps", 0.0, 2.0)
     assert words == ()
     assert "forced alignment failed for 'the quick brown fox jumps'" in caplog.text

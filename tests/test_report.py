@@ -334,8 +334,26 @@ def _cli(argv: list[str]) -> int:
     return args.func(args)
 
 
-def test_preprocessed_shards_use_align_json(preprocessed_dir, tmp_path):
+def _record_plots(monkeypatch) -> list:
+    """From here on in the test, each report run hands its rows' keys to this list instead of drawing the summary
+    plots (0.6-0.8 CPU-s a report), for tests about something else. The same kinds of rows are drawn by the tests
+    that keep the plotter: measured rows with truth (``dir_report``, its PNGs checked), ``align.json`` rows (the
+    no-gate exit-code case), values beside abstentions (``test_distributions_...``), only abstentions (the no-gate
+    abstention case) and no rows at all (the first no-media run)."""
+    plotted = []
+    monkeypatch.setattr("avalign.report._plots.make_plots",  # private: run_report imports it at call time
+                        lambda rows: plotted.append([row["key"] for row in rows]) or {})
+    return plotted
+
+
+def _keys(report_json: Path) -> list:
+    return [row["key"] for row in json.loads(report_json.read_text())["clips"]]
+
+
+def test_preprocessed_shards_use_align_json(preprocessed_dir, tmp_path, monkeypatch):
+    plotted = _record_plots(monkeypatch)
     result = run_report(str(preprocessed_dir), out_dir=str(tmp_path))
+    assert plotted == [[row["key"] for row in result.report["clips"]]]
     rows = _rows(result)
     assert set(rows) == {"a", "b", EVIL_KEY, "d", "e"}
     assert {r["source"] for r in rows.values()} == {"align.json"}
@@ -365,10 +383,8 @@ def test_preprocessed_shards_use_align_json(preprocessed_dir, tmp_path):
     ],
 )
 def test_gate_exit_codes_null_offsets_do_not_fail(preprocessed_dir, tmp_path, options, exit_code, capsys, monkeypatch):
-    plotted = []
-    if options:  # the gate does not reach the summary plots: drawn for these rows by the no-gate case, recorded here
-        monkeypatch.setattr("avalign.report._plots.make_plots",  # private: run_report imports it at call time
-                            lambda rows: plotted.append([row["key"] for row in rows]) or {})
+    # the gate does not reach the summary plots: drawn for these rows by the no-gate case, recorded here
+    plotted = _record_plots(monkeypatch) if options else []
     assert _cli(["report", str(preprocessed_dir), "--out", str(tmp_path), "--no-progress", *options]) == exit_code
     if options:
         assert plotted == [[row["key"] for row in json.loads((tmp_path / "report.json").read_text())["clips"]]]
@@ -386,13 +402,15 @@ def test_help_has_examples(capsys):
     assert "examples:" in capsys.readouterr().out
 
 
-def test_raw_shard_is_measured_like_the_file(clips_dir, tmp_path, late100_record):
+def test_raw_shard_is_measured_like_the_file(clips_dir, tmp_path, late100_record, monkeypatch):
+    plotted = _record_plots(monkeypatch)
     shard = _tar(tmp_path / "raw-000000.tar", {
         "clip.mp4": (clips_dir / "late100.mp4").read_bytes(),
         "bad.mp4": b"\x00\x00\x00\x18ftypmp42 definitely not a movie",
         "lonely.srt": b"1\n00:00:01,000 --> 00:00:02,000\nhi\n",
     })
     result = run_report(str(shard), out_dir=str(tmp_path / "out"))
+    assert plotted == [["clip"]]
     direct = late100_record
     (row,) = result.report["clips"]
     assert row["key"] == "clip" and row["source"] == "measured"
@@ -400,8 +418,10 @@ def test_raw_shard_is_measured_like_the_file(clips_dir, tmp_path, late100_record
     assert result.report["summary"]["skipped_by_reason"] == {"decode": 1, "missing_media": 1}
 
 
-def test_cli_on_error_raise_and_max_pixels(clips_dir, tmp_path):
+def test_cli_on_error_raise_and_max_pixels(clips_dir, tmp_path, monkeypatch):
     from loaders.errors import SampleError
+
+    plotted = _record_plots(monkeypatch)
 
     shard = _tar(tmp_path / "raw-000000.tar", {
         "bad.mp4": b"\x00\x00\x00\x18ftypmp42 definitely not a movie",
@@ -414,6 +434,7 @@ def test_cli_on_error_raise_and_max_pixels(clips_dir, tmp_path):
     assert _cli(["report", str(shard), "--out", str(tmp_path / "small"), "--no-progress", "--max-pixels", str(160 * 120 - 1)]) == 0
     skipped = json.loads((tmp_path / "small" / "report.json").read_text())["skipped"]
     assert [(s["key"], s["reason"]) for s in skipped] == [("bad", "decode"), ("clip", "too_large")]  # 160x120 frames
+    assert plotted == [[]]  # the raising run stopped before the plots; the other had no rows
 
 
 def test_missing_input_raises(tmp_path):
@@ -437,7 +458,10 @@ def test_page_renders_in_headless_chromium(dir_report, tmp_path):
     assert image.shape[:2] == (2000, 1280)
     gray = image[..., :3].mean(axis=2)
     assert gray.std() > 0.05  # not a blank page
-    assert len(np.unique(np.round(image[..., :3].reshape(-1, 3), 2), axis=0)) > 50  # text, tables and plots
+    # distinct colours (channels rounded to 2 decimals) > 50: text, tables and plots. Each rounded channel is
+    # k / 100 exactly, so the colour is coded as one integer (np.unique over rows sorts 2.6 M triples: 3 CPU-s).
+    levels = np.rint(np.round(image[..., :3].reshape(-1, 3), 2) * 100).astype(np.int64)
+    assert len(np.unique((levels[:, 0] * 101 + levels[:, 1]) * 101 + levels[:, 2])) > 50
     assert (gray < 0.3).mean() > 0.002  # dark text present
 
 
@@ -525,9 +549,11 @@ def test_clip_page_word_boxes_and_waveform_in_chromium(clip_page_report, tmp_pat
     assert "lag curve not available" in html_text or 'id="lag-curve"' in html_text
 
 
-def test_clip_page_lag_curve_from_align_json_in_chromium(clips_dir, tmp_path, late100_record):
+def test_clip_page_lag_curve_from_align_json_in_chromium(clips_dir, tmp_path, late100_record, monkeypatch):
     """A preprocessed sample whose align.json carries the estimator's lag curve: curve, peak and threshold drawn."""
     import copy
+
+    plotted = _record_plots(monkeypatch)  # the summary plots; the clip page is drawn
 
     record = copy.deepcopy(late100_record)
     lags = np.arange(-500.0, 501.0, 1.0)
@@ -537,6 +563,7 @@ def test_clip_page_lag_curve_from_align_json_in_chromium(clips_dir, tmp_path, la
                                                  "late.mp4": (clips_dir / "late100.mp4").read_bytes()})
     result = run_report(str(shard), out_dir=str(tmp_path / "out"), fail_over_ms=50.0)
     (row,) = result.report["clips"]
+    assert plotted == [["late"]]
     assert row["abstain_reasons"] == {"av_offset_ms": "low_confidence"} and row["page"].startswith("clips/late-")
     assert result.exit_code == 1 and result.report["summary"]["gate"]["reasons"][0]["code"] == "nothing_measured"
     page = tmp_path / "out" / row["page"]
@@ -603,9 +630,12 @@ def _align_record(av, *, method="onset_xcorr", text=None) -> bytes:
         ([None, None, None], [], 0, "nothing_measured"),                             # no gate: a warning, exit 0
     ],
 )
-def test_gate_fails_on_abstentions(tmp_path, capsys, values, options, exit_code, reason):
+def test_gate_fails_on_abstentions(tmp_path, capsys, values, options, exit_code, reason, monkeypatch):
+    plotted = _record_plots(monkeypatch) if options else None  # the no-gate case draws its rows (all abstained)
     shard = _tar(tmp_path / "shard-000000.tar", {f"k{i}.align.json": _align_record(v) for i, v in enumerate(values)})
     assert _cli(["report", str(shard), "--out", str(tmp_path / "out"), "--no-progress", "--clip-pages", "0", *options]) == exit_code
+    if options:
+        assert plotted == [[f"k{i}" for i in range(len(values))]] == [_keys(tmp_path / "out" / "report.json")]
     printed = capsys.readouterr().out
     gate = json.loads((tmp_path / "out" / "report.json").read_text())["summary"]["gate"]
     assert [r["code"] for r in gate["reasons"]] == ([reason] if reason else [])
@@ -616,28 +646,32 @@ def test_gate_fails_on_abstentions(tmp_path, capsys, values, options, exit_code,
     assert gate["abstained_share"] == pytest.approx(sum(v is None for v in values) / len(values), abs=1e-4)
 
 
-def test_gate_fails_when_the_input_holds_no_media(tmp_path, capsys):
+def test_gate_fails_when_the_input_holds_no_media(tmp_path, capsys, monkeypatch):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert _cli(["report", str(empty), "--out", str(tmp_path / "o1"), "--no-progress", "--fail-over-ms", "60"]) == 1
     assert "FAIL (no_media)" in capsys.readouterr().out
+    plotted = _record_plots(monkeypatch)  # no rows in the next two runs either: drawn by the first
     (empty / "notes.txt").write_text("not media")  # a stray file is no media either
     assert _cli(["report", str(empty), "--out", str(tmp_path / "o2"), "--no-progress", "--fail-over-ms", "60"]) == 1
     assert "FAIL (no_media)" in capsys.readouterr().out
     (empty / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 not a movie")  # media, but nothing measured
     assert _cli(["report", str(empty), "--out", str(tmp_path / "o3"), "--no-progress", "--fail-over-ms", "60"]) == 1
     assert "FAIL (nothing_measured)" in capsys.readouterr().out
+    assert plotted == [[], []]
 
 
-def test_report_on_preprocessed_output_reads_skips_and_totals(clips_dir, tmp_path, capsys):
+def test_report_on_preprocessed_output_reads_skips_and_totals(clips_dir, tmp_path, capsys, monkeypatch):
     from avalign.preprocess import preprocess
 
     out = tmp_path / "pre"
-    result = preprocess(str(clips_dir), str(out), progress=False)
+    result = preprocess(str(clips_dir), str(out), progress=False, timeout_seconds=None)  # no watchdog fork per sample
     listed = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
     assert result.num_samples == 2 and [(r["key"], r["reason"]) for r in listed] == [("corrupt", "decode"), ("notes", "missing_media")]
     manifest = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    plotted = _record_plots(monkeypatch)
     assert _cli(["report", str(out), "--out", str(tmp_path / "rep"), "--no-progress"]) == 0
+    assert plotted == [_keys(tmp_path / "rep" / "report.json")] and len(plotted[0]) == 2
     report = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert [(s["key"], s["reason"], s["shard"]) for s in report["skipped"]] == [(r["key"], r["reason"], r["input"]) for r in listed]
     summary = report["summary"]
@@ -702,8 +736,10 @@ def test_progress_total_counts_clips_without_reading_media(clips_dir, preprocess
     assert count_clips(str(preprocessed_dir / "shard-{000000..000001}.tar")) is None  # patterns are not expanded
 
 
-def test_report_progress_lines_when_stderr_is_not_a_terminal(preprocessed_dir, tmp_path, capsys):
+def test_report_progress_lines_when_stderr_is_not_a_terminal(preprocessed_dir, tmp_path, capsys, monkeypatch):
+    plotted = _record_plots(monkeypatch)
     assert _cli(["report", str(preprocessed_dir / "shard-000000.tar"), "--out", str(tmp_path)]) == 0
+    assert plotted == [_keys(tmp_path / "report.json")] and len(plotted[0]) == 4  # c's align.json is broken
     err = capsys.readouterr().err
     assert "report: 5/5 clip (100%)" in err and "ETA 0 s" in err and "\r" not in err
     assert "clip pages: 2/2 page (100%)" in err  # a (outside EBU R37) and b (abstained)

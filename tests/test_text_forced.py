@@ -35,7 +35,7 @@ def test_sample_clip_offset_within_target(clip: str) -> None:
     audio = loaders.read_audio(str(SAMPLE / record["media"]))
     transcript = loaders.read_transcript(str(SAMPLE / record["transcript"]))
     assert transcript.words
-    estimate = estimate_text_offset_forced(audio, transcript)
+    estimate = estimate_text_offset_forced(audio, transcript)  # the default: a new decoder
     assert estimate.method == "forced_words" and estimate.confidence >= 0.3
     assert estimate.text_offset_ms == pytest.approx(record["text_offset_ms"], abs=15.0)
 
@@ -81,7 +81,7 @@ SENTENCES = ("Every morning Maria walks her dog near the river.", "Please bring 
 @pytest.mark.parametrize("injected_ms", [-120.0, 0.0, 90.0, 230.0])
 def test_injected_offset_recovered_on_espeak_truth(injected_ms: float) -> None:
     audio, truth = _espeak(SENTENCES)
-    estimate = estimate_text_offset_forced(audio, _late(truth, injected_ms / 1000))
+    estimate = estimate_text_offset_forced(audio, _late(truth, injected_ms / 1000), decoder=shared_decoder())
     assert not estimate.abstained and estimate.num_words_aligned == len(truth.words) and estimate.num_onsets == 0
     assert estimate.text_offset_ms == pytest.approx(injected_ms, abs=15.0)
 
@@ -90,13 +90,14 @@ def test_unrelated_transcript_abstains() -> None:
     """Forcing another text onto the speech still yields word times; their differences disagree: abstain."""
     audio, _ = _espeak(SENTENCES)
     _, other = _espeak(("Tiny birds sing loudly before sunrise.", "Seven old trucks carried heavy stones uphill."))
-    estimate = estimate_text_offset_forced(audio, other)
+    estimate = estimate_text_offset_forced(audio, other, decoder=shared_decoder())
     assert estimate.abstained and estimate.confidence < 0.3
 
 
 def test_offset_beyond_search_range_abstains() -> None:
     audio, truth = _espeak(SENTENCES)
-    estimate = estimate_text_offset_forced(audio, _late(truth, 0.25), options=TextOptions(max_offset_ms=100.0))
+    estimate = estimate_text_offset_forced(audio, _late(truth, 0.25), options=TextOptions(max_offset_ms=100.0),
+                                           decoder=shared_decoder())
     assert estimate.abstained
 
 

@@ -14,6 +14,7 @@ import pytest
 
 import aligner
 import loaders
+from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
@@ -27,16 +28,12 @@ def _words(sentences) -> list[str]:
 
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory):
-    from avalign.synth import TUNE_SEEDS, make_wild_clip, wild_specs
+    from avalign.synth import TUNE_SEEDS, wild_specs
 
     assert AUDIO_SEED in TUNE_SEEDS and TEXT_SEED in TUNE_SEEDS
     out = {}
     for spec in wild_specs([AUDIO_SEED, TEXT_SEED]):
-        directory = tmp_path_factory.mktemp(spec.key)
-        try:
-            record = make_wild_clip(spec, directory)
-        except OSError as e:  # libespeak-ng or ffmpeg missing
-            pytest.skip(f"wild generator unavailable: {e}")
+        record, directory = wild_clip(tmp_path_factory, spec.seed)  # made once per run (1016: bed-start test too)
         out[spec.seed] = (spec, record, loaders.read_audio(str(directory / record["media"])),
                           loaders.read_transcript(str(directory / record["transcript"])))
     return out

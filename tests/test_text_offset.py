@@ -210,6 +210,32 @@ def test_espeak_speech_offset_and_refinement() -> None:
     assert float(np.percentile(errors_ms, 90)) <= 40.0
 
 
+def test_espeak_synthesis_runs_once_per_text_in_a_process(monkeypatch) -> None:
+    """``synthesize_speech`` starts one espeak-ng child per (text, voice, rate) in a process: a second call gives the
+    same samples and words without a child, in its own array (changing one result leaves the next untouched)."""
+    from avalign.synth import synthesize_speech
+
+    text = "Lucy found seven quiet maps."  # spoken by no other test: not memoised yet
+    children, run = [], subprocess.run
+
+    def counting(*args, **kwargs):
+        children.append(args[0])
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting)  # the module calls subprocess.run at call time
+    try:
+        first = synthesize_speech(text)
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"espeak-ng synthesis unavailable: {str(e).strip().splitlines()[-1:]}")
+    first_samples = first.samples.copy()
+    first.samples[:] = 0.0
+    second = synthesize_speech(text)
+    assert len(children) == 1
+    assert np.array_equal(second.samples, first_samples) and second.words == first.words
+    assert [w.text for w in second.words] == ["Lucy", "found", "seven", "quiet", "maps"]
+    assert len(synthesize_speech(text, rate_wpm=180).samples) < len(first_samples) and len(children) == 2
+
+
 def test_generated_sample_clips() -> None:
     """sample_data/ speech (espeak, through real codecs, with beeps mixed in) against truth.json.
 

@@ -18,6 +18,7 @@ import loaders
 from aligner import estimate_transcript_offset
 from aligner.estimators import onset_offset_near
 from avcore import Span, Transcript, Word
+from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
@@ -26,19 +27,15 @@ OFFSET_ERROR_MS = 8.0  # measured 2.8 (1007) and 1.7 ms (1002); main: 13.0 and 1
 
 @pytest.fixture(scope="module")
 def wild(tmp_path_factory):
-    """``wild(seed)`` -> (truth record, audio, transcript) of a TUNE seed, generated once per module."""
-    from avalign.synth import TUNE_SEEDS, make_wild_clip, wild_specs
+    """``wild(seed)`` -> (truth record, audio, transcript) of a TUNE seed, generated once per run."""
+    from avalign.synth import TUNE_SEEDS
 
     made = {}
 
     def get(seed: int):
         if seed not in made:
             assert seed in TUNE_SEEDS
-            directory = tmp_path_factory.mktemp(f"wild{seed}")
-            try:
-                record = make_wild_clip(wild_specs([seed])[0], directory)
-            except OSError as e:  # libespeak-ng or ffmpeg missing
-                pytest.skip(f"wild generator unavailable: {e}")
+            record, directory = wild_clip(tmp_path_factory, seed)
             audio = loaders.read_audio(str(directory / record["media"]))
             made[seed] = record, audio, loaders.read_transcript(str(directory / record["transcript"]))
         return made[seed]

@@ -476,7 +476,7 @@ def bench_long(*, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = 
                                             repeats)
     if "audio" in cases:
         result["audio"] = _interleaved(_audio_tools(audio, 16000), repeats)
-        _, audio_44k = make_long_clips(work_dir, seconds, audio_rate=44100)
+        _, audio_44k = make_long_clips(work_dir, seconds, audio_rate=44100, video_size=video_size)  # the same video
         result["audio_44k_file"] = audio_44k
         result["audio_44k"] = _interleaved(_audio_tools(audio_44k, 16000), repeats)
     result["full_repeats"] = full_repeats or repeats

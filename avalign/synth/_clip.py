@@ -202,8 +202,9 @@ def _audio(spec: ClipSpec, speech_list: Sequence[Speech], speech_starts: Sequenc
     return out.astype(np.float32)
 
 
-def decode_video(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Exact presentation time and mean luma of every decoded frame (PyAV ``frame.pts * time_base``, else ``dts``).
+def decode_video(path: Path, *, luma: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Exact presentation time and mean luma of every decoded frame (PyAV ``frame.pts * time_base``, else ``dts``);
+    ``luma=False``: the times only (the luma array is empty; its conversion is most of the cost on small frames).
 
     PyAV 18 has no ``best_effort_timestamp`` attribute; :func:`make_clip` checks these against ffprobe's
     ``best_effort_timestamp_time`` (to 1 µs, ffprobe's print precision).
@@ -212,14 +213,15 @@ def decode_video(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
-        pts, luma = [], []
+        pts, lumas = [], []
         for frame in container.decode(stream):
-            luma.append(float(frame.to_ndarray(format="gray").mean()))
+            if luma:
+                lumas.append(float(frame.to_ndarray(format="gray").mean()))
             stamp = frame.pts if frame.pts is not None else frame.dts
             if stamp is None:
                 raise RuntimeError(f"{path}: frame {len(pts)} has neither pts nor dts")
             pts.append(float(stamp * frame.time_base))
-    return np.asarray(pts), np.asarray(luma)
+    return np.asarray(pts), np.asarray(lumas)
 
 
 def decode_audio(path: Path) -> tuple[float, int, np.ndarray]:
@@ -302,10 +304,12 @@ def make_clip(spec: ClipSpec, out_dir: Path) -> dict:
 
         # Mux, decode, compare; repeat when the muxer moved the video (mkv + Opus: every stream is delayed
         # so that the pre-skip does not give negative timestamps) or the audio (unsignalled encoder delay).
-        video_pts, shift_samples = real_pts, 0.0
+        video_pts, shift_samples, source, source_flashes = real_pts, 0.0, None, None
         for attempt in range(4):
             flash_pts = [float(video_pts[i]) for i in flashes]
-            source = _audio(spec, speech_list, speech_starts, flash_pts, num_samples)
+            if flash_pts != source_flashes:  # the track depends only on these: made again if the video moved
+                source = _audio(spec, speech_list, speech_starts, flash_pts, num_samples)
+                source_flashes = flash_pts
             shifted = source if shift_samples == 0 else _shift(source, -shift_samples)
             audio_raw.write_bytes(shifted.astype("<f4").tobytes())
             args = ["-i", str(video_only)]
@@ -315,7 +319,7 @@ def make_clip(spec: ClipSpec, out_dir: Path) -> dict:
                      "-map", "0:v:0", "-map", "1:a:0", "-c:v", "copy", *_AUDIO_ARGS[spec.audio_codec],
                      "-ar", str(spec.sample_rate), *_BITEXACT, str(media)]
             _run_ffmpeg(args)
-            final_pts, _ = decode_video(media)
+            final_pts, _ = decode_video(media, luma=False)
             first_pts, rate, decoded = decode_audio(media)
             measured = _measure_shift_samples(source, decoded, first_pts, spec)
             video_moved = final_pts.shape != video_pts.shape or np.max(np.abs(final_pts - video_pts)) > 1e-9

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import base64
+import functools
 import json
 import logging
 import re
@@ -157,20 +158,28 @@ def _run_espeak(text: str, *, voice: str, rate_wpm: int, library: str) -> tuple[
 
 
 def _run_espeak_in_child(text: str, *, voice: str, rate_wpm: int, library: str) -> tuple[np.ndarray, list[_RawEvent]]:
-    """Run :func:`_run_espeak` in a fresh interpreter (this file as a script, so torch is not imported).
+    """Run :func:`_run_espeak` in a fresh interpreter (this file as a script, so torch is not imported); float32
+    samples (a new array each call) and the raw events.
 
     libespeak-ng keeps global state: initialising it a second time in one process hangs or mixes the
-    events of two utterances. A child process per utterance costs ~0.2 s and keeps this module stateless.
+    events of two utterances. A child process per utterance costs ~0.2 s (more from a large parent), so the
+    replies are memoised per process (:func:`_espeak_reply`): the output for one text, voice and rate is
+    deterministic, and generators and tests speak the same few sentences many times.
     """
+    pcm, events = _espeak_reply(text, voice, rate_wpm, library)
+    return np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0, list(events)
+
+
+@functools.lru_cache(maxsize=64)
+def _espeak_reply(text: str, voice: str, rate_wpm: int, library: str) -> tuple[bytes, tuple[_RawEvent, ...]]:
+    """The child's reply: little-endian int16 PCM bytes and the events (immutable; a failure is not memoised)."""
     request = json.dumps({"text": text, "voice": voice, "rate_wpm": rate_wpm, "library": library})
     result = subprocess.run([sys.executable, __file__], input=request.encode(), capture_output=True,
                             check=False, timeout=120)
     if result.returncode != 0:
         raise RuntimeError(f"espeak child failed ({result.returncode}): {result.stderr.decode()[-2000:]}")
     reply = json.loads(result.stdout)
-    pcm = np.frombuffer(base64.b64decode(reply["pcm_s16le"]), dtype="<i2")
-    events = [_RawEvent(*event) for event in reply["events"]]
-    return pcm.astype(np.float32) / 32768.0, events
+    return base64.b64decode(reply["pcm_s16le"]), tuple(_RawEvent(*event) for event in reply["events"])
 
 
 def synthesize_speech(text: str, *, voice: str = "en-us", rate_wpm: int = 165,
@@ -184,7 +193,8 @@ def synthesize_speech(text: str, *, voice: str = "en-us", rate_wpm: int = 165,
         library: shared library to load.
 
     Returns:
-        :class:`Speech` at 22050 Hz; word rules in the module docstring.
+        :class:`Speech` at 22050 Hz; word rules in the module docstring. One text, voice and rate is synthesised
+        once per process (the last 64 are kept); each call returns its own samples array.
 
     Example:
         >>> speech = synthesize_speech("Seven bright lamps")

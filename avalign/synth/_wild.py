@@ -341,20 +341,22 @@ def make_wild_clip(spec: WildSpec, out_dir: Path) -> dict:
             args += ["-vf", _VFR_SETPTS, "-fps_mode", "vfr"]
         args += [*_VIDEO_ARGS[spec.video_codec], "-crf", str(spec.video_crf), "-an", *_BITEXACT, str(video_only)]
         _run_ffmpeg(args, stdin=_render_video(spec, pts, flash_frames, mouth, rng))
-        real_pts, _ = decode_video(video_only)
+        real_pts, _ = decode_video(video_only, luma=False)
         if real_pts.shape != pts.shape or np.max(np.abs(real_pts - real_pts[0] - pts)) > 0.0011:
             raise RuntimeError(f"{spec.key}: encoder changed the frames ({real_pts.shape[0]} vs {pts.shape[0]})")
-        video_pts, shift_samples = real_pts, 0.0
+        video_pts, shift_samples, source, source_events = real_pts, 0.0, None, None
         for attempt in range(4):
             event_audio = [float(video_pts[k]) * drift + offset for k in flash_frames]
-            source = _audio(spec, speech, event_audio, np.random.default_rng(spec.seed + 2), work)
+            if event_audio != source_events:  # the mix depends only on these (same seed): made again if the video moved
+                source = _audio(spec, speech, event_audio, np.random.default_rng(spec.seed + 2), work)
+                source_events = event_audio
             shifted = source if shift_samples == 0 else _shift(source, -shift_samples)
             raw = work / "audio.f32"
             raw.write_bytes(shifted.astype("<f4").tobytes())
             _run_ffmpeg(["-i", str(video_only), "-f", "f32le", "-ar", str(spec.sample_rate), "-ac", "1", "-i", str(raw),
                          "-map", "0:v:0", "-map", "1:a:0", "-c:v", "copy", *_AUDIO_ARGS[spec.audio_codec],
                          "-ar", str(spec.sample_rate), *_BITEXACT, str(media)])
-            final_pts, _ = decode_video(media)
+            final_pts, _ = decode_video(media, luma=False)
             first_pts, _, decoded = decode_audio(media)
             # The audio track starts at presentation time 0 (no stream delay is requested).
             clock = types.SimpleNamespace(sample_rate=spec.sample_rate, audio_start_seconds=0.0)
