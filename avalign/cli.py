@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -187,11 +188,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     _setup_logging(args.verbose)
     try:
         return int(args.func(args) or 0)
-    except (FileNotFoundError, ValueError, IndexError) as e:
-        print(f"avalign {args.command}: error: {cli_message(str(e))}", file=sys.stderr)
+    except BrokenPipeError:  # `avalign measure x --json | head -1`: the reader left; nothing more to say
+        _detach_stdout()
+        return 141
+    except (OSError, ValueError, IndexError) as e:  # OSError: a full disk (ENOSPC/EFBIG), a read-only output…
+        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
+            _detach_stdout()  # stdout may be what failed (`> /dev/full`): do not fail again at exit
+        full = isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+        hint = "; hint: the disk (or a file-size limit) is full: what was written is incomplete; free space and rerun" if full else ""
+        print(f"avalign {args.command}: error: {cli_message(str(e))}{hint}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: say so (a bare exit 130 left a report's partial clips/ pages unexplained)
+        print(f"avalign {args.command}: interrupted; what it wrote so far may be incomplete (preprocess: a rerun "
+              "reuses its complete shards)", file=sys.stderr)
         return 130
+
+
+def _detach_stdout() -> None:
+    """Points fd 1 at /dev/null so that the interpreter's final flush of a failed stdout raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout closed or replaced (tests): nothing to detach
+        pass
 
 
 if __name__ == "__main__":

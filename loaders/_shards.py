@@ -17,6 +17,7 @@ import logging
 import os
 import random
 import tarfile
+from collections import Counter
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
 
@@ -49,18 +50,27 @@ DEFAULT_MAX_MEMBER_BYTES = 2 * 1024**3
 
 
 def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
-    """Shard URLs from a list, a brace pattern (``data-{000..009}.tar``), ``::``-joined lists, fsspec URLs or ``pipe:``."""
+    """Shard URLs from a list (of strings or paths), a brace pattern (``data-{000..009}.tar``), ``::``-joined lists,
+    fsspec URLs or ``pipe:``. A URL listed more than once is kept (each copy is read: repetition can be meant as
+    weighting) and logged as a warning, since a list joined twice by mistake reads every sample of it twice."""
     from webdataset.shardlists import expand_urls
 
     if isinstance(urls, (str, os.PathLike)):
-        urls = [os.fspath(urls)]
+        urls = [urls]
     out: list[str] = []
     for url in urls:
+        url = os.fspath(url) if isinstance(url, os.PathLike) else url
         if not isinstance(url, str) or not url:
-            raise ValueError(f"shard URL must be a non-empty string, got {url!r}")
+            raise ValueError(f"shard URL must be a non-empty string or path, got {url!r}")
         out.extend([url] if url.startswith("pipe:") else expand_urls(url))
     if not out:
         raise ValueError("no shards: the URL list is empty")
+    repeated = {url: n for url, n in Counter(out).items() if n > 1}
+    if repeated:
+        shown = ", ".join(f"{url!r} x{n}" for url, n in list(repeated.items())[:3])
+        logger.warning("%d shard URL(s) are listed more than once (%s%s): each copy is read, so their samples come "
+                       "that many times an epoch; remove the repeats unless they are meant as weighting",
+                       len(repeated), shown, " …" if len(repeated) > 3 else "")
     return out
 
 

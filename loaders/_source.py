@@ -118,7 +118,9 @@ def open_container(source: MediaSource, label: str, *, kind: str):
     except (FileNotFoundError, TypeError):
         raise
     except (av.error.FFmpegError, ValueError, OSError) as e:
-        raise DecodeError(f"cannot open {label}: {e}") from e
+        error = DecodeError(f"cannot open {label}: {e}")
+        error.container_unreadable = True  # FFmpeg cannot even read the container: no other FFmpeg-based decoder can
+        raise error from e
     if not getattr(container.streams, kind):
         types = [s.type for s in container.streams]
         format_name = container.format.name if container.format else "?"

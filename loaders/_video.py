@@ -24,7 +24,8 @@ skipping), ``torchcodec`` (:mod:`loaders._video_torchcodec`, its ``VideoDecoder`
 (:mod:`loaders._video_decord`, optional: decord's pixels with our index's times, because decord reports Matroska
 times from zero and fails on VP9/WebM). Shared facts and checks: :mod:`loaders._video_meta`. ``auto`` uses the
 backend measured fastest among the exact ones for the kind of read (:data:`AUTO_BACKEND`, BENCHMARKS.md's
-decision table), and falls back to ``decord`` in a watchdog process when it fails on a file.
+decision table), and falls back to ``decord`` in a watchdog process when it fails on a file it could open (a container
+FFmpeg cannot read is refused at once: decord reads it with FFmpeg too).
 """
 from __future__ import annotations
 
@@ -150,8 +151,8 @@ def read_video(
     try:
         return _guarded(_reader(chosen), *args)
     except DecodeError as first_error:
-        if first_error.reason in ("too_large", "missing_video"):
-            raise
+        if first_error.reason in ("too_large", "missing_video") or getattr(first_error, "container_unreadable", False):
+            raise  # decord (FFmpeg too) opened none of 23 containers PyAV could not, in 176 corrupt mutants (BENCHMARKS.md)
         logger.warning("%s: %s failed (%s); trying decord", label, chosen, first_error)
         from loaders._watchdog import call_with_timeout
 

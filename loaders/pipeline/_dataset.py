@@ -86,7 +86,7 @@ from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths
-from loaders.pipeline._options import (AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, resolve_options,
+from loaders.pipeline._options import (AUTO, MissingAudio, OnError, SampleOptions, WindowSeconds, check_counter, resolve_options,
                                        worker_decoder_threads)
 from loaders.pipeline._pack import OnlinePacker, PackItem
 from loaders.pipeline._preload import preload_for_workers
@@ -155,7 +155,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._tail = tail
         self._tail_multiples = tail_multiples(collator.budgets, tail_multiple)
         self._urls = list(urls)
-        self._seed = int(seed)
+        self._seed = check_counter("seed", seed)
         self._options = options
         self.collator = collator
         self._buffer_size = int(buffer_size)
@@ -181,7 +181,7 @@ class AVDataset(torch.utils.data.IterableDataset):
     def set_epoch(self, epoch: int) -> None:
         """Starts epoch ``epoch`` afresh at the next ``iter()`` (shards reshuffled with ``(seed, epoch)``), here and
         in DataLoader workers, persistent ones included."""
-        self._epoch = int(epoch)
+        self._epoch = check_counter("epoch", epoch, below=2**63)  # the cell shared with workers is an int64
         self._reset_epoch_state()
         self._epoch_cell[0] = self._epoch
         self._epoch_cell[1] += 1

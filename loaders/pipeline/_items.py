@@ -27,7 +27,9 @@ import torch
 
 from avcore import (
     ALIGN_JSON,
+    CAPTION_EXTENSIONS,
     MEDIA_EXTENSIONS,
+    TRANSCRIPT_EXTENSIONS,
     AudioClip,
     BatchItem,
     DecodeError,
@@ -50,6 +52,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["pack_lengths", "sample_items"]
 
 
+
+_TEXT_MEMBERS = frozenset(TRANSCRIPT_EXTENSIONS) | frozenset(CAPTION_EXTENSIONS) | {ALIGN_JSON}
+"""Members that carry a sample's text (or its clock values) but no media."""
 
 _MAX_TEXT_WINDOWS_FACTOR = 8
 """``window_seconds="auto"`` cuts a clip into more windows than its frames and samples need only for its text, and
@@ -118,7 +123,10 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
     media_ext = next((ext for ext in MEDIA_EXTENSIONS if ext in sample), None)
     if media_ext is None:
         members = sorted(k for k in sample if not k.startswith("__"))
-        raise SampleError(f"no media member (have {members}; expected one of {list(MEDIA_EXTENSIONS)})",
+        text_only = bool(members) and all(m.lower() in _TEXT_MEMBERS for m in members)
+        hint = ("; a transcript or caption alone: is its media in another shard? a key's members must be adjacent in "
+                "one shard" if text_only else "")
+        raise SampleError(f"no media member (have {members}; expected one of {list(MEDIA_EXTENSIONS)}){hint}",
                           shard=url, key=key, reason="missing_video")
     given = _given_values(sample, url, key)
     video, audio, decode_errors = _decode(sample[media_ext], media_ext, key, options, _frame_index(sample, key))
@@ -230,12 +238,22 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
     media_windows = max(1, math.ceil(_overshoot(whole, options, columns=(0, 1))))
     if math.ceil(over) > _MAX_TEXT_WINDOWS_FACTOR * media_windows:
         return whole  # text far denser than any window can hold (a hostile transcript): over_budget, uncut
+    if _largest_unit_tokens(whole[0]) > options.limits[2]:
+        return whole  # a window keeps a word or segment whole: one over the token budget fits no window, uncut
     items = whole
     for count in range(math.ceil(over), math.ceil(over) + 4):  # rounding can put one frame or sample more in a window
         items = [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=duration / count)]
         if _overshoot(items, options) <= 1.0:
             break
     return items
+
+
+def _largest_unit_tokens(item: BatchItem) -> int:
+    """The most tokens one text unit (a word, else a segment or caption) of ``item`` has: windows clip a unit's
+    times, never its text, so every window that holds the unit holds all of these tokens."""
+    units = item.sample.words or item.sample.segments
+    return max((u.token_stop - u.token_start for u in units if u.token_start is not None and u.token_stop is not None),
+               default=0)
 
 
 def _overshoot(items: list[BatchItem], options: SampleOptions, columns: tuple[int, ...] = (0, 1, 2, 3, 4, 5)) -> float:

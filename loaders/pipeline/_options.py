@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import os
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
@@ -21,7 +22,7 @@ from loaders.pipeline._tail import TAIL_CHOICES, check_tail_multiple
 logger = logging.getLogger(__name__)
 
 __all__ = ["AUTO", "MissingAudio", "OnError", "ResolvedOptions", "SampleOptions", "WindowSeconds", "check_choice",
-           "check_window_seconds", "resolve_options"]
+           "check_counter", "check_window_seconds", "resolve_options"]
 
 OnError = Literal["skip", "raise"]
 MissingAudio = Literal["empty", "silence"]
@@ -87,6 +88,29 @@ def check_choice(name: str, value: object, choices: tuple) -> None:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}.")
 
 
+def check_counter(name: str, value: object, *, below: Optional[int] = None) -> int:
+    """``value`` (a seed or an epoch) as a non-negative int; numpy ints pass. Raises TypeError for a float, a string
+    or None (``1.5`` used to become seed 1), ValueError when negative (``numpy``'s "expected non-negative integer",
+    naming nothing, used to come from deep in an epoch) or not below ``below``."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int (numpy ints too), got {value!r} ({type(value).__name__}).") from None
+    if isinstance(value, bool) or number < 0 or (below is not None and number >= below):
+        limit = f", below {below}" if below is not None else ""
+        raise ValueError(f"{name} must be a non-negative int{limit}, got {name} = {value!r}; try 0.")
+    return int(number)
+
+
+def _is_int(value: object) -> bool:
+    """An int or a numpy int (anything ``operator.index`` takes), not a float."""
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
 def check_window_seconds(window_seconds: object) -> None:
     """Raises ValueError unless ``window_seconds`` is ``"auto"``, None or a positive finite number."""
     if window_seconds is None or window_seconds == AUTO:
@@ -122,12 +146,15 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
     check_window_seconds(o["window_seconds"])
     check_choice("tail", o["tail"], TAIL_CHOICES)
     check_tail_multiple(o["tail_multiple"])
-    if int(o["buffer_size"]) < 1:
+    if check_counter("buffer_size", o["buffer_size"]) < 1:
         raise ValueError(f"buffer_size must be >= 1, got {o['buffer_size']!r}; try 64.")
     if o["fps"] is not None and not o["fps"] > 0:
         raise ValueError(f"fps must be > 0 or None, got {o['fps']!r}.")
-    if not (isinstance(o["sample_rate"], int) and o["sample_rate"] > 0):
+    if isinstance(o["sample_rate"], bool) or not (_is_int(o["sample_rate"]) and o["sample_rate"] > 0):
         raise ValueError(f"sample_rate must be a positive int, got {o['sample_rate']!r}; try 16000.")
+    o = {**o, "sample_rate": int(o["sample_rate"])}  # a numpy int becomes a plain one for every part
+    if not all(_is_int(b) for b in o["budgets"]):  # 300.7 frames used to become 300
+        raise TypeError(f"budgets must be 3 positive ints (frames, samples, tokens), got {o['budgets']!r}.")
     budget_row = tuple(int(b) for b in o["budgets"])
     if len(budget_row) != 3 or min(budget_row) <= 0:
         raise ValueError(f"budgets must be 3 positive ints (frames, samples, tokens), got {o['budgets']!r}.")
@@ -157,6 +184,7 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
         initialised = torch.distributed.is_available() and torch.distributed.is_initialized()
         rank = (torch.distributed.get_rank() if initialised else 0) if rank is None else rank
         world_size = (torch.distributed.get_world_size() if initialised else 1) if world_size is None else world_size
+    rank, world_size = check_counter("rank", rank), check_counter("world_size", world_size)  # 0.5 used to become 0
     if not 0 <= rank < world_size:
         raise ValueError(f"rank must be in [0, {world_size}), got {rank = }.")
     collator = Collator(budget_row, frame_size=o["frame_size"], device=o["device"], log_mel=o["log_mel"],

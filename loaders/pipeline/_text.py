@@ -116,22 +116,40 @@ def _ids_and_offsets(result: Any) -> tuple[list[int], list[tuple[int, int]]]:
     if hasattr(result, "ids") and hasattr(result, "offsets"):
         ids, offsets = result.ids, result.offsets
     elif isinstance(result, dict) or hasattr(result, "keys"):
-        ids = result["input_ids"] if "input_ids" in result else result["ids"]
-        offsets = result["offset_mapping"] if "offset_mapping" in result else result["offsets"]
+        ids_key = next((k for k in ("input_ids", "ids") if k in result), None)
+        offsets_key = next((k for k in ("offset_mapping", "offsets") if k in result), None)
+        if ids_key is None or offsets_key is None:
+            raise TypeError(f"tokenizer output has keys {sorted(result.keys())[:8]}, not ids ('input_ids' or 'ids') and "
+                            "character offsets ('offset_mapping' or 'offsets'); a Hugging Face tokenizer must be called "
+                            "with return_offsets_mapping=True.")
+        ids, offsets = result[ids_key], result[offsets_key]
     elif isinstance(result, (tuple, list)) and len(result) == 2:
         ids, offsets = result
     else:
         raise TypeError(f"tokenizer output must carry ids and character offsets, got {type(result).__name__}.")
-    return [_integer(i, "id") for i in ids], [(_integer(a, "offset"), _integer(b, "offset")) for a, b in offsets]
+    return [_integer(i, "id") for i in ids], [_offset_pair(pair) for pair in offsets]
+
+
+def _offset_pair(pair: Any) -> tuple[int, int]:
+    try:
+        start, stop = pair
+    except (TypeError, ValueError):
+        raise TypeError(f"tokenizer returned a character offset that is not a (start, stop) pair: {pair!r}.") from None
+    return _integer(start, "offset"), _integer(stop, "offset")
 
 
 def _integer(value: Any, what: str) -> int:
-    """``value`` as an int; a float (1.5 would become id 1) or any other non-integer raises TypeError."""
+    """``value`` as an int; a float (1.5 would become id 1) or any other non-integer raises TypeError; an id outside
+    ``[0, 2**63)`` (an embedding row that cannot exist, or no int64) raises ValueError."""
     try:
-        return operator.index(value)
+        number = operator.index(value)
     except TypeError:
         raise TypeError(f"tokenizer returned a token {what} that is not an integer: {value!r} "
                         f"({type(value).__name__}); return int ids and (start, stop) character offsets.") from None
+    if what == "id" and not 0 <= number < 2**63:
+        raise ValueError(f"tokenizer returned token id {number}, outside [0, 2**63): an embedding has no such row "
+                         "(pass pad_token_id= for the padding value instead).")
+    return number
 
 
 def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
