@@ -93,6 +93,7 @@ def measure_aligned(video, audio, transcript=None, *, sample_rate: int = 16000, 
             "codec": m.codec,
             "width": m.width,
             "height": m.height,
+            "rotation_degrees": m.rotation_degrees,
             "stream_index": m.stream_index,
         }
     return {

@@ -25,9 +25,9 @@ class VideoMetadata:
     codec: str
     """Codec name as FFmpeg spells it (``h264``, ``vp9``, ``mpeg4``…)."""
     width: int
-    """Frame width in pixels."""
+    """Frame width in pixels, as displayed: the stored frame's height when ``rotation_degrees`` is 90 or 270."""
     height: int
-    """Frame height in pixels."""
+    """Frame height in pixels, as displayed: the stored frame's width when ``rotation_degrees`` is 90 or 270."""
     fps_from_header: Optional[float]
     """The stream's declared frame rate (``avg_frame_rate``, else ``r_frame_rate``); None if absent."""
     num_frames_from_header: Optional[int]
@@ -52,6 +52,14 @@ class VideoMetadata:
     """Index of the decoded stream in its container (``ffprobe``'s ``index``); None when unknown."""
     decode_errors: int = 0
     """Packets the decoder rejected and that were skipped (the frames after them keep their own pts)."""
+    rotation_degrees: int = 0
+    """The display rotation the frames were turned by (0, 90, 180 or 270, counterclockwise): the stream's display
+    matrix (a phone clip's ``tkhd``), as ffprobe's side-data ``rotation`` modulo 360. Frames are returned as
+    displayed (as the ffmpeg CLI autorotates); times are not affected. See :mod:`loaders._rotation`."""
+
+    def __post_init__(self) -> None:
+        if self.rotation_degrees not in (0, 90, 180, 270):
+            raise ValueError(f"rotation_degrees must be 0, 90, 180 or 270, got {self.rotation_degrees = }")
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,17 @@ from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
 
 from avcore import ShardError
+from loaders._pipe import DEFAULT_PIPE_STALL_SECONDS, PipeError, PipeStream
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DEFAULT_PIPE_STALL_SECONDS",
     "ShardError",
     "TarMember",
     "expand_shard_urls",
     "group_by_key",
+    "name_pipe_failures",
     "open_shard",
     "refuse_member",
     "safe_member_name",
@@ -88,12 +91,14 @@ def shuffle_shards(urls: Sequence[str], *, seed: int, epoch: int = 0) -> list[st
     return order
 
 
-def open_shard(url: str):
-    """A binary stream for ``url``: a local path, ``pipe:COMMAND``, or any fsspec URL (``s3://``, ``gs://``, ``file://``)."""
-    if url.startswith("pipe:"):
-        import webdataset
+def open_shard(url: str, *, pipe_stall_seconds: float = DEFAULT_PIPE_STALL_SECONDS):
+    """A binary stream for ``url``: a local path, ``pipe:COMMAND``, or any fsspec URL (``s3://``, ``gs://``, ``file://``).
 
-        return webdataset.gopen(url, "rb")
+    A ``pipe:`` URL is a :class:`~loaders._pipe.PipeStream`: its reads raise :class:`~loaders._pipe.PipeError` (an
+    ``OSError``) with the command's exit status and stderr when it fails, or when it sends no byte for
+    ``pipe_stall_seconds`` (it is then killed, with everything it started)."""
+    if url.startswith("pipe:"):
+        return PipeStream(url[len("pipe:"):], stall_seconds=pipe_stall_seconds)
     if "://" in url and not url.startswith("file://"):
         import fsspec
 
@@ -141,23 +146,29 @@ def refuse_member(member: tarfile.TarInfo, *, max_member_bytes: int = DEFAULT_MA
     return None
 
 
-def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES) -> Iterator[TarMember]:
+def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+                pipe_stall_seconds: float = DEFAULT_PIPE_STALL_SECONDS) -> Iterator[TarMember]:
     """Yield the regular-file members of a tar shard, streaming, flagging the ones that must not be used.
 
     A hostile member (absolute name, ``..``, link, device, over ``max_member_bytes``) is yielded with its
     ``problem`` set and no data. A truncated or corrupt tar ends with one ``truncated`` member named
-    after the member being read when the damage was found (``""`` if no member had started).
+    after the member being read when the damage was found (``""`` if no member had started). A ``pipe:`` command
+    that fails or stalls (``pipe_stall_seconds`` without a byte: killed) after sending bytes is such a
+    ``truncated`` end, its message giving the exit status and stderr; before sending any, it is a shard that
+    could not be opened.
 
     Raises:
-        ShardError: the shard cannot be opened (reason ``open``).
+        ShardError: the shard cannot be opened (reason ``open``), e.g. ``pipe:false``, ``pipe:cat /missing``, or a
+            ``pipe:`` command that sent nothing for ``pipe_stall_seconds``; the message has its status and stderr.
     """
     try:
-        stream = open_shard(url)
+        stream = open_shard(url, pipe_stall_seconds=pipe_stall_seconds)
     except (OSError, ValueError) as e:
         raise ShardError(f"cannot open shard: {e}", shard=url, reason="open") from e
     stopped_early = False
     try:
-        yield from scan_tar(stream, "r|*", _read_bytes, max_member_bytes=max_member_bytes)
+        yield from name_pipe_failures(scan_tar(stream, "r|*", _read_bytes, max_member_bytes=max_member_bytes),
+                                      stream, url)
     except GeneratorExit:
         stopped_early = True
         raise
@@ -167,6 +178,21 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES) -
                 stream.close()
         else:
             stream.close()
+
+
+def name_pipe_failures(members: Iterable[TarMember], stream, url: str) -> Iterator[TarMember]:
+    """``members`` (read from ``stream``) with a ``pipe:`` command's failure named: the ``truncated`` member that a
+    failed or stalled command leaves (:class:`~loaders._pipe.PipeError`) carries its exit status and stderr; when
+    the command sent no byte at all, the shard could not be opened (ShardError ``open``) instead. Other streams'
+    members pass unchanged. Shared by every reader of shards (the loader's stream and preprocess's scan)."""
+    for member in members:
+        failure = getattr(stream, "error", None)
+        if member.problem == "truncated" and isinstance(failure, PipeError):
+            if failure.bytes_read == 0:
+                raise ShardError(f"cannot open shard: {failure}", shard=url, reason="open")
+            if str(failure) not in member.message:
+                member = TarMember(member.name, b"", "truncated", f"{member.message}: {failure}")
+        yield member
 
 
 def _read_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[bytes, int]:
@@ -320,8 +346,10 @@ def shard_samples(
     num_workers: int = 1,
     on_error: OnError = "skip",
     report: Optional[Callable[[str, str, str], None]] = None,
+    pipe_stall_seconds: float = DEFAULT_PIPE_STALL_SECONDS,
 ) -> Iterator[dict]:
     """All samples of this rank's and worker's shards: list → shuffle (if ``seed``) → split → expand → group.
+    A ``pipe:`` shard whose command sends nothing for ``pipe_stall_seconds`` is killed (see :func:`tar_members`).
 
     Example:
         >>> for sample in shard_samples("sample_data/shards/shard-{000000..000001}.tar"):  # doctest: +SKIP
@@ -334,7 +362,7 @@ def shard_samples(
         shards = shuffle_shards(shards, seed=seed, epoch=epoch)
     for url in split_shards(shards, rank=rank, world_size=world_size, worker_id=worker_id, num_workers=num_workers):
         try:
-            members = tar_members(url)
+            members = tar_members(url, pipe_stall_seconds=pipe_stall_seconds)
             yield from group_by_key(members, url=url, on_error=on_error, report=report)
         except ShardError as e:
             if on_error == "raise" or e.reason != "open":

@@ -97,7 +97,8 @@ def read_video(
         max_pixels: refuse frames larger than this (width × height) with a DecodeError.
         num_threads: decoder threads; 0 lets FFmpeg choose.
         frame_size: ``(height, width)`` to scale frames to while converting to RGB (one swscale pass, area
-            filter); None keeps the stream's size. ``max_pixels`` still applies to the stream's own size.
+            filter), as displayed (after the display rotation); None keeps the stream's size. ``max_pixels`` still
+            applies to the stream's own size.
         frame_index: the file's :class:`FrameIndex` when already known (e.g. ``frames.json`` written by
             ``avalign preprocess``): windows and ``fps=`` seek with it instead of indexing the file.
         name: label used in error messages (e.g. the shard key) when ``source`` is bytes.
@@ -110,7 +111,9 @@ def read_video(
             coarser than 0.5 s, are refused as corrupt (``decode``): a broken ``mdhd`` timescale.
 
     Returns:
-        VideoClip with ``frames`` uint8 ``[T, H, W, 3]`` and ``pts_seconds`` float64 ``[T]``. The PyAV backend
+        VideoClip with ``frames`` uint8 ``[T, H, W, 3]`` and ``pts_seconds`` float64 ``[T]``. Frames are as
+        displayed: a display matrix's rotation (a phone clip's) is applied as the ffmpeg CLI autorotates and recorded
+        in ``metadata.rotation_degrees`` (:mod:`loaders._rotation`; the decord backend refuses such a stream). The PyAV backend
         takes large results' memory from the process's :data:`loaders.media.result_pool`: memory of an earlier
         result that has been freed entirely (no tensor, view or array of it left) is reused.
 

@@ -1,6 +1,11 @@
 """The decord backend of ``read_video`` (optional; ``auto`` falls back to it, in a watchdog process, when the
 default backend fails on a file): decord's pixels with the times of our own frame index, because decord reports
-Matroska times from zero and fails on VP9/WebM."""
+Matroska times from zero and fails on VP9/WebM.
+
+A stream with a display rotation (:mod:`loaders._rotation`) is refused with a DecodeError naming the file and the
+degrees: decord 0.6 sizes its output from the rotation but turns the pixels only at 180 degrees, and then fails
+(90/270: "size must exactly match") or returns stretched frames (90/270 with a size given); its rotation comes from
+the old ``rotate`` tag, not the display matrix FFmpeg attaches to frames."""
 from __future__ import annotations
 
 import logging
@@ -32,6 +37,9 @@ def read_decord(source, label: str, request: VideoRequest) -> VideoClip:
         index = request.index
     if meta.width * meta.height > max_pixels:
         raise DecodeError(f"{label}: {meta.width}x{meta.height} is over max_pixels={max_pixels}", reason="too_large")
+    if meta.rotation_degrees:
+        raise DecodeError(f"{label}: its display matrix turns the frames by {meta.rotation_degrees} degrees, which the "
+                          "decord backend cannot apply exactly; use backend='pyav' (or 'torchcodec')")
     try:
         handle = open_for_pyav(source)
         if isinstance(handle, io.IOBase):

@@ -16,12 +16,13 @@ import numpy as np
 
 from avcore import DecodeError, VideoMetadata, ticks_to_seconds
 from loaders._index import FrameIndex, frame_index
+from loaders._rotation import frame_rotation_degrees
 from loaders._source import MediaSource, check_source, describe_source, open_container, pick_stream
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_MAX_PIXELS", "VideoRequest", "check_duration", "check_time_base", "content_facts", "frame_seconds",
-           "header_metadata", "open_video", "probe_video"]
+__all__ = ["DEFAULT_MAX_PIXELS", "VideoRequest", "check_duration", "check_time_base", "content_facts", "displayed",
+           "first_frame_rotation", "frame_seconds", "header_metadata", "open_video", "probe_video"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
 """Largest frame (width × height) decoded unless the caller raises it: 4K UHD."""
@@ -92,6 +93,44 @@ def header_metadata(stream, *, backend: str) -> VideoMetadata:
     )
 
 
+_MAX_PACKETS_FOR_ROTATION = 256
+"""Packets demuxed, at most, looking for the first decodable frame whose display matrix gives the rotation."""
+
+
+def first_frame_rotation(container, stream, label: str) -> int:
+    """The display rotation (:mod:`loaders._rotation`) of ``stream``'s first decodable frame: FFmpeg attaches the
+    container's (or the codec's) display matrix to every frame. Decodes from the container's current position
+    (call it at the start, or after a seek to it); 0 when no frame decodes within the first packets (the decode
+    itself then reports the file).
+
+    Raises:
+        DecodeError: a display matrix that is mirrored or not a multiple of 90 degrees.
+    """
+    import av
+
+    ctx = stream.codec_context
+    for count, packet in enumerate(container.demux(stream)):
+        if count >= _MAX_PACKETS_FOR_ROTATION:
+            break
+        try:
+            frames = ctx.decode(packet)
+        except av.error.FFmpegError:
+            continue
+        if frames:
+            return frame_rotation_degrees(frames[0], label)
+    logger.debug("%s: no frame decoded in the first %d packets: rotation taken as 0", label, _MAX_PACKETS_FOR_ROTATION)
+    return 0
+
+
+def displayed(meta: VideoMetadata, rotation_degrees: int) -> VideoMetadata:
+    """``meta`` (the stream's stored size) as displayed: width and height swapped at 90/270, the rotation recorded."""
+    import dataclasses
+
+    if rotation_degrees % 180:
+        meta = dataclasses.replace(meta, width=meta.height, height=meta.width)
+    return dataclasses.replace(meta, rotation_degrees=rotation_degrees)
+
+
 def content_facts(pts_seconds: np.ndarray) -> dict:
     """Mean frame rate over the decoded/indexed pts, and VFR (a frame duration far from the median).
 
@@ -112,7 +151,8 @@ def content_facts(pts_seconds: np.ndarray) -> dict:
 def probe_video(source: MediaSource, *, name: str | None = None, stream_index: Optional[int] = None,
                 max_duration_seconds: Optional[float] = None) -> tuple[VideoMetadata, FrameIndex]:
     """Header facts and the frame index of ``source``'s video stream (chosen as ``read_video`` chooses it),
-    without decoding pixels. The index comes from the MP4/MOV header where that is exact, else from a demux
+    decoding only the first frame (for its display rotation: ``width``/``height`` are as displayed, and
+    ``rotation_degrees`` is set). The index comes from the MP4/MOV header where that is exact, else from a demux
     scan (:func:`loaders._index.frame_index`), and is cached per path within the process.
 
     Raises:
@@ -126,7 +166,8 @@ def probe_video(source: MediaSource, *, name: str | None = None, stream_index: O
             stream = pick_stream(container, "video", label, stream_index=stream_index)
             check_time_base(stream, label)
             header = header_metadata(stream, backend="")
-            index = frame_index(source, container, stream)
+            index = frame_index(source, container, stream)  # (a scan rewinds the container)
+            header = displayed(header, first_frame_rotation(container, stream, label))
         finally:
             container.close()
         if index.num_frames:

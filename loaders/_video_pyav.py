@@ -21,9 +21,10 @@ from avcore import DecodeError, VideoClip, check_window_overlaps, frame_played_a
 from loaders._index import FrameIndex, frame_index
 from loaders._pages import PagePopulator
 from loaders._result_pool import check_fits, result_pool
+from loaders._rotation import FrameTurner, coded_size, frame_rotation_degrees
 from loaders._source import pick_stream
-from loaders._video_meta import (VideoRequest, check_duration, check_time_base, content_facts, frame_seconds,
-                                 header_metadata, open_video)
+from loaders._video_meta import (VideoRequest, check_duration, check_time_base, content_facts, displayed,
+                                 first_frame_rotation, frame_seconds, header_metadata, open_video)
 
 logger = logging.getLogger(__name__)
 
@@ -56,22 +57,35 @@ class _BestEffortClock:
 
 
 class _RGB:
-    """Frame → RGB24 array with one reusable swscale context per decode.
+    """Frame → RGB24 array, as displayed, with one reusable swscale context per decode.
 
     ``frame.to_ndarray(format="rgb24")`` builds a new conversion context for every frame, several times the cost
     of a reused ``VideoReformatter`` (BENCHMARKS.md, Lab notes). Not shared between calls or threads.
+    ``size`` is the displayed ``(height, width)``. A stream with a display rotation (:meth:`orient`, from the first
+    frame) has each frame turned in YUV by :class:`~loaders._rotation.FrameTurner` before the conversion and
+    scaling, as the ffmpeg CLI autorotates.
     """
 
     def __init__(self, size: Optional[tuple[int, int]] = None) -> None:
         from av.video.reformatter import VideoReformatter
 
         self._reformatter = VideoReformatter()
-        self._size = size
+        self.size = size
+        """The displayed ``(height, width)`` asked for (None: the stream's own)."""
+        self.rotation_degrees: Optional[int] = None
+        """Set by :meth:`orient` (None until the first frame is seen)."""
+        self._turn = None
+
+    def orient(self, first_frame, rotation_degrees: int) -> None:
+        self.rotation_degrees = rotation_degrees
+        self._turn = FrameTurner(first_frame, rotation_degrees) if rotation_degrees else None
 
     def __call__(self, frame) -> np.ndarray:
-        if self._size is None:
+        if self._turn is not None:
+            frame = self._turn(frame)
+        if self.size is None:
             return self._reformatter.reformat(frame, format="rgb24").to_ndarray()
-        height, width = self._size
+        height, width = self.size
         # One swscale pass converts and scales ("area" averaging: the right filter for downscaling).
         return self._reformatter.reformat(frame, format="rgb24", width=width, height=height, interpolation="AREA").to_ndarray()
 
@@ -103,6 +117,14 @@ class _FrameBuffer:
         if self._populate and not reused:  # reused memory is already populated
             self._populator = PagePopulator(data)
         return data
+
+    def orient(self, rotation_degrees: int, *, sized: bool) -> None:
+        """Before the first write: a buffer sized from the stored frame (``sized`` False: no ``frame_size``) takes
+        the displayed shape, ``[H, W]`` swapped at 90/270 degrees (same bytes, a view)."""
+        if self._count or sized or rotation_degrees % 180 == 0:
+            return
+        capacity, height, width, _ = self._data.shape
+        self._data = self._data.view(capacity, width, height, 3)
 
     @property
     def full(self) -> bool:
@@ -151,11 +173,11 @@ class _RGBWriter:
     are in flight, which bounds the memory held by decoded frames.
     """
 
-    def __init__(self, buffer: _FrameBuffer, rgb: "_RGB", *, depth: int = 8) -> None:
+    def __init__(self, buffer: _FrameBuffer, rgb: "_RGB", *, label: str = "", depth: int = 8) -> None:
         from collections import deque
         from concurrent.futures import ThreadPoolExecutor
 
-        self._buffer, self._rgb, self._depth = buffer, rgb, depth
+        self._buffer, self._rgb, self._depth, self._label = buffer, rgb, depth, label
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avalign-rgb")
         self._pending: "deque" = deque()
 
@@ -167,6 +189,10 @@ class _RGBWriter:
         slot.numpy()[...] = array  # numpy: single-threaded, GIL released (torch.copy_ would start OpenMP threads)
 
     def put(self, frame) -> None:
+        if self._rgb.rotation_degrees is None:  # the first frame: its display matrix sets the output's orientation
+            rotation = frame_rotation_degrees(frame, self._label)
+            self._rgb.orient(frame, rotation)
+            self._buffer.orient(rotation, sized=self._rgb.size is not None)
         if self._buffer.full:
             self.drain()
             self._buffer.grow()
@@ -321,16 +347,17 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float,
 
 
 def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int],
-                       size: Optional[tuple[int, int]] = None, bad_packets: Optional[list] = None):
-    """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3])."""
+                       rgb: "_RGB", bad_packets: Optional[list] = None, label: str = ""):
+    """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3]),
+    as displayed (``rgb`` learns the rotation from the first frame)."""
     if index is None:
         frames = _timed(_decode_packets(container, stream, None, bad_packets), stream)
     else:
         frames = _frames_from(container, stream, index, start, bad_packets=bad_packets)
     pts_out: list[float] = []
-    height, width = size or (stream.codec_context.height, stream.codec_context.width)
+    height, width = rgb.size or (stream.codec_context.height, stream.codec_context.width)
     buffer = _FrameBuffer(hint, height, width)
-    writer = _RGBWriter(buffer, _RGB(size))
+    writer = _RGBWriter(buffer, rgb, label=label)
     try:
         for t, frame in frames:
             if t >= stop:
@@ -345,8 +372,8 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
     return pts_out, buffer.tensor()
 
 
-def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, size: Optional[tuple[int, int]] = None,
-                           bad_packets: Optional[list] = None):
+def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, rgb: "_RGB",
+                           bad_packets: Optional[list] = None, label: str = ""):
     """For each target time, the frame on screen then: (pts_seconds list, uint8 tensor [T, H, W, 3]).
 
     Seeks only when the next keyframe is ahead of us, and decodes no non-reference frame that is not one of
@@ -358,9 +385,9 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
     position = -math.inf  # pts of the last decoded frame
     prev: Optional[tuple[float, object]] = None  # last frame with pts <= current target
     pending: Optional[tuple[float, object]] = None  # first frame with pts > current target
-    height, width = size or (stream.codec_context.height, stream.codec_context.width)
+    height, width = rgb.size or (stream.codec_context.height, stream.codec_context.width)
     buffer = _FrameBuffer(len(targets), height, width)
-    writer = _RGBWriter(buffer, _RGB(size))
+    writer = _RGBWriter(buffer, rgb, label=label)
     pts_out: list[float] = []
     rows: list[int] = []  # the buffer row of each answer (consecutive targets may share one frame)
     last: Optional[float] = None
@@ -410,6 +437,7 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
     size = request.size
     container = open_video(source, label)
     bad_packets: list = []  # corrupt packets dropped (VideoMetadata.decode_errors)
+    rgb = _RGB(size)
     try:
         stream = pick_stream(container, "video", label, stream_index=request.stream_index)
         check_time_base(stream, label)
@@ -440,20 +468,26 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
             check_window_overlaps(lo, hi, first, end, label=label, what="video")
         if whole:
             hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
-            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, size, bad_packets)
+            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, rgb, bad_packets, label)
         elif fps is None:
             a, b = np.searchsorted(index.pts_seconds, [lo, hi], side="left")
             pts, frames = (
                 ([], _stack([], *(size or (meta.height, meta.width))))
                 if hi <= lo
-                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), size, bad_packets)
+                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), rgb, bad_packets, label)
             )
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
             height, width = size or (stream.codec_context.height, stream.codec_context.width)
             check_fits(count * height * width * 3)  # a frame per grid time, repeats included; before the grid itself
             targets = lo + np.arange(count, dtype=np.float64) / fps
-            pts, frames = _decode_played_at_pyav(container, stream, targets, index, size, bad_packets)
+            pts, frames = _decode_played_at_pyav(container, stream, targets, index, rgb, bad_packets, label)
+        rotation = rgb.rotation_degrees
+        if rotation is None and not whole:  # no frame decoded (an empty window): the first frame of the stream says
+            container.seek(stream.start_time or 0, stream=stream, backward=True, any_frame=False)
+            rotation = first_frame_rotation(container, stream, label)
+            if size is None and frames.shape[0] == 0:
+                frames = frames.reshape((0,) + coded_size((meta.height, meta.width), rotation) + (3,))
     except (DecodeError, IndexError, MemoryError):  # MemoryError: read_video's guard makes it reason 'too_large'
         raise
     except Exception as e:  # FFmpeg errors, corrupt data mid-stream
@@ -466,7 +500,7 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
         check_duration(pts[0], pts[-1] + _frame_seconds_of(pts), len(pts), label, request.max_duration_seconds)
     all_pts = np.asarray(pts, dtype=np.float64) if whole else index.pts_seconds
     meta = dataclasses.replace(
-        meta,
+        displayed(meta, rotation or 0),
         num_frames_from_content=len(pts) if whole else index.num_frames,
         decode_errors=len(bad_packets),
         **content_facts(all_pts),

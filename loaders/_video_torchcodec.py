@@ -13,7 +13,10 @@ Differences from the PyAV backend, by construction:
 - ``frame_size`` is applied after decoding (``torch.nn.functional.interpolate``, area filter), not by swscale
   while converting: the pixels differ from the PyAV backend's by rounding;
 - a corrupt packet is an error (the PyAV backend drops it and counts it in ``decode_errors``);
-- ``get_frames_played_in_range(a, b)`` also returns the frame on screen at ``a`` (pts < a); it is dropped here.
+- ``get_frames_played_in_range(a, b)`` also returns the frame on screen at ``a`` (pts < a); it is dropped here;
+- torchcodec 0.9 ignores the display matrix: frames are turned here (:func:`loaders._rotation.rotate_frames`, the
+  rotation from :func:`~loaders._video_meta.probe_video`), after scaling to the stored orientation (area pooling
+  commutes with a quarter turn, so the pixels equal those of turning first).
 
 It fails the ffprobe-oracle tests on AVI with B-frames (no frame or the wrong frame), on zero ``stts`` deltas,
 on MPEG-4 packed B-frames and on a corrupt packet (BENCHMARKS.md, "Video backend decision"), so it is an
@@ -32,6 +35,7 @@ import numpy as np
 import torch
 
 from avcore import DecodeError, VideoClip, check_window_overlaps
+from loaders._rotation import coded_size, rotate_frames
 from loaders._video_meta import VideoRequest, content_facts, probe_video
 
 logger = logging.getLogger(__name__)
@@ -82,7 +86,7 @@ def read_torchcodec(source, label: str, request: VideoRequest) -> VideoClip:
     check_window_overlaps(lo, hi, first, end, label=label, what="video")
     decoder = VideoDecoder(_source_for_torchcodec(source), stream_index=meta.stream_index, dimension_order="NHWC",
                            num_ffmpeg_threads=request.num_threads, seek_mode="exact")
-    height, width = request.size or (meta.height, meta.width)
+    height, width = coded_size((meta.height, meta.width), meta.rotation_degrees)  # as stored: turned at the end
     empty = (torch.zeros((0, height, width, 3), dtype=torch.uint8), torch.zeros(0, dtype=torch.float64))
     if start is None and stop is None and fps is None:
         batch = decoder.get_frames_in_range(0, len(decoder))
@@ -113,4 +117,6 @@ def read_torchcodec(source, label: str, request: VideoRequest) -> VideoClip:
     del decoder
     meta = dataclasses.replace(meta, backend="torchcodec", num_frames_from_content=index.num_frames,
                                **content_facts(index.pts_seconds))
-    return VideoClip(frames=_resized(frames, request.size), pts_seconds=pts.to(torch.float64), metadata=meta)
+    rotation = meta.rotation_degrees
+    frames = rotate_frames(_resized(frames, coded_size(request.size, rotation)), rotation)
+    return VideoClip(frames=frames, pts_seconds=pts.to(torch.float64), metadata=meta)

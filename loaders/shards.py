@@ -6,9 +6,11 @@
 from avcore import ShardError
 from loaders._shards import (
     DEFAULT_MAX_MEMBER_BYTES,
+    DEFAULT_PIPE_STALL_SECONDS,
     TarMember,
     expand_shard_urls,
     group_by_key,
+    name_pipe_failures,
     open_shard,
     refuse_member,
     safe_member_name,
@@ -22,10 +24,12 @@ from loaders._shards import (
 
 __all__ = [
     "DEFAULT_MAX_MEMBER_BYTES",
+    "DEFAULT_PIPE_STALL_SECONDS",
     "ShardError",
     "TarMember",
     "expand_shard_urls",
     "group_by_key",
+    "name_pipe_failures",
     "open_shard",
     "refuse_member",
     "safe_member_name",

@@ -99,6 +99,7 @@ def check_clip(path: Path) -> dict:
         row["frames"], row["height_width"] = len(pts), list(video.frames.shape[1:3])
         if _ffprobe_rotation(path):  # players (and the ffmpeg CLI) show the frames rotated by this
             row["rotation_ffprobe"] = _ffprobe_rotation(path)
+            row["rotation_applied"] = video.metadata.rotation_degrees == _ffprobe_rotation(path) % 360
         row["pts_equal_ffprobe"] = len(pts) == len(truth) and bool(np.array_equal(pts, np.array(truth)))
     except loaders.DecodeError as e:
         row["video"] = e.reason
@@ -151,7 +152,8 @@ def main() -> None:
                           "pts_mismatches": [r["clip"] for r in rows if not r["pts_equal_ffprobe"]],
                           "sample_count_mismatches": [r["clip"] for r in rows
                                                       if "samples" in r and r["samples"] != r["samples_ffmpeg_cli"]],
-                          "rotated_not_applied": [r["clip"] for r in rows if r.get("rotation_ffprobe")]},
+                          "rotated_not_applied": [r["clip"] for r in rows
+                                                  if r.get("rotation_ffprobe") and not r.get("rotation_applied")]},
                          indent=1))
 
 

@@ -53,6 +53,7 @@ def run_test_save_load_state(
     *,
     positions: Sequence[Position] = ("start", "middle", "end"),
     iterate: Optional[Callable[[Any, Iterator[Any]], Iterable[Any]]] = None,
+    reference: Optional[Sequence[Any]] = None,
 ) -> list[Any]:
     """Checks that saving and restoring a stage at each position continues the reference output exactly.
 
@@ -67,6 +68,8 @@ def run_test_save_load_state(
         inputs: The whole input (materialised into a list).
         positions: Save points, as ``"start"``, ``"middle"``, ``"end"`` or output counts.
         iterate: ``iterate(stage, iterator)`` gives the stage's outputs; default ``stage(iterator)``.
+        reference: The uninterrupted outputs, when the caller already has them (from a run of an identically
+            configured stage over the same inputs); default: one more run of a fresh stage here.
 
     Returns:
         The reference outputs (so callers can assert more on them).
@@ -77,7 +80,7 @@ def run_test_save_load_state(
     """
     inputs = list(inputs)
     run = iterate if iterate is not None else (lambda stage, iterator: stage(iterator))
-    reference = list(run(make_stage(), iter(inputs)))
+    reference = list(run(make_stage(), iter(inputs))) if reference is None else list(reference)
     for position in positions:
         num_outputs = _resolve_position(position, len(reference))
         stage = make_stage()

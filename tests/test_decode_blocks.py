@@ -19,11 +19,22 @@ def bframe_clip(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def bframe_times(bframe_clip) -> np.ndarray:
+    """ffprobe's frame times of the clip (the time oracle), read once for the module."""
+    return ffprobe_frame_times(bframe_clip)
+
+
+@pytest.fixture(scope="module")
+def bframe_full(bframe_clip):
+    """A plain single-threaded full decode of the clip (the pixel reference of the sparse reads), made once."""
+    return loaders.read_video(bframe_clip, num_threads=1)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 4])
 @pytest.mark.parametrize("fps", [7.0, 2.5])
-def test_sparse_frame_threaded_reads_are_exact(bframe_clip, threads, fps):
-    ref = ffprobe_frame_times(bframe_clip)
-    full = loaders.read_video(bframe_clip, num_threads=1)
+def test_sparse_frame_threaded_reads_are_exact(bframe_clip, bframe_times, bframe_full, threads, fps):
+    ref, full = bframe_times, bframe_full
     start, stop = 0.45, 5.2
     clip = loaders.read_video(bframe_clip, start_seconds=start, stop_seconds=stop, fps=fps, num_threads=threads)
     targets = start + np.arange(int(np.ceil((stop - start) * fps - 1e-9))) / fps
@@ -33,8 +44,8 @@ def test_sparse_frame_threaded_reads_are_exact(bframe_clip, threads, fps):
     assert bool((clip.frames == full.frames[rows]).all())  # the same pixels as a plain single-threaded decode
 
 
-def test_sparse_read_with_a_given_index_matches_the_full_decode(bframe_clip):
-    full = loaders.read_video(bframe_clip, num_threads=1)
+def test_sparse_read_with_a_given_index_matches_the_full_decode(bframe_clip, bframe_full):
+    full = bframe_full
     index = loaders.probe_video(bframe_clip)[1]
     clip = loaders.read_video(bframe_clip, fps=1.0, frame_index=index, num_threads=2, frame_size=(120, 160))
     small = loaders.read_video(bframe_clip, num_threads=1, frame_size=(120, 160))
@@ -185,17 +196,24 @@ def _ffmpeg_rgb24(path, shape) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8).reshape(shape)
 
 
+@pytest.fixture(scope="module")
+def bframe_rgb24(bframe_clip) -> np.ndarray:
+    """ffmpeg's rgb24 of every frame of the clip (the pixel oracle), decoded once for the module."""
+    return _ffmpeg_rgb24(bframe_clip, (180, 240, 320, 3))
+
+
 @pytest.mark.parametrize("max_hint_frames", [2048, 16])  # 16: the header under-counts, the buffer grows 4 times
-def test_full_decode_into_populated_pages_equals_ffmpeg(bframe_clip, monkeypatch, max_hint_frames):
+def test_full_decode_into_populated_pages_equals_ffmpeg(bframe_clip, bframe_times, bframe_rgb24, monkeypatch,
+                                                        max_hint_frames):
     """Full decode with the result's memory populated ahead of the writer in small chunks (so the writer waits
     for it), with and without growing the buffer: every pixel equals ffmpeg's rgb24, every time ffprobe's."""
     monkeypatch.setattr("loaders._pages.MIN_POPULATE_BYTES", 0)
     monkeypatch.setattr("loaders._pages.CHUNK_BYTES", 64 << 10)
     monkeypatch.setattr("loaders._video_pyav._FrameBuffer._MAX_HINT_FRAMES", max_hint_frames)
     clip = loaders.read_video(bframe_clip, num_threads=2)
-    np.testing.assert_allclose(clip.pts_seconds.numpy(), ffprobe_frame_times(bframe_clip), atol=1e-6)
+    np.testing.assert_allclose(clip.pts_seconds.numpy(), bframe_times, atol=1e-6)
     assert clip.frames.shape == (180, 240, 320, 3)
-    np.testing.assert_array_equal(clip.frames.numpy(), _ffmpeg_rgb24(bframe_clip, clip.frames.shape))
+    np.testing.assert_array_equal(clip.frames.numpy(), bframe_rgb24)
 
 
 

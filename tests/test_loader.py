@@ -10,9 +10,17 @@ import pytest
 
 from loaders.errors import SampleError
 from loaders.pipeline import make_loader
-from tests.conftest import cyclic_garbage
+from tests.conftest import collector_on_new_objects, cyclic_garbage
 from tests.loader_shards import BUDGETS, WINDOW_SECONDS, write_loader_shards
 from tests.resume_helper import assert_same, run_test_save_load_state
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _collector_on_this_modules_objects():
+    """Each make_loader epoch with workers collects cyclic garbage before forking (``heap_frozen_for_fork``): here
+    over this module's own objects, not over the whole pytest worker's heap (``collector_on_new_objects``)."""
+    with collector_on_new_objects():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -97,17 +105,18 @@ RESUME = dict(window_seconds=0.4, buffer_size=8, budgets=(9, 16000, 16))
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_resume_start_middle_end(shards, num_workers):
     loader = _loader(shards, **RESUME)
-    hard = None  # the first save point with items buffered in the packer and packs ready: restore must decode again
-    for count, _ in enumerate(loader, start=1):
+    batches, hard = [], None  # hard: the first save point with items buffered in the packer and packs ready
+    for count, batch in enumerate(loader, start=1):  # (restore must decode again there)
+        batches.append(batch)
         packer = loader.state_dict()["packer"]
-        if len(packer["buffer"]) > 0 and len(packer["ready"]) > 0:
+        if hard is None and len(packer["buffer"]) > 0 and len(packer["ready"]) > 0:
             hard = count
-            break
     assert hard is not None
     positions = ("start", 1, hard, "middle", 5, "end") if num_workers == 0 else (hard, "middle")
+    # The reference is this in-process epoch: with 2 workers the runs must also deliver exactly its batches.
     reference = run_test_save_load_state(
         lambda: _loader(shards, num_workers=num_workers, **RESUME), (), positions=positions,
-        iterate=lambda stage, _: iter(stage),
+        iterate=lambda stage, _: iter(stage), reference=batches,
     )
     assert len(reference) == 7
 
@@ -224,11 +233,12 @@ def test_interleaved_order_is_the_same_for_0_and_2_workers_and_resumes(shards, i
     """Any interleave_shards: the same batches for 0 and 2 workers; saved mid-epoch (a group boundary falls
     inside the 3 shards for 2), the restored loader yields the rest exactly."""
     reference = _digest(_loader(shards, num_workers=0, interleave_shards=interleave_shards, **RESUME))
-    assert _digest(_loader(shards, num_workers=2, interleave_shards=interleave_shards, **RESUME)) == reference
+    two_workers = list(_loader(shards, num_workers=2, interleave_shards=interleave_shards, **RESUME))
+    assert _digest(two_workers) == reference
     keys = [k.split("@")[0] for d in reference for k in d[0]]
     assert sorted(set(keys)) == sorted(shards["expected"])
     run_test_save_load_state(lambda: _loader(shards, num_workers=2, interleave_shards=interleave_shards, **RESUME), (),
-                             positions=(2, 4), iterate=lambda stage, _: iter(stage))
+                             positions=(2, 4), iterate=lambda stage, _: iter(stage), reference=two_workers)
 
 
 def test_interleave_shards_is_checked(shards):

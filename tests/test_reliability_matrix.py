@@ -222,6 +222,22 @@ def _check_preprocess(built, case, mode: str, caplog, tmp_path) -> None:
         assert len(json.loads(members[f"{BAD_KEY}.frames.json"])["pts_seconds"]) == CLIP_FRAMES
 
 
+def _plot_input(rows) -> list[dict]:
+    """Rows as the summary plots use them: without the clip-page links (which only a run writing pages has), in
+    their JSON form (as ``report.json`` holds them)."""
+    return [{k: v for k, v in row.items() if k != "page"} for row in json.loads(json.dumps(rows))]
+
+
+def _kept_plot_rows(built, case, tmp_path) -> list[dict]:
+    """The rows of a kept case's skip run, which drew its summary plots from them (``run_report`` plots the rows it
+    writes to ``report.json``); that run is made here if it was not."""
+    cache = built["cache"]
+    if ("plot_rows", case.name) not in cache:
+        cache["plot_rows", case.name] = _plot_input(_report(case.shard, tmp_path / "report_skip", "skip",
+                                                            clip_pages=0)["clips"])
+    return cache["plot_rows", case.name]
+
+
 def _check_report(built, case, mode: str, caplog, tmp_path, monkeypatch) -> None:
     expect, key = case.expect["report"], SAMPLE_KEY.get(case.name, BAD_KEY)
     if expect.outcome == "skip" and mode == "raise":
@@ -234,17 +250,27 @@ def _check_report(built, case, mode: str, caplog, tmp_path, monkeypatch) -> None
     pages = 50 if expect.outcome == "kept" and mode == "skip" else 0
     # The summary plots are drawn from the rows alone. Where the bad sample leaves no row, they are given the
     # clean run's rows (checked below), so they would be the clean run's plots: the rows are recorded instead of
-    # drawn again (about 0.75 CPU-s a report). Kept bad rows (and a kept first copy) are drawn.
+    # drawn again (about 0.75 CPU-s a report). Kept bad rows (and a kept first copy) are drawn in the skip run; a
+    # kept case skips nothing, so its raise run hands the plotter exactly the skip run's rows (checked, the
+    # clip-page links aside): recorded there.
     recorded = expect.outcome == "skip" and expect.flagged != "first_copy"
+    kept_raise = expect.outcome == "kept" and mode == "raise"
     plotted: list[list[str]] = []
     if recorded:
         clean_keys = [row["key"] for row in _clean(built, "report")["clips"]]  # the clean run, plots drawn
         monkeypatch.setattr("avalign.report._plots.make_plots",  # private: run_report imports it at call time
                             lambda rows: plotted.append([row["key"] for row in rows]) or {})
+    elif kept_raise:
+        drawn = _kept_plot_rows(built, case, tmp_path)  # the skip run's rows, plots drawn from them
+        monkeypatch.setattr("avalign.report._plots.make_plots", lambda rows: plotted.append(_plot_input(rows)) or {})
     with caplog.at_level(logging.WARNING):
         report = _report(case.shard, tmp_path / "report", mode, clip_pages=pages)
+    if expect.outcome == "kept" and mode == "skip":  # drawn here; its rows kept for the raise run
+        built["cache"]["plot_rows", case.name] = _plot_input(report["clips"])
     if recorded:
         assert plotted == [clean_keys] == [[GOOD_KEY]], plotted
+    if kept_raise:
+        assert plotted == [drawn] and len(drawn) == 2, plotted
     clean = _clean(built, "report")
     rows = {row["key"]: row for row in report["clips"]}
     reference = dict(clean["clips"][0], shard=case.shard)

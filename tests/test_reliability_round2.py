@@ -415,6 +415,7 @@ def _pool_owner(report_fd: int) -> None:
     time.sleep(120)
 
 
+@pytest.mark.usefixtures("collector_on_test_objects")  # the pre-fork collection: this test's objects
 def test_pool_workers_exit_when_the_main_process_is_killed(tmp_path):
     read_fd, write_fd = os.pipe()
     owner = start_forked(_pool_owner, write_fd)
@@ -440,6 +441,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.usefixtures("collector_on_test_objects")  # the pre-fork collection: this test's objects
 def test_preprocess_pool_uses_exit_with_parent(monkeypatch, tmp_path):
     """The pool's workers die with the parent, and cyclic garbage (e.g. a dropped decoder) is freed in the parent,
     where its threads exist, before the pool forks: a forked worker that collected it would wait on threads it does

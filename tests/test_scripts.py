@@ -11,22 +11,48 @@ import pytest
 from conftest import REPO, sample_truth
 
 
+def _losses(printed: str) -> list[float]:
+    return [float(x) for x in re.findall(r"loss ([0-9.]+)$", printed, flags=re.MULTILINE)]
+
+
 def _train(out, *args: str) -> list[float]:
+    """The training example in a new process."""
     run = subprocess.run([sys.executable, str(REPO / "scripts" / "train_example.py"), "--out", str(out), *args],
                          capture_output=True, text=True, cwd=REPO, timeout=400)
     assert run.returncode == 0, run.stderr[-2000:]
-    return [float(x) for x in re.findall(r"loss ([0-9.]+)$", run.stdout, flags=re.MULTILINE)]
+    return _losses(run.stdout)
+
+
+def _train_here(out, monkeypatch, capsys, *args: str) -> list[float]:
+    """The training example run as ``__main__`` in this process (its DataLoader workers are forks of this process):
+    it exits 0; the losses it printed. The thread count it sets is given back afterwards."""
+    import torch
+
+    argv = [str(REPO / "scripts" / "train_example.py"), "--out", str(out), *args]
+    monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the repository first on it
+    threads = torch.get_num_threads()
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            runpy.run_path(argv[0], run_name="__main__")
+    finally:
+        torch.set_num_threads(threads)
+    assert exit_info.value.code == 0
+    return _losses(capsys.readouterr().out)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_train_example_learns_and_resumes_byte_identically(tmp_path):
+def test_train_example_learns_and_resumes_byte_identically(tmp_path, monkeypatch, capsys):
     """60 steps through StatefulDataLoader with 2 workers over three text layouts: the loss falls, and the
     checkpoint written after step 50 (mid-epoch: 9 batches an epoch), resumed in a new process, gives the
-    same losses as the run's own steps 51-60 (across an epoch boundary) and the same final weights."""
+    same losses as the run's own steps 51-60 (across an epoch boundary) and the same final weights. (The run
+    itself is the script as ``__main__`` in this process, which has torch and the readers imported already;
+    the resume is a new interpreter running the script, as after a restart.)"""
     import torch
 
-    full = _train(tmp_path, "--steps", "60", "--num-workers", "2", "--save-at", "50", "--keep-going")
+    full = _train_here(tmp_path, monkeypatch, capsys, "--steps", "60", "--num-workers", "2", "--save-at", "50",
+                       "--keep-going")
     assert len(full) == 60 and all(loss == loss for loss in full)
     first, last = sum(full[:10]) / 10, sum(full[-10:]) / 10
     assert last < 0.6 * first, (first, last)

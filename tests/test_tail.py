@@ -12,11 +12,20 @@ from torch.utils.data import DataLoader
 
 from loaders import make_dataset, make_loader
 from loaders.pipeline import Collator, OnlinePacker, PackItem, SharedSlots
+from tests.conftest import collector_on_new_objects
 from tests.resume_helper import assert_same
 from tests.test_dataset import OPTIONS, _digest, _windows, shards  # noqa: F401 - the module fixture
 
 BUDGETS = OPTIONS["budgets"]
 MIN_FILL = 0.9  # make_dataset's default
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _collector_on_this_modules_objects():
+    """Each make_loader epoch with workers collects cyclic garbage before forking (``heap_frozen_for_fork``): here
+    over this module's own objects, not over the whole pytest worker's heap (``collector_on_new_objects``)."""
+    with collector_on_new_objects():
+        yield
 
 
 def _dataloader(shards, tail, num_workers=2, **extra):
@@ -60,16 +69,21 @@ def _batches(source) -> list:
 class _Runs:
     """One epoch per (kind, tail) configuration, recorded once per module: the tests that inspect the same run share
     it (each run forks two workers). ``kind`` is ``"make_loader"`` or ``"DataLoader"`` (2 workers each); returns the
-    batches and, for make_loader, its ``stats`` after the epoch."""
+    batches and, for make_loader, its ``stats`` after the epoch. A make_loader run is checkpointed after every
+    batch, as a training loop saving at every step does: ``states[tail][i]`` is its pickled state after ``i + 1``
+    batches (a state that changed the run would show as a difference between it and a run restored from it)."""
 
     def __init__(self, shards) -> None:
-        self.shards, self.recorded = shards, {}
+        self.shards, self.recorded, self.states = shards, {}, {}
 
     def __call__(self, kind: str, tail: str) -> tuple[list, object]:
         if (kind, tail) not in self.recorded:
             if kind == "make_loader":
-                loader = _loader(self.shards, tail)
-                self.recorded[kind, tail] = (_batches(loader), loader.stats)
+                loader, batches, states = _loader(self.shards, tail), [], []
+                for batch in loader:
+                    batches.append(batch)
+                    states.append(pickle.loads(pickle.dumps(loader.state_dict())))
+                self.recorded[kind, tail], self.states[tail] = (batches, loader.stats), states
             else:
                 self.recorded[kind, tail] = (_batches(_dataloader(self.shards, tail)), None)
         return self.recorded[kind, tail]
@@ -178,10 +192,12 @@ def test_stateful_dataloader_resumes_exactly_with_every_tail_policy(shards, runs
 
 @pytest.mark.parametrize("tail", ["pad", "trim", "drop"])
 def test_make_loader_resumes_exactly_with_every_tail_policy(shards, runs, tail):
+    """Saved mid-epoch and before the tail, make_loader restores the rest of the epoch byte for byte, and the
+    epoch's skip counts (tail_dropped included)."""
     batches, final_stats = runs("make_loader", tail)
     reference, final_skips = [_digest(b) for b in batches], final_stats.skipped
-    states = _states_at(_loader(shards, tail), (len(reference) // 2, len(reference) - 1), reference)
-    for cut, state in states.items():
+    for cut in (len(reference) // 2, len(reference) - 1):
+        state = runs.states[tail][cut - 1]  # taken in the recorded run after `cut` batches
         restored = _loader(shards, tail)
         restored.load_state_dict(state)
         assert_same([_digest(b) for b in restored], reference[cut:], where=f"tail={tail}, resumed after {cut} batches")

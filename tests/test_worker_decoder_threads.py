@@ -79,6 +79,7 @@ def _frame_threads_per_worker(out_dir: Path) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("kind, num_workers", [("make_loader", 2), ("DataLoader", 1)])
+@pytest.mark.usefixtures("collector_on_test_objects")  # the pre-fork collection: this test's objects
 def test_each_live_worker_decodes_with_its_share_of_the_cores(shards, tmp_path, kind, num_workers):
     """Both loaders' workers, and both sides of the rule: with 2 cores, 2 workers get 1 thread each (no frame
     thread), 1 worker gets 2; FFmpeg's default would show 3 frame threads in either case."""

@@ -39,6 +39,7 @@ from loaders.shards import (
     TarMember,
     expand_shard_urls,
     group_by_key,
+    name_pipe_failures,
     open_shard,
     scan_tar,
     split_key,
@@ -278,7 +279,7 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
 
     known = MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH
     with stream:
-        members = noted(_tar_locators(url, stream, seekable=_seekable_plain_tar(stream)))
+        members = noted(name_pipe_failures(_tar_locators(url, stream, seekable=_seekable_plain_tar(stream)), stream, url))
         try:
             for sample in group_by_key(members, url=url, on_error=on_error, report=report):
                 found = {ext: loc for ext, loc in sample.items() if ext in known}
@@ -290,6 +291,9 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
                           f"{url}: sample {sample['__key__']!r} has no media member (extensions {exts}; media: "
                           f"{list(MEDIA_EXTENSIONS)}); hint: the extension starts at the first dot of the member name")
         except ShardError as e:
+            if e.reason == "open" and not e.key:  # a `pipe:` command that failed or stalled before its first byte
+                _shard_problem(skipped, url, "", "open", f"{url}: {e.message}", on_error)
+                return groups
             raise SampleError(e.message, shard=e.shard, key=e.key, reason=e.reason) from None
     return groups
 

@@ -81,6 +81,7 @@ from typing import Any, Literal, Optional, Union
 import torch
 
 from avcore import BatchItem
+from loaders._pipe import DEFAULT_PIPE_STALL_SECONDS
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
@@ -522,6 +523,7 @@ def make_dataset(
     batches_per_epoch: Optional[int] = None,
     tail: Tail = "pad",
     tail_multiple: Optional[tuple[int, int, int]] = None,
+    pipe_stall_seconds: float = DEFAULT_PIPE_STALL_SECONDS,
 ) -> AVDataset:
     """An ``IterableDataset`` of :class:`PackedBatch` over WebDataset shards of media + text (see the module
     docstring for DataLoader use, determinism and resume).
@@ -572,6 +574,9 @@ def make_dataset(
             A stream is one DataLoader worker's epoch here (``num_workers`` tails per epoch), one epoch in
             ``make_loader`` (one tail). See ``loaders.pipeline._tail``.
         tail_multiple: ``(frames, samples, tokens)`` a trimmed tail is rounded up to; None: each budget / 8.
+        pipe_stall_seconds: A ``pipe:`` shard whose command sends no byte for this long is killed (its whole process
+            group) and skipped: as ``open`` before its first byte, as ``truncated`` after; the log line and a
+            ``raise``'s message give its exit status and stderr. Default 300 s (``loaders._pipe``).
 
     Raises:
         ValueError: A bad option; the message names it, the valid range and a hint.
@@ -590,7 +595,7 @@ def make_dataset(
                  missing_audio=missing_audio, sample_timeout_seconds=sample_timeout_seconds,
                  max_duration_seconds=max_duration_seconds,
                  allow_empty_epoch=allow_empty_epoch, pad_token_id=pad_token_id, batches_per_epoch=batches_per_epoch,
-                 tail=tail, tail_multiple=tail_multiple)
+                 tail=tail, tail_multiple=tail_multiple, pipe_stall_seconds=pipe_stall_seconds)
 
 
 def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: Any) -> Any:

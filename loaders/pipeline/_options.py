@@ -14,6 +14,7 @@ from typing import Any, Literal, Optional, Union
 
 import torch
 
+from loaders._pipe import DEFAULT_PIPE_STALL_SECONDS
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator
 from loaders.pipeline._tail import TAIL_CHOICES, check_tail_multiple
@@ -62,6 +63,8 @@ class SampleOptions:
     sample_timeout_seconds: Optional[float] = None
     """Wall-clock limit for one sample (decode + align + tokenize); over it the sample is skipped (``timeout``).
     Enforced with ``SIGALRM``, so only in a process's main thread (loader workers and DataLoader workers are)."""
+    pipe_stall_seconds: float = DEFAULT_PIPE_STALL_SECONDS
+    """A ``pipe:`` shard's command that sends no byte for this long is killed and the shard skipped."""
     decoder_threads: int = 0
     """FFmpeg threads per video decode; 0 lets FFmpeg choose (one per core). Loader workers get their share of the
     cores instead (:func:`worker_decoder_threads`)."""
@@ -170,6 +173,9 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
     timeout = o["sample_timeout_seconds"]
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"sample_timeout_seconds must be > 0 or None, got {timeout!r}; try 60.")
+    stall = o.get("pipe_stall_seconds", DEFAULT_PIPE_STALL_SECONDS)
+    if isinstance(stall, bool) or not isinstance(stall, (int, float)) or not (math.isfinite(stall) and stall > 0):
+        raise ValueError(f"pipe_stall_seconds must be a positive number of seconds, got {stall!r}; try 300.")
     per_epoch = o.get("batches_per_epoch")
     if per_epoch is not None and (isinstance(per_epoch, bool) or not isinstance(per_epoch, int) or per_epoch < 1):
         raise ValueError(f"batches_per_epoch must be a positive int or None, got {per_epoch!r}.")
@@ -190,5 +196,6 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
         sample_rate=o["sample_rate"], limits=budget_row + (collator.max_items, collator.max_words, collator.max_segments),
         fps=o["fps"], window_seconds=o["window_seconds"], estimate=bool(o["estimate"]), on_error=o["on_error"],
         decode_size=frame_size if o["resize_in_decoder"] else None, max_pixels=max_pixels, tokenizer=o["tokenizer"],
-        missing_audio=o["missing_audio"], sample_timeout_seconds=timeout, max_duration_seconds=max_duration)
+        missing_audio=o["missing_audio"], sample_timeout_seconds=timeout, max_duration_seconds=max_duration,
+        pipe_stall_seconds=float(stall))
     return ResolvedOptions(sample=options, collator=collator, rank=int(rank), world_size=int(world_size))

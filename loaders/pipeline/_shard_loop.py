@@ -90,7 +90,8 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
 
     report: Callable[[str, str, str], None] = lambda shard, name, reason: reports.append((shard, name, reason))
     try:
-        samples = group_by_key(tar_members(url), url=url, on_error=options.on_error, report=report)
+        members = tar_members(url, pipe_stall_seconds=options.pipe_stall_seconds)
+        samples = group_by_key(members, url=url, on_error=options.on_error, report=report)
         while True:
             try:
                 sample = next(samples, None)
