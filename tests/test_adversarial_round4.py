@@ -3,6 +3,7 @@ wild). Inputs are generated here (tiny tar shards of one ffmpeg clip); each test
 from __future__ import annotations
 
 import errno
+import logging
 import sys
 
 import pytest
@@ -68,6 +69,28 @@ def test_a_caption_over_the_token_budget_is_skipped_whole_without_cutting_the_cl
     loader = loaders.make_loader([url], seed=0, frame_size=(16, 16), budgets=(10, 1600, 2), allow_empty_epoch=True)
     assert [b.sample_keys for b in loader] == []
     assert loader.stats.skipped_samples == ((url, "k0", "over_budget"),)
+
+
+def test_an_audio_budget_under_10_ms_skips_the_clip_uncut_and_10_ms_windows_still_cut(tmp_path, clip_bytes, caplog):
+    # Before: budgets=(300, 1, 512) cut the 1 s clip into 16,000 one-sample windows (then tried 16,001-16,003): minutes
+    # per sample. A window must hold 10 ms (one log-mel hop at 16 kHz); the clip is skipped whole, by its own key.
+    url = write_shard(tmp_path / "s.tar", ["k0"], clip_bytes, caption="")
+    loader = loaders.make_loader([url], seed=0, frame_size=(16, 16), budgets=(300, 159, 512), allow_empty_epoch=True)
+    with caplog.at_level(logging.WARNING):
+        assert [b.sample_keys for b in loader] == []
+    assert loader.stats.skipped_samples == ((url, "k0", "over_budget"),)
+    assert "shorter than 10 ms" in caplog.text
+    # 160 samples = exactly 10 ms at 16 kHz: still cut, into windows that each fit and together hold the whole clip.
+    def item_samples(budgets):
+        loader = loaders.make_loader([url], seed=0, frame_size=(16, 16), budgets=budgets)
+        lengths = [n for b in loader for n in b.cu_seqlens_samples.diff().tolist() if n]
+        assert loader.stats.skipped_samples == ()
+        return lengths
+
+    whole = item_samples((300, 10**6, 512))
+    windows = item_samples((300, 160, 512))
+    assert len(whole) == 1 and len(windows) >= whole[0] // 160
+    assert max(windows) <= 160 and sum(windows) == whole[0]
 
 
 # ------------------------------------------------------------------------- seeds and epochs

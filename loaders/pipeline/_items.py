@@ -62,6 +62,13 @@ at most this many times more; denser text (e.g. a 10^6-cue SRT on a short clip) 
 without cutting (cutting costs windows x spans)."""
 
 
+_MIN_AUTO_WINDOW_SECONDS = 0.010
+"""``window_seconds="auto"`` never cuts windows shorter than this: a shorter window holds no log-mel hop (the
+collator's ``hop_length`` of 160 samples at 16 kHz), and a clip would become thousands of items
+(``budgets=(300, 1, 512)`` made 32,000 one-sample windows of a 2 s clip and retried 3 more counts: minutes per
+sample). Such a clip is skipped as ``over_budget``, uncut, with a hint to raise the budgets."""
+
+
 class _SampleTimeout(BaseException):
     """Raised inside a sample by the SIGALRM handler of :func:`_time_limit`; a ``BaseException`` (as
     ``KeyboardInterrupt``) so that the decoders' ``except Exception`` handlers do not turn it into a decode error."""
@@ -240,6 +247,8 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
         return whole  # text far denser than any window can hold (a hostile transcript): over_budget, uncut
     if _largest_unit_tokens(whole[0]) > options.limits[2]:
         return whole  # a window keeps a word or segment whole: one over the token budget fits no window, uncut
+    if duration / math.ceil(over) < _MIN_AUTO_WINDOW_SECONDS:
+        return whole  # windows under a log-mel hop: over_budget, uncut
     items = whole
     for count in range(math.ceil(over), math.ceil(over) + 4):  # rounding can put one frame or sample more in a window
         items = [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=duration / count)]
@@ -265,7 +274,8 @@ def _check_budgets(items: list[BatchItem], options: SampleOptions, url: str) -> 
     for item in items:
         lengths = pack_lengths(item)
         if first_over_budget(lengths, options.limits) is not None:
-            hint = ("a clip-level text or a segment longer than the budget cannot be cut; raise the budgets"
+            hint = ("a clip-level text or a segment longer than the budget, or a clip that would need windows "
+                    "shorter than 10 ms, cannot be cut; raise the budgets"
                     if options.window_seconds == AUTO else "set window_seconds (or 'auto') or raise the budgets")
             raise SampleError(
                 f"item {item.key!r} has (frames, samples, tokens, items, words, segments) = {lengths} over the "
