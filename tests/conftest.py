@@ -197,17 +197,27 @@ def start_forked(fn: Callable[..., object], *args: object) -> int:
         os._exit(code)
 
 
+_PROBED: dict[tuple, np.ndarray] = {}
+"""``ffprobe_frame_times``' memo: (real path, inode, size, mtime in ns) → the times."""
+
+
 def ffprobe_frame_times(path: str | os.PathLike) -> np.ndarray:
     """The oracle: ffprobe's best_effort_timestamp_time of every video frame; NaN where ffprobe has none
-    (e.g. AVI's last B-frame, flushed with no timestamp: the decoder extrapolates one, ffprobe prints N/A)."""
-    out = subprocess.check_output(
-        [
-            "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_frames",
-            "-show_entries", "frame=best_effort_timestamp_time", "-of", "json", str(path),
-        ]
-    )
-    frames = json.loads(out)["frames"]
-    return np.asarray([float(f.get("best_effort_timestamp_time", "nan")) for f in frames])
+    (e.g. AVI's last B-frame, flushed with no timestamp: the decoder extrapolates one, ffprobe prints N/A).
+    ffprobe runs once per test process for a file as it is (path, inode, size and modification time): the shared
+    media are probed by many tests. Each call returns its own array."""
+    stat = os.stat(path)
+    key = (os.path.realpath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key not in _PROBED:
+        out = subprocess.check_output(
+            [
+                "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_frames",
+                "-show_entries", "frame=best_effort_timestamp_time", "-of", "json", str(path),
+            ]
+        )
+        frames = json.loads(out)["frames"]
+        _PROBED[key] = np.asarray([float(f.get("best_effort_timestamp_time", "nan")) for f in frames])
+    return _PROBED[key].copy()
 
 
 def ffprobe_audio_start(path: str | os.PathLike) -> float:
