@@ -392,6 +392,7 @@ def _leave_a_loader_mid_epoch(urls: list[str], out: str) -> None:
         f.write(" ".join(next(it).sample_keys))
 
 
+@pytest.mark.usefixtures("collector_on_test_objects")  # the pre-fork collection: this test's objects
 def test_a_script_that_leaves_make_loader_mid_epoch_exits(tmp_path, clip_bytes):
     # Before: `it = iter(loader); next(it)` and the end of the script hung forever: at exit multiprocessing joined
     # the (non-daemonic) workers, which waited for a reader. The script runs in a forked multiprocessing process,

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, collector_on_new_objects
 from tests.loader_shards import BUDGETS, WINDOW_SECONDS, write_loader_shards
 
 
@@ -53,8 +53,8 @@ def ranks(tmp_path_factory) -> dict:
             "--even-batches", *MODES, "--budgets", *map(str, BUDGETS), "--window-seconds", str(WINDOW_SECONDS)]
     log = out / "torchrun.log"
     launcher = multiprocessing.get_context("fork").Process(target=_torchrun, args=(argv, str(log)))
-    with heap_frozen_for_fork():  # the child must never free an inherited decoder
-        launcher.start()
+    with collector_on_new_objects(), heap_frozen_for_fork():  # the child never frees an inherited decoder; the
+        launcher.start()  # collection before the fork walks only what this fixture made
     launcher.join(timeout=170)
     if launcher.is_alive():
         launcher.kill()
