@@ -1,0 +1,91 @@
+"""Regression tests of the fifth adversarial round (BENCHMARKS.md, "Adversarial round five": the defects round four
+found and left). Inputs are generated here; each test fails on the code before its fix."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from avalign import cli
+
+
+# ------------------------------------------------------------------------- --json: one document, also on failure
+
+
+def _one_document(out: str) -> dict:
+    document = json.loads(out)  # raises on nothing, on two documents, on a partial one
+    assert isinstance(document, dict)
+    return document
+
+
+def test_measure_json_on_unreadable_media_prints_one_error_document(tmp_path, capsys):
+    # Before: stdout empty (exit 2, the message on stderr only): `avalign measure x --json | jq` got nothing to parse.
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(b"\0" * 100)
+    assert cli.main(["measure", str(bad), "--json"]) == 2
+    captured = capsys.readouterr()
+    error = _one_document(captured.out)["error"]
+    assert (error["command"], error["file"], error["reason"], error["exit_code"]) == ("measure", str(bad), "decode", 2)
+    assert error["message"].startswith(f"cannot open {bad}: ")
+    assert captured.err == f"avalign measure: error: {error['message']}\n"
+
+
+def test_measure_json_names_the_transcript_when_it_is_what_failed(tmp_path, capsys):
+    media, transcript = tmp_path / "clip.mp4", tmp_path / "clip.srt"
+    media.write_bytes(b"\0" * 100)
+    assert cli.main(["measure", str(media), "--transcript", str(transcript), "--json"]) == 2
+    error = _one_document(capsys.readouterr().out)["error"]
+    assert (error["file"], error["reason"]) == (str(transcript), "not_found")
+    assert error["message"].startswith(f"transcript not found: '{transcript}'")
+
+
+def test_json_commands_give_a_document_for_usage_errors_interrupts_and_bugs(monkeypatch, tmp_path, capsys):
+    assert (tmp_path / "x.mp4").write_bytes(b"") == 0
+    with pytest.raises(SystemExit):
+        cli.main(["measure", str(tmp_path / "x.mp4"), "--json", "--sample-rate", "x"])
+    assert _one_document(capsys.readouterr().out)["error"]["reason"] == "usage"
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    def bug(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "_cmd_demo", interrupted)
+    assert cli.main(["demo", "--data", str(tmp_path), "--json"]) == 130
+    assert _one_document(capsys.readouterr().out)["error"] == {
+        "command": "demo", "file": str(tmp_path), "reason": "interrupted", "exit_code": 130,
+        "message": "interrupted; what it wrote so far may be incomplete (preprocess: a rerun reuses its complete shards)"}
+    monkeypatch.setattr(cli, "_cmd_demo", bug)
+    assert cli.main(["demo", "--data", str(tmp_path), "--json"]) == 1
+    captured = capsys.readouterr()
+    assert _one_document(captured.out)["error"]["message"] == "RuntimeError: a bug"
+    assert "Traceback" in captured.err and "RuntimeError: a bug" in captured.err
+    monkeypatch.setattr(cli, "_cmd_demo", bug)
+    with pytest.raises(RuntimeError):  # without --json a bug is a traceback, as before
+        cli.main(["demo", "--data", str(tmp_path)])
+
+
+def test_preprocess_json_with_nothing_written_carries_the_error_in_its_one_document(tmp_path, capsys):
+    # Before: the result document (exit 1) said nothing of the failure; stderr alone did.
+    media_dir = tmp_path / "in"
+    media_dir.mkdir()
+    (media_dir / "bad.mp4").write_bytes(b"\0" * 100)
+    assert cli.main(["preprocess", str(media_dir), str(tmp_path / "out"), "--json", "--no-progress"]) == 1
+    document = _one_document(capsys.readouterr().out)
+    assert document["num_samples"] == 0 and document["num_skipped"] == 1
+    assert document["error"]["reason"] == "no_sample" and document["error"]["file"] == str(media_dir)
+    assert document["error"]["exit_code"] == 1
+
+
+def test_a_failed_stdout_still_gets_no_traceback_with_json(monkeypatch, capsys):
+    def command(args):
+        print('{"av_offset_ms": 0.0}')
+        sys.stdout.flush()
+        return 0
+
+    monkeypatch.setattr(cli, "_cmd_demo", command)
+    monkeypatch.setattr(sys, "stdout", open("/dev/full", "w"))
+    assert cli.main(["demo", "--json"]) == 2
+    assert capsys.readouterr().err.startswith("avalign demo: error: [Errno 28] No space left on device")
