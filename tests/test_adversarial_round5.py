@@ -89,3 +89,46 @@ def test_a_failed_stdout_still_gets_no_traceback_with_json(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdout", open("/dev/full", "w"))
     assert cli.main(["demo", "--json"]) == 2
     assert capsys.readouterr().err.startswith("avalign demo: error: [Errno 28] No space left on device")
+
+
+# ------------------------------------------------------------------------- many skips: a few warnings, exact counts
+
+import logging  # noqa: E402
+
+import loaders  # noqa: E402
+from loaders.errors import WARNINGS_PER_REASON  # noqa: E402
+from tests import hostile_inputs as hostile  # noqa: E402
+
+
+def test_many_skips_log_a_few_warnings_per_reason_then_debug_and_an_epoch_summary_with_exact_counts(tmp_path, caplog):
+    # Before: one warning per skipped sample (10,000 unreadable samples: 10,000 lines). Tiny bad samples: captions
+    # without media (missing_video; 150 here), 12 undecodable mp4s (decode), 7 keys repeated later in the shard (duplicate_key).
+    members = [(f"t{i:03d}.txt", b"a caption") for i in range(150)]
+    members += [(f"d{i:02d}.mp4", b"\0" * 100) for i in range(12)]
+    members += [(f"t{i:03d}.txt", b"again") for i in range(7)]
+    url = str(tmp_path / "bad.tar")
+    (tmp_path / "bad.tar").write_bytes(hostile.tar_bytes(members))
+    loader = loaders.make_loader([url], seed=0, frame_size=(16, 16), allow_empty_epoch=True)
+    for epoch in range(2):  # the cap is per epoch
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="loaders"):
+            assert list(loader) == []
+        stats = loader.stats
+        assert stats.skipped == {"missing_video": 150, "decode": 12, "duplicate_key": 7}
+        assert [key for _, key, _ in stats.skipped_samples] == ([f"t{i:03d}" for i in range(150)]
+                                                                + [f"d{i:02d}" for i in range(12)]
+                                                                + [f"t{i:03d}" for i in range(7)])
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and "skip" in r.getMessage()
+                 or r.levelno == logging.DEBUG and "dropped" in r.getMessage()]
+        for reason, total, first in (("missing_video", 150, "t000"), ("decode", 12, "d00"), ("duplicate_key", 7, "t000")):
+            named = [w for w in warnings if f"reason={reason}" in w or f"({reason})" in w]
+            assert len(named) == WARNINGS_PER_REASON, (reason, named)
+            assert url in named[0] and repr(first) in named[0]
+            assert warnings.count(f"{WARNINGS_PER_REASON + 1} samples skipped as {reason!r} so far: further {reason!r} "
+                                  "skips this epoch are counted silently (logged at DEBUG); their keys and exact counts "
+                                  "are in stats.skipped_samples") == 1
+            assert len([d for d in debug if f"reason={reason}" in d or f"({reason})" in d]) == total - WARNINGS_PER_REASON
+        assert warnings[-1] == (f"epoch {epoch}: 169 sample(s) skipped: missing_video 150, decode 12, duplicate_key 7 "
+                                "(stats.skipped_samples lists them)")
+        assert len(warnings) == 3 * (WARNINGS_PER_REASON + 1) + 1

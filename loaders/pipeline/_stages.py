@@ -26,6 +26,7 @@ from typing import Any, Optional, Union
 import torch
 
 from avcore import BatchItem, SampleError
+from loaders._skip_log import SkipLog
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths, sample_items
@@ -75,6 +76,7 @@ def decode_items(
                             fps=fps, window_seconds=window_seconds, estimate=estimate, on_error=on_error,
                             decode_size=None if frame_size is None else (int(frame_size[0]), int(frame_size[1])),
                             max_pixels=max_pixels, tokenizer=tokenizer, sample_timeout_seconds=sample_timeout_seconds)
+    skip_log = SkipLog(where="the skipped= Counter")  # the first few skips of each reason as warnings, then DEBUG
     for sample in samples:
         sample = {(k if k.startswith("__") else k.lower()): v for k, v in sample.items()}
         try:
@@ -82,7 +84,7 @@ def decode_items(
         except SampleError as error:
             if on_error == "raise":
                 raise
-            logger.warning("skipping sample: %s", error)
+            skip_log.skipped(logger, error.reason, f"skipping sample: {error}")
             if skipped is not None:
                 skipped[error.reason] += 1
 
