@@ -132,3 +132,55 @@ def test_many_skips_log_a_few_warnings_per_reason_then_debug_and_an_epoch_summar
         assert warnings[-1] == (f"epoch {epoch}: 169 sample(s) skipped: missing_video 150, decode 12, duplicate_key 7 "
                                 "(stats.skipped_samples lists them)")
         assert len(warnings) == 3 * (WARNINGS_PER_REASON + 1) + 1
+
+
+# ------------------------------------------------------------------------- a broken tokenizer: one error at once
+
+
+def _caption_only_shard(tmp_path) -> str:
+    path = tmp_path / "captions.tar"
+    path.write_bytes(hostile.tar_bytes([("k0.txt", b"a caption")]))
+    return str(path)
+
+
+class _Raises:
+    def __call__(self, text):
+        raise RuntimeError("vocabulary file missing")
+
+
+@pytest.mark.parametrize("tokenizer, error, message", [
+    (_Raises(), ValueError, "tokenizer _Raises is unusable: it raised RuntimeError: vocabulary file missing on the "
+                            "probe text 'hello world'"),
+    (lambda text: ([1.5, 2.0], [(0, 5), (6, 11)]), TypeError,
+     "tokenizer function is unusable: on the probe text 'hello world': tokenizer returned a token id that is not an "
+     "integer: 1.5 (float); return int ids and (start, stop) character offsets."),
+    (lambda text: ([1, 2], [(0, 5), (6, 40)]), ValueError,
+     "tokenizer function is unusable: on the probe text 'hello world': tokenizer returned offsets outside the text "
+     "(length 11): [(6, 40)]."),
+    (lambda text: "1 2", TypeError, "tokenizer function is unusable: on the probe text 'hello world': tokenizer output "
+                                    "must carry ids and character offsets, got str."),
+    (lambda text: ([], []), ValueError, "tokenizer function is unusable: it returned no token for the probe text "
+                                        "'hello world' (ids [], offsets []); every item would have 0 tokens"),
+    (42, TypeError, "tokenizer int is unusable: it must be a tokenizers.Tokenizer, a fast HF tokenizer or a callable "
+                    "text -> (ids, offsets)"),
+    (lambda: None, TypeError, "tokenizer function is unusable: it raised TypeError: <lambda>() takes 0 positional "
+                              "arguments but 1 was given on the probe text 'hello world'"),
+])
+def test_a_broken_tokenizer_is_one_clear_error_before_any_sample(tmp_path, tokenizer, error, message):
+    # Before: each sample with text was skipped as `error` (a bug) one at a time; here (a caption without media, never
+    # tokenized) the epoch ended without a word about the tokenizer.
+    loader = loaders.make_loader([_caption_only_shard(tmp_path)], seed=0, tokenizer=tokenizer, allow_empty_epoch=True)
+    with pytest.raises(error) as info:
+        list(loader)
+    assert str(info.value) == message
+    assert info.value.tokenizer_probe is True
+
+
+def test_a_broken_tokenizer_in_a_loader_worker_is_the_same_error(tmp_path):
+    loader = loaders.make_loader([_caption_only_shard(tmp_path)], seed=0, num_workers=1, allow_empty_epoch=True,
+                                 tokenizer=lambda text: ([1.5, 2.0], [(0, 5), (6, 11)]))
+    with pytest.raises(TypeError, match=r"^tokenizer function is unusable: on the probe text 'hello world': tokenizer "
+                                        r"returned a token id that is not an integer: 1\.5"):
+        list(loader)
+    with pytest.raises(TypeError, match="tokenizer function is unusable"):  # the public stage checks it as well
+        next(loaders.pipeline.decode_items(iter([]), tokenizer=lambda text: ([1.5], [(0, 5)])))

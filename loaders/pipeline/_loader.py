@@ -137,6 +137,8 @@ class Loader(AVDataset):
                         if isinstance(step, WorkerFailure):
                             if step.sample_error is not None:
                                 raise step.sample_error
+                            if getattr(step.cause, "tokenizer_probe", False):  # a configuration error: as in-process
+                                raise step.cause
                             raise RuntimeError(f"loader worker {w} failed: {step.error_type}: {step.message}") from step.cause
                         if isinstance(step, ShardEnd):
                             continue

@@ -24,6 +24,7 @@ from loaders._skip_log import SkipLog
 from loaders.pipeline._items import sample_items
 from loaders.pipeline._options import SampleOptions
 from loaders.pipeline._resume import ResumePlan
+from loaders.pipeline._text import check_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,9 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
 
     Raises:
         SampleError: with ``on_error="raise"``, the first bad sample or shard problem.
+        TypeError, ValueError: a tokenizer that fails on a probe text (``_text.check_tokenizer``), before any sample.
     """
+    check_tokenizer(options.tokenizer)  # here, in the decoding process: never in the main one before workers fork
     reports: list[tuple[str, str, str]] = []
     event_index = 0
     skip_log = SkipLog() if skip_log is None else skip_log
