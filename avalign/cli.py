@@ -221,7 +221,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             _detach_stdout()  # stdout may be what failed (`> /dev/full`): do not fail again at exit
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C: say so (a bare exit 130 left a report's partial clips/ pages unexplained)
-        message = "interrupted; what it wrote so far may be incomplete (preprocess: a rerun reuses its complete shards)"
+        message = _INTERRUPTED.get(args.command, "interrupted; what it wrote so far may be incomplete (preprocess: a "
+                                                 "rerun reuses its complete shards)")
         print(f"avalign {args.command}: {message}", file=sys.stderr)
         if json_out:
             _print_json_error(args.command, failed_file(args, e), "interrupted", message, 130)
@@ -235,6 +236,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 _COMMANDS = ("demo", "measure", "bench", "preprocess", "report")
+_INTERRUPTED = {
+    "report": "interrupted; every file it wrote is whole (a clip page with its images, or nothing of it), but "
+              "report.json and report.html, written last, are not (re)written: rerun to complete the report",
+}
+"""What Ctrl-C leaves behind, by command (the others: the default message)."""
 
 
 def failed_file(args: argparse.Namespace, error: BaseException) -> Optional[str]:

@@ -184,3 +184,73 @@ def test_a_broken_tokenizer_in_a_loader_worker_is_the_same_error(tmp_path):
         list(loader)
     with pytest.raises(TypeError, match="tokenizer function is unusable"):  # the public stage checks it as well
         next(loaders.pipeline.decode_items(iter([]), tokenizer=lambda text: ([1.5], [(0, 5)])))
+
+
+# ------------------------------------------------------------------------- Ctrl-C in `avalign report`: whole pages
+
+import os  # noqa: E402
+import re  # noqa: E402
+import signal  # noqa: E402
+
+
+def _report_in_a_child_interrupted_rendering_page_two(clips, out, log) -> int:
+    """Runs ``avalign report`` in a forked child that sends itself SIGINT while page two's HTML is rendered (at the
+    first ``html.escape`` after the second image drawn once page one exists); returns the child's exit status."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # as in an interactive shell's foreground job
+            sys.stdout = sys.stderr = open(log, "w", buffering=1)  # noqa: SIM115 - flushed below, before os._exit
+            import html
+
+            from matplotlib.figure import Figure
+
+            savefig, escape, images_after_page_one = Figure.savefig, html.escape, []
+
+            def counting_savefig(self, *args, **kwargs):
+                if any(name.endswith(".html") for name in os.listdir(out / "clips")):
+                    images_after_page_one.append(1)
+                return savefig(self, *args, **kwargs)
+
+            def interrupting_escape(*args, **kwargs):
+                if len(images_after_page_one) >= 2:
+                    os.kill(os.getpid(), signal.SIGINT)
+                return escape(*args, **kwargs)
+
+            Figure.savefig, html.escape = counting_savefig, interrupting_escape
+            code = cli.main(["report", str(clips), "--out", str(out), "--no-progress"])
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _pages(out) -> dict[str, list[str]]:
+    """Each clip page (HTML) with the images it shows; every file of clips/ must be a page or one of its images."""
+    clips = out / "clips"
+    pages = {p.name: re.findall(r'src="([^"]+\.png)"', p.read_text()) for p in clips.glob("*.html")}
+    for name, text in ((p.name, p.read_text()) for p in clips.glob("*.html")):
+        assert text.rstrip().endswith("</html>"), name
+    shown = {image for images in pages.values() for image in images}
+    assert sorted(os.listdir(clips)) == sorted([*pages, *shown]), "a file of no complete page (or a temporary)"
+    return pages
+
+
+def test_ctrl_c_in_report_leaves_whole_clip_pages_or_none_and_a_rerun_completes(tmp_path):
+    # Before: page two's HTML was opened before it was rendered: an empty page (beside its images) stayed.
+    clips, out = tmp_path / "clips", tmp_path / "rep"
+    clips.mkdir()
+    for i in range(2):
+        hostile.clip(clips / f"c{i}.mp4", seconds=0.5)
+    assert _report_in_a_child_interrupted_rendering_page_two(clips, out, tmp_path / "log") == 130
+    pages = _pages(out)
+    assert len(pages) == 1 and all(len(images) == 2 for images in pages.values())  # page one, waveform + strip
+    assert sorted(os.listdir(out)) == ["clips"]
+    assert (tmp_path / "log").read_text().endswith(
+        "avalign report: interrupted; every file it wrote is whole (a clip page with its images, or nothing of it), "
+        "but report.json and report.html, written last, are not (re)written: rerun to complete the report\n")
+    assert cli.main(["report", str(clips), "--out", str(out), "--no-progress"]) == 0
+    assert len(_pages(out)) == 2
+    report = json.loads((out / "report.json").read_text())
+    assert sorted(os.path.basename(c["page"]) for c in report["clips"]) == sorted(_pages(out))
