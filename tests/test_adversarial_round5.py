@@ -254,3 +254,67 @@ def test_ctrl_c_in_report_leaves_whole_clip_pages_or_none_and_a_rerun_completes(
     assert len(_pages(out)) == 2
     report = json.loads((out / "report.json").read_text())
     assert sorted(os.path.basename(c["page"]) for c in report["clips"]) == sorted(_pages(out))
+
+
+# ------------------------------------------------------------------------- a pipe: command dies with its reader
+
+
+def _alive_in_group(pgid: int) -> list[int]:
+    """Pids of the processes of group ``pgid`` that are not zombies (from /proc)."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(entry))
+    return alive
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        return [int(p) for p in handle.read().split()]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's (see loaders/_pipe.py)")
+def test_a_pipe_command_dies_with_a_sigkilled_reader(tmp_path):
+    # Before: `sleep 600 | cat` (never writing) outlived its SIGKILLed reader for the full 600 s (a session of its own).
+    import time
+
+    from loaders.shards import shard_samples
+
+    reader = os.fork()
+    if reader == 0:  # the reader: blocks reading the pipe until killed
+        try:
+            for _ in shard_samples("pipe:sleep 600 | cat", pipe_stall_seconds=600):
+                pass
+        finally:
+            os._exit(1)
+    pgid = None
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            shells = _children(reader)
+            if shells and len(_alive_in_group(shells[0])) >= 3:  # the shell, its subshell or the pipeline's two
+                pgid = shells[0]
+                break
+            time.sleep(0.02)
+        assert pgid is not None, "the pipe command did not start"
+        os.kill(reader, signal.SIGKILL)
+        os.waitpid(reader, 0)
+        deadline = time.monotonic() + 5
+        while _alive_in_group(pgid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _alive_in_group(pgid) == []
+    finally:
+        if pgid is not None and _alive_in_group(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+        try:
+            os.kill(reader, signal.SIGKILL)
+            os.waitpid(reader, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
