@@ -318,3 +318,58 @@ def test_a_pipe_command_dies_with_a_sigkilled_reader(tmp_path):
             os.waitpid(reader, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
+
+
+# ------------------------------------------------------------------------- AAC in MP4: where the samples start and end
+
+import subprocess  # noqa: E402
+
+from tests.conftest import ffmpeg  # noqa: E402
+
+
+def _ffmpeg_samples(path) -> int:
+    """The oracle: how many mono samples ``ffmpeg -i FILE -f s16le -ac 1 -`` writes."""
+    out = subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-i", str(path), "-f", "s16le", "-ac", "1", "-"],
+                         capture_output=True, check=True).stdout
+    return len(out) // 2
+
+
+def _ffprobe_duration_seconds(path) -> float:
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a", "-show_entries", "stream=duration", "-of",
+                          "csv=p=0", str(path)], capture_output=True, text=True, check=True).stdout
+    return float(out)
+
+
+@pytest.fixture(scope="module")
+def aac_files(tmp_path_factory) -> dict:
+    """ffmpeg's native AAC encoder, mp4 muxer: an edit list (priming start, 1 s end) or none; a stream-copied cut
+    whose edit list starts 448 samples into a frame."""
+    work = tmp_path_factory.mktemp("round5_aac")
+    files = {name: work / f"{name}.m4a" for name in ("edit_list", "no_edit_list", "two_seconds", "cut")}
+    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=16000", "-t", "1", "-c:a", "aac", "-ac", "1", str(files["edit_list"]))
+    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=16000", "-t", "1", "-c:a", "aac", "-ac", "1", "-use_editlist", "0",
+           str(files["no_edit_list"]))
+    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-t", "2", "-c:a", "aac", "-ac", "1", str(files["two_seconds"]))
+    ffmpeg("-ss", "0.5", "-i", str(files["two_seconds"]), "-t", "1", "-c", "copy", str(files["cut"]))
+    return files
+
+
+@pytest.mark.parametrize("backend", ["pyav", "torchcodec"])
+def test_aac_padding_after_the_edit_list_end_stays_as_ffmpeg_decodes_it(aac_files, backend):
+    # Checked, not changed: FFmpeg does not cut inside the last packet at the edit list's end (ffprobe: 1.000 s =
+    # 16000 samples; ffmpeg decodes 16384, the encoder's padding included), so read_audio (either backend) neither.
+    for name in ("edit_list", "no_edit_list"):
+        clip = loaders.read_audio(aac_files[name], backend=backend)
+        assert (clip.start_seconds, clip.num_samples) == (0.0, _ffmpeg_samples(aac_files[name])), name
+    assert _ffprobe_duration_seconds(aac_files["edit_list"]) * 16000 == 16000 < 16384 == _ffmpeg_samples(aac_files["edit_list"])
+
+
+@pytest.mark.parametrize("backend", ["pyav", "auto"])
+def test_an_edit_list_starting_inside_a_frame_keeps_its_tail_from_time_zero_as_ffmpeg_does(aac_files, backend):
+    # Before: the torchcodec backend (chosen by "auto" for AAC in MP4) dropped the cut's first, partial frame: its
+    # first sample at 0.012 s, 576 samples fewer than ffmpeg's 48,704 (PyAV: 0.0 s, 48,704).
+    clip = loaders.read_audio(aac_files["cut"], backend=backend)
+    assert (clip.start_seconds, clip.num_samples) == (0.0, _ffmpeg_samples(aac_files["cut"])) == (0.0, 48704)
+    with pytest.raises(loaders.errors.DecodeError, match=r"cannot decode this exactly \(the samples start at 0\.0120 s, "
+                                                         r"PyAV's first frame at 0\.0000 s"):
+        loaders.read_audio(aac_files["cut"], backend="torchcodec")
