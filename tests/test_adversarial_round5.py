@@ -196,16 +196,16 @@ import signal  # noqa: E402
 def _report_in_a_child_interrupted_rendering_page_two(clips, out, log) -> int:
     """Runs ``avalign report`` in a forked child that sends itself SIGINT while page two's HTML is rendered (at the
     first ``html.escape`` after the second image drawn once page one exists); returns the child's exit status."""
+    import html
+
+    from matplotlib.figure import Figure  # imported before the fork: once for the child and the rerun
+
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 1
         try:
             signal.signal(signal.SIGINT, signal.default_int_handler)  # as in an interactive shell's foreground job
             sys.stdout = sys.stderr = open(log, "w", buffering=1)  # noqa: SIM115 - flushed below, before os._exit
-            import html
-
-            from matplotlib.figure import Figure
-
             savefig, escape, images_after_page_one = Figure.savefig, html.escape, []
 
             def counting_savefig(self, *args, **kwargs):
