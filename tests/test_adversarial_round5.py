@@ -3,6 +3,7 @@ found and left). Inputs are generated here; each test fails on the code before i
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -161,8 +162,6 @@ class _Raises:
                                     "must carry ids and character offsets, got str."),
     (lambda text: ([], []), ValueError, "tokenizer function is unusable: it returned no token for the probe text "
                                         "'hello world' (ids [], offsets []); every item would have 0 tokens"),
-    (42, TypeError, "tokenizer int is unusable: it must be a tokenizers.Tokenizer, a fast HF tokenizer or a callable "
-                    "text -> (ids, offsets)"),
     (lambda: None, TypeError, "tokenizer function is unusable: it raised TypeError: <lambda>() takes 0 positional "
                               "arguments but 1 was given on the probe text 'hello world'"),
 ])
@@ -174,6 +173,15 @@ def test_a_broken_tokenizer_is_one_clear_error_before_any_sample(tmp_path, token
         list(loader)
     assert str(info.value) == message
     assert info.value.tokenizer_probe is True
+
+
+@pytest.mark.parametrize("tokenizer", [42, "bert-base-uncased"])
+def test_what_is_no_tokenizer_at_all_is_refused_when_the_loader_is_built(tmp_path, tokenizer):
+    # Found without calling it (no user code runs in the main process before workers fork).
+    with pytest.raises(TypeError, match=rf"^tokenizer must be a tokenizers\.Tokenizer, a fast Hugging Face tokenizer or a "
+                                        rf"callable text -> \(ids, offsets\), got {type(tokenizer).__name__} "
+                                        rf"{re.escape(repr(tokenizer))}; a model name is not one"):
+        loaders.make_loader([_caption_only_shard(tmp_path)], seed=0, tokenizer=tokenizer)
 
 
 def test_a_broken_tokenizer_in_a_loader_worker_is_the_same_error(tmp_path):
@@ -189,7 +197,6 @@ def test_a_broken_tokenizer_in_a_loader_worker_is_the_same_error(tmp_path):
 # ------------------------------------------------------------------------- Ctrl-C in `avalign report`: whole pages
 
 import os  # noqa: E402
-import re  # noqa: E402
 import signal  # noqa: E402
 
 

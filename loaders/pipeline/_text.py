@@ -24,6 +24,7 @@ import dataclasses
 import json
 import logging
 import operator
+import os
 import re
 from typing import Any, Optional, Sequence
 
@@ -146,7 +147,7 @@ def check_tokenizer(tokenizer: Any) -> None:
         return
     what = f"tokenizer {type(tokenizer).__name__} is unusable"
     probe = TOKENIZER_PROBE_TEXT
-    if not callable(tokenizer) and not hasattr(tokenizer, "encode"):
+    if isinstance(tokenizer, (str, bytes, os.PathLike)) or not (callable(tokenizer) or hasattr(tokenizer, "encode")):
         error: Exception = TypeError(f"{what}: it must be a tokenizers.Tokenizer, a fast HF tokenizer or a callable "
                                      "text -> (ids, offsets)")
         error.tokenizer_probe = True  # type: ignore[attr-defined]
