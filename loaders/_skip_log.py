@@ -69,12 +69,14 @@ class SkipLog:
 
     def log_summary(self, logger: logging.Logger, skipped: Iterable[tuple[str, str, str]], *, context: str) -> None:
         """One line for the epoch: the counts of ``skipped`` (``(shard, key, reason)`` rows: the exact counters) by
-        reason, after ``context`` (``"epoch 3"``); a warning when some skips went unlogged, else INFO; nothing
-        when nothing was skipped."""
-        summary = skip_summary(skipped)
+        reason, after ``context`` (``"epoch 3"``); a warning when a reason has more skips than the cap (some went
+        unlogged here or in a worker process), else INFO; nothing when nothing was skipped."""
+        rows = list(skipped)
+        summary = skip_summary(rows)
         if summary is None:
             return
-        silent = any(n > self._warnings_per_reason for n in self._counts.values())
+        counts = Counter(reason for _, _, reason in rows)
+        silent = any(n > self._warnings_per_reason for n in counts.values())
         logger.log(logging.WARNING if silent else logging.INFO, "%s: %s (%s lists them)", context, summary, self._where)
 
 

@@ -135,6 +135,29 @@ def test_many_skips_log_a_few_warnings_per_reason_then_debug_and_an_epoch_summar
         assert len(warnings) == 3 * (WARNINGS_PER_REASON + 1) + 1
 
 
+def test_the_warning_cap_is_per_epoch_in_a_loader_worker_too_not_per_shard(tmp_path):
+    # A make_loader worker logs in its own process (to the handlers it inherits): 8 + 8 captions without media in two
+    # shards are 5 warnings in all, not 5 per shard.
+    urls = []
+    for s in range(2):
+        (tmp_path / f"s{s}.tar").write_bytes(hostile.tar_bytes([(f"s{s}k{i}.txt", b"a caption") for i in range(8)]))
+        urls.append(str(tmp_path / f"s{s}.tar"))
+    log = tmp_path / "worker.log"
+    handler = logging.FileHandler(log)
+    handler.setLevel(logging.WARNING)
+    logging.getLogger("loaders").addHandler(handler)
+    try:
+        loader = loaders.make_loader(urls, seed=0, num_workers=1, allow_empty_epoch=True)
+        assert list(loader) == [] and loader.stats.skipped == {"missing_video": 16}
+    finally:
+        logging.getLogger("loaders").removeHandler(handler)
+        handler.close()
+    lines = log.read_text().splitlines()
+    assert len([line for line in lines if line.startswith("skipping sample: ")]) == WARNINGS_PER_REASON
+    assert len([line for line in lines if "counted silently" in line]) == 1
+    assert lines[-1] == "epoch 0: 16 sample(s) skipped: missing_video 16 (stats.skipped_samples lists them)"
+
+
 # ------------------------------------------------------------------------- a broken tokenizer: one error at once
 
 
