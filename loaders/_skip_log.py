@@ -32,6 +32,7 @@ class SkipLog:
 
     Args:
         where: Where the counts can be read, named in the "counted silently" line.
+        scope: What the cap is counted over, in that line (``"this epoch"``, ``"in this shard"``).
         warnings_per_reason: Warnings per reason before DEBUG (default :data:`WARNINGS_PER_REASON`).
 
     Example:
@@ -42,9 +43,10 @@ class SkipLog:
         {'decode': 7}
     """
 
-    def __init__(self, *, where: str = "stats.skipped_samples",
+    def __init__(self, *, where: str = "stats.skipped_samples", scope: str = "this epoch",
                  warnings_per_reason: int = WARNINGS_PER_REASON) -> None:
         self._where = where
+        self._scope = scope
         self._warnings_per_reason = int(warnings_per_reason)
         self._counts: Counter[str] = Counter()
 
@@ -62,8 +64,8 @@ class SkipLog:
             logger.warning("%s", message)
             return
         if seen == self._warnings_per_reason + 1:
-            logger.warning("%d samples skipped as %r so far: further %r skips this epoch are counted silently (logged "
-                           "at DEBUG); their keys and exact counts are in %s", seen, reason, reason, self._where)
+            logger.warning("%d samples skipped as %r so far: further %r skips %s are counted silently (logged at "
+                           "DEBUG); their keys and exact counts are in %s", seen, reason, reason, self._scope, self._where)
         logger.debug("%s", message)
 
 

@@ -403,3 +403,23 @@ def test_an_edit_list_starting_inside_a_frame_keeps_its_tail_from_time_zero_as_f
     with pytest.raises(loaders.errors.DecodeError, match=r"cannot decode this exactly \(the samples start at 0\.0120 s, "
                                                          r"PyAV's first frame at 0\.0000 s"):
         loaders.read_audio(aac_files["cut"], backend="torchcodec")
+
+
+def test_preprocess_logs_a_few_skips_per_reason_and_records_them_all(tmp_path, caplog):
+    # Before: one warning per stray transcript (round four: 3,000 .srt without media, 3,000 lines).
+    from avalign.preprocess import preprocess
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for i in range(12):
+        (raw / f"k{i:02d}.srt").write_text("1\n00:00:00,000 --> 00:00:01,000\nhello\n")
+    with caplog.at_level(logging.WARNING):
+        result = preprocess(str(raw), str(tmp_path / "out"), progress=False)
+    assert result.num_skipped == 12
+    rows = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    assert [(r["key"], r["reason"]) for r in rows] == [(f"k{i:02d}", "missing_media") for i in range(12)]
+    named = [r.getMessage() for r in caplog.records if "(missing_media)" in r.getMessage()]
+    assert len(named) == WARNINGS_PER_REASON
+    assert [r.getMessage() for r in caplog.records if "counted silently" in r.getMessage()] == [
+        f"{WARNINGS_PER_REASON + 1} samples skipped as 'missing_media' so far: further 'missing_media' skips while "
+        "planning are counted silently (logged at DEBUG); their keys and exact counts are in skipped.jsonl"]

@@ -78,7 +78,7 @@ def decode_items(
                             decode_size=None if frame_size is None else (int(frame_size[0]), int(frame_size[1])),
                             max_pixels=max_pixels, tokenizer=tokenizer, sample_timeout_seconds=sample_timeout_seconds)
     check_tokenizer(tokenizer)  # one clear error for a tokenizer that fails on any text, before the first sample
-    skip_log = SkipLog(where="the skipped= Counter")  # the first few skips of each reason as warnings, then DEBUG
+    skip_log = SkipLog(where="the skipped= Counter", scope="in this call")  # the first few skips of each reason as warnings, then DEBUG
     for sample in samples:
         sample = {(k if k.startswith("__") else k.lower()): v for k, v in sample.items()}
         try:
