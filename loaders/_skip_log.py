@@ -68,7 +68,6 @@ class SkipLog:
                            "DEBUG); their keys and exact counts are in %s", seen, reason, reason, self._scope, self._where)
         logger.debug("%s", message)
 
-
     def log_summary(self, logger: logging.Logger, skipped: Iterable[tuple[str, str, str]], *, context: str) -> None:
         """One line for the epoch: the counts of ``skipped`` (``(shard, key, reason)`` rows: the exact counters) by
         reason, after ``context`` (``"epoch 3"``); a warning when a reason has more skips than the cap (some went
