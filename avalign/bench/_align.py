@@ -385,12 +385,12 @@ def librivox_clip(cache_dir: str | Path) -> tuple[Any, Any, list[dict]]:
     import torch
 
     import loaders
-    from aligner.estimators import forced_align_words, new_decoder
+    from aligner.estimators import forced_align_words, shared_decoder
     from avcore import AudioClip, Span, Transcript, Word
     from avalign._realmedia import fetch_librivox
 
     utterances = fetch_librivox(cache_dir)
-    decoder = new_decoder()
+    decoder = shared_decoder()  # the same words as a new decoder's (batch CMN per utterance), without building one
     chunks, spans, per_utterance, origin = [], [], [], 0.0
     for u in utterances:
         audio = loaders.read_audio(str(u.wav_path))
@@ -519,9 +519,9 @@ def bench_align(
     forced_decoder = None
     if forced:
         try:
-            from aligner.estimators import new_decoder
+            from aligner.estimators import shared_decoder
 
-            forced_decoder = new_decoder()
+            forced_decoder = shared_decoder()
         except ImportError as e:
             logger.warning("caption forced alignment skipped: %s", e)
     rows = [_measure_clip(records[k], clip_dir, sample_rate=sample_rate, repeats=repeats, forced_decoder=forced_decoder)
