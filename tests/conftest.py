@@ -141,14 +141,35 @@ def ffmpeg(*args: str) -> None:
         raise RuntimeError(f"ffmpeg {' '.join(args)} failed: {proc.stderr}")
 
 
+_ENCODED: dict[tuple[str, ...], bytes] = {}
+"""``encode_once``'s memo: (output extension, *ffmpeg arguments) → the bytes ffmpeg wrote."""
+
+
+def encode_once(out, *args: str) -> bytes:
+    """``ffmpeg(*args, out)`` run once per test process for the same arguments and output extension: later calls
+    write the first run's bytes to ``out`` (a generated clip is the same bytes every time: ffmpeg's lavfi sources and
+    its libx264 and AAC encoders are deterministic). Matroska is encoded every time: its muxer writes a random segment
+    UID. Returns the bytes. For small generated clips that many tests make alike (BENCHMARKS.md, "Test suite",
+    ``tests9a``)."""
+    key = (Path(out).suffix, *args)
+    if Path(out).suffix == ".mkv":
+        ffmpeg(*args, str(out))
+        return Path(out).read_bytes()
+    if key in _ENCODED:
+        Path(out).write_bytes(_ENCODED[key])
+    else:
+        ffmpeg(*args, str(out))
+        _ENCODED[key] = Path(out).read_bytes()
+    return _ENCODED[key]
+
+
 def tiny_clip(out, seconds: float, *, fps: int, sample_rate: int | None, tone_hz: int = 440) -> bytes:
     """A 32x24 H.264 test pattern (GOP 5) with a mono AAC sine (``sample_rate=None``: video only) at ``out``;
     returns its bytes. The small clip the loader, dataset and layout tests pack into shards."""
     audio = ["-f", "lavfi", "-i", f"sine=f={tone_hz}:r={sample_rate}"] if sample_rate else []
     audio_codec = ["-c:a", "aac", "-ac", "1"] if sample_rate else []
-    ffmpeg("-f", "lavfi", "-i", f"testsrc=size=32x24:rate={fps}", *audio, "-t", str(seconds), "-c:v", "libx264",
-           "-g", "5", *audio_codec, str(out))
-    return Path(out).read_bytes()
+    return encode_once(out, "-f", "lavfi", "-i", f"testsrc=size=32x24:rate={fps}", *audio, "-t", str(seconds),
+                       "-c:v", "libx264", "-g", "5", *audio_codec)
 
 
 def start_forked(fn: Callable[..., object], *args: object) -> int:
@@ -176,17 +197,27 @@ def start_forked(fn: Callable[..., object], *args: object) -> int:
         os._exit(code)
 
 
+_PROBED: dict[tuple, np.ndarray] = {}
+"""``ffprobe_frame_times``' memo: (real path, inode, size, mtime in ns) → the times."""
+
+
 def ffprobe_frame_times(path: str | os.PathLike) -> np.ndarray:
     """The oracle: ffprobe's best_effort_timestamp_time of every video frame; NaN where ffprobe has none
-    (e.g. AVI's last B-frame, flushed with no timestamp: the decoder extrapolates one, ffprobe prints N/A)."""
-    out = subprocess.check_output(
-        [
-            "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_frames",
-            "-show_entries", "frame=best_effort_timestamp_time", "-of", "json", str(path),
-        ]
-    )
-    frames = json.loads(out)["frames"]
-    return np.asarray([float(f.get("best_effort_timestamp_time", "nan")) for f in frames])
+    (e.g. AVI's last B-frame, flushed with no timestamp: the decoder extrapolates one, ffprobe prints N/A).
+    ffprobe runs once per test process for a file as it is (path, inode, size and modification time): the shared
+    media are probed by many tests. Each call returns its own array."""
+    stat = os.stat(path)
+    key = (os.path.realpath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key not in _PROBED:
+        out = subprocess.check_output(
+            [
+                "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_frames",
+                "-show_entries", "frame=best_effort_timestamp_time", "-of", "json", str(path),
+            ]
+        )
+        frames = json.loads(out)["frames"]
+        _PROBED[key] = np.asarray([float(f.get("best_effort_timestamp_time", "nan")) for f in frames])
+    return _PROBED[key].copy()
 
 
 def ffprobe_audio_start(path: str | os.PathLike) -> float:

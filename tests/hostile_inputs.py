@@ -19,7 +19,7 @@ import struct
 import tarfile
 from pathlib import Path
 
-from tests.conftest import ffmpeg
+from tests.conftest import encode_once, ffmpeg
 
 __all__ = ["clip", "cover_art_audio", "cut_in_header", "eight_channel_aac", "set_mdhd_timescale", "set_stsz_count",
            "set_stts_deltas", "srt", "tar_bytes", "two_video_streams"]
@@ -32,8 +32,7 @@ def clip(path: Path, *, seconds: float = 1.0, fps: int = 10, size: str = "32x24"
             "-t", str(seconds), "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", *container_args]
     if not editlist:
         args += ["-use_editlist", "0"]
-    ffmpeg(*args, str(path))
-    return Path(path).read_bytes()
+    return encode_once(path, *args)  # made once per test process (many tests use the same clip)
 
 
 def _boxes(data: bytes, kind: bytes) -> list[int]:
@@ -83,10 +82,10 @@ def eight_channel_aac(path: Path) -> None:
 def two_video_streams(path: Path) -> None:
     """Stream 0: 64x48 at 25 fps; stream 1: 160x120 at 30 fps (FFmpeg's best stream: same disposition, more
     frames and bits); stream 2: AAC; 1 s."""
-    ffmpeg("-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30",
-           "-f", "lavfi", "-i", "sine=f=440:r=16000", "-t", "1", "-map", "0:v", "-map", "1:v", "-map", "2:a",
-           "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", "-disposition:v:0", "default",
-           "-disposition:v:1", "default", str(path))
+    encode_once(path, "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-f", "lavfi", "-i",
+                "testsrc2=size=160x120:rate=30", "-f", "lavfi", "-i", "sine=f=440:r=16000", "-t", "1", "-map", "0:v",
+                "-map", "1:v", "-map", "2:a", "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1",
+                "-disposition:v:0", "default", "-disposition:v:1", "default")
 
 
 def cover_art_audio(path: Path, work: Path) -> None:

@@ -120,16 +120,23 @@ def test_sample_buffer_join_equals_concatenation(monkeypatch, mono):
     assert np.count_nonzero(got[:, -300:]) == 0
 
 
+@pytest.fixture(scope="module")
+def gap_audio(tmp_path_factory):
+    """4 s of stereo AAC (two sines) with 0.5 s of silence inserted at 1.5 s by a timestamp gap."""
+    path = tmp_path_factory.mktemp("gap") / "gap.mka"
+    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-f", "lavfi", "-i", "sine=f=660:r=48000", "-t", "4",
+           "-filter_complex", "[0][1]amerge=inputs=2,asetpts='PTS+if(gte(T,1.5),0.5/TB,0)'", "-c:a", "aac", str(path))
+    return path
+
+
 @pytest.mark.parametrize("block_samples", [4096, 1 << 18])
-def test_pipelined_resampling_equals_resampling_the_whole(tmp_path, monkeypatch, block_samples):
+def test_pipelined_resampling_equals_resampling_the_whole(gap_audio, monkeypatch, block_samples):
     """Mono + a new rate resamples block by block on a helper thread: bit-identical to joining all samples and
     resampling once, also across a timestamp gap (0.5 s of silence inserted at 1.5 s) and at any block size."""
     from avcore import resample
 
     monkeypatch.setattr("loaders._audio._BLOCK_SAMPLES", block_samples)
-    path = tmp_path / "gap.mka"
-    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=48000", "-f", "lavfi", "-i", "sine=f=660:r=48000", "-t", "4",
-           "-filter_complex", "[0][1]amerge=inputs=2,asetpts='PTS+if(gte(T,1.5),0.5/TB,0)'", "-c:a", "aac", str(path))
+    path = gap_audio
     native = loaders.read_audio(path)
     mix = native.samples.numpy()[0]
     assert float(np.abs(mix[int(1.55 * 48000):int(1.95 * 48000)]).max()) == 0.0  # the gap: silence

@@ -403,16 +403,29 @@ def test_output_directory_lock(tmp_path):
 
 def _pool_owner(report_fd: int) -> None:
     """The process to be killed (a fork of the test process): a fork pool of 2 workers armed with
-    ``exit_with_parent``, both busy for 120 s; writes their pids to ``report_fd`` once they run."""
+    ``exit_with_parent``, both busy for 120 s; writes their pids to ``report_fd`` once both have run a task."""
     from concurrent.futures import ProcessPoolExecutor
 
     from loaders.media import exit_with_parent
 
-    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"), initializer=exit_with_parent)
+    global _BOTH_RAN
+    context = multiprocessing.get_context("fork")
+    _BOTH_RAN = context.Barrier(2)  # inherited by the workers: a barrier cannot be pickled into a task
+    pool = ProcessPoolExecutor(2, mp_context=context, initializer=exit_with_parent)
+    pids = {task.result() for task in [pool.submit(_pid_once_both_run) for _ in range(2)]}
     [pool.submit(time.sleep, 120) for _ in range(2)]
-    time.sleep(1.0)
-    os.write(report_fd, (" ".join(str(p) for p in pool._processes) + "\n").encode())
+    os.write(report_fd, (" ".join(str(p) for p in sorted(pids)) + "\n").encode())
     time.sleep(120)
+
+
+_BOTH_RAN = None
+"""Set in the pool owner before its pool forks: a task runs after its worker's initializer, so both workers are armed
+once both tasks have passed it (and each ran one)."""
+
+
+def _pid_once_both_run() -> int:
+    _BOTH_RAN.wait(timeout=60)
+    return os.getpid()
 
 
 @pytest.mark.usefixtures("collector_on_test_objects")  # the pre-fork collection: this test's objects

@@ -173,16 +173,17 @@ def test_a_forked_child_starts_empty_and_never_pools_inherited_memory():
     assert pool.idle_count == 1  # the parent's pool is unchanged
 
 
-@pytest.fixture
-def two_clips(tmp_path_factory):
-    """Two clips of the same size and length with different pictures (B-frames)."""
+@pytest.fixture(scope="module")
+def two_clips(tmp_path_factory) -> dict:
+    """Two clips of the same size and length with different pictures (B-frames), made once per module: path →
+    (ffmpeg's rgb24 pixels, ffprobe's frame times), the oracle."""
     d = tmp_path_factory.mktemp("pool")
-    paths = []
+    clips = {}
     for name, source in (("a.mp4", "testsrc2"), ("b.mp4", "smptehdbars")):
         ffmpeg("-f", "lavfi", "-i", f"{source}=size=320x240:rate=30", "-t", "2", "-c:v", "libx264", "-bf", "3",
                "-pix_fmt", "yuv420p", str(d / name))
-        paths.append(d / name)
-    return paths
+        clips[d / name] = (_ffmpeg_rgb24(d / name, (60, 240, 320, 3)), ffprobe_frame_times(d / name))
+    return clips
 
 
 def _ffmpeg_rgb24(path, shape) -> np.ndarray:
@@ -200,7 +201,7 @@ def test_read_video_reuses_freed_results_and_never_a_live_one(two_clips, monkeyp
     result_pool.release()
     result_pool.set_limits(min_bytes=0, max_bytes=256 * MIB, max_count=2, min_available_bytes=0)
     try:
-        expected = {p: (_ffmpeg_rgb24(p, (60, 240, 320, 3)), ffprobe_frame_times(p)) for p in two_clips}
+        expected = two_clips
         clip, addresses = None, []
         for path in [*two_clips, *two_clips]:
             new = loaders.read_video(path, num_threads=2, backend="pyav")
