@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from aligner._decoder import shared_decoder
 from aligner._forced import DIGITAL_SILENCE_DB, floor_gap_db
@@ -31,7 +31,7 @@ from avcore import AudioClip, Transcript
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["estimate_transcript_offset"]
+__all__ = ["estimate_transcript_offset", "estimate_transcript_offsets"]
 
 # Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms);
 # chosen on the tune clips, figures in BENCHMARKS.md ("Lab notes"; "Caption offsets and caption words over
@@ -103,29 +103,58 @@ def estimate_transcript_offset(
     """
     if method not in TEXT_METHODS:
         raise ValueError(f"text method must be one of {TEXT_METHODS}, got {method!r}")
-    energy: Optional[TextEstimate] = None
-    if method != "forced":
-        energy = estimate_text_offset(audio, transcript, options=options)
-        if method == "energy":
-            return energy
-        has_floor = floor_gap_db(mono(audio.samples), audio.sample_rate) <= DIGITAL_SILENCE_DB
-        if not energy.abstained and transcript.words and not has_floor:
-            return energy
-    try:
-        decoder = decoder if decoder is not None else shared_decoder()
-    except ImportError:
-        if energy is None:
-            raise
+    return estimate_transcript_offsets(audio, transcript, methods=(method,), options=options, decoder=decoder)[method]
+
+
+def estimate_transcript_offsets(
+    audio: AudioClip,
+    transcript: Transcript,
+    *,
+    methods: Sequence[TextMethod] = TEXT_METHODS,
+    options: TextOptions = _DEFAULT,
+    decoder: Optional[Any] = None,
+) -> dict[str, TextEstimate]:
+    """Several methods' estimates at once, each estimator run at most once: ``{method: estimate}``, equal to
+    ``estimate_transcript_offset(audio, transcript, method=method, options=options, decoder=decoder)`` for each of
+    ``methods``. For a caller that compares the methods (the bench, tests): ``"auto"`` reuses the energy estimate and
+    forced alignment's (pocketsphinx, the expensive one) instead of computing them again.
+
+    Raises:
+        ValueError: an unknown method; with ``"forced"``, the decoder refused the input.
+        ImportError: ``"forced"`` without pocketsphinx.
+    """
+    unknown = [m for m in methods if m not in TEXT_METHODS]
+    if unknown:
+        raise ValueError(f"text methods must be among {TEXT_METHODS}, got {unknown!r}")
+    out: dict[str, TextEstimate] = {}
+    energy = estimate_text_offset(audio, transcript, options=options) if {"energy", "auto"} & set(methods) else None
+    if "energy" in methods:
+        out["energy"] = energy
+    if "forced" in methods:
+        out["forced"] = estimate_text_offset_forced(audio, transcript, options=options,
+                                                    decoder=decoder if decoder is not None else shared_decoder())
+    if "auto" in methods:
+        out["auto"] = _auto(audio, transcript, energy, out.get("forced"), options=options, decoder=decoder)
+    return {m: out[m] for m in methods}
+
+
+def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced: Optional[TextEstimate], *,
+          options: TextOptions, decoder: Optional[Any]) -> TextEstimate:
+    """``method="auto"`` (module diagram) from the energy estimate, and forced alignment's when the caller has it
+    (else computed here when needed)."""
+    has_floor = floor_gap_db(mono(audio.samples), audio.sample_rate) <= DIGITAL_SILENCE_DB
+    if not energy.abstained and transcript.words and not has_floor:
         return energy
-    try:
-        forced = estimate_text_offset_forced(audio, transcript, options=options, decoder=decoder)
-    except (RuntimeError, ValueError) as e:  # the decoder refused the input; auto keeps the energy answer
-        if energy is None:
-            raise
-        logger.warning("forced alignment failed (%s); keeping the energy estimate", e)
-        return energy
-    if energy is None:
-        return forced
+    if forced is None:
+        try:
+            decoder = decoder if decoder is not None else shared_decoder()
+        except ImportError:
+            return energy
+        try:
+            forced = estimate_text_offset_forced(audio, transcript, options=options, decoder=decoder)
+        except (RuntimeError, ValueError) as e:  # the decoder refused the input; auto keeps the energy answer
+            logger.warning("forced alignment failed (%s); keeping the energy estimate", e)
+            return energy
     if not energy.abstained:
         if not has_floor:
             return _cross_checked(energy, forced)

@@ -13,7 +13,8 @@ A/V offset and drift
     sound's :func:`onset_ranks`), :func:`fit_drift` (:func:`drift_line` weighted by :func:`dating_sigma_seconds`).
 Transcript offset
     :func:`estimate_text_offset` (speech energy), :func:`estimate_text_offset_forced` (pocketsphinx),
-    :data:`TEXT_METHODS` (the dispatcher's methods), :func:`refine_word_times`, :func:`onset_offset_near` (the
+    :data:`TEXT_METHODS` (the dispatcher's methods), :func:`estimate_transcript_offsets` (several methods at once,
+    each estimator run once), :func:`refine_word_times`, :func:`onset_offset_near` (the
     onset evidence near another method's answer).
 Forced alignment (optional extra ``[align]``)
     :func:`forced_align_words`, :func:`caption_words`, :func:`normalise_words`, :func:`alignment_refusal`,
@@ -40,6 +41,7 @@ from aligner._forced import (
 from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_db
 from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
 from aligner._signals import VisualFeature, audio_onset_envelope, mono, visual_change_events
+from aligner._text_method import estimate_transcript_offsets
 from aligner._text_forced import CAPTION_MARGIN_SECONDS, caption_words, estimate_text_offset_forced
 from aligner._text_offset import caption_edges, estimate_text_offset, onset_offset_near, refine_word_times
 
@@ -74,6 +76,7 @@ __all__ = [
     "estimate_av_offset_from_features",
     "estimate_text_offset",
     "estimate_text_offset_forced",
+    "estimate_transcript_offsets",
     "fit_drift",
     "forced_align_words",
     "match_lag_drift",

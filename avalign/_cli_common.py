@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["DEFAULT_MAX_PIXELS", "TRANSCRIPT_FORMATS", "check_local_input", "cli_message", "display_path"]
+__all__ = ["DEFAULT_MAX_PIXELS", "TRANSCRIPT_FORMATS", "check_local_input", "cli_message", "display_path", "error_document",
+           "error_reason"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
 """= ``loaders.media.DEFAULT_MAX_PIXELS`` (frames larger than this are skipped as ``too_large``)."""
@@ -39,7 +40,51 @@ def check_local_input(path: str, *, what: str = "input") -> None:
     if "{" in path or "://" in path or path.startswith("pipe:") or "::" in path:
         return
     if not os.path.exists(path):
-        raise FileNotFoundError(
+        error = FileNotFoundError(
             f"{what} not found: {path!r}; hint: give a media directory, a media file, a .tar shard or a brace "
             "pattern such as 'data-{000..009}.tar'"
         )
+        error.path = path  # the file a --json error document names (``filename`` would change str(error))
+        raise error
+
+
+def error_reason(error: BaseException) -> str:
+    """A short code for why a command failed, for ``--json`` error documents.
+
+    The error's own ``reason`` where it carries one from the skip vocabulary (``DecodeError``: ``decode``,
+    ``missing_audio``…; ``TranscriptError``: ``transcript``; ``ShardError``: ``open``…); else by type:
+    ``not_found`` (FileNotFoundError), ``disk_full`` (ENOSPC / EFBIG / EDQUOT), ``read`` (another OSError),
+    ``interrupted`` (KeyboardInterrupt), ``invalid`` (ValueError, IndexError: an input or option out of range),
+    ``missing_dependency`` (ImportError), else ``error`` (a bug).
+    """
+    import errno
+
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str) and reason:
+        return reason
+    if isinstance(error, FileNotFoundError):
+        return "not_found"
+    if isinstance(error, OSError):
+        return "disk_full" if error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) else "read"
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(error, ImportError):
+        return "missing_dependency"
+    if isinstance(error, (ValueError, IndexError)):
+        return "invalid"
+    return "error"
+
+
+def error_document(command: str, *, file: "str | None", reason: str, message: str, exit_code: int) -> str:
+    """The one JSON document a ``--json`` command prints on stdout when it fails (one line)::
+
+        {"error": {"command": "measure", "file": "clip.mp4", "reason": "decode", "message": "cannot open …",
+                   "exit_code": 2}}
+
+    ``file`` is the input the failure is about (the media, the transcript, a shard; None when none is),
+    ``reason`` a code from :func:`error_reason`, ``message`` what stderr says.
+    """
+    import json
+
+    return json.dumps({"error": {"command": command, "file": file, "reason": reason, "message": message,
+                                 "exit_code": exit_code}})

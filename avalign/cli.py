@@ -7,9 +7,11 @@ import json
 import logging
 import os
 import sys
+import traceback
 from typing import Optional, Sequence
 
-from avalign._cli_common import DEFAULT_MAX_PIXELS, TRANSCRIPT_FORMATS, check_local_input, cli_message, display_path
+from avalign._cli_common import (DEFAULT_MAX_PIXELS, TRANSCRIPT_FORMATS, check_local_input, cli_message, display_path,
+                                 error_document, error_reason)
 from avalign._progress import Progress, format_eta
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "check_local_input",
     "cli_message",
     "display_path",
+    "failed_file",
     "format_eta",
     "main",
 ]
@@ -184,24 +187,87 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one subcommand; return its exit status.
+
+    A command run with ``--json`` prints exactly one JSON document on stdout whatever happens: its result, or
+    (exit status non-zero) :func:`avalign._cli_common.error_document` naming the file and the reason, while
+    stderr carries the same message for a person. Only a stdout that cannot be written (a closed pipe, a full
+    disk) gets nothing.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # a usage error: argparse has explained it on stderr
+        if e.code not in (0, None) and "--json" in argv:
+            command = next((a for a in argv if a in _COMMANDS), None)
+            _print_json_error(command, None, "usage", "invalid arguments (see the usage message on stderr)",
+                              int(e.code) if isinstance(e.code, int) else 2)
+        raise
     _setup_logging(args.verbose)
+    json_out = bool(getattr(args, "json", False))
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # `avalign measure x --json | head -1`: the reader left; nothing more to say
         _detach_stdout()
         return 141
     except (OSError, ValueError, IndexError) as e:  # OSError: a full disk (ENOSPC/EFBIG), a read-only output…
-        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
-            _detach_stdout()  # stdout may be what failed (`> /dev/full`): do not fail again at exit
         full = isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
         hint = "; hint: the disk (or a file-size limit) is full: what was written is incomplete; free space and rerun" if full else ""
-        print(f"avalign {args.command}: error: {cli_message(str(e))}{hint}", file=sys.stderr)
+        message = f"{cli_message(str(e))}{hint}"
+        print(f"avalign {args.command}: error: {message}", file=sys.stderr)
+        if json_out:  # detaches stdout itself if stdout is what failed
+            _print_json_error(args.command, failed_file(args, e), error_reason(e), message, 2)
+        elif isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
+            _detach_stdout()  # stdout may be what failed (`> /dev/full`): do not fail again at exit
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: say so (a bare exit 130 left a report's partial clips/ pages unexplained)
-        print(f"avalign {args.command}: interrupted; what it wrote so far may be incomplete (preprocess: a rerun "
-              "reuses its complete shards)", file=sys.stderr)
+    except KeyboardInterrupt as e:  # Ctrl-C: say so (a bare exit 130 left a report's partial clips/ pages unexplained)
+        message = _INTERRUPTED.get(args.command, "interrupted; what it wrote so far may be incomplete (preprocess: a "
+                                                 "rerun reuses its complete shards)")
+        print(f"avalign {args.command}: {message}", file=sys.stderr)
+        if json_out:
+            _print_json_error(args.command, failed_file(args, e), "interrupted", message, 130)
         return 130
+    except Exception as e:  # noqa: BLE001 - a bug: the traceback for a person, and still one document for a program
+        if not json_out:
+            raise
+        traceback.print_exc()
+        _print_json_error(args.command, failed_file(args, e), error_reason(e), f"{type(e).__name__}: {e}", 1)
+        return 1
+
+
+_COMMANDS = ("demo", "measure", "bench", "preprocess", "report")
+_INTERRUPTED = {
+    "report": "interrupted; every file it wrote is whole (a clip page with its images, or nothing of it), but "
+              "report.json and report.html, written last, are not (re)written: rerun to complete the report",
+}
+"""What Ctrl-C leaves behind, by command (the others: the default message)."""
+
+
+def failed_file(args: argparse.Namespace, error: BaseException) -> Optional[str]:
+    """The file a command's failure is about: the one the error names (``path``, ``filename``, a shard), the transcript
+    for a transcript error, else the command's input (``measure``'s media, ``preprocess``'s INPUT…)."""
+    for attr in ("path", "filename"):
+        name = getattr(error, attr, None)
+        if isinstance(name, str) and name:
+            return name
+    shard = getattr(error, "shard", None)
+    if isinstance(shard, str) and shard:
+        return shard
+    if getattr(args, "transcript", None) and any(c.__name__ == "TranscriptError" for c in type(error).__mro__):
+        return args.transcript
+    for attr in ("media", "input", "data"):
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            return value
+    files = getattr(args, "files", None)
+    return files[0] if files else None
+
+
+def _print_json_error(command: Optional[str], file: Optional[str], reason: str, message: str, exit_code: int) -> None:
+    try:
+        print(error_document(command or "", file=file, reason=reason, message=message, exit_code=exit_code), flush=True)
+    except OSError:  # stdout itself failed (`> /dev/full`): stderr has said it
+        _detach_stdout()
 
 
 def _detach_stdout() -> None:

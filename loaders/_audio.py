@@ -8,6 +8,12 @@ first *decoded* frame, which we report, never assume to be 0::
     decoded             [  1  ][  2  ] ...          first frame time = 0.0 (or the stream's start,
     AudioClip.start_seconds = time of sample 0          e.g. 0.4 s when audio starts after video)
 
+The end is FFmpeg's too: the samples run to the end of the last decoded frame. FFmpeg (5.1 and 8.x) applies an
+MP4 edit list's end by dropping the packets wholly after it, not by cutting inside the last one, so AAC's padding
+stays: a 1.000 s AAC file from ffmpeg's encoder (edit list: 16000 samples at 16 kHz) decodes to 16384 samples, as
+``ffmpeg -i FILE -f s16le -`` gives, while ``ffprobe`` reports the edit list's 1.000 s. An edit list starting
+inside a frame (a stream-copied cut) keeps that frame's tail from the edit's start, as FFmpeg does.
+
 Resampling uses soxr (the SoX resampler, "HQ": linear phase, its delay removed), so sample 0 of the
 output is still at ``start_seconds``; the output length is the half-up count of the input duration
 at the new rate. Gaps between decoded frames are filled with silence and overlaps trimmed, so

@@ -22,7 +22,10 @@ then decodes with PyAV, which fills gaps and trims overlaps by timestamp):
 - Every chunk starts where the samples before it end (within ``gap_tolerance_seconds``), every chunk but the
   last reaches the time it was asked to reach, and (MP4) the samples end where the stream's last frame ends (its
   pts plus its samples, decoded by PyAV after a seek to the end: a few ms): a gap or overlap anywhere in a chunk
-  shows at the next boundary or at the end. (WAV's times are its byte positions: no gap can exist.)
+  shows at the next boundary or at the end. (WAV's times are its byte positions: no gap can exist.) (MP4) The
+  samples also start where PyAV's first frame does: an edit list whose start falls inside a frame (a stream-copied
+  cut, ``ffmpeg -ss X -c copy``) makes FFmpeg keep that frame's tail, which the system FFmpeg torchcodec links
+  drops whole (its first sample a frame's remainder late).
 - The channel count never changes (torchcodec refuses such a frame: NotExact), the stream decodes without an
   error (the PyAV backend skips and counts a bad packet), and the samples stay within ``max_duration_seconds``.
 
@@ -256,6 +259,8 @@ class _Mp4Facts:
     index: int
     """The stream the PyAV backend would decode (``pick_stream``)."""
     sample_rate: int
+    first_frame_seconds: float
+    """The time of the first decoded sample (the first frame's pts, after FFmpeg applied the edit list's start)."""
     last_frame_end_seconds: float
     """Where the last frame ends on the stream's timeline: its pts plus its samples / rate."""
     codec: str
@@ -277,6 +282,9 @@ def _mp4_facts(source, label: str, stream_index: Optional[int]) -> _Mp4Facts:
                 raise NotExact(f"codec {context.name} profile {context.profile}: only AAC-LC in MP4 "
                                f"(the note of _WAV_CODECS)")
             rate = int(context.sample_rate)
+            first = next((frame.time for frame in container.decode(stream) if frame.samples), None)
+            if first is None:
+                raise NotExact("no first frame")
             container.seek(1 << 62, stream=stream, backward=True)
             end = None
             for frame in container.decode(stream):
@@ -284,7 +292,8 @@ def _mp4_facts(source, label: str, stream_index: Optional[int]) -> _Mp4Facts:
                     end = float(frame.time) + frame.samples / rate
             if end is None:
                 raise NotExact("no last frame after a seek to the end")
-            return _Mp4Facts(index=int(stream.index), sample_rate=rate, last_frame_end_seconds=end, codec=context.name)
+            return _Mp4Facts(index=int(stream.index), sample_rate=rate, first_frame_seconds=float(first),
+                             last_frame_end_seconds=end, codec=context.name)
     except NotExact:
         raise
     except Exception as e:  # noqa: BLE001 - whatever fails here, the PyAV backend reports it properly
@@ -407,6 +416,10 @@ def _read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], m
     if total == 0 or first_seconds is None:
         raise NotExact("no samples")
     end = first_seconds + total / rate
+    if facts is not None and abs(first_seconds - facts.first_frame_seconds) > gap_tolerance_seconds:
+        raise NotExact(f"the samples start at {first_seconds:.4f} s, PyAV's first frame at "
+                       f"{facts.first_frame_seconds:.4f} s (an edit list starting inside a frame: the system FFmpeg "
+                       "drops that frame)")
     if facts is not None and abs(end - facts.last_frame_end_seconds) > gap_tolerance_seconds:
         raise NotExact(f"the samples end at {end:.4f} s, the last frame at {facts.last_frame_end_seconds:.4f} s: "
                        f"a gap or overlap")

@@ -14,9 +14,16 @@ gopen's conventions (``shell=True``, webdataset's ``unsafe_gopen`` switch, 141 n
 - ``close`` before the end (the reader stopped early) kills the group at once instead of waiting for it.
 
 Every path out of the stream (end, failure, stall, ``close``, garbage collection) reaps the shell (``wait``) and
-leaves nothing running. Not covered: a reader process killed outright (SIGKILL, or a DataLoader worker terminated)
-never closes the stream; its command, in a session of its own, no longer gets the terminal's Ctrl-C either: a
-command that writes dies of SIGPIPE at its next write, one that hangs without writing stays until it ends.
+leaves nothing running.
+
+A reader killed outright (SIGKILL, the OOM killer, a DataLoader worker terminated) never closes the stream. On Linux
+the command dies with it: the shell is started with ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` and runs the command as
+``trap 'kill -9 0' TERM; (eval COMMAND) & wait $!`` (:data:`_DIE_WITH_READER`), so that the reader's death makes the
+shell kill its whole process group (a trapped signal interrupts ``wait``, where a foreground command would defer
+it); the command's exit status is the shell's, as before. The kernel sends the signal when the *thread* that
+started the command exits: a stream must be read to its end (or closed) by the thread that opened it, or while that
+thread lives. Elsewhere (macOS, Windows: no parent-death signal) a command that writes dies of SIGPIPE at its next
+write, one that hangs without writing stays until it ends or the stall bound of a live reader kills it.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 from typing import Optional
 
@@ -40,6 +48,43 @@ STDERR_TAIL_BYTES = 2000
 """The last bytes of a command's stderr kept for its error message."""
 _STATUS_NOT_FAILURE = (0, 141, -signal.SIGPIPE)
 """Exit statuses that are not a failure: 0, and SIGPIPE (the reader stopped early; 141 from a shell, as gopen)."""
+
+
+_DIE_WITH_READER = 'trap "kill -9 0" TERM; (c=$1; shift; eval "$c") & wait $!'
+"""The shell script that runs a command (its ``$1``) so that SIGTERM to the shell, the parent-death signal, kills the
+shell's process group; otherwise the shell exits with the command's status."""
+
+
+def _command_args(command: str) -> tuple[object, dict]:
+    """``(args, Popen options)`` that run ``command`` as ``sh -c`` does, dying with the reader where the platform can
+    (Linux: see the module docstring)."""
+    prctl = _linux_prctl()
+    if prctl is None:
+        return command, {"shell": True}
+    reader = os.getpid()
+
+    def die_with_reader() -> None:  # in the child, between fork and exec: no allocation-heavy Python here
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != reader:  # the reader died before the signal was armed
+            os._exit(1)
+
+    return ["/bin/sh", "-c", _DIE_WITH_READER, "sh", command], {"preexec_fn": die_with_reader}
+
+
+_PR_SET_PDEATHSIG = 1
+"""``<linux/prctl.h>``: the signal the calling process gets when its parent (the thread that forked it) dies."""
+
+
+def _linux_prctl():
+    """libc's ``prctl`` on Linux (loaded in the parent, never between fork and exec), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # no libc symbol (a static or unusual runtime): behave as elsewhere
+        return None
 
 
 class PipeError(OSError):
@@ -82,8 +127,9 @@ class PipeStream(io.RawIOBase):
         """The failure this stream raised, kept for the shard reader (which may only see its own wrapper)."""
         self._tail = bytearray()
         self._done = False
-        self._proc = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, start_new_session=True)  # noqa: S602 - gopen's pipe: contract
+        args, options = _command_args(command)
+        self._proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      start_new_session=True, **options)  # noqa: S602 - gopen's pipe: contract
         self._out, self._err = self._proc.stdout, self._proc.stderr
         for stream in (self._out, self._err):
             os.set_blocking(stream.fileno(), False)

@@ -23,6 +23,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Literal, Optional, Seq
 
 from avcore import ShardError
 from loaders._pipe import DEFAULT_PIPE_STALL_SECONDS, PipeError, PipeStream
+from loaders._skip_log import SkipLog
 
 logger = logging.getLogger(__name__)
 
@@ -279,12 +280,14 @@ def group_by_key(
     url: str = "",
     on_error: OnError = "skip",
     report: Optional[Callable[[str, str, str], None]] = None,
+    skip_log: Optional[SkipLog] = None,
 ) -> Iterator[dict]:
     """Group consecutive members by key into samples.
 
     A sample is dropped whole, and reported ONCE under its key, when: a member of it has a problem
     (hostile name, link, too large, truncated), its key was already seen (a non-consecutive repeat:
-    ``duplicate_key``), or one of its extensions repeats. A truncated member ends the shard.
+    ``duplicate_key``), or one of its extensions repeats. A truncated member ends the shard. Each drop is
+    logged as a warning, or through ``skip_log`` (a cap per reason) when one is given.
     """
     seen: set[str] = set()
     current: Optional[dict] = None
@@ -293,7 +296,11 @@ def group_by_key(
     def drop(key: str, reason: str, message: str) -> None:
         if on_error == "raise":
             raise ShardError(message, shard=url, key=key, reason=reason)
-        logger.warning("shard %s: sample %r dropped (%s): %s", url, key, reason, message)
+        line = f"shard {url}: sample {key!r} dropped ({reason}): {message}"
+        if skip_log is None:
+            logger.warning("%s", line)
+        else:
+            skip_log.skipped(logger, reason, line)
         if report:
             report(url, key, reason)
 

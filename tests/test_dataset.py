@@ -357,7 +357,7 @@ def test_pin_memory_is_what_dataloader_calls(shards, monkeypatch):
 def test_loader_failure_in_a_worker_names_it_and_chains_the_cause(shards, monkeypatch):
     """A failure of the loader itself in a worker (here: the shard loop breaks) ends the epoch with a RuntimeError
     naming the worker, chained to the original exception."""
-    def broken(shard_position, url, options, plan):
+    def broken(shard_position, url, options, plan, skip_log=None):
         raise KeyError("shard loop bug")
         yield  # a generator, as the real one
 

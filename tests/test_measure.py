@@ -39,7 +39,10 @@ def test_console_entry_point_runs_measure():
     its exit code and message (a missing input: before anything heavy is imported)."""
     out = subprocess.run([sys.executable, "-m", "avalign", "measure", "/nonexistent/clip.mp4", "--json"],
                          capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert out.returncode == 2 and out.stdout == "", (out.returncode, out.stdout, out.stderr)
+    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+    error = json.loads(out.stdout)["error"]  # --json: one JSON document on stdout, failures included
+    assert (error["command"], error["file"], error["reason"], error["exit_code"]) == (
+        "measure", "/nonexistent/clip.mp4", "not_found", 2)
     assert "not found: '/nonexistent/clip.mp4'" in out.stderr and "hint:" in out.stderr
 
 

@@ -519,12 +519,21 @@ def clip_page_report(tmp_path_factory):
     return run_report(str(d), out_dir=str(out), fail_over_ms=50.0, gate_on="av")
 
 
-def test_clip_page_word_boxes_and_waveform_in_chromium(clip_page_report, tmp_path):
+@pytest.fixture(scope="module")
+def clip_page_image(clip_page_report, tmp_path_factory) -> np.ndarray:
+    """``clip_page_report``'s clip page in headless Chromium at 1400x1800, rendered once for the two tests that read
+    it (word boxes and waveform; the estimator's lag curve)."""
+    (row,) = clip_page_report.report["clips"]
+    png = tmp_path_factory.mktemp("clip_page_png") / "clip.png"
+    return _screenshot(Path(clip_page_report.out_dir) / row["page"], png, width=1400, height=1800)
+
+
+def test_clip_page_word_boxes_and_waveform_in_chromium(clip_page_report, clip_page_image):
     (row,) = clip_page_report.report["clips"]
     assert row["page"].startswith("clips/late-") and row["av_offset_ms"] == pytest.approx(100.0, abs=3.0)
     assert row["text_offset_ms"] == pytest.approx(1000 * TEXT_LATE_SECONDS, abs=10.0)
     page = Path(clip_page_report.out_dir) / row["page"]
-    image = _screenshot(page, tmp_path / "clip.png", width=1400, height=1800)
+    image = clip_page_image
     from avalign.report import COLOURS
 
     # Waveform: the seven beeps are tall blue blobs; on the video timeline (audio corrected) they start at
@@ -745,7 +754,7 @@ def test_report_progress_lines_when_stderr_is_not_a_terminal(preprocessed_dir, t
     assert "clip pages: 2/2 page (100%)" in err  # a (outside EBU R37) and b (abstained)
 
 
-def test_clip_page_draws_the_estimators_own_lag_curve(clip_page_report, tmp_path):
+def test_clip_page_draws_the_estimators_own_lag_curve(clip_page_report, clip_page_image):
     """Once the estimator exposes its lag curve (``AVEstimate.lag_curve_ms``), a measured clip's page draws it,
     peaking at the clip's measured offset."""
     from aligner import AVEstimate
@@ -762,8 +771,7 @@ def test_clip_page_draws_the_estimators_own_lag_curve(clip_page_report, tmp_path
     media = str(Path(clip_page_report.report["input"]) / "late.mp4")
     estimate = estimate_av_offset(read_video_for_estimation(media, name=media)[0], loaders.read_audio(media))
     lags = np.asarray(estimate.lag_curve_ms)
-    image = _screenshot(page, tmp_path / "clip.png", width=1400, height=1800)
-    apex_fraction, _ = _lag_curve_geometry(image)
+    apex_fraction, _ = _lag_curve_geometry(clip_page_image)
     peak_ms = float(lags[np.argmax(estimate.lag_curve_score)])
     assert peak_ms == pytest.approx(row["av_offset_ms"], abs=10.0)
     assert apex_fraction == pytest.approx((peak_ms - lags.min()) / (lags.max() - lags.min()), abs=0.01)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 import aligner
-from aligner.estimators import shared_decoder
+from aligner.estimators import estimate_transcript_offsets, shared_decoder
 from tests.conversation import conversation
 
 pytest.importorskip("pocketsphinx")
@@ -38,10 +38,12 @@ def case(request):
 
 
 def _estimate(case, method: str) -> aligner.TextEstimate:
-    """``estimate_transcript_offset`` of the case with ``method``, computed once per case (estimates are frozen)."""
+    """``estimate_transcript_offset`` of the case with ``method``: every method's estimate computed once per case
+    (estimates are frozen), together (``estimate_transcript_offsets``: ``auto`` reuses the energy estimate and forced
+    alignment's, equal to each method alone: ``tests/test_text_forced.py``)."""
     _, audio, captions, estimates = case
-    if method not in estimates:
-        estimates[method] = aligner.estimate_transcript_offset(audio, captions, method=method)
+    if not estimates:
+        estimates.update(estimate_transcript_offsets(audio, captions))
     return estimates[method]
 
 
@@ -90,9 +92,9 @@ def test_disagreeing_methods_abstain():
     energy = aligner.estimate_transcript_offset(audio, captions, method="energy")
     assert not energy.abstained and energy.text_offset_ms == pytest.approx(0.0, abs=15.0)
     late = _LateDecoder(shared_decoder(), frames=20)
-    forced = aligner.estimate_transcript_offset(audio, captions, method="forced", decoder=late)
+    by_method = estimate_transcript_offsets(audio, captions, methods=("forced", "auto"), decoder=late)
+    forced, estimate = by_method["forced"], by_method["auto"]
     assert forced.best_guess_ms == pytest.approx(-200.0, abs=30.0) and forced.confidence >= 0.1, forced
-    estimate = aligner.estimate_transcript_offset(audio, captions, method="auto", decoder=late)
     assert estimate.abstained and estimate.method == "abstain:methods_disagree"
     record = estimate.abstain_record()
     assert record["best_guess_ms"] == pytest.approx(energy.text_offset_ms, abs=1e-3) and "forced alignment" in record["found"]

@@ -168,3 +168,24 @@ def test_long_speech_is_aligned_in_bounded_chunks() -> None:
     chunk_seconds = [seconds - 2 * PAD_SECONDS for seconds in decoder.utterance_seconds]
     assert len(chunk_seconds) >= 3 and all(seconds <= 1.5 + 2 * 0.5 + 1.0 for seconds in chunk_seconds), chunk_seconds
     assert not estimate.abstained and estimate.text_offset_ms == pytest.approx(60.0, abs=15.0)
+
+
+def test_several_methods_at_once_equal_each_method_alone() -> None:
+    """``estimate_transcript_offsets``: each method's estimate equals ``estimate_transcript_offset``'s, with one
+    forced alignment for ``forced`` and ``auto`` together (tests and the bench comparing the methods rely on it)."""
+    from aligner.estimators import TEXT_METHODS, estimate_transcript_offsets
+
+    audio, truth = _espeak(SENTENCES)
+    late, narrow = _late(truth, 0.03), TextOptions(max_offset_ms=45.0)  # energy abstains: auto force-aligns
+    counting = _CountingDecoder(shared_decoder())
+    alone = {m: aligner.estimate_transcript_offset(audio, late, method=m, options=narrow,
+                                                   decoder=counting if m == "auto" else None) for m in TEXT_METHODS}
+    one_alignment = len(counting.utterance_seconds)
+    counting.utterance_seconds.clear()
+    together = estimate_transcript_offsets(audio, late, options=narrow, decoder=counting)
+    assert together == alone and list(together) == list(TEXT_METHODS)
+    assert alone["auto"].method == "forced_words+onsets" and alone["forced"].method == "forced_words"
+    assert one_alignment > 0 and len(counting.utterance_seconds) == one_alignment
+    assert list(estimate_transcript_offsets(audio, late, methods=("auto", "energy"), options=narrow)) == ["auto", "energy"]
+    with pytest.raises(ValueError, match="text methods"):
+        estimate_transcript_offsets(audio, late, methods=("energy", "whisper"))

@@ -80,3 +80,33 @@ def test_unrelated_transcript_abstains_under_beds(speeches, kind, snr_db):
     (speech, _), (_, other) = speeches
     estimate = estimate_text_offset(_mixed(speech, kind, snr_db, 0), other.shifted(OFFSET_MS / 1000))
     assert estimate.abstained, estimate
+
+
+def _five_smooth(size: int) -> bool:
+    for factor in (2, 3, 5):
+        while size % factor == 0:
+            size //= factor
+    return size == 1
+
+
+def test_band_split_runs_at_a_fast_fft_length_and_dates_onsets(monkeypatch):
+    """A decoded clip's sample count often has a large prime factor (here it is the prime 48,017 at 16 kHz): the
+    band-SNR features split it into bands with FFTs of a 5-smooth length (an FFT of a prime length is 10-20x slower),
+    and the onsets are still dated where they are heard (four tone bursts after pauses, stamped 80 ms late)."""
+    from aligner.estimators import onset_offset_near
+
+    num_samples = 48017
+    t = np.arange(num_samples) / RATE
+    samples = 1e-3 * np.random.default_rng(0).standard_normal(num_samples)
+    onsets = (0.5, 1.2, 1.9, 2.5)
+    for start in onsets:
+        samples += np.where((t >= start) & (t < start + 0.2), 0.3 * np.sin(2 * np.pi * 440.0 * t), 0.0)
+    late = OFFSET_MS / 1000
+    words = tuple(Word(f"w{i}", start + late, start + 0.2 + late) for i, start in enumerate(onsets))
+    transcript = Transcript((Span("w0 w1 w2 w3", words[0].start_seconds, words[-1].stop_seconds, words),))
+    sizes, irfft = [], np.fft.irfft
+    monkeypatch.setattr(np.fft, "irfft", lambda a, n=None, *args, **kwargs: sizes.append(n) or irfft(a, n, *args, **kwargs))
+    audio = AudioClip(torch.from_numpy(samples.astype(np.float32))[None], RATE, 0.0)
+    got = onset_offset_near(audio, transcript, OFFSET_MS - 10.0, window_ms=30.0)
+    assert sizes and all(size >= num_samples and _five_smooth(size) for size in sizes), sizes
+    assert got == pytest.approx(OFFSET_MS, abs=2.0)

@@ -16,7 +16,7 @@ import pytest
 
 import loaders
 from aligner import estimate_transcript_offset
-from aligner.estimators import onset_offset_near
+from aligner.estimators import estimate_transcript_offsets, onset_offset_near
 from avcore import Span, Transcript, Word
 from tests.conftest import wild_clip
 
@@ -49,9 +49,9 @@ def wild(tmp_path_factory):
 def test_forced_answer_read_off_the_onsets(wild, seed, fmt, method) -> None:
     record, audio, transcript = wild(seed)
     assert record["transcript_format"] == fmt and record["reverb"] > 0
-    assert estimate_transcript_offset(audio, transcript, method="energy").abstained
-    forced = estimate_transcript_offset(audio, transcript, method="forced")
-    auto = estimate_transcript_offset(audio, transcript)
+    by_method = estimate_transcript_offsets(audio, transcript)  # auto reuses energy's and forced's estimates
+    assert by_method["energy"].abstained
+    forced, auto = by_method["forced"], by_method["auto"]
     assert auto.method == method, auto
     assert abs(auto.text_offset_ms - record["text_offset_ms"]) <= OFFSET_ERROR_MS, (auto, record["text_offset_ms"])
     assert abs(auto.text_offset_ms - forced.text_offset_ms) <= 30.0  # inside the window around forced alignment's
@@ -62,8 +62,8 @@ def test_forced_answer_read_off_the_onsets(wild, seed, fmt, method) -> None:
 def test_one_sentence_keeps_the_forced_answer(wild) -> None:
     record, audio, transcript = wild(1013)
     assert record["transcript_format"] == "whisperx" and len(transcript.spans) == 1
-    auto = estimate_transcript_offset(audio, transcript)
-    forced = estimate_transcript_offset(audio, transcript, method="forced")
+    by_method = estimate_transcript_offsets(audio, transcript, methods=("auto", "forced"))
+    auto, forced = by_method["auto"], by_method["forced"]
     assert auto.method == "forced_words" and auto.text_offset_ms == forced.text_offset_ms
     assert abs(auto.text_offset_ms - record["text_offset_ms"]) <= 25.0
 

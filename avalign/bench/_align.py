@@ -325,14 +325,19 @@ def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.
     """
     import aligner
     import loaders
+    from aligner.estimators import audio_onsets, estimate_av_offset_from_features, visual_change_events
     from avalign._realmedia import inject_av_shift
 
     def run(path: Path) -> tuple[Any, Any, Any, float]:
+        """``estimate_av_offset`` at the default threshold and at ``min_confidence=0``, from one computation of
+        its features (the same steps as two ``estimate_av_offset`` calls; the first is timed)."""
         video, audio = loaders.read_video(str(path)), loaders.read_audio(str(path))
         t0 = time.perf_counter()
-        est = aligner.estimate_av_offset(video, audio)
+        visual, pts = visual_change_events(video.frames), video.pts_seconds.numpy()
+        onsets = audio_onsets(audio.samples, audio.sample_rate, start_seconds=audio.start_seconds)
+        est = estimate_av_offset_from_features(visual, pts, onsets)
         seconds = time.perf_counter() - t0
-        forced = aligner.estimate_av_offset(video, audio, options=aligner.AVOptions(min_confidence=0.0))
+        forced = estimate_av_offset_from_features(visual, pts, onsets, options=aligner.AVOptions(min_confidence=0.0))
         return audio, est, forced, seconds
 
     out_dir = Path(cache_dir) / "shifted"
@@ -380,12 +385,12 @@ def librivox_clip(cache_dir: str | Path) -> tuple[Any, Any, list[dict]]:
     import torch
 
     import loaders
-    from aligner.estimators import forced_align_words, new_decoder
+    from aligner.estimators import forced_align_words, shared_decoder
     from avcore import AudioClip, Span, Transcript, Word
     from avalign._realmedia import fetch_librivox
 
     utterances = fetch_librivox(cache_dir)
-    decoder = new_decoder()
+    decoder = shared_decoder()  # the same words as a new decoder's (batch CMN per utterance), without building one
     chunks, spans, per_utterance, origin = [], [], [], 0.0
     for u in utterances:
         audio = loaders.read_audio(str(u.wav_path))
@@ -411,11 +416,13 @@ def real_text_offsets(cache_dir: str | Path, *, offsets_ms: Sequence[float] = (-
     The transcripts go through a file (WhisperX JSON, ms precision) and ``read_transcript``. Reported per
     injection: the estimate at the default threshold (or abstention), the unthresholded estimate
     (``min_confidence=0``), and the same on each utterance alone. ``clip``: what :func:`librivox_clip`
-    returned for ``cache_dir``, when the caller has it already (default: computed here).
+    returned for ``cache_dir``, when the caller has it already (default: computed here). ``auto_seconds``: ``auto``'s
+    and forced alignment's estimates made together (``estimate_transcript_offsets``), which is ``auto``'s own work
+    wherever the energy estimator abstains (``auto`` then force-aligns): on every LibriVox row.
     """
     import loaders
-    from aligner import TextOptions, estimate_transcript_offset
-    from aligner.estimators import estimate_text_offset
+    from aligner import TextOptions
+    from aligner.estimators import estimate_text_offset, estimate_transcript_offsets
     from avalign.synth import StampedWord, render_transcript
     from avcore import Span, Transcript
 
@@ -438,9 +445,9 @@ def real_text_offsets(cache_dir: str | Path, *, offsets_ms: Sequence[float] = (-
         seconds = time.perf_counter() - t0
         forced = estimate_text_offset(audio, shifted, options=TextOptions(min_confidence=0.0))
         t0 = time.perf_counter()
-        auto = estimate_transcript_offset(audio, shifted, method="auto")
-        auto_seconds = time.perf_counter() - t0
-        aligned = estimate_transcript_offset(audio, shifted, method="forced")
+        by_method = estimate_transcript_offsets(audio, shifted, methods=("auto", "forced"))  # one forced alignment
+        auto_seconds = time.perf_counter() - t0  # = auto's own work where energy abstains (it force-aligns then)
+        auto, aligned = by_method["auto"], by_method["forced"]
         single = []
         for u in per_utterance:
             words = tuple(dataclasses.replace(w, start_seconds=w.start_seconds + late, stop_seconds=w.stop_seconds + late)
@@ -514,9 +521,9 @@ def bench_align(
     forced_decoder = None
     if forced:
         try:
-            from aligner.estimators import new_decoder
+            from aligner.estimators import shared_decoder
 
-            forced_decoder = new_decoder()
+            forced_decoder = shared_decoder()
         except ImportError as e:
             logger.warning("caption forced alignment skipped: %s", e)
     rows = [_measure_clip(records[k], clip_dir, sample_rate=sample_rate, repeats=repeats, forced_decoder=forced_decoder)

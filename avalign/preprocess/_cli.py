@@ -12,7 +12,7 @@ import json
 import logging
 import sys
 
-from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input, display_path
+from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input, display_path, error_document, error_reason
 
 logger = logging.getLogger(__name__)
 
@@ -60,13 +60,21 @@ def run_command(args: argparse.Namespace) -> int:
 
     try:
         result = _call(preprocess, args)
-    except (OSError, ImportError) as e:  # FileNotFoundError/ValueError are reported by avalign.cli.main
-        if isinstance(e, FileNotFoundError):
-            raise
+    except ImportError as e:  # ray missing; OSError, ValueError… are reported by avalign.cli.main (and --json's error)
         print(f"avalign preprocess: error: {e}", file=sys.stderr)
+        if args.json:
+            print(error_document("preprocess", file=None, reason=error_reason(e), message=str(e), exit_code=2))
         return 2
     if args.json:
-        print(json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in result.__dict__.items()}, indent=2))
+        document = {k: (list(v) if isinstance(v, tuple) else v) for k, v in result.__dict__.items()}
+        if not result.dry_run and result.num_samples == 0:  # exit 1 below: the one document says why
+            document["error"] = {"command": "preprocess", "file": args.input, "reason": "no_sample",
+                                 "message": f"no sample was written ({result.num_skipped} input(s) skipped, see "
+                                            f"{display_path(result.output_dir, 'skipped.jsonl')})", "exit_code": 1}
+        elif result.dry_run and not result.keys_by_shard:
+            document["error"] = {"command": "preprocess", "file": args.input, "reason": "no_sample",
+                                 "message": "INPUT holds no sample to process", "exit_code": 1}
+        print(json.dumps(document, indent=2))
     elif result.dry_run:
         for name in result.shards:
             state = "done" if name in result.shards_reused else "to do"

@@ -44,7 +44,7 @@ from loaders.shards import (
     scan_tar,
     split_key,
 )
-from loaders.errors import SampleError
+from loaders.errors import SampleError, SkipLog
 from loaders.transcripts import is_transcript_json, pick_transcript
 
 logger = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ def _assemble(
 def _list_directory(root: str) -> InputPlan:
     groups: dict[str, dict[str, Locator]] = {}
     origin: dict[str, str] = {}
-    skipped: list[dict] = []
+    skipped: list[dict] = _Skipped()
     ignored: collections.Counter = collections.Counter()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -213,10 +213,24 @@ def _seekable_plain_tar(stream) -> bool:
     return not head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ"))
 
 
+class _Skipped(list):
+    """The inputs refused while planning (dicts, as ``skipped.jsonl`` rows), with the log that caps their warnings at
+    ``loaders.errors.WARNINGS_PER_REASON`` per reason (3,000 stray transcripts: 6 lines, not 3,000)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skip_log = SkipLog(where="skipped.jsonl", scope="while planning")
+
+
 def _skip(skipped: list[dict], source: str, key: str, reason: str, message: str, *, log: bool = True) -> None:
     """Record an input refused at planning time (logged once unless the shard reader has logged it)."""
     if log:
-        logger.warning("%s: key %r skipped (%s): %s", source, key, reason, message)
+        line = f"{source}: key {key!r} skipped ({reason}): {message}"
+        skip_log = getattr(skipped, "skip_log", None)
+        if skip_log is None:
+            logger.warning("%s", line)
+        else:
+            skip_log.skipped(logger, reason, line)
     skipped.append({"input": source, "key": key, "reason": reason, "message": message})
 
 
@@ -281,7 +295,8 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
     with stream:
         members = noted(name_pipe_failures(_tar_locators(url, stream, seekable=_seekable_plain_tar(stream)), stream, url))
         try:
-            for sample in group_by_key(members, url=url, on_error=on_error, report=report):
+            for sample in group_by_key(members, url=url, on_error=on_error, report=report,
+                                       skip_log=getattr(skipped, "skip_log", None)):
                 found = {ext: loc for ext, loc in sample.items() if ext in known}
                 if found:
                     groups[sample["__key__"]] = found
@@ -299,7 +314,7 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
 
 
 def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
-    skipped: list[dict] = []
+    skipped: list[dict] = _Skipped()
     by_key: dict[str, tuple[str, str, dict[str, Locator]]] = {}
     for url in urls:
         for raw_key, found in _scan_shard(url, skipped, on_error=on_error).items():

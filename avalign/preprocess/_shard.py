@@ -15,7 +15,7 @@ from avalign._measure import import_measure_dependencies
 from avalign.preprocess._inputs import InputSample
 from avalign.preprocess._sample import SampleOptions, process_sample
 from avalign.preprocess._writer import ShardWriter
-from loaders.errors import SampleError
+from loaders.errors import SampleError, SkipLog
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ def process_shard(
     import_measure_dependencies(forced_alignment=any(sample.transcript for sample in task.samples))
     manifest: list[dict] = []
     skipped: list[dict] = []
+    skip_log = SkipLog(where="skipped.jsonl", scope="in this shard")  # the first few skips of each reason as warnings
     with ShardWriter(os.path.join(output_dir, task.name)) as writer:
         for sample in task.samples:
             try:
@@ -71,7 +72,7 @@ def process_shard(
             except SampleError as e:
                 if on_error == "raise":
                     raise
-                logger.warning("skipping %s", e if sample.source in str(e) else f"{sample.source}: {e}")
+                skip_log.skipped(logger, e.reason, f"skipping {e if sample.source in str(e) else f'{sample.source}: {e}'}")
                 skipped.append({"input": sample.source, "key": sample.key, "reason": e.reason, "message": str(e)})
                 if on_sample:
                     on_sample(False)

@@ -25,6 +25,7 @@ from typing import Container, Optional
 import numpy as np
 
 from avalign.report._clip_view import ClipView
+from avalign.report._files import write_file_group
 
 logger = logging.getLogger(__name__)
 
@@ -217,22 +218,24 @@ def render_clip_page(row: dict, view: Optional[ClipView], images: dict[str, str]
 
 
 def write_clip_page(out_dir: str, page: str, row: dict, view: Optional[ClipView], *, error: str = "") -> list[str]:
-    """Write ``out_dir/<page>`` (``clips/….html``, see :func:`clip_page_name`) and its PNGs; returns the paths written."""
+    """Write ``out_dir/<page>`` (``clips/….html``, see :func:`clip_page_name`) and its PNGs; returns the paths written.
+
+    Everything is rendered first, then written as one group (:func:`~avalign.report._files.write_file_group`): an
+    interrupted run leaves a page complete with its images, or (a new page) nothing of it.
+    """
     clips_dir = os.path.join(out_dir, os.path.dirname(page))
     os.makedirs(clips_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(page))[0]
     images: dict[str, str] = {}
-    written = []
+    files: list[tuple[str, bytes | str]] = []
     if view is not None:
         for name, png in (("waveform", waveform_png(view)), ("strip", strip_png(view)), ("lag_curve", lag_curve_png(view))):
             if png is None:
                 continue
             file_name = f"{stem}-{name}.png"
-            with open(os.path.join(clips_dir, file_name), "wb") as f:
-                f.write(png)
             images[name] = file_name
-            written.append(os.path.join(clips_dir, file_name))
+            files.append((os.path.join(clips_dir, file_name), png))
     path = os.path.join(out_dir, page)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render_clip_page(row, view, images, error=error))
-    return [path, *written]
+    files.append((path, render_clip_page(row, view, images, error=error)))
+    write_file_group(files)
+    return [path, *(p for p, _ in files[:-1])]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from avalign.report._collect import collect
+from avalign.report._files import write_atomic
 from avalign.report._summary import (
     DEFAULT_MAX_ABSTAIN,
     GateOn,
@@ -215,17 +216,14 @@ def run_report(
     report["summary"]["num_flagged"] = len(flagged)
     report["summary"]["num_clip_pages"] = sum(1 for r in rows if r.get("page"))
     plots = make_plots(rows)
-    for name, png in plots.items():
+    for name, png in plots.items():  # each file whole or not at all (Ctrl-C included): avalign.report._files
         path = os.path.join(out_dir, name)
-        with open(path, "wb") as f:
-            f.write(png)
+        write_atomic(path, png)
         files.append(path)
     json_path = os.path.join(out_dir, "report.json")
-    with open(json_path, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=1, allow_nan=False)
+    write_atomic(json_path, json.dumps(report, indent=1, allow_nan=False))
     html_path = os.path.join(out_dir, "report.html")
-    with open(html_path, "w", encoding="utf-8") as f:
-        f.write(render_html(report, plots))
+    write_atomic(html_path, render_html(report, plots))
     files = [json_path, html_path, *files]
     logger.info("report: %d clips, %d skipped, written to %s", len(rows), len(skipped), out_dir)
     return ReportResult(

@@ -88,6 +88,7 @@ import torch
 from avcore import BatchItem
 from loaders._pipe import DEFAULT_PIPE_STALL_SECONDS
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
+from loaders._skip_log import SkipLog
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths
@@ -326,6 +327,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         finally:
             source.close()
         self._completed = True
+        self._skip_log.log_summary(logger, self._counters.skipped, context=self._epoch_name())
         self._check_epoch(jobs)
 
     # -- internals ----------------------------------------------------------------------------------------
@@ -335,6 +337,10 @@ class AVDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         return (0, 1) if info is None else (int(info.id), int(info.num_workers))
 
+    def _epoch_name(self) -> str:
+        worker_id, num_workers = self._worker_slot()
+        return f"epoch {self._epoch}" + (f" (DataLoader worker {worker_id})" if num_workers > 1 else "")
+
     def _rank_shards(self) -> list[str]:
         return split_shards(shuffle_shards(self._urls, seed=self._seed, epoch=self._epoch),
                             rank=self._rank, world_size=self._world_size)
@@ -343,7 +349,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         """Events of ``jobs`` (``(shard_position, url)``) in read order (``order_key``); decoded here."""
         options = self._worker_options()
         for group in shard_groups(jobs, self._interleave):
-            yield from interleave_steps([shard_steps(p, url, options, plan) for p, url in group])
+            yield from interleave_steps([shard_steps(p, url, options, plan, self._skip_log) for p, url in group])
 
     def _worker_options(self) -> SampleOptions:
         options = self._options
@@ -362,6 +368,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._next_position: Position = (0, 0, 0)
         self._payloads: dict[Position, BatchItem] = {}
         self._counters = EpochCounters()
+        self._skip_log = SkipLog()
         self._completed = False
         self._restored_completed = False
         self._read_keys: dict[int, tuple[int, int, str]] = {}

@@ -37,6 +37,7 @@ from typing import Any, Optional, Union
 import torch
 
 from avcore import SampleError
+from loaders._skip_log import SkipLog
 from loaders._watchdog import heap_frozen_for_fork
 from loaders.pipeline._collate import PackedBatch
 from loaders.pipeline._dataset import AVDataset, LoaderStats, build, make_dataset
@@ -137,6 +138,8 @@ class Loader(AVDataset):
                         if isinstance(step, WorkerFailure):
                             if step.sample_error is not None:
                                 raise step.sample_error
+                            if getattr(step.cause, "tokenizer_probe", False):  # a configuration error: as in-process
+                                raise step.cause
                             raise RuntimeError(f"loader worker {w} failed: {step.error_type}: {step.message}") from step.cause
                         if isinstance(step, ShardEnd):
                             continue
@@ -176,9 +179,10 @@ def _worker_main(worker_id: int, jobs: list[tuple[int, str]], options: SampleOpt
                     return False
         return False
 
+    skip_log = SkipLog()  # one cap on skip warnings per reason for this worker's pass (the epoch)
     try:
         for group in shard_groups(jobs, interleave):
-            active = [(p, shard_steps(p, url, options, plan)) for p, url in group]
+            active = [(p, shard_steps(p, url, options, plan, skip_log)) for p, url in group]
             while active:
                 still = []
                 for p, steps in active:

@@ -187,6 +187,13 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
     rank, world_size = check_counter("rank", rank), check_counter("world_size", world_size)  # 0.5 used to become 0
     if not 0 <= rank < world_size:
         raise ValueError(f"rank must be in [0, {world_size}), got {rank = }.")
+    tokenizer = o["tokenizer"]
+    if tokenizer is not None and (isinstance(tokenizer, (str, bytes, os.PathLike))  # runs none of its code
+                                  or not (callable(tokenizer) or hasattr(tokenizer, "encode"))):
+        raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, a fast Hugging Face tokenizer or a callable text -> "
+                        f"(ids, offsets), got {type(tokenizer).__name__} {tokenizer!r:.60}; a model name is not one: "
+                        "pass AutoTokenizer.from_pretrained(name). (A tokenizer that fails on text is found by a "
+                        "probe in the decoding process, before its first sample.)")
     collator = Collator(budget_row, frame_size=o["frame_size"], device=o["device"], log_mel=o["log_mel"],
                         sample_rate=o["sample_rate"], max_items=o["max_items"], max_words=o["max_words"],
                         max_segments=o["max_segments"], pad_token_id=o["pad_token_id"],

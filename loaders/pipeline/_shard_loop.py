@@ -16,13 +16,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Union
+from typing import Optional, Union
 
 from avcore import BatchItem, SampleError
 from loaders._shards import ShardError, group_by_key, tar_members
+from loaders._skip_log import SkipLog
 from loaders.pipeline._items import sample_items
 from loaders.pipeline._options import SampleOptions
 from loaders.pipeline._resume import ResumePlan
+from loaders.pipeline._text import check_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -69,16 +71,21 @@ class ShardEnd:
 Event = Union[ItemEvent, SkipEvent, ShardEnd]
 
 
-def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: ResumePlan) -> Iterator[list[Event]]:
+def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: ResumePlan,
+                skip_log: Optional[SkipLog] = None) -> Iterator[list[Event]]:
     """The events of one shard bundled by ``event_index``: step ``e`` holds the events at ``(shard_position, e, *)``
     (a sample's items or its skip, or one shard-level report); a sample the plan does not want is an empty step.
-    Without :class:`ShardEnd` (the iterator ends).
+    Without :class:`ShardEnd` (the iterator ends). Skips are logged through ``skip_log`` (shared by the shards of
+    one epoch: a cap on warnings per reason); a fresh one per call when None.
 
     Raises:
         SampleError: with ``on_error="raise"``, the first bad sample or shard problem.
+        TypeError, ValueError: a tokenizer that fails on a probe text (``_text.check_tokenizer``), before any sample.
     """
+    check_tokenizer(options.tokenizer)  # here, in the decoding process: never in the main one before workers fork
     reports: list[tuple[str, str, str]] = []
     event_index = 0
+    skip_log = SkipLog() if skip_log is None else skip_log
 
     def drain() -> Iterator[list[Event]]:
         nonlocal event_index
@@ -91,14 +98,14 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
     report: Callable[[str, str, str], None] = lambda shard, name, reason: reports.append((shard, name, reason))
     try:
         members = tar_members(url, pipe_stall_seconds=options.pipe_stall_seconds)
-        samples = group_by_key(members, url=url, on_error=options.on_error, report=report)
+        samples = group_by_key(members, url=url, on_error=options.on_error, report=report, skip_log=skip_log)
         while True:
             try:
                 sample = next(samples, None)
             except ShardError as error:
                 if options.on_error == "raise" or error.reason != "open":
                     raise
-                logger.warning("skipping shard: %s", error)
+                skip_log.skipped(logger, "open", f"skipping shard: {error}")
                 report(url, "", "open")
                 sample = None
             if sample is None:
@@ -115,7 +122,7 @@ def shard_steps(shard_position: int, url: str, options: SampleOptions, plan: Res
             except SampleError as error:
                 if options.on_error == "raise":
                     raise
-                logger.warning("skipping sample: %s", error)
+                skip_log.skipped(logger, error.reason, f"skipping sample: {error}")
                 yield [SkipEvent(position + (0,), error.shard, error.key, error.reason, str(error), True,
                                  sample["__key__"])]
                 continue

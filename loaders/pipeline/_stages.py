@@ -26,11 +26,13 @@ from typing import Any, Optional, Union
 import torch
 
 from avcore import BatchItem, SampleError
+from loaders._skip_log import SkipLog
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths, sample_items
 from loaders.pipeline._options import AUTO, OnError, SampleOptions, WindowSeconds, check_choice, check_window_seconds
 from loaders.pipeline._pack import OnlinePacker, PackItem
+from loaders.pipeline._text import check_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +77,8 @@ def decode_items(
                             fps=fps, window_seconds=window_seconds, estimate=estimate, on_error=on_error,
                             decode_size=None if frame_size is None else (int(frame_size[0]), int(frame_size[1])),
                             max_pixels=max_pixels, tokenizer=tokenizer, sample_timeout_seconds=sample_timeout_seconds)
+    check_tokenizer(tokenizer)  # one clear error for a tokenizer that fails on any text, before the first sample
+    skip_log = SkipLog(where="the skipped= Counter", scope="in this call")  # the first few skips of each reason as warnings, then DEBUG
     for sample in samples:
         sample = {(k if k.startswith("__") else k.lower()): v for k, v in sample.items()}
         try:
@@ -82,7 +86,7 @@ def decode_items(
         except SampleError as error:
             if on_error == "raise":
                 raise
-            logger.warning("skipping sample: %s", error)
+            skip_log.skipped(logger, error.reason, f"skipping sample: {error}")
             if skipped is not None:
                 skipped[error.reason] += 1
 

@@ -24,6 +24,7 @@ import dataclasses
 import json
 import logging
 import operator
+import os
 import re
 from typing import Any, Optional, Sequence
 
@@ -35,7 +36,7 @@ from loaders._transcripts import is_transcript_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["caption_text", "encode_text", "join_unit_texts", "token_owners", "tokenize_item", "unit_token_ranges", "with_caption"]
+__all__ = ["TOKENIZER_PROBE_TEXT", "caption_text", "check_tokenizer", "encode_text", "join_unit_texts", "token_owners", "tokenize_item", "unit_token_ranges", "with_caption"]
 
 _WHITESPACE_TOKEN = re.compile(r"\S+")
 MAX_CAPTION_BYTES = 1_000_000
@@ -95,14 +96,22 @@ def encode_text(tokenizer: Any, text: str) -> tuple[Optional[list[int]], list[tu
     """
     if tokenizer is None:
         return None, [(m.start(), m.end()) for m in _WHITESPACE_TOKEN.finditer(text)]
+    return _checked_output(_call_tokenizer(tokenizer, text), text)
+
+
+def _call_tokenizer(tokenizer: Any, text: str) -> Any:
+    """The tokenizer's raw output for ``text`` (TypeError when ``tokenizer`` is none of the kinds taken)."""
     if hasattr(tokenizer, "backend_tokenizer"):  # transformers.PreTrainedTokenizerFast
-        result = tokenizer(text, return_offsets_mapping=True)
-    elif hasattr(tokenizer, "encode_batch") or (hasattr(tokenizer, "encode") and not callable(tokenizer)):
-        result = tokenizer.encode(text)  # tokenizers.Tokenizer: an Encoding with .ids and .offsets
-    elif callable(tokenizer):
-        result = tokenizer(text)
-    else:
-        raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, a fast HF tokenizer or a callable, got {type(tokenizer).__name__}.")
+        return tokenizer(text, return_offsets_mapping=True)
+    if hasattr(tokenizer, "encode_batch") or (hasattr(tokenizer, "encode") and not callable(tokenizer)):
+        return tokenizer.encode(text)  # tokenizers.Tokenizer: an Encoding with .ids and .offsets
+    if callable(tokenizer):
+        return tokenizer(text)
+    raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, a fast HF tokenizer or a callable, got {type(tokenizer).__name__}.")
+
+
+def _checked_output(result: Any, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+    """``(ids, offsets)`` of a tokenizer's output for ``text``, checked (see :func:`encode_text`)."""
     ids, offsets = _ids_and_offsets(result)
     if len(ids) != len(offsets):
         raise ValueError(f"tokenizer returned {len(ids)} ids but {len(offsets)} offsets for {text[:40]!r}.")
@@ -110,6 +119,59 @@ def encode_text(tokenizer: Any, text: str) -> tuple[Optional[list[int]], list[tu
     if bad:
         raise ValueError(f"tokenizer returned offsets outside the text (length {len(text)}): {bad[:3]}.")
     return ids, offsets
+
+
+TOKENIZER_PROBE_TEXT = "hello world"
+"""The text :func:`check_tokenizer` tokenizes: two plain ASCII words every tokenizer has tokens for (``[UNK]`` at
+worst), so that any failure on it is the tokenizer's, not the text's."""
+
+
+def check_tokenizer(tokenizer: Any) -> None:
+    """Raise when ``tokenizer`` cannot work on any text: it is called once on :data:`TOKENIZER_PROBE_TEXT`.
+
+    The pipeline calls this in each process that decodes (the main process with no workers, else each worker,
+    once per shard) before its first sample: a user's tokenizer is never called in the main process before the
+    workers fork (it may start threads or a Rust thread pool there). A tokenizer that fails on every text is then
+    one clear error at once, instead of every sample with text skipped as ``error`` while text-free items train
+    on; failures that depend on the sample (a tokenizer that refuses one character) stay per-sample skips.
+
+    Raises:
+        TypeError: not a tokenizer, it raised a TypeError (a wrong signature), or its output has the wrong types
+            (ids not ints, offsets not pairs, no offsets).
+        ValueError: it raised anything else, returned no token, ids and offsets of different lengths, offsets
+            outside the text, or an id outside ``[0, 2**63)``.
+        The message names the tokenizer's type, the probe text and what is wrong; the error has
+        ``tokenizer_probe = True`` (a worker's error is re-raised as is).
+    """
+    if tokenizer is None:
+        return
+    what = f"tokenizer {type(tokenizer).__name__} is unusable"
+    probe = TOKENIZER_PROBE_TEXT
+    if isinstance(tokenizer, (str, bytes, os.PathLike)) or not (callable(tokenizer) or hasattr(tokenizer, "encode")):
+        error: Exception = TypeError(f"{what}: it must be a tokenizers.Tokenizer, a fast HF tokenizer or a callable "
+                                     "text -> (ids, offsets)")
+        error.tokenizer_probe = True  # type: ignore[attr-defined]
+        raise error
+    cause: Optional[BaseException] = None
+    try:
+        result = _call_tokenizer(tokenizer, probe)
+    except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises on a plain text makes it unusable
+        cause = e
+        error = (TypeError if isinstance(e, TypeError) else ValueError)(
+            f"{what}: it raised {type(e).__name__}: {e} on the probe text {probe!r}")
+    else:
+        try:
+            ids, offsets = _checked_output(result, probe)
+        except (TypeError, ValueError) as e:
+            cause = e
+            error = (TypeError if isinstance(e, TypeError) else ValueError)(f"{what}: on the probe text {probe!r}: {e}")
+        else:
+            if len(ids) > 0:
+                return
+            error = ValueError(f"{what}: it returned no token for the probe text {probe!r} (ids {ids!r}, offsets "
+                               f"{offsets!r}); every item would have 0 tokens")
+    error.tokenizer_probe = True  # type: ignore[attr-defined]
+    raise error from cause
 
 
 def _ids_and_offsets(result: Any) -> tuple[list[int], list[tuple[int, int]]]:
