@@ -14,8 +14,10 @@ from avalign import cli
 # ------------------------------------------------------------------------- CLI: a full disk, a failed stdout
 
 
-def test_a_full_stdout_is_a_one_line_error_not_a_traceback(monkeypatch, capsys):
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_full_stdout_is_a_one_line_error_not_a_traceback(monkeypatch, capsys, json_flag):
     # Before: `avalign measure clip.mp4 --json > /dev/full` ended in a traceback (OSError: [Errno 28]), exit 1.
+    # With --json the error document cannot be written either: the one line on stderr is all there is.
     def command(args):
         print('{"av_offset_ms": 0.0}')
         sys.stdout.flush()
@@ -23,7 +25,7 @@ def test_a_full_stdout_is_a_one_line_error_not_a_traceback(monkeypatch, capsys):
 
     monkeypatch.setattr(cli, "_cmd_demo", command)
     monkeypatch.setattr(sys, "stdout", open("/dev/full", "w"))
-    assert cli.main(["demo"]) == 2
+    assert cli.main(["demo", *json_flag]) == 2
     err = capsys.readouterr().err
     assert err.startswith("avalign demo: error: [Errno 28] No space left on device; hint: the disk")
     assert "Traceback" not in err

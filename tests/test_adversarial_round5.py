@@ -3,12 +3,20 @@ found and left). Inputs are generated here; each test fails on the code before i
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
+import signal
+import subprocess
 import sys
 
 import pytest
 
+import loaders
 from avalign import cli
+from loaders.errors import WARNINGS_PER_REASON
+from tests import hostile_inputs as hostile
+from tests.conftest import ffmpeg
 
 
 # ------------------------------------------------------------------------- --json: one document, also on failure
@@ -80,26 +88,7 @@ def test_preprocess_json_with_nothing_written_carries_the_error_in_its_one_docum
     assert document["error"]["exit_code"] == 1
 
 
-def test_a_failed_stdout_still_gets_no_traceback_with_json(monkeypatch, capsys):
-    def command(args):
-        print('{"av_offset_ms": 0.0}')
-        sys.stdout.flush()
-        return 0
-
-    monkeypatch.setattr(cli, "_cmd_demo", command)
-    monkeypatch.setattr(sys, "stdout", open("/dev/full", "w"))
-    assert cli.main(["demo", "--json"]) == 2
-    assert capsys.readouterr().err.startswith("avalign demo: error: [Errno 28] No space left on device")
-
-
 # ------------------------------------------------------------------------- many skips: a few warnings, exact counts
-
-import logging  # noqa: E402
-
-import loaders  # noqa: E402
-from loaders.errors import WARNINGS_PER_REASON  # noqa: E402
-from tests import hostile_inputs as hostile  # noqa: E402
-
 
 def test_many_skips_log_a_few_warnings_per_reason_then_debug_and_an_epoch_summary_with_exact_counts(tmp_path, caplog):
     # Before: one warning per skipped sample (10,000 unreadable samples: 10,000 lines). Tiny bad samples: captions
@@ -218,10 +207,6 @@ def test_a_broken_tokenizer_in_a_loader_worker_is_the_same_error(tmp_path):
 
 
 # ------------------------------------------------------------------------- Ctrl-C in `avalign report`: whole pages
-
-import os  # noqa: E402
-import signal  # noqa: E402
-
 
 def _report_in_a_child_interrupted_rendering_page_two(clips, out, log) -> int:
     """Runs ``avalign report`` in a forked child that sends itself SIGINT while page two's HTML is rendered (at the
@@ -351,11 +336,6 @@ def test_a_pipe_command_dies_with_a_sigkilled_reader(tmp_path):
 
 
 # ------------------------------------------------------------------------- AAC in MP4: where the samples start and end
-
-import subprocess  # noqa: E402
-
-from tests.conftest import ffmpeg  # noqa: E402
-
 
 def _ffmpeg_samples(path) -> int:
     """The oracle: how many mono samples ``ffmpeg -i FILE -f s16le -ac 1 -`` writes."""

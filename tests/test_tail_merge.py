@@ -15,21 +15,10 @@ from tests.conftest import tiny_clip
 from tests.corrupt_cases import write_tar
 from tests.resume_helper import assert_same
 from tests.test_dataset import OPTIONS, _digest, _windows, shards  # noqa: F401 - the module fixture
+from tests.test_tail import _fill, _used
 
 BUDGETS = OPTIONS["budgets"]
 MIN_FILL = 0.9  # make_dataset's default
-
-
-def _used(batch) -> tuple[int, int, int]:
-    n = batch.num_items
-    return (int(batch.cu_seqlens_frames[n]), int(batch.cu_seqlens_samples[n]), int(batch.cu_seqlens_tokens[n]))
-
-
-def _fill(batch) -> float:
-    """The packer's fill of a batch: its fullest column of the six limits (as ``OnlinePacker.fill``)."""
-    used = _used(batch) + (batch.num_items, batch.num_words, batch.num_segments)
-    limits = BUDGETS + (OPTIONS["max_items"], OPTIONS["max_words"], 256)
-    return max(u / b for u, b in zip(used, limits))
 
 
 def _padding(batches) -> tuple[float, ...]:
