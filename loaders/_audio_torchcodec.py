@@ -40,6 +40,7 @@ import functools
 import logging
 import math
 import os
+import threading
 from dataclasses import dataclass
 from typing import Optional
 
@@ -116,23 +117,53 @@ def _create_decoder(source):
 
 
 class _InterOpPool:
-    """Whether torch's inter-op thread pool works in this process. torch starts it on first use and has no
-    fork handler for it: in a process forked after its parent used it, a forked task never runs and waiting for
-    it hangs (a preprocess pool or DataLoader worker forked from a parent that read audio). Such a process
-    decodes each chunk on the calling thread instead (no overlap, same result)."""
+    """Whether torch's inter-op thread pool works in this process, and starting it safely.
+
+    torch starts the pool on first use and has no fork handler for it: in a process forked after its parent used
+    it, a forked task never runs and waiting for it hangs (a preprocess pool or DataLoader worker forked from a
+    parent that read audio). Such a process decodes each chunk on the calling thread instead (no overlap, same
+    result).
+
+    Starting the pool in a forked child can also abort the child (``Invalid thread pool!``): each new pool thread
+    first runs ``at::init_num_threads``, which, once ``torch.set_num_threads`` was called in this process or an
+    ancestor, calls ``caffe2::pthreadpool()``; in a child of a process that created that (QNNPACK/XNNPACK) pool,
+    the first such call replaces the inherited, dead pool, and a second thread calling meanwhile gets a null pool
+    and aborts the process. torch's own at-fork handler (``torch.get_num_threads()``) makes that first call only
+    when the forking thread had not run a parallel op yet. So before this process's first task, one thread of its
+    own runs that same per-thread initialisation alone (``torch.get_num_threads()`` on a new thread, joined):
+    exactly what each pool thread does next, nothing set that they would not set. See BENCHMARKS.md, "torchcodec
+    audio in forked children"."""
 
     def __init__(self) -> None:
         self._started_in_pid: Optional[int] = None
+        self._lock = threading.Lock()
 
     def usable(self) -> bool:
-        """True if the pool was started by this process or may be started now (and records that it is)."""
-        if self._started_in_pid is None:
-            self._started_in_pid = os.getpid()
+        """True if the pool was started by this process or may be started now (then it prepares this process
+        for it, see above, and records that it is started)."""
+        with self._lock:
+            if self._started_in_pid is None:
+                _init_thread_settings_alone()
+                self._started_in_pid = os.getpid()
         return self._started_in_pid == os.getpid()
+
+    def after_fork_in_child(self) -> None:
+        """A lock held by another thread at the fork stays held in the child: a fresh one."""
+        self._lock = threading.Lock()
+
+
+def _init_thread_settings_alone() -> None:
+    """Runs torch's per-thread initialisation (``at::init_num_threads``) on a new thread, alone (the caller waits
+    for it): in a forked child, it replaces the inherited ``caffe2::pthreadpool()`` before threads can race to."""
+    thread = threading.Thread(target=torch.get_num_threads, name="avalign-torch-thread-init")
+    thread.start()
+    thread.join()
 
 
 _INTER_OP_POOL = _InterOpPool()
 """A fact about this process, not a setting: which process started torch's inter-op pool."""
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_INTER_OP_POOL.after_fork_in_child)
 
 
 def _first_chunk(decoder: torch.Tensor, stop: Optional[float]
