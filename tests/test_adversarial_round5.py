@@ -256,8 +256,8 @@ def test_ctrl_c_in_report_leaves_whole_clip_pages_or_none_and_a_rerun_completes(
     # Before: page two's HTML was opened before it was rendered: an empty page (beside its images) stayed.
     clips, out = tmp_path / "clips", tmp_path / "rep"
     clips.mkdir()
-    for i in range(2):  # Matroska: audio by PyAV, not torchcodec's chunks on torch's inter-op pool (aborts in a child
-        hostile.clip(clips / f"c{i}.mkv", seconds=0.5)  # forked after the parent's OpenMP use: BENCHMARKS round five)
+    for i in range(2):  # MP4: the child's AAC audio by torchcodec, on torch's inter-op pool (BENCHMARKS.md,
+        hostile.clip(clips / f"c{i}.mp4", seconds=0.5)  # "torchcodec audio in forked children (branch fork12)")
     assert _report_in_a_child_interrupted_rendering_page_two(clips, out, tmp_path / "log") == 130
     pages = _pages(out)
     assert len(pages) == 1 and all(len(images) == 2 for images in pages.values())  # page one, waveform + strip
