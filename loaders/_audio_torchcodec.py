@@ -121,8 +121,10 @@ class _InterOpPool:
 
     torch starts the pool on first use and has no fork handler for it: in a process forked after its parent used
     it, a forked task never runs and waiting for it hangs (a preprocess pool or DataLoader worker forked from a
-    parent that read audio). Such a process decodes each chunk on the calling thread instead (no overlap, same
-    result).
+    parent that read audio, or whose own code used ``torch.jit.fork``). Such a process decodes each chunk on the
+    calling thread instead (no overlap, same result). Which process that is: one whose parent had started the pool
+    through this module, or had the pool's threads running when it forked (Linux: a thread named
+    ``PTThreadPool``, torch's name for them, in ``/proc/self/task``; then also its descendants).
 
     Starting the pool in a forked child can also abort the child (``Invalid thread pool!``): each new pool thread
     first runs ``at::init_num_threads``, which, once ``torch.set_num_threads`` was called in this process or an
@@ -137,6 +139,8 @@ class _InterOpPool:
     def __init__(self) -> None:
         self._started_in_pid: Optional[int] = None
         self._lock = threading.Lock()
+        self._threads_running_at_fork = False
+        self._pid_at_fork = 0
 
     def usable(self) -> bool:
         """True if the pool was started by this process or may be started now (then it prepares this process
@@ -147,9 +151,33 @@ class _InterOpPool:
                 self._started_in_pid = os.getpid()
         return self._started_in_pid == os.getpid()
 
+    def before_fork(self) -> None:
+        """Records whether the pool's threads run in the process about to fork (whoever started them)."""
+        self._threads_running_at_fork = _inter_op_threads_running()
+        self._pid_at_fork = os.getpid()
+
     def after_fork_in_child(self) -> None:
-        """A lock held by another thread at the fork stays held in the child: a fresh one."""
+        """The child's pool is dead if the parent's threads ran; a lock held by another thread at the fork stays
+        held in the child: a fresh one."""
         self._lock = threading.Lock()
+        if self._threads_running_at_fork:
+            self._started_in_pid = self._pid_at_fork
+
+
+def _inter_op_threads_running() -> bool:
+    """Whether this process has a thread named as torch names its inter-op pool's (False where ``/proc`` is not)."""
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm", "rb") as comm:
+                if comm.read().strip() == b"PTThreadPool":
+                    return True
+        except OSError:  # the thread ended meanwhile
+            continue
+    return False
 
 
 def _init_thread_settings_alone() -> None:
@@ -163,7 +191,7 @@ def _init_thread_settings_alone() -> None:
 _INTER_OP_POOL = _InterOpPool()
 """A fact about this process, not a setting: which process started torch's inter-op pool."""
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_INTER_OP_POOL.after_fork_in_child)
+    os.register_at_fork(before=_INTER_OP_POOL.before_fork, after_in_child=_INTER_OP_POOL.after_fork_in_child)
 
 
 def _first_chunk(decoder: torch.Tensor, stop: Optional[float]

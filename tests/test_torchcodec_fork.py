@@ -1,11 +1,13 @@
 """torchcodec audio in processes forked from a training process (BENCHMARKS.md, "torchcodec audio in forked children
-(branch fork12)"): a parent that called ``torch.set_num_threads(n > 1)`` and then ran a parallel op on the thread that
-forks left its children in a state where two threads starting at once abort the child (``Invalid thread pool!``);
-the torchcodec backend starts torch's inter-op pool (two or more threads) on its first read. Each child must decode
-the samples PyAV decodes in this process, and DataLoader workers forked from that parent must deliver every item.
+(branch fork12)"). Two parent states broke a child's first torchcodec read, which starts torch's inter-op pool:
 
-The parent is a fresh interpreter: the test process may have started the inter-op pool itself (another test read
-audio), and a child of such a parent never starts one (it decodes on its own thread: no abort to test)."""
+- the parent called ``torch.set_num_threads(n > 1)`` and ran a parallel op on the thread that forks: the child's
+  pool threads, starting at once, aborted it (``Invalid thread pool!``). Each child must decode the samples PyAV
+  decodes in this process, and DataLoader workers forked from that parent must deliver every item. That parent is a
+  fresh interpreter: this test process may have started the inter-op pool itself (another test read audio), and a
+  child of such a parent never starts one (it decodes on its own thread: no abort to test);
+- the parent's own code had started the pool (``torch.jit.fork``): the child waited forever for a dead pool.
+"""
 from __future__ import annotations
 
 import json
@@ -57,14 +59,20 @@ print(json.dumps({"exit_codes": exit_codes, "keys": keys}))
 
 
 @pytest.fixture(scope="module")
-def forked(tmp_path_factory) -> dict:
-    """Runs the parent once: the AAC-in-MP4 file, the PyAV decode (this process), the children's decodes, the keys
-    the DataLoader delivered and the keys expected (0.5 s windows of 0.7 / 1.3 s clips)."""
-    d = tmp_path_factory.mktemp("torchcodec_fork")
-    media = d / "stereo48k.mp4"  # video + 48 kHz stereo AAC: a clip as video2dataset writes them, 2 torchcodec chunks
+def media(tmp_path_factory):
+    """Video + 48 kHz stereo AAC in MP4, 3 s: a clip as video2dataset writes them, two torchcodec chunks."""
+    path = tmp_path_factory.mktemp("torchcodec_fork_media") / "stereo48k.mp4"
     ffmpeg("-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-f", "lavfi", "-i", "sine=f=440:r=48000",
            "-f", "lavfi", "-i", "sine=f=660:r=48000", "-t", "3", "-filter_complex", "[1][2]amerge=inputs=2",
-           "-c:v", "libx264", "-c:a", "aac", "-aac_coder", "fast", str(media))
+           "-c:v", "libx264", "-c:a", "aac", "-aac_coder", "fast", str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def forked(tmp_path_factory, media) -> dict:
+    """Runs the parent once: the PyAV decode of ``media`` (this process), the children's decodes, the keys the
+    DataLoader delivered and the keys expected (0.5 s windows of 0.7 / 1.3 s clips)."""
+    d = tmp_path_factory.mktemp("torchcodec_fork")
     clips = {seconds: tiny_clip(d / f"clip{seconds}.mp4", seconds, fps=10, sample_rate=16000) for seconds in (0.7, 1.3)}
     shards, expected = [], []
     for index in range(2):
@@ -100,3 +108,37 @@ def test_dataloader_workers_forked_from_that_parent_deliver_every_item(forked):
     # Passed before the fix too: torch's DataLoader worker sets one thread before anything else, which replaces the
     # inherited pool on the worker's own thread (BENCHMARKS.md, the section named above).
     assert forked["keys"] == forked["expected"]
+
+
+def _decode_to(path, out):
+    clip = loaders.read_audio(path, sample_rate=16000, backend="torchcodec")
+    np.save(out, clip.samples.numpy())
+
+
+def test_a_child_of_a_parent_whose_own_code_used_the_inter_op_pool_decodes_instead_of_hanging(media, tmp_path):
+    """The parent started torch's inter-op pool itself (``torch.jit.fork``, not through avalign): its child
+    inherits a pool without threads. Before: the child's first chunk never ran and the child hung; now it sees the
+    parent's pool threads at the fork and decodes on its own thread: PyAV's samples."""
+    import multiprocessing
+
+    import torch
+
+    @torch.jit.script
+    def plus_one(x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+    @torch.jit.script
+    def on_the_pool(x: torch.Tensor) -> torch.Tensor:
+        return torch.jit.wait(torch.jit.fork(plus_one, x))
+
+    assert on_the_pool(torch.zeros(1)).tolist() == [1.0]  # the pool's threads run in this process now
+    child = multiprocessing.get_context("fork").Process(target=_decode_to, args=(str(media), tmp_path / "c.npy"))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the child hung (still running after 60 s)")
+    assert child.exitcode == 0
+    expected = loaders.read_audio(media, sample_rate=16000, backend="pyav").samples.numpy()
+    np.testing.assert_allclose(np.load(tmp_path / "c.npy"), expected, rtol=0, atol=1e-6)
