@@ -26,13 +26,13 @@ import logging
 import os
 import struct
 from dataclasses import dataclass
-from typing import BinaryIO, Optional
+from typing import BinaryIO, Iterator, NamedTuple, Optional
 
 import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Mp4Track", "read_mp4_video_tracks"]
+__all__ = ["Mp4Box", "Mp4Track", "mp4_boxes", "read_mp4_video_tracks"]
 
 _CONTAINERS = {b"moov", b"trak", b"mdia", b"minf", b"stbl", b"edts"}
 _MAX_MOOV_BYTES = 256 << 20
@@ -59,22 +59,41 @@ class _Malformed(ValueError):
     """A box that does not parse as the format says: the caller scans instead."""
 
 
-def _boxes(data: bytes, start: int, stop: int):
-    """``(type, payload_start, payload_stop)`` of the boxes in ``data[start:stop]``."""
+class Mp4Box(NamedTuple):
+    """One ISO base media file format box (ISO/IEC 14496-12 4.2) that :func:`mp4_boxes` found: offsets into the
+    bytes walked (a named tuple: a moov holds hundreds of boxes, walked each time a header index is read)."""
+
+    kind: bytes
+    """Its four-character type, e.g. ``b"moov"``."""
+    start: int
+    """Offset of its size field."""
+    payload: int
+    """Offset of its contents, after the 8-byte header (16 with a 64-bit size)."""
+    stop: int
+    """Offset just past its end."""
+
+
+def mp4_boxes(data, start: int, stop: int) -> Iterator[Mp4Box]:
+    """The boxes laid end to end in ``data[start:stop]`` (a size of 1: a 64-bit size follows the type; 0: the box
+    runs to ``stop``), in order. Walk into a box with ``mp4_boxes(data, box.payload, box.stop)``.
+
+    Raises:
+        ValueError: a header cut off or a box overrunning ``stop`` (raised when the walk reaches it).
+    """
     at = start
     while at + 8 <= stop:
         size, kind = struct.unpack_from(">I4s", data, at)
         header = 8
         if size == 1:
             if at + 16 > stop:
-                raise _Malformed("truncated large box header")
+                raise _Malformed(f"MP4 box {kind!r} at {at}: its 64-bit size is cut off")
             size = struct.unpack_from(">Q", data, at + 8)[0]
             header = 16
         elif size == 0:
             size = stop - at
         if size < header or at + size > stop:
-            raise _Malformed(f"box {kind!r} of {size} bytes at {at} overruns its parent")
-        yield kind, at + header, at + size
+            raise _Malformed(f"MP4 box {kind!r} of {size} bytes at {at} overruns its parent")
+        yield Mp4Box(kind, at, at + header, at + size)
         at += size
 
 
@@ -127,11 +146,11 @@ def _track(data: bytes, start: int, stop: int, movie_timescale: int, ordinal: in
     boxes: dict[bytes, tuple[int, int]] = {}
 
     def walk(a: int, b: int) -> None:
-        for kind, s, e in _boxes(data, a, b):
-            if kind in _CONTAINERS:
-                walk(s, e)
-            elif kind not in boxes:
-                boxes[kind] = (s, e)
+        for box in mp4_boxes(data, a, b):
+            if box.kind in _CONTAINERS:
+                walk(box.payload, box.stop)
+            elif box.kind not in boxes:
+                boxes[box.kind] = (box.payload, box.stop)
 
     walk(start, stop)
     if b"hdlr" not in boxes or data[boxes[b"hdlr"][0] + 8: boxes[b"hdlr"][0] + 12] != b"vide":
@@ -232,15 +251,15 @@ def read_mp4_video_tracks(handle: BinaryIO) -> Optional[dict[int, Optional[Mp4Tr
         movie_timescale = 0
         tracks: dict[int, Optional[Mp4Track]] = {}
         ordinal = 0
-        for kind, s, e in _boxes(moov, 0, len(moov)):
-            if kind == b"mvex":
+        for box in mp4_boxes(moov, 0, len(moov)):
+            if box.kind == b"mvex":
                 return None  # fragmented
-            if kind == b"mvhd":
-                version, at = _full_box(moov, s)
+            if box.kind == b"mvhd":
+                version, at = _full_box(moov, box.payload)
                 movie_timescale = struct.unpack_from(">I", moov, at + (16 if version == 1 else 8))[0]
-            elif kind == b"trak":
+            elif box.kind == b"trak":
                 try:
-                    track = _track(moov, s, e, movie_timescale, ordinal)
+                    track = _track(moov, box.payload, box.stop, movie_timescale, ordinal)
                     if track is not None:
                         tracks[ordinal] = track
                 except (_Malformed, struct.error, ValueError, IndexError) as why:

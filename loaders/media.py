@@ -5,6 +5,7 @@
 - frame timing: :func:`strictly_increasing` (the decoder's rule for repeated / missing pts), :class:`FrameIndex`
   and the header / scan indexes (:func:`frame_index`, :func:`header_frame_index`, :func:`scan_frame_index`,
   :func:`read_mp4_video_tracks`) with their per-process cache (:func:`clear_frame_index_cache`);
+- MP4 boxes: :func:`mp4_boxes` walks them (:class:`Mp4Box`), for the header index and preprocess's edit-list rewrite;
 - audio blocks: :class:`SampleBuffer` (how decoded audio frames are joined);
 - large results: :class:`PagePopulator` (a result tensor's memory populated in bulk ahead of its writer),
   :class:`ResultPool` and the process's :data:`result_pool` (freed large results' memory reused by the next
@@ -22,7 +23,7 @@ from loaders._index import (
     header_frame_index,
     scan_frame_index,
 )
-from loaders._mp4_index import Mp4Track, read_mp4_video_tracks
+from loaders._mp4_index import Mp4Box, Mp4Track, mp4_boxes, read_mp4_video_tracks
 from loaders._pages import PagePopulator
 from loaders._result_pool import ResultPool, result_pool
 from loaders._source import MediaSource, describe_source, open_for_pyav, pick_stream
@@ -34,6 +35,7 @@ __all__ = [
     "DEFAULT_MAX_PIXELS",
     "FrameIndex",
     "MediaSource",
+    "Mp4Box",
     "Mp4Track",
     "PagePopulator",
     "ResultPool",
@@ -46,6 +48,7 @@ __all__ = [
     "frame_index",
     "frame_index_cache_size",
     "header_frame_index",
+    "mp4_boxes",
     "open_for_pyav",
     "pick_stream",
     "read_mp4_video_tracks",

@@ -147,6 +147,25 @@ def test_layouts_outside_the_simple_one_are_refused(layouts):
     assert read_mp4_video_tracks(io.BytesIO(data[: data.index(b"moov") - 4])) is None  # moov cut off
 
 
+def test_mp4_boxes_walks_box_headers_as_the_format_defines_them():
+    """ISO/IEC 14496-12 4.2: a 32-bit size, a 64-bit size after the type when it is 1, the rest of the parent when
+    it is 0; a box past its parent's end raises, naming it (the header index and preprocess's edit-list rewrite
+    both walk boxes with it)."""
+    from loaders.media import Mp4Box, mp4_boxes
+
+    inner = struct.pack(">I4s", 12, b"mvhd") + b"\0" * 4
+    moov = struct.pack(">I4s", 8 + len(inner), b"moov") + inner
+    large = struct.pack(">I4sQ", 1, b"free", 16 + 3) + b"abc"
+    data = b"pad" + moov + large + struct.pack(">I4s", 0, b"mdat") + b"\xff" * 5
+    boxes = list(mp4_boxes(data, 3, len(data)))
+    assert boxes == [Mp4Box(b"moov", 3, 11, 3 + 20), Mp4Box(b"free", 23, 39, 42), Mp4Box(b"mdat", 42, 50, 55)]
+    assert list(mp4_boxes(data, boxes[0].payload, boxes[0].stop)) == [Mp4Box(b"mvhd", 11, 19, 23)]
+    with pytest.raises(ValueError, match=r"MP4 box b'moov' of 20 bytes at 3 overruns its parent"):
+        list(mp4_boxes(data, 3, 20))
+    with pytest.raises(ValueError, match="64-bit size is cut off"):
+        list(mp4_boxes(large[:12], 0, 12))
+
+
 def test_frame_index_round_trips_json(layouts):
     index = loaders.probe_video(layouts / "vfr.mp4")[1]
     again = FrameIndex.from_json(index.to_json())

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Iterator
+
+from loaders.media import Mp4Box, mp4_boxes
 
 __all__ = ["audio_edit_list", "skip_priming"]
 
@@ -30,44 +31,18 @@ _LAYOUTS = {False: (">IiI", 12), True: (">QqI", 20)}
 """elst entry layout (segment duration, media time, rate) and size, by version 1 or not."""
 
 
-@dataclass(frozen=True)
-class _Box:
-    kind: bytes
-    start: int
-    """Offset of the box's size field."""
-    payload: int
-    stop: int
-
-
-def _boxes(data, start: int, stop: int) -> Iterator[_Box]:
-    """The boxes in ``data[start:stop]``."""
-    at = start
-    while at + 8 <= stop:
-        size, kind = struct.unpack_from(">I4s", data, at)
-        header = 8
-        if size == 1:
-            size = struct.unpack_from(">Q", data, at + 8)[0]
-            header = 16
-        elif size == 0:
-            size = stop - at
-        if size < header or at + size > stop:
-            raise ValueError(f"MP4 box {kind!r} of {size} bytes at {at} overruns its parent")
-        yield _Box(kind, at, at + header, at + size)
-        at += size
-
-
-def _path(data, parent: _Box, *kinds: bytes) -> list[_Box]:
+def _path(data, parent: Mp4Box, *kinds: bytes) -> list[Mp4Box]:
     """The boxes along ``kinds`` under ``parent`` (the first of each type)."""
     found = []
     for kind in kinds:
-        parent = next((box for box in _boxes(data, parent.payload, parent.stop) if box.kind == kind), None)
+        parent = next((box for box in mp4_boxes(data, parent.payload, parent.stop) if box.kind == kind), None)
         if parent is None:
             raise ValueError(f"MP4 has no {kind.decode(errors='replace')!r} box where expected")
         found.append(parent)
     return found
 
 
-def _timescale(data, box: _Box) -> int:
+def _timescale(data, box: Mp4Box) -> int:
     """The timescale of an ``mvhd`` / ``mdhd`` box (version 0 or 1)."""
     return struct.unpack_from(">I", data, box.payload + 4 + (16 if data[box.payload] == 1 else 8))[0]
 
@@ -76,20 +51,20 @@ def _timescale(data, box: _Box) -> int:
 class _AudioEdits:
     movie_timescale: int
     media_timescale: int
-    chain: list[_Box]
+    chain: list[Mp4Box]
     """moov, trak, edts, elst of the first audio track."""
     entries: list[tuple[int, int]]
 
 
 def _audio_edits(data) -> _AudioEdits:
-    top = list(_boxes(data, 0, len(data)))
+    top = list(mp4_boxes(data, 0, len(data)))
     moov = next((box for box in top if box.kind == b"moov"), None)
     if moov is None:
         raise ValueError("MP4 has no 'moov' box")
     if moov.stop - moov.start > _MAX_MOOV_BYTES:
         raise ValueError("MP4 moov box is too large")
     (mvhd,) = _path(data, moov, b"mvhd")
-    for trak in _boxes(data, moov.payload, moov.stop):
+    for trak in mp4_boxes(data, moov.payload, moov.stop):
         if trak.kind != b"trak":
             continue
         _, hdlr = _path(data, trak, b"mdia", b"hdlr")
@@ -125,13 +100,13 @@ def _with_edits(data: bytes, found: _AudioEdits, edits: list[tuple[int, int]]) -
             if box.stop - box.start + delta >= 1 << 32:
                 raise ValueError("MP4 box too large to grow")
             struct.pack_into(">I", out, box.start, box.stop - box.start + delta)
-    if delta and any(box.kind == b"mdat" and box.start > moov.start for box in _boxes(data, 0, len(data))):
-        grown = _Box(moov.kind, moov.start, moov.payload, moov.stop + delta)
-        for trak in _boxes(out, grown.payload, grown.stop):
+    if delta and any(box.kind == b"mdat" and box.start > moov.start for box in mp4_boxes(data, 0, len(data))):
+        grown = Mp4Box(moov.kind, moov.start, moov.payload, moov.stop + delta)
+        for trak in mp4_boxes(out, grown.payload, grown.stop):
             if trak.kind != b"trak":
                 continue
             _, _, stbl = _path(out, trak, b"mdia", b"minf", b"stbl")
-            for table in _boxes(out, stbl.payload, stbl.stop):
+            for table in mp4_boxes(out, stbl.payload, stbl.stop):
                 if table.kind in (b"stco", b"co64"):
                     wide = table.kind == b"co64"
                     count = struct.unpack_from(">I", out, table.payload + 4)[0]
