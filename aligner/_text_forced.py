@@ -91,6 +91,11 @@ REFUSAL_NEEDED = {
 """The abstention reasons of a refused alignment, each with what an answer needs."""
 
 
+def _in_dictionary(text: str, decoder: Any) -> bool:
+    """Whether ``text`` holds a word of the decoder's dictionary (else forced alignment cannot judge it)."""
+    return any(decoder.lookup_word(t) is not None for t in normalise_words(text, limit=MAX_ALIGN_WORDS))
+
+
 def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], margin: float,
                        decoder: Any) -> Optional[dict[int, float] | _Refused]:
     """``{index in chunk: stamp - aligned start}`` of each item of ``chunk`` with a dictionary word; None when the
@@ -185,8 +190,9 @@ def estimate_text_offset_forced(
                 refused.append(part_found)
             part_found = part_found if isinstance(part_found, dict) else {}
             differences += list(part_found.values())
-            per_item += [(text, None if k not in part_found else round(part_found[k] * 1000.0, 3))
-                         for k, (text, _, _) in enumerate(part)]
+            # Items without a dictionary word get no verdict and are left out; the others were aligned or not placed.
+            per_item += [(text, round(part_found[k] * 1000.0, 3) if k in part_found else None)
+                         for k, (text, _, _) in enumerate(part) if k in part_found or _in_dictionary(text, decoder)]
     item_differences_ms = tuple(per_item)
     method = "forced_words" if use_words else "forced_spans"
     if not differences and refused:

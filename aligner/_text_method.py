@@ -16,11 +16,13 @@
     forced's answer ──▶ heard: >= 70 % of the transcript's items aligned within ±60 ms of where it puts them
                         (``heard_items``) ─▶ the answer, or abstain (words_not_heard)
 
-Where forced alignment gives no verdict (pocketsphinx not installed: ``auto`` keeps the energy answer; no dictionary
-word, or every alignment fails: an energy answer over a noise floor abstains ``unconfirmed``, in digital silence it
-stands), nothing is judged by it. Energy answers over a noise floor are judged by ``unconfirmed`` (forced
-alignment's best guess near them at confidence >= 0.2), not by the heard fraction: on overlapping talkers
-(tests/test_text_conversation.py) forced alignment misplaces every other caption of a right transcript.
+Where forced alignment gives no verdict it judges nothing: pocketsphinx not installed (``auto`` keeps the energy
+answer); a transcript item without a word of the en-us dictionary (non-English text, unknown names) is left out of the
+heard fraction; a transcript with no dictionary word, or whose every alignment fails, gets no forced answer, and an
+energy answer over a noise floor then abstains ``unconfirmed`` (in digital silence it stands). Energy answers over a
+noise floor are judged by ``unconfirmed`` (forced alignment's best guess near them at confidence >= 0.2), not by the
+heard fraction: on overlapping talkers (tests/test_text_conversation.py) forced alignment misplaces every other
+caption of a right transcript.
 """
 from __future__ import annotations
 

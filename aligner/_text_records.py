@@ -39,9 +39,10 @@ class TextEstimate:
     """Forced alignment: transcript items (words, or captions without word times) that were aligned and dated;
     0 from the energy estimator."""
     item_differences_ms: tuple[tuple[str, Optional[float]], ...] = ()
-    """Forced alignment: ``(text, stamp - aligned start in ms)`` of every transcript item with dictionary words,
-    in transcript order (None where its chunk did not align); () from the energy estimator and when abstaining
-    before aligning. What :func:`~aligner.estimators.heard_items` reads."""
+    """Forced alignment: ``(text, stamp - aligned start in ms)`` of every transcript item with a dictionary word,
+    in transcript order (None where its chunk did not align; items without a dictionary word are left out: no
+    verdict); () from the energy estimator and when abstaining before aligning. What
+    :func:`~aligner.estimators.heard_items` reads."""
 
     @property
     def abstained(self) -> bool:

@@ -98,3 +98,20 @@ def test_heard_items_counts_items_within_the_tolerance() -> None:
     assert heard_items(forced, 100.0) == (3, 5, ["c", "d"])  # within ±60 ms: a, b, e
     assert heard_items(forced, 100.0, within_ms=10.0) == (1, 5, ["b", "c", "d", "e"])
     assert heard_items(TextEstimate(None, 0.0, "abstain:low_confidence"), 0.0) == (0, 0, [])
+
+
+@pytest.mark.slow
+def test_items_without_dictionary_words_get_no_verdict(wild) -> None:
+    """A caption of words pocketsphinx's dictionary lacks (non-English text, unknown names) is left out of the heard
+    fraction instead of counting as not heard: the true pairing still answers."""
+    from aligner.estimators import estimate_transcript_offsets
+    from avcore import Span, Transcript
+
+    record, audio, transcript = wild(1001)
+    last = transcript.spans[-1]
+    odd = Span("Qxzv blorpt", last.stop_seconds + 0.5, last.stop_seconds + 1.2)
+    extended = Transcript(transcript.spans + (odd,))
+    by_method = estimate_transcript_offsets(audio, extended, methods=("forced", "auto"))
+    texts = [text for text, _ in by_method["forced"].item_differences_ms]
+    assert odd.text not in texts and len(texts) == len(transcript.spans)
+    assert abs(by_method["auto"].text_offset_ms - record["text_offset_ms"]) <= OFFSET_ERROR_MS, by_method["auto"]
