@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 logger = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class TextEstimate:
     num_words_aligned: int = 0
     """Forced alignment: transcript items (words, or captions without word times) that were aligned and dated;
     0 from the energy estimator."""
-    item_differences_ms: tuple[tuple[str, Optional[float]], ...] = ()
+    item_differences_ms: tuple[tuple[str, Optional[float]], ...] = field(default=(), repr=False)
     """Forced alignment: ``(text, stamp - aligned start in ms)`` of every transcript item with a dictionary word,
     in transcript order (None where its chunk did not align; items without a dictionary word are left out: no
     verdict); () from the energy estimator and when abstaining before aligning. What
