@@ -19,6 +19,9 @@ several edits or an edit rate other than 1, frames the edit list would hide (pts
 after the edit's end), negative composition offsets, empty samples, or boxes that do not parse. The
 caller also checks the result against the facts FFmpeg read from the same header (frame count, time
 base, first pts) before trusting it.
+
+The box walk (:func:`mp4_boxes`, public through ``loaders.media``) is also what ``avalign preprocess``'s
+edit-list rewrite walks boxes with.
 """
 from __future__ import annotations
 
