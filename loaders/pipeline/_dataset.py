@@ -95,12 +95,15 @@ from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, m
 from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups,
                                          shard_steps)
 from loaders.pipeline._tail import Tail, tail_capacities, tail_multiples
+from loaders.pipeline._tail_merge import PassRecord, TailBoard, pass_identity
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["AVDataset", "LoaderStats", "make_dataset"]
 
 EvenBatches = Literal["drop", "pad"]
+_MERGE_SEED_SALT = 0x7A11
+"""Mixed into the merger's packer seed (``mix_seed(seed, epoch, rank, salt)``), so it differs from the workers'."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,12 @@ class AVDataset(torch.utils.data.IterableDataset):
         worker's copy when a pass begins (shared memory: persistent workers see it too)."""
         self._generation_seen = 0
         """The cell's generation this copy has applied."""
+        self._board = TailBoard()
+        """Where DataLoader workers hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
+        self._pass_index = 0
+        self._pass: tuple[str, int] = ("", 0)
+        """``(name, pool)`` of the pass in progress on the board (``_tail_merge.pass_identity``)."""
+        """``iter()`` calls on this copy: with the DataLoader's base seed, names a pass of its workers."""
         self._reset_epoch_state()
 
     # -- public -------------------------------------------------------------------------------------------
@@ -225,6 +234,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             "counters": self._counters.to_state(),
             "completed": self._completed,
             "read_keys": [list(v) for v in self._read_keys.values()],
+            "tail_merge": None if self._merge is None else dict(self._merge),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -251,6 +261,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._completed = bool(state["completed"])
         self._restored_completed = self._completed
         self._read_keys = {int(p): (int(p), int(e), str(k)) for p, e, k in state.get("read_keys", [])}
+        merge = state.get("tail_merge")
+        self._merge = None if merge is None else dict(merge)
         self._generation_seen = int(self._epoch_cell[1])  # the state's epoch wins over an earlier set_epoch
 
     def __iter__(self) -> Iterator[PackedBatch]:
@@ -259,10 +271,25 @@ class AVDataset(torch.utils.data.IterableDataset):
         After a completed epoch the next ``iter()`` repeats it (the same in the main process and in DataLoader
         workers, which get a fresh copy per epoch): ``set_epoch`` moves to another, as with ``DistributedSampler``.
         """
+        self._pass_index += 1  # here, not in the generator: every worker counts its passes when torch calls iter()
+        return self._iterate()
+
+    def _iterate(self) -> Iterator[PackedBatch]:
         self._apply_set_epoch()
+        merging = self._merging()
+        if merging:
+            self._pass = pass_identity(torch.utils.data.get_worker_info(), self._pass_index)
+            self._board.begin(self._pass[0])
         if self._completed and self._restored_completed and not self._advance_epoch_on_iter:
             self._restored_completed = False
+            if merging:  # the others of this pass may still need its tail (and its count, to stop)
+                self._publish(done=True)
             return  # restored after its epoch ended: nothing is left of it (set_epoch starts the next one)
+        if merging and not self._completed and self._merge is not None and self._merge["role"] == "merger":
+            self._publish(done=True)  # restored while yielding the merged packs: the rest of them
+            yield from self._merged_batches()
+            self._completed = True
+            return
         if self._completed:
             self._epoch += int(self._advance_epoch_on_iter)
             self._reset_epoch_state()
@@ -304,12 +331,16 @@ class AVDataset(torch.utils.data.IterableDataset):
 
     def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
         """Events of ``jobs`` (``(shard_position, url)``) in read order (``order_key``); decoded here."""
+        options = self._worker_options()
+        for group in shard_groups(jobs, self._interleave):
+            yield from interleave_steps([shard_steps(p, url, options, plan, self._skip_log) for p, url in group])
+
+    def _worker_options(self) -> SampleOptions:
         options = self._options
         info = torch.utils.data.get_worker_info()
         if info is not None:  # a DataLoader worker: its share of the cores for FFmpeg
             options = dataclasses.replace(options, decoder_threads=worker_decoder_threads(info.num_workers))
-        for group in shard_groups(jobs, self._interleave):
-            yield from interleave_steps([shard_steps(p, url, options, plan, self._skip_log) for p, url in group])
+        return options
 
     def _before(self, position: Position, other: Position) -> bool:
         """Whether ``position`` comes before ``other`` in this epoch's read order."""
@@ -326,6 +357,11 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._restored_completed = False
         self._read_keys: dict[int, tuple[int, int, str]] = {}
         """Shard position → (position, event index, key) of the last sample read from it (the group in progress)."""
+        self._merge: Optional[dict[str, Any]] = None
+        """This worker's part in the tail merge, once its full packs are out (``_tail_phase``): ``count`` (full
+        packs), ``tail`` (its tail's items as plain dicts), ``role`` (``"stopped"`` / ``"merger"``), and for the
+        merger ``tails`` (every worker's, by worker id) and ``yielded`` (merged batches yielded)."""
+        self._withheld: Optional[list[PackItem]] = None
 
     def _packer_keys(self) -> dict[Position, str]:
         state = self._packer.state_dict()
@@ -381,12 +417,23 @@ class AVDataset(torch.utils.data.IterableDataset):
             self._payloads[position] = event.item
             yield PackItem(event.item.key, pack_lengths(event.item), payload=list(position))
 
-    def _next_pack(self, packs: Iterator[list[PackItem]]) -> tuple[Optional[list[PackItem]], Optional[tuple[int, ...]]]:
+    def _next_pack(self, packs: Iterator[list[PackItem]], *, withhold: bool = False
+                   ) -> tuple[Optional[list[PackItem]], Optional[tuple[int, ...]]]:
         """The next pack and its capacities (None: the budgets), after the tail policy: the stream's last pack, when
-        below ``min_fill``, is trimmed, or dropped (its items skipped as ``tail_dropped``; None returned)."""
+        below ``min_fill``, is trimmed, or dropped (its items skipped as ``tail_dropped``; None returned). With
+        ``withhold`` (tails merged across workers) that pack is kept in ``_withheld`` instead and None returned."""
         pack = next(packs, None)
-        packer = self._packer
-        if pack is None or self._tail == "pad" or not packer.finished() or packer.fill(pack) >= packer.min_fill():
+        if pack is not None and withhold and self._is_tail(pack, self._packer):
+            self._withheld = pack
+            return None, None
+        return self._tail_policy(pack, self._packer)
+
+    def _is_tail(self, pack: list[PackItem], packer: OnlinePacker) -> bool:
+        return packer.finished() and packer.fill(pack) < packer.min_fill()
+
+    def _tail_policy(self, pack: Optional[list[PackItem]], packer: OnlinePacker
+                     ) -> tuple[Optional[list[PackItem]], Optional[tuple[int, ...]]]:
+        if pack is None or self._tail == "pad" or not self._is_tail(pack, packer):
             return pack, None
         if self._tail == "trim":
             totals = [sum(p.lengths[j] for p in pack) for j in range(3)]
@@ -434,8 +481,11 @@ class AVDataset(torch.utils.data.IterableDataset):
             return
         distributed = (self._world_size > 1 and torch.utils.data.get_worker_info() is None
                        and torch.distributed.is_available() and torch.distributed.is_initialized())
+        merging = self._merging()
+        if merging:
+            self._publish(done=False)
         while True:
-            pack, capacities = self._next_pack(packs)
+            pack, capacities = self._next_pack(packs, withhold=merging)
             if distributed:
                 have = _all_reduce_flags(pack is not None)
                 if self._even_batches == "drop" and not have["all"]:
@@ -449,11 +499,104 @@ class AVDataset(torch.utils.data.IterableDataset):
                     yield self.collator.empty()
                     continue
             elif pack is None:
+                if merging:
+                    yield from self._tail_phase()
                 return
             batch = self._collate(pack, capacities)
             c.batches_yielded += 1
             c.items_yielded += batch.num_items
+            if merging:
+                self._publish(done=False)
             yield batch
+
+    # -- tails merged across DataLoader workers (loaders.pipeline._tail_merge) -----------------------------
+
+    def _merging(self) -> bool:
+        """Whether this copy hands its tail to a merger: inside a DataLoader worker with others, without a quota."""
+        info = torch.utils.data.get_worker_info()
+        return info is not None and info.num_workers > 1 and self._batches_per_epoch is None
+
+    def _publish(self, *, done: bool) -> None:
+        """Publishes this worker's count (and, when ``done``, its full-pack count and tail) on the pass's board."""
+        merge = self._merge
+        count = self._counters.batches_yielded if merge is None else int(merge["count"])
+        tail = () if merge is None else tuple(merge["tail"])
+        name, pool = self._pass
+        self._board.publish(name, pool, PassRecord(self._worker_slot()[0], count, done, os.getpid(), tail))
+
+    def _tail_phase(self) -> Iterator[PackedBatch]:
+        """After the last full pack: deposits the withheld tail, then stops, or (the merger) yields the merged packs."""
+        tail, self._withheld = self._withheld or [], None
+        worker_id, num_workers = self._worker_slot()
+        self._merge = {"count": self._counters.batches_yielded, "role": None, "tails": None, "yielded": 0,
+                       "tail": [{"key": p.key, "lengths": list(p.lengths), "payload": list(p.payload)} for p in tail]}
+        self._publish(done=True)
+        name, pool = self._pass
+        records = self._board.decide(name, pool, worker_id, num_workers, self._merge["count"])
+        if records is None:
+            self._merge["role"] = "stopped"
+            for p in tail:
+                self._payloads.pop(tuple(p.payload), None)
+            return
+        records[worker_id] = PassRecord(worker_id, self._merge["count"], True, os.getpid(), tuple(self._merge["tail"]))
+        self._merge["role"] = "merger"
+        self._merge["tails"] = [list(records[v].tail) for v in range(num_workers)]
+        self._board.end(name, worker_id)
+        yield from self._merged_batches()
+
+    def _merged_batches(self) -> Iterator[PackedBatch]:
+        """The merger's packs of every worker's tail (by worker id, each in its packer's order), from ``yielded`` on;
+        the last, when below ``min_fill``, under the tail policy."""
+        merge, c = self._merge, self._counters
+        items = [PackItem(d["key"], tuple(d["lengths"]), payload=list(d["payload"])) for t in merge["tails"] for d in t]
+        packer = OnlinePacker(self._options.limits, buffer_size=len(items) + 1, min_fill=self._min_fill,
+                              seed=mix_seed(self._seed, self._epoch, self._rank, _MERGE_SEED_SALT))
+        packs = list(packer.pack(items))
+        wanted = {tuple(p.payload): p.key for pack in packs[int(merge["yielded"]):] for p in pack}
+        self._read_items({position: key for position, key in wanted.items() if position not in self._payloads})
+        for index in range(int(merge["yielded"]), len(packs)):
+            pack, capacities = packs[index], None
+            if index == len(packs) - 1:
+                pack, capacities = self._tail_policy(pack, packer)  # the packer has finished: its last pack
+            merge["yielded"] += 1
+            if pack is None:
+                continue
+            batch = self._collate(pack, capacities)
+            c.batches_yielded += 1
+            c.items_yielded += batch.num_items
+            yield batch
+
+    def _read_items(self, wanted: dict[Position, str]) -> None:
+        """Decodes the items at ``wanted`` (position → key) again from their shards into ``_payloads``.
+
+        Raises:
+            RuntimeError: An item is no longer there, or another key is at its position (the shards changed).
+        """
+        shards = self._rank_shards()
+        by_shard: dict[int, set[Position]] = {}
+        for position in wanted:
+            by_shard.setdefault(position[0], set()).add(position)
+        options = self._worker_options()
+        for p, missing in sorted(by_shard.items()):
+            plan = ResumePlan(next_position=(len(shards), 0, 0), needed=frozenset((q, e) for q, e, _ in missing),
+                              interleave=self._interleave)
+            steps = shard_steps(p, shards[p], options, plan)
+            try:
+                for step in steps:
+                    for event in step:
+                        if isinstance(event, ItemEvent) and event.position in missing:
+                            if event.item.key != wanted[event.position]:
+                                raise RuntimeError(f"shard {shards[p]} changed during epoch {self._epoch}: item "
+                                                   f"{wanted[event.position]!r} is now {event.item.key!r}.")
+                            self._payloads[event.position] = event.item
+                            missing.discard(event.position)
+                    if not missing:
+                        break
+            finally:
+                steps.close()
+            if missing:
+                raise RuntimeError(f"could not read {len(missing)} tail item(s) {sorted(missing)[:3]} of shard "
+                                   f"{shards[p]} again to merge the workers' tails; the shards changed?")
 
     def _check_epoch(self, jobs: list[tuple[int, str]]) -> None:
         """Fails loudly where nothing could work (see the module docstring). Inside a DataLoader worker, which sees

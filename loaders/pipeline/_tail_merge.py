@@ -1,0 +1,216 @@
+"""Tails merged across DataLoader workers: which worker merges, and the small shared board the workers decide on.
+
+Each DataLoader worker packs its own items (``make_dataset``), so each ends its epoch pass with its own tail (the
+packer's last pack, when below ``min_fill``: ``loaders.pipeline._tail``). With ``num_workers > 1`` the workers hand
+their tails to one worker, the *merger*, which repacks them, so an epoch has one tail as in ``make_loader``::
+
+    worker 0: full full full [tail0]  → publishes done, n_0 = 3, tail0 ─┐
+    worker 1: full full full full [tail1] → done, n_1 = 4, tail1 ───────┼→ merger = max (n_w, w) = worker 1:
+    worker 2: full full full [tail2]  → done, n_2 = 3, tail2 ─┘          repack tail0 + tail1 + tail2 → packs
+
+The merger is the worker with the largest ``(n_w, w)``: ``n_w`` = batches it yielded this epoch (full packs),
+``w`` = its worker id. It depends only on each worker's own (deterministic) stream, never on timing.
+
+Why no worker can wait forever (torch 2.9 ``_MultiProcessingDataLoaderIter``, torchdata 0.11 ``StatefulDataLoader``,
+iterable datasets): the main process hands tasks (one ``next()`` each) to the active workers in a fixed cycle, so
+worker ``v``'s ``(c + 1)``-th task is dispatched before worker ``w``'s ``(n + 1)``-th iff ``(c, v) < (n, w)``, and a
+worker runs a dispatched task whatever the main process consumes (results go to an unbounded queue; batch slots
+never wait: ``loaders.pipeline._shared_slots``). A worker ``w`` in its tail phase (processing its ``(n_w + 1)``-th
+task) stops at once when some ``v`` has published ``(count_v, v) > (n_w, w)`` (counts only grow: ``w`` is not the
+largest); otherwise it waits only for workers with ``(count_v, v) < (n_w, w)`` that are not done, whose next task
+is already dispatched: they progress, publish, and end or overtake. The largest worker sees every other one done and
+merges. A restored ``StatefulDataLoader`` starts its cycle after the last worker that yielded, so the same order
+holds; a worker restored after its end publishes its saved deposit again (``AVDataset``).
+
+The board: one directory per dataset (created in the process that builds it, in ``/dev/shm`` when there is one,
+removed when that process drops the dataset or exits), one subdirectory per epoch pass, one small JSON record per
+worker (``w{id}.json``, replaced atomically): its running count, ``done``, its pid, and its tail's items (keys,
+lengths, positions: the merger reads those samples again from the shards, as a resume does). A pass is named by
+the DataLoader's base seed (``get_worker_info().seed - id``) and the copy's pass count (persistent workers make
+several passes); each record also carries the worker *pool* (the process number ``multiprocessing`` gave the worker,
+minus its id), and records of another pool are ignored, so a pass of an earlier pool with the same base seed (a
+``StatefulDataLoader`` restored in the same process reuses it) is never read. The merger removes its
+pass's other records once it has read them and keeps its own (the largest key, which tells any worker still
+deciding to stop); subdirectories untouched for longer than the wait limit (finished passes, passes abandoned mid-way)
+are removed when a pass begins.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Optional
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MERGE_WAIT_SECONDS", "PassRecord", "TailBoard", "pass_identity"]
+
+MERGE_WAIT_SECONDS = 900.0
+"""How long a worker in its tail phase waits for the others before raising (they are a few batches away at most)."""
+_POLL_SECONDS = 0.005
+"""Sleep between two reads of the board while waiting."""
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """What one worker has published in one pass."""
+
+    worker_id: int
+    count: int
+    """Batches the worker has yielded this epoch (when ``done``: its full packs, ``n_w``)."""
+    done: bool
+    """The worker has yielded every full pack and deposited its tail."""
+    pid: int
+    tail: tuple = ()
+    """The tail's items as ``{"key", "lengths", "payload"}`` dicts (payload: the item's position), in packer order."""
+
+
+def pass_identity(worker_info: Any, pass_index: int) -> tuple[str, int]:
+    """``(pass name, pool)`` of the current DataLoader worker: what every worker of one pass agrees on.
+
+    ``worker_info`` is ``torch.utils.data.get_worker_info()``; ``pass_index`` counts the passes of this dataset copy
+    (``iter()`` calls). The pool is this process's ``multiprocessing`` number minus the worker id (torch starts a
+    pool's workers one after the other, so every worker of a pool finds the same number)."""
+    base_seed = int(worker_info.seed) - int(worker_info.id)
+    identity = getattr(multiprocessing.current_process(), "_identity", ()) or (0,)
+    pool = int(identity[-1]) - int(worker_info.id)
+    return f"pass-{base_seed}-{int(pass_index)}", pool
+
+
+class TailBoard:
+    """The directory DataLoader workers of one dataset publish their counts and tails in (see the module docstring).
+
+    Pickles as its path (spawned workers share the directory); only the process that created it removes it."""
+
+    def __init__(self) -> None:
+        parent = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        self.root = tempfile.mkdtemp(prefix="avalign-tails-", dir=parent)
+        self._owner_pid = os.getpid()
+        self._finalizer = weakref.finalize(self, _remove_if_owner, self.root, self._owner_pid)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"root": self.root, "_owner_pid": self._owner_pid}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.root = state["root"]
+        self._owner_pid = state["_owner_pid"]
+
+    def pass_dir(self, name: str) -> str:
+        return os.path.join(self.root, name)
+
+    def begin(self, name: str) -> None:
+        """Creates the pass's subdirectory; removes other passes' left untouched for longer than the wait limit."""
+        os.makedirs(self.pass_dir(name), exist_ok=True)
+        now = time.time()
+        for entry in os.listdir(self.root):
+            path = os.path.join(self.root, entry)
+            if entry == name:
+                continue
+            try:
+                if now - os.stat(path).st_mtime > MERGE_WAIT_SECONDS:
+                    shutil.rmtree(path, ignore_errors=True)
+            except FileNotFoundError:
+                pass
+
+    def publish(self, name: str, pool: int, record: PassRecord) -> None:
+        """Writes ``record`` (atomically: a reader sees the old or the new one)."""
+        directory = self.pass_dir(name)
+        os.makedirs(directory, exist_ok=True)
+        data = {"pool": pool, "worker_id": record.worker_id, "count": record.count, "done": record.done,
+                "pid": record.pid, "tail": list(record.tail)}
+        final = os.path.join(directory, f"w{record.worker_id}.json")
+        temporary = f"{final}.{os.getpid()}.tmp"
+        with open(temporary, "w") as f:
+            json.dump(data, f)
+        os.replace(temporary, final)
+
+    def read(self, name: str, pool: int, worker_id: int) -> Optional[PassRecord]:
+        """Worker ``worker_id``'s record in this pass and pool, or None (not published yet)."""
+        path = os.path.join(self.pass_dir(name), f"w{worker_id}.json")
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return None
+        if data.get("pool") != pool:
+            return None  # an earlier pool's pass with the same name
+        return PassRecord(int(data["worker_id"]), int(data["count"]), bool(data["done"]), int(data["pid"]),
+                          tuple(data["tail"]))
+
+    def decide(self, name: str, pool: int, worker_id: int, num_workers: int, count: int, *,
+               wait_seconds: float = MERGE_WAIT_SECONDS) -> Optional[dict[int, PassRecord]]:
+        """In worker ``worker_id``'s tail phase (done, ``count`` full packs): None when another worker has a larger
+        ``(count, id)`` (this one stops), else, once every other worker is done, all records by worker id (this one
+        merges).
+
+        Raises:
+            RuntimeError: A worker it waits for exited without finishing, or ``wait_seconds`` passed.
+        """
+        mine = (int(count), int(worker_id))
+        deadline = time.monotonic() + wait_seconds
+        parent = os.getppid()
+        while True:
+            records: dict[int, PassRecord] = {}
+            for v in range(num_workers):
+                if v == worker_id:
+                    continue
+                record = self.read(name, pool, v)
+                seen = 0 if record is None else record.count  # counts only grow, from 0
+                if (seen, v) > mine:
+                    return None
+                if record is not None:
+                    records[v] = record
+            waiting = [v for v in range(num_workers) if v != worker_id and not (v in records and records[v].done)]
+            if not waiting:
+                return records
+            for v in waiting:
+                if v in records and not _alive(records[v].pid):
+                    raise RuntimeError(f"DataLoader worker {v} (pid {records[v].pid}) exited before it finished its "
+                                       f"epoch pass; worker {worker_id} cannot merge the tails (the pass was abandoned?).")
+            if os.getppid() != parent:
+                raise RuntimeError(f"DataLoader worker {worker_id}: the main process exited while it waited for the "
+                                   "other workers' tails.")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"DataLoader worker {worker_id} waited {wait_seconds:.0f} s for workers {waiting} to "
+                                   "finish their epoch pass to merge the tails; are they stuck decoding a sample "
+                                   "(sample_timeout_seconds bounds that)?")
+            time.sleep(_POLL_SECONDS)
+
+    def end(self, name: str, merger_id: int) -> None:
+        """Called by the merger once it has read every record: removes the others' records (they are done), keeps
+        its own, the largest, which tells a worker still deciding to stop (left for the age rule of :meth:`begin`)."""
+        directory = self.pass_dir(name)
+        for entry in os.listdir(directory):
+            if entry != f"w{merger_id}.json":
+                try:
+                    os.remove(os.path.join(directory, entry))
+                except FileNotFoundError:
+                    pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an exited worker its parent has not reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def _remove_if_owner(root: str, owner_pid: int) -> None:
+    if os.getpid() == owner_pid:
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,198 @@
+"""Tails merged across DataLoader workers (``make_dataset``, ``num_workers > 1``): one tail per epoch as in
+``make_loader``, every item delivered once, the same batches whatever the workers' speeds, no deadlock, exact
+resume through ``StatefulDataLoader`` at every step, the tail policy applied to the merged tail."""
+from __future__ import annotations
+
+import pickle
+import time
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+from loaders import make_dataset, make_loader
+from tests.conftest import tiny_clip
+from tests.corrupt_cases import write_tar
+from tests.resume_helper import assert_same
+from tests.test_dataset import OPTIONS, _digest, _windows, shards  # noqa: F401 - the module fixture
+from tests.test_tail import _fill, _used
+
+BUDGETS = OPTIONS["budgets"]
+MIN_FILL = 0.9  # make_dataset's default
+
+
+def _padding(batches) -> tuple[float, ...]:
+    used = [sum(_used(b)[j] for b in batches) for j in range(3)]
+    capacity = [sum((b.frames.shape[0], b.audio.shape[0], b.token_spans.shape[0])[j] for b in batches) for j in range(3)]
+    return tuple(1 - u / c for u, c in zip(used, capacity))
+
+
+def _keys(batches) -> list[str]:
+    return sorted(k for b in batches for k in b.sample_keys)
+
+
+def _dataloader(paths, num_workers, tail="pad", **extra):
+    return DataLoader(make_dataset(paths, seed=5, tail=tail, **OPTIONS), batch_size=None, num_workers=num_workers,
+                      **extra)
+
+
+class _Runs:
+    """One uninterrupted epoch per configuration, recorded once per module (each run forks its workers)."""
+
+    def __init__(self, shards) -> None:
+        self.shards, self.recorded = shards, {}
+
+    def __call__(self, kind, tail="pad", num_workers=2) -> list:
+        if (kind, tail, num_workers) not in self.recorded:
+            paths = self.shards["paths"]
+            if kind == "make_loader":
+                source = make_loader(paths, seed=5, tail=tail, num_workers=num_workers, **OPTIONS)
+            else:
+                source = _dataloader(paths, num_workers, tail)
+            self.recorded[kind, tail, num_workers] = list(source)
+        return self.recorded[kind, tail, num_workers]
+
+
+@pytest.fixture(scope="module")
+def runs(shards) -> _Runs:
+    return _Runs(shards)
+
+
+@pytest.mark.parametrize("num_workers", [2, 3])
+def test_one_tail_per_epoch_and_every_item_once(shards, runs, num_workers):
+    batches = runs("DataLoader", num_workers=num_workers)
+    reference = runs("make_loader")
+    """Oracle: make_loader's single stream over the same items (and the item set). Without the merge a 2-worker
+    epoch here had 2 tails; now the batches and the padding are at most make_loader's, and only the last batch (the
+    merger's, which comes last in the DataLoader's order) may be a tail."""
+    batches = runs("DataLoader", num_workers=num_workers)
+    reference = runs("make_loader")
+    assert _keys(batches) == _windows(shards)  # every item exactly once
+    assert len(batches) <= len(reference)
+    assert all(ours <= theirs + 1e-12 for ours, theirs in zip(_padding(batches), _padding(reference)))
+    below = [i for i, b in enumerate(batches) if _fill(b) < MIN_FILL]
+    assert len(below) <= len([b for b in reference if _fill(b) < MIN_FILL])
+
+
+class _Slowed(IterableDataset):
+    """``dataset`` whose DataLoader worker ``slow_worker`` sleeps ``seconds`` before each of its batches."""
+
+    def __init__(self, dataset, slow_worker: int, seconds: float) -> None:
+        self.dataset, self.slow_worker, self.seconds = dataset, slow_worker, seconds
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        for batch in self.dataset:
+            if info is not None and info.id == self.slow_worker:
+                time.sleep(self.seconds)
+            yield batch
+
+
+@pytest.mark.parametrize("slow_worker", [0, 1])
+def test_the_batches_do_not_depend_on_the_workers_speeds(shards, runs, slow_worker):
+    reference = [_digest(b) for b in runs("DataLoader", num_workers=2)]
+    slowed = _Slowed(make_dataset(shards["paths"], seed=5, **OPTIONS), slow_worker, 0.2)
+    got = [_digest(b) for b in DataLoader(slowed, batch_size=None, num_workers=2)]
+    assert_same(got, reference, where=f"worker {slow_worker} slowed")
+
+
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory) -> list[str]:
+    """Two shards: 7 clips and 1 clip (1 s at 10 fps each): one worker has many batches, the other one tail."""
+    d = tmp_path_factory.mktemp("uneven_shards")
+    clip = tiny_clip(d / "clip.mp4", 1.0, fps=10, sample_rate=16000)
+    paths = []
+    for index, count in enumerate((7, 1)):
+        path = d / f"shard-{index:06d}.tar"
+        write_tar(path, [(f"u{index}c{j}.mp4", clip) for j in range(count)])
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("num_workers", [2, 3])
+def test_no_deadlock_with_uneven_shards_and_prefetch_factor_1(uneven, num_workers):
+    """The worker with the short shard reaches its tail while the other has most of its batches ahead and the main
+    process takes one batch per worker in turn (``prefetch_factor=1``); a third worker has no shard at all."""
+    batches = list(_dataloader(uneven, num_workers, prefetch_factor=1))
+    single = list(_dataloader(uneven, 0))
+    assert _keys(batches) == _keys(single) == sorted(f"u{i}c{j}@{w}" for i, n in ((0, 7), (1, 1))
+                                                       for j in range(n) for w in range(2))
+    assert len([b for b in batches if _fill(b) < MIN_FILL]) <= 1
+
+
+def test_persistent_workers_over_two_epochs_and_an_aborted_epoch(shards):
+    """Persistent workers make one pass per epoch with the same processes: each epoch (after an aborted one too)
+    equals a fresh DataLoader's epoch."""
+    def fresh(epoch):
+        ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+        ds.set_epoch(epoch)
+        return [_digest(b) for b in DataLoader(ds, batch_size=None, num_workers=2)]
+
+    expected = {0: fresh(0), 1: fresh(1)}
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+    for epoch in (0, 1):
+        ds.set_epoch(epoch)
+        assert_same([_digest(b) for b in loader], expected[epoch], where=f"persistent, epoch {epoch}")
+    ds.set_epoch(0)
+    iterator = iter(loader)
+    for _ in range(len(expected[0]) - 1):  # abandoned with the merger's batch (at least) still to come
+        next(iterator)
+    ds.set_epoch(1)
+    assert_same([_digest(b) for b in loader], expected[1], where="persistent, epoch 1 after an aborted epoch 0")
+    del iterator, loader
+
+
+def test_an_aborted_epoch_then_a_new_dataloader(shards, runs):
+    """Non-persistent workers: an epoch abandoned near its end, then a new iteration: the same batches again."""
+    reference = [_digest(b) for b in runs("DataLoader", num_workers=2)]
+    loader = _dataloader(shards["paths"], 2)
+    iterator = iter(loader)
+    for _ in range(len(reference) - 1):
+        next(iterator)
+    del iterator
+    assert_same([_digest(b) for b in loader], reference, where="after an aborted epoch")
+
+
+@pytest.mark.parametrize("num_workers", [2, 3])
+def test_stateful_dataloader_resumes_exactly_after_every_step(shards, runs, num_workers):
+    """Saved after every batch (also after a worker has ended and while the merger yields), a restored
+    StatefulDataLoader yields the rest of the epoch byte for byte."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    def build():
+        return StatefulDataLoader(make_dataset(shards["paths"], seed=5, **OPTIONS), batch_size=None,
+                                  num_workers=num_workers)
+
+    reference = [_digest(b) for b in runs("DataLoader", num_workers=num_workers)]
+    loader, states, got = build(), [], []
+    for batch in loader:
+        got.append(_digest(batch))
+        states.append(pickle.loads(pickle.dumps(loader.state_dict())))
+    assert_same(got, reference, where="StatefulDataLoader, uninterrupted")
+    for cut, state in enumerate(states, start=1):
+        restored = build()
+        restored.load_state_dict(state)
+        assert_same([_digest(b) for b in restored], reference[cut:], where=f"resumed after {cut} batches")
+
+
+@pytest.mark.parametrize("tail", ["trim", "drop"])
+def test_the_tail_policy_applies_to_the_merged_tail(shards, runs, tail):
+    """The policy never changes what is packed together (against the ``"pad"`` run): ``"trim"`` sizes the last batch
+    to what it holds, ``"drop"`` leaves it out; every other batch is the same (3 workers: this set's merged tail is
+partial there)."""
+    padded = runs("DataLoader", num_workers=3)
+    got = runs("DataLoader", tail=tail, num_workers=3)
+    last = padded[-1]
+    assert _fill(last) < MIN_FILL  # this set's merged tail is partial
+    assert [_digest(b) for b in got[:len(padded) - 1]] == [_digest(b) for b in padded[:-1]]
+    if tail == "drop":
+        assert len(got) == len(padded) - 1
+        assert _keys(got) == sorted(set(_windows(shards)) - set(last.sample_keys))
+    else:
+        assert len(got) == len(padded) and got[-1].sample_keys == last.sample_keys
+        assert _used(got[-1]) == _used(last)
+        multiples = [-(-b // 8) for b in BUDGETS]
+        expected = tuple(min(b, -(-max(u, 1) // m) * m) for u, b, m in zip(_used(last), BUDGETS, multiples))
+        assert (got[-1].frames.shape[0], got[-1].audio.shape[0], got[-1].token_spans.shape[0]) == expected
