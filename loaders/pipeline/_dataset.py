@@ -22,29 +22,32 @@ with): the epoch travels in a small shared-memory cell, read by each worker when
 completed epoch repeats that epoch, with or without persistent workers.
 
 Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
-run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together,
-the batch order (each worker packs the items of its own shards; the DataLoader takes batches from the workers
-in turn) and which batches are tails (one per worker: see Padding), so with ``tail="drop"`` which items are
-dropped. What does not: the set of items read in an epoch, each item's frames, audio, words, segments and tokens,
-the shard order, and the other skip records. (``make_loader`` merges its workers' items into one global order
-before packing, so there even the batches do not depend on ``num_workers``.)
+run to run for a given ``num_workers``, whatever the workers' speeds. What depends on ``num_workers``: which items
+are packed together, the batch order (each worker packs the items of its own shards; the DataLoader takes batches
+from the workers in turn; the merged tails come last) and which items end up in the epoch's tail (see Padding), so
+with ``tail="drop"`` which items are dropped. What does not: the set of items read in an epoch, each item's frames,
+audio, words, segments and tokens, the shard order, the number of tails (one per epoch), and the other skip
+records. (``make_loader`` merges its workers' items into one global order before packing, so there even the
+batches do not depend on ``num_workers``.)
 
-Padding and the tail policy: each worker packs its own items and ends its epoch with its own last, partly filled
-batch, so an epoch has ``num_workers`` tails (``make_loader``: one). With ``tail="pad"`` (default) a tail keeps the
-full capacities, so an epoch has up to ``num_workers - 1`` more padded batches than ``make_loader`` packs from the same
-items (at most ``(num_workers - 1) / N`` more padding on an epoch of ``N`` batches; 6.9 % vs 1.5 % on 32 short clips,
-BENCHMARKS.md). ``tail="trim"`` sizes each tail to what it holds (rounded up to ``tail_multiple``), which removes
-most of that difference; ``tail="drop"`` drops the tails (named skips). ``"pad"`` is the default because it is the
-only policy under which every batch has the same shapes (the fixed-capacity contract): a trimmed tail makes a
-``torch.compile``'d step compile again (with the default ``dynamic=None`` once, into a dynamic-shape graph; with
-``dynamic=False`` once per new tail shape) and needs a CUDA graph of its own per tail shape, while what ``"pad"``
-costs is at most ``num_workers - 1`` padded batches per epoch (BENCHMARKS.md, "Tail policy: the default"). Use
-``"trim"`` for small epochs (evaluation) or models that take any shape. Which items are tails depends on
-``num_workers``; the policy never changes which items are packed together. The tails are not merged across workers:
-torch's DataLoader gives its workers no way to hand them to one another that is both deterministic and cannot
-deadlock (one worker waiting for the others' tails blocks the in-order delivery that those others need to finish;
-whichever worker ends last taking them makes the batches depend on timing), and carrying a tail into the next epoch
-would move items across epochs and lose them without ``persistent_workers``.
+Padding and the tail policy: each worker packs its own items, and with ``num_workers > 1`` (and no
+``batches_per_epoch``) the workers hand their last, partly filled packs (their *tails*) to one of them, which
+repacks them: an epoch has one tail, as in ``make_loader``. Protocol (``loaders.pipeline._tail_merge``): a worker
+that has yielded its full packs withholds its tail and publishes its count ``n_w`` of batches and the tail's
+items (keys, lengths, positions) on a small board in ``/dev/shm``; the worker with the largest ``(n_w, worker id)``
+(the *merger*) waits until every other one has published, reads their tail items again from the shards (as a
+resume does: at most ``num_workers - 1`` partial batches decoded twice per epoch), packs all tails (by worker id,
+each in its packer's order) and yields those packs, the last of which may be the epoch's tail; the others stop.
+Which worker merges depends only on the workers' own streams, never on timing, and no worker waits for one whose
+next batch the DataLoader has not already asked for, so nothing can deadlock (the argument, against torch's
+in-order task cycle, is in that module). The merged batches come last in the epoch. With ``tail="pad"`` (default)
+the tail keeps the full capacities; ``tail="trim"`` sizes it to what it holds (rounded up to ``tail_multiple``);
+``tail="drop"`` drops it (named skips). ``"pad"`` is the default because it is the only policy under which every
+batch has the same shapes (the fixed-capacity contract): a trimmed tail makes a ``torch.compile``'d step compile
+again (with the default ``dynamic=None`` once, into a dynamic-shape graph; with ``dynamic=False`` once per new tail
+shape) and needs a CUDA graph of its own per tail shape (BENCHMARKS.md, "Tail policy: the default"). Use ``"trim"``
+for small epochs (evaluation) or models that take any shape. The policy never changes which items are packed
+together. With ``batches_per_epoch`` each worker keeps its own tail (its quota fixes its batch count).
 
 Memory: inside a DataLoader worker each batch is built in one shared-memory slot that the worker reuses once the
 main process has dropped everything made from that batch (``loaders.pipeline._shared_slots``): no fresh shared
@@ -721,8 +724,8 @@ def make_dataset(
             the full capacities (every batch the same shapes: what ``torch.compile`` and CUDA graphs want);
             ``"trim"`` sizes its frames / samples / tokens to what it holds, rounded up to ``tail_multiple`` (few
             shapes; least padding); ``"drop"`` skips its items (counted in ``stats.skipped`` as ``tail_dropped``).
-            A stream is one DataLoader worker's epoch here (``num_workers`` tails per epoch), one epoch in
-            ``make_loader`` (one tail). See ``loaders.pipeline._tail``.
+            One tail per epoch: DataLoader workers hand theirs to one merger (module docstring, Padding), as
+            ``make_loader`` has one stream. See ``loaders.pipeline._tail``.
         tail_multiple: ``(frames, samples, tokens)`` a trimmed tail is rounded up to; None: each budget / 8.
         pipe_stall_seconds: A ``pipe:`` shard whose command sends no byte for this long is killed (its whole process
             group) and skipped: as ``open`` before its first byte, as ``truncated`` after; the log line and a
