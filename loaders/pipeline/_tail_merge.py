@@ -12,15 +12,23 @@ The merger is the worker with the largest ``(n_w, w)``: ``n_w`` = batches it yie
 ``w`` = its worker id. It depends only on each worker's own (deterministic) stream, never on timing.
 
 Why no worker can wait forever (torch 2.9 ``_MultiProcessingDataLoaderIter``, torchdata 0.11 ``StatefulDataLoader``,
-iterable datasets): the main process hands tasks (one ``next()`` each) to the active workers in a fixed cycle, so
+iterable datasets, ``batch_size=None`` as documented): the main process hands tasks (one ``next()`` each: one batch)
+to the active workers in a fixed cycle (``_try_put_index``: ids in order, stopped ones skipped), so
 worker ``v``'s ``(c + 1)``-th task is dispatched before worker ``w``'s ``(n + 1)``-th iff ``(c, v) < (n, w)``, and a
 worker runs a dispatched task whatever the main process consumes (results go to an unbounded queue; batch slots
 never wait: ``loaders.pipeline._shared_slots``). A worker ``w`` in its tail phase (processing its ``(n_w + 1)``-th
 task) stops at once when some ``v`` has published ``(count_v, v) > (n_w, w)`` (counts only grow: ``w`` is not the
 largest); otherwise it waits only for workers with ``(count_v, v) < (n_w, w)`` that are not done, whose next task
 is already dispatched: they progress, publish, and end or overtake. The largest worker sees every other one done and
-merges. A restored ``StatefulDataLoader`` starts its cycle after the last worker that yielded, so the same order
-holds; a worker restored after its end publishes its saved deposit again (``AVDataset``).
+merges. With ``in_order=False`` the main process takes whichever batch is ready and refills each worker as it
+delivers, so the workers waited for progress too. A restored ``StatefulDataLoader`` marks every worker active and
+starts its cycle after the last worker that yielded: the remaining tasks are again dispatched in ``(count, id)``
+order; a worker restored after its end answers its first task with ``StopIteration``, after publishing its saved
+count and tail again (``AVDataset``), and the merger restored while yielding the merged packs reads the tails it
+saved. The batch stream is the workers' batches sorted by ``(index in its worker, worker id)``, the merger's last.
+A waiting worker gives up with ``RuntimeError`` when a worker it waits for has exited unfinished (an epoch abandoned
+by a non-persistent DataLoader: its workers exit, and this one must not hang until torch kills it), when the main
+process has exited, or after :data:`MERGE_WAIT_SECONDS`.
 
 The board: one directory per dataset (created in the process that builds it, in ``/dev/shm`` when there is one,
 removed when that process drops the dataset or exits), one subdirectory per epoch pass, one small JSON record per
