@@ -180,9 +180,9 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._board = TailBoard()
         """Where DataLoader workers hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
         self._pass_index = 0
+        """``iter()`` calls on this copy: with the DataLoader's base seed, names a pass of its workers."""
         self._pass: tuple[str, int] = ("", 0)
         """``(name, pool)`` of the pass in progress on the board (``_tail_merge.pass_identity``)."""
-        """``iter()`` calls on this copy: with the DataLoader's base seed, names a pass of its workers."""
         self._reset_epoch_state()
 
     # -- public -------------------------------------------------------------------------------------------
