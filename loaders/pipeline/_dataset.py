@@ -35,9 +35,10 @@ Padding and the tail policy: each worker packs its own items, and with ``num_wor
 repacks them: an epoch has one tail, as in ``make_loader``. Protocol (``loaders.pipeline._tail_merge``): a worker
 that has yielded its full packs withholds its tail and publishes its count ``n_w`` of batches and the tail's
 items (keys, lengths, positions) on a small board in ``/dev/shm``; the worker with the largest ``(n_w, worker id)``
-(the *merger*) waits until every other one has published, reads their tail items again from the shards (as a
-resume does: at most ``num_workers - 1`` partial batches decoded twice per epoch), packs all tails (by worker id,
-each in its packer's order) and yields those packs, the last of which may be the epoch's tail; the others stop.
+(the *merger*) waits until every other one has published, loads their decoded tail items (``torch.save``'d beside
+the board; after a restore, the samples are decoded again from the shards, as a resume does), packs all tails (by
+worker id, each in its packer's order) and yields those packs, the last of which may be the epoch's tail; the
+others stop.
 Which worker merges depends only on the workers' own streams, never on timing, and no worker waits for one whose
 next batch the DataLoader has not already asked for, so nothing can deadlock (the argument, against torch's
 in-order task cycle, is in that module). The merged batches come last in the epoch. With ``tail="pad"`` (default)
@@ -533,8 +534,11 @@ class AVDataset(torch.utils.data.IterableDataset):
         worker_id, num_workers = self._worker_slot()
         self._merge = {"count": self._counters.batches_yielded, "role": None, "tails": None, "yielded": 0,
                        "tail": [{"key": p.key, "lengths": list(p.lengths), "payload": list(p.payload)} for p in tail]}
-        self._publish(done=True)
         name, pool = self._pass
+        if tail:
+            self._board.save_items(name, pool, worker_id, {tuple(p.payload): self._payloads[tuple(p.payload)]
+                                                           for p in tail})
+        self._publish(done=True)
         records = self._board.decide(name, pool, worker_id, num_workers, self._merge["count"])
         if records is None:
             self._merge["role"] = "stopped"
@@ -544,6 +548,9 @@ class AVDataset(torch.utils.data.IterableDataset):
         records[worker_id] = PassRecord(worker_id, self._merge["count"], True, os.getpid(), tuple(self._merge["tail"]))
         self._merge["role"] = "merger"
         self._merge["tails"] = [list(records[v].tail) for v in range(num_workers)]
+        for v in range(num_workers):
+            if v != worker_id and records[v].tail:
+                self._payloads.update(self._board.load_items(name, pool, v))
         self._board.end(name, worker_id)
         yield from self._merged_batches()
 

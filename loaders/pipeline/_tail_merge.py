@@ -33,7 +33,9 @@ process has exited, or after :data:`MERGE_WAIT_SECONDS`.
 The board: one directory per dataset (created in the process that builds it, in ``/dev/shm`` when there is one,
 removed when that process drops the dataset or exits), one subdirectory per epoch pass, one small JSON record per
 worker (``w{id}.json``, replaced atomically): its running count, ``done``, its pid, and its tail's items (keys,
-lengths, positions: the merger reads those samples again from the shards, as a resume does). A pass is named by
+lengths, positions), with the decoded items beside it (``w{id}.items.pt``, ``torch.save``: loading them costs the
+merger ~30x less CPU than decoding them again, BENCHMARKS.md). A worker restored after its end has only the
+positions: the merger then decodes those samples again from the shards, as a resume does. A pass is named by
 the DataLoader's base seed (``get_worker_info().seed - id``) and the copy's pass count (persistent workers make
 several passes); each record also carries the worker *pool* (the process number ``multiprocessing`` gave the worker,
 minus its id), and records of another pool are ignored, so a pass of an earlier pool with the same base seed (a
@@ -150,6 +152,28 @@ class TailBoard:
             return None  # an earlier pool's pass with the same name
         return PassRecord(int(data["worker_id"]), int(data["count"]), bool(data["done"]), int(data["pid"]),
                           tuple(data["tail"]))
+
+    def save_items(self, name: str, pool: int, worker_id: int, items: dict) -> None:
+        """Writes worker ``worker_id``'s decoded tail items (position → ``BatchItem``) for the merger (atomically;
+        before the worker publishes ``done``, so the merger finds them complete)."""
+        import torch
+
+        final = os.path.join(self.pass_dir(name), f"w{worker_id}.items.pt")
+        temporary = f"{final}.{os.getpid()}.tmp"
+        torch.save({"pool": pool, "items": items}, temporary)
+        os.replace(temporary, final)
+
+    def load_items(self, name: str, pool: int, worker_id: int) -> dict:
+        """Worker ``worker_id``'s saved tail items in this pass and pool, or ``{}`` (none saved: a worker restored
+        after its end publishes only positions, and the merger decodes those again)."""
+        import torch
+
+        path = os.path.join(self.pass_dir(name), f"w{worker_id}.items.pt")
+        try:
+            saved = torch.load(path, weights_only=False)  # written by a worker of this pool (checked below)
+        except FileNotFoundError:
+            return {}
+        return saved["items"] if saved.get("pool") == pool else {}
 
     def decide(self, name: str, pool: int, worker_id: int, num_workers: int, count: int, *,
                wait_seconds: float = MERGE_WAIT_SECONDS) -> Optional[dict[int, PassRecord]]:
