@@ -123,7 +123,8 @@ def test_no_deadlock_with_uneven_shards_and_prefetch_factor_1(uneven, num_worker
 
 def test_persistent_workers_over_two_epochs_and_an_aborted_epoch(shards):
     """Persistent workers make one pass per epoch with the same processes: each epoch (after an aborted one too)
-    equals a fresh DataLoader's epoch."""
+    equals a fresh DataLoader's epoch, and a pass after an epoch abandoned midway (no ``set_epoch``) repeats it
+    whole (continuing it would start the workers' counts out of step with the DataLoader's task cycle)."""
     def fresh(epoch):
         ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
         ds.set_epoch(epoch)
@@ -141,6 +142,10 @@ def test_persistent_workers_over_two_epochs_and_an_aborted_epoch(shards):
         next(iterator)
     ds.set_epoch(1)
     assert_same([_digest(b) for b in loader], expected[1], where="persistent, epoch 1 after an aborted epoch 0")
+    iterator = iter(loader)
+    for _ in range(2):  # epoch 1 abandoned midway, the workers' counts left at 1
+        next(iterator)
+    assert_same([_digest(b) for b in loader], expected[1], where="persistent, epoch 1 again after abandoning it")
     del iterator, loader
 
 

@@ -19,7 +19,8 @@ Use::
 ``set_epoch`` also reaches workers started with ``persistent_workers=True`` (which keep the copy they were started
 with): the epoch travels in a small shared-memory cell, read by each worker when its next pass begins. Every
 ``set_epoch`` call (even with the same number) restarts that epoch at the next pass; without it, a new pass after a
-completed epoch repeats that epoch, with or without persistent workers.
+completed epoch repeats that epoch, with or without persistent workers, and so does a new pass after an epoch
+abandoned midway with several persistent workers (with one, or in the main process, that pass continues it).
 
 Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
 run to run for a given ``num_workers``, whatever the workers' speeds. What depends on ``num_workers``: which items
@@ -297,6 +298,12 @@ class AVDataset(torch.utils.data.IterableDataset):
         if self._completed:
             self._epoch += int(self._advance_epoch_on_iter)
             self._reset_epoch_state()
+        elif merging and self._passes_begun:
+            # This copy's earlier pass of the epoch was abandoned (a persistent worker; the main process left the
+            # epoch): start the epoch again. Continuing would start the workers' counts out of step with the
+            # DataLoader's task cycle, which the merge relies on (loaders.pipeline._tail_merge).
+            self._reset_epoch_state()
+        self._passes_begun += 1
         plan = ResumePlan(next_position=tuple(self._next_position),
                           needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)),
                           interleave=self._interleave, read_keys=tuple(self._read_keys.values()))
@@ -366,6 +373,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         packs), ``tail`` (its tail's items as plain dicts), ``role`` (``"stopped"`` / ``"merger"``), and for the
         merger ``tails`` (every worker's, by worker id) and ``yielded`` (merged batches yielded)."""
         self._withheld: Optional[list[PackItem]] = None
+        self._passes_begun = 0
+        """Passes of this epoch begun on this copy since it was reset or restored."""
 
     def _packer_keys(self) -> dict[Position, str]:
         state = self._packer.state_dict()
