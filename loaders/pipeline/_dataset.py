@@ -290,7 +290,9 @@ class AVDataset(torch.utils.data.IterableDataset):
             if merging:  # the others of this pass may still need its tail (and its count, to stop)
                 self._publish(done=True)
             return  # restored after its epoch ended: nothing is left of it (set_epoch starts the next one)
-        if merging and not self._completed and self._merge is not None and self._merge["role"] == "merger":
+        restored_merger = self._merge is not None and self._merge["role"] == "merger" and not self._passes_begun
+        if merging and not self._completed and restored_merger:
+            self._passes_begun += 1
             self._publish(done=True)  # restored while yielding the merged packs: the rest of them
             yield from self._merged_batches()
             self._completed = True
