@@ -74,6 +74,39 @@ def test_one_tail_per_epoch_and_every_item_once(shards, runs, num_workers):
     assert len(below) <= len([b for b in reference if _fill(b) < MIN_FILL])
 
 
+@pytest.mark.parametrize("num_workers", [2, 3])
+def test_the_merged_batches_are_the_workers_tails_repacked(shards, runs, num_workers):
+    """Oracle: the same DataLoader without the merge (a ``batches_per_epoch`` quota keeps each worker's own tail; with
+    more batches than data, batch ``i`` is worker ``i % num_workers``'s, empty ones after its data). The merge only
+    takes out some workers' last, partly filled batches: the others come out unchanged and in the same order, followed
+    by packs of exactly the items taken out, no more of them and with no more padding."""
+    quota = 12 * num_workers
+    unmerged = list(DataLoader(make_dataset(shards["paths"], seed=5, batches_per_epoch=quota, **OPTIONS),
+                               batch_size=None, num_workers=num_workers))
+    assert len(unmerged) == quota and all(not b.num_items for b in unmerged[-num_workers:])  # no data dropped
+    last = {max(i for i, b in enumerate(unmerged) if b.num_items and i % num_workers == w) for w in range(num_workers)
+            if any(b.num_items for b in unmerged[w::num_workers])}
+    merged = runs("DataLoader", num_workers=num_workers)
+    pending = [(i, b) for i, b in enumerate(unmerged) if b.num_items]
+    replaced, position, kept = [], 0, 0
+    for batch in merged:  # match the merged run against the unmerged one, setting aside workers' last batches
+        while position < len(pending) and pending[position][0] in last and \
+                _digest(pending[position][1]) != _digest(batch):
+            replaced.append(pending[position])
+            position += 1
+        if position == len(pending) or _digest(pending[position][1]) != _digest(batch):
+            break
+        position, kept = position + 1, kept + 1
+    replaced += pending[position:]
+    rest = merged[kept:]
+    assert replaced and {i for i, _ in replaced} <= last  # only workers' last batches are replaced
+    assert all(_fill(b) < MIN_FILL for _, b in replaced)
+    assert _keys(rest) == _keys([b for _, b in replaced]) and 1 <= len(rest) <= len(replaced)
+    assert all(m <= r + 1e-12 for m, r in zip(_padding(rest), _padding([b for _, b in replaced])))
+    if num_workers == 2:  # on this set: both workers end with a partial batch, and the two fit in one
+        assert (len(replaced), len(rest)) == (2, 1)
+
+
 class _Slowed(IterableDataset):
     """``dataset`` whose DataLoader worker ``slow_worker`` sleeps ``seconds`` before each of its batches."""
 
