@@ -234,3 +234,30 @@ partial there)."""
         multiples = [-(-b // 8) for b in BUDGETS]
         expected = tuple(min(b, -(-max(u, 1) // m) * m) for u, b, m in zip(_used(last), BUDGETS, multiples))
         assert (got[-1].frames.shape[0], got[-1].audio.shape[0], got[-1].token_spans.shape[0]) == expected
+
+
+def test_persistent_stateful_dataloader_resumes_exactly_after_every_step_of_a_later_epoch(shards):
+    """Persistent workers, epoch 1 (after ``set_epoch``), a state saved after every batch: each restores the rest of
+    epoch 1 byte for byte. A worker's first state of a pass is taken when torch calls ``iter()``, before its first
+    batch: the pending ``set_epoch`` must be in it (before, a state saved before every worker had yielded in the new
+    epoch restored that worker to the end of the old one: wrong batches, and with the merge, tails of the old epoch)."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    def build():
+        ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+        return ds, StatefulDataLoader(ds, batch_size=None, num_workers=3, persistent_workers=True)
+
+    ds, loader = build()
+    [_digest(b) for b in loader]  # epoch 0
+    ds.set_epoch(1)
+    reference, states = [], []
+    for batch in loader:
+        reference.append(_digest(batch))
+        states.append(pickle.loads(pickle.dumps(loader.state_dict())))
+    del loader
+    for cut, state in enumerate(states, start=1):
+        restored_ds, restored = build()
+        restored_ds.set_epoch(1)  # what a training loop does before loading the checkpoint
+        restored.load_state_dict(state)
+        assert_same([_digest(b) for b in restored], reference[cut:], where=f"epoch 1 resumed after {cut} batches")
+        del restored

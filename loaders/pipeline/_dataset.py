@@ -277,6 +277,9 @@ class AVDataset(torch.utils.data.IterableDataset):
         workers, which get a fresh copy per epoch): ``set_epoch`` moves to another, as with ``DistributedSampler``.
         """
         self._pass_index += 1  # here, not in the generator: every worker counts its passes when torch calls iter()
+        # A set_epoch for persistent workers applies here too: torch calls iter() when the pass begins, and a
+        # StatefulDataLoader takes the pass's first worker state right after, before the first batch.
+        self._apply_set_epoch()
         return self._iterate()
 
     def _iterate(self) -> Iterator[PackedBatch]:
