@@ -3,6 +3,8 @@
 resume through ``StatefulDataLoader`` at every step, the tail policy applied to the merged tail."""
 from __future__ import annotations
 
+import json
+import os
 import pickle
 import time
 
@@ -127,6 +129,68 @@ def test_the_batches_do_not_depend_on_the_workers_speeds(shards, runs, slow_work
     slowed = _Slowed(make_dataset(shards["paths"], seed=5, **OPTIONS), slow_worker, 0.2)
     got = [_digest(b) for b in DataLoader(slowed, batch_size=None, num_workers=2)]
     assert_same(got, reference, where=f"worker {slow_worker} slowed")
+
+
+def _exited(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] in "ZX"
+    except FileNotFoundError:
+        return True
+
+
+class _StaleUntilExit:
+    """``json.load`` for DataLoader workers that reproduces, on demand, the interleaving of the CI failure
+    (BENCHMARKS.md, "Tail merge, second try"): a worker that waits for another (smaller key, not done) reads that
+    one's record, and the other then publishes ``done``, stops and exits before the waiting worker looks again. Here
+    the read is held until the other process has exited (when its final key is below the reader's: it then stops) and
+    returns the record as it was read; ``marker`` (a file) records that it happened."""
+
+    def __init__(self, marker) -> None:
+        self.marker, self.load = str(marker), json.load
+
+    def __call__(self, f, *args, **kwargs):
+        data = self.load(f, *args, **kwargs)
+        info = torch.utils.data.get_worker_info()
+        if info is None or os.path.exists(self.marker) or not isinstance(data, dict) or data.get("done", True):
+            return data
+        try:
+            with open(os.path.join(os.path.dirname(f.name), f"w{info.id}.json")) as own:
+                mine = self.load(own)
+        except FileNotFoundError:
+            return data
+        key = (mine["count"], info.id)
+        if not mine["done"] or (data["count"], data["worker_id"]) > key:
+            return data  # not in the tail phase, or the other one is ahead: decide does not wait for it
+        deadline = time.monotonic() + 60
+        while not _exited(data["pid"]) and time.monotonic() < deadline:
+            try:
+                with open(f.name) as again:
+                    now = self.load(again)
+            except FileNotFoundError:
+                now = data
+            if now["done"] and (now["count"], now["worker_id"]) > key:
+                return now  # it will merge, not exit: nothing to reproduce here
+            time.sleep(0.002)
+        if _exited(data["pid"]):
+            with open(self.marker, "w") as out:
+                out.write(f"worker {info.id} read worker {data['worker_id']}'s record {data} and saw it exit\n")
+        return data
+
+
+def test_a_worker_that_finishes_and_exits_right_after_its_record_was_read_is_not_taken_for_abandoned(
+        shards, runs, tmp_path, monkeypatch):
+    """The cause of the CI failure, made deterministic: worker 0 is slowed, so worker 1 (the merger: key (2, 1)) waits
+    for it; its read of worker 0's record (not yet done) is held until worker 0 has published ``done``, stopped and
+    exited. The merger must judge worker 0 by a record read after it saw the exit (done), not by the stale one
+    (before the fix: ``RuntimeError: DataLoader worker 0 (pid N) exited before it finished its epoch pass``)."""
+    reference = [_digest(b) for b in runs("DataLoader", num_workers=2)]
+    marker = tmp_path / "reproduced"
+    monkeypatch.setattr(json, "load", _StaleUntilExit(marker))  # forked workers inherit it
+    slowed = _Slowed(make_dataset(shards["paths"], seed=5, **OPTIONS), 0, 0.2)
+    got = [_digest(b) for b in DataLoader(slowed, batch_size=None, num_workers=2)]
+    assert marker.exists()  # the interleaving happened
+    assert_same(got, reference, where="worker 0 exited right after the merger read its record")
 
 
 @pytest.fixture(scope="module")
@@ -261,3 +325,28 @@ def test_persistent_stateful_dataloader_resumes_exactly_after_every_step_of_a_la
         restored.load_state_dict(state)
         assert_same([_digest(b) for b in restored], reference[cut:], where=f"epoch 1 resumed after {cut} batches")
         del restored
+
+
+@pytest.mark.timeout(120)
+def test_a_restored_loader_runs_beside_the_iterator_it_was_saved_from(shards, runs):
+    """One dataset, one StatefulDataLoader: a state saved after the first batch is restored while the iterator it was
+    saved from lives on, and the two are read in turn. Their workers share the board, the base seed (restored) and
+    the pass count: each pass must read only its own workers' records (oracle: the uninterrupted DataLoader)."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    reference = [_digest(b) for b in runs("DataLoader", num_workers=2)]
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    loader = StatefulDataLoader(ds, batch_size=None, num_workers=2, prefetch_factor=1)
+    first = iter(loader)
+    assert _digest(next(first)) == reference[0]
+    state = pickle.loads(pickle.dumps(loader.state_dict()))
+    restored = StatefulDataLoader(ds, batch_size=None, num_workers=2, prefetch_factor=1)
+    restored.load_state_dict(state)
+    second, got = iter(restored), {"first": [reference[0]], "restored": []}
+    for _ in range(len(reference)):  # in turn, one batch each
+        for name, iterator in (("restored", second), ("first", first)):
+            batch = next(iterator, None)
+            if batch is not None:
+                got[name].append(_digest(batch))
+    assert_same(got["restored"], reference[1:], where="restored, read in turn with the iterator it was saved from")
+    assert_same(got["first"], reference, where="the iterator the state was saved from")

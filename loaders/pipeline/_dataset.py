@@ -100,7 +100,7 @@ from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, m
 from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups,
                                          shard_steps)
 from loaders.pipeline._tail import Tail, tail_capacities, tail_multiples
-from loaders.pipeline._tail_merge import PassRecord, TailBoard, pass_identity
+from loaders.pipeline._tail_merge import PassRecord, TailBoard, pass_name
 
 logger = logging.getLogger(__name__)
 
@@ -183,8 +183,10 @@ class AVDataset(torch.utils.data.IterableDataset):
         """Where DataLoader workers hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
         self._pass_index = 0
         """``iter()`` calls on this copy: with the DataLoader's base seed, names a pass of its workers."""
-        self._pass: tuple[str, int] = ("", 0)
-        """``(name, pool)`` of the pass in progress on the board (``_tail_merge.pass_identity``)."""
+        self._restores = 0
+        """``load_state_dict`` calls in this copy's lineage (saved in the state): part of the pass's name on the board."""
+        self._pass = ""
+        """The board subdirectory of the pass in progress (``_tail_merge.pass_name``)."""
         self._reset_epoch_state()
 
     # -- public -------------------------------------------------------------------------------------------
@@ -240,6 +242,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             "completed": self._completed,
             "read_keys": [list(v) for v in self._read_keys.values()],
             "tail_merge": None if self._merge is None else dict(self._merge),
+            "restores": self._restores,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -268,6 +271,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._read_keys = {int(p): (int(p), int(e), str(k)) for p, e, k in state.get("read_keys", [])}
         merge = state.get("tail_merge")
         self._merge = None if merge is None else dict(merge)
+        self._restores = int(state.get("restores", 0)) + 1  # a restored pass is named apart from the one saved
         self._generation_seen = int(self._epoch_cell[1])  # the state's epoch wins over an earlier set_epoch
 
     def __iter__(self) -> Iterator[PackedBatch]:
@@ -286,8 +290,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._apply_set_epoch()
         merging = self._merging()
         if merging:
-            self._pass = pass_identity(torch.utils.data.get_worker_info(), self._pass_index)
-            self._board.begin(self._pass[0])
+            self._pass = pass_name(torch.utils.data.get_worker_info(), self._pass_index, self._restores)
+            self._board.begin(self._pass)
         if self._completed and self._restored_completed and not self._advance_epoch_on_iter:
             self._restored_completed = False
             if merging:  # the others of this pass may still need its tail (and its count, to stop)
@@ -539,8 +543,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         merge = self._merge
         count = self._counters.batches_yielded if merge is None else int(merge["count"])
         tail = () if merge is None else tuple(merge["tail"])
-        name, pool = self._pass
-        self._board.publish(name, pool, PassRecord(self._worker_slot()[0], count, done, os.getpid(), tail))
+        self._board.publish(self._pass, PassRecord(self._worker_slot()[0], count, done, os.getpid(), tail))
 
     def _tail_phase(self) -> Iterator[PackedBatch]:
         """After the last full pack: deposits the withheld tail, then stops, or (the merger) yields the merged packs."""
@@ -548,12 +551,12 @@ class AVDataset(torch.utils.data.IterableDataset):
         worker_id, num_workers = self._worker_slot()
         self._merge = {"count": self._counters.batches_yielded, "role": None, "tails": None, "yielded": 0,
                        "tail": [{"key": p.key, "lengths": list(p.lengths), "payload": list(p.payload)} for p in tail]}
-        name, pool = self._pass
+        name = self._pass
         if tail:
-            self._board.save_items(name, pool, worker_id, {tuple(p.payload): self._payloads[tuple(p.payload)]
+            self._board.save_items(name, worker_id, {tuple(p.payload): self._payloads[tuple(p.payload)]
                                                            for p in tail})
         self._publish(done=True)
-        records = self._board.decide(name, pool, worker_id, num_workers, self._merge["count"])
+        records = self._board.decide(name, worker_id, num_workers, self._merge["count"])
         if records is None:
             self._merge["role"] = "stopped"
             for p in tail:
@@ -564,7 +567,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._merge["tails"] = [list(records[v].tail) for v in range(num_workers)]
         for v in range(num_workers):
             if v != worker_id and records[v].tail:
-                self._payloads.update(self._board.load_items(name, pool, v))
+                self._payloads.update(self._board.load_items(name, v))
         self._board.end(name, worker_id)
         yield from self._merged_batches()
 

@@ -28,18 +28,17 @@ count and tail again (``AVDataset``), and the merger restored while yielding the
 saved. The batch stream is the workers' batches sorted by ``(index in its worker, worker id)``, the merger's last.
 A waiting worker gives up with ``RuntimeError`` when a worker it waits for has exited unfinished (an epoch abandoned
 by a non-persistent DataLoader: its workers exit, and this one must not hang until torch kills it), when the main
-process has exited, or after :data:`MERGE_WAIT_SECONDS`.
+process has exited, or after :data:`MERGE_WAIT_SECONDS`. "Exited unfinished" is judged on a record read after the
+exit was seen: a worker that stops exits within milliseconds of publishing ``done`` (torch sends it ``None`` as soon
+as its ``StopIteration`` arrives, in order or not), so a record read just before can be stale.
 
 The board: one directory per dataset (created in the process that builds it, in ``/dev/shm`` when there is one,
-removed when that process drops the dataset or exits), one subdirectory per epoch pass, one small JSON record per
+removed when that process drops the dataset or exits), one subdirectory per pass of one pool of workers
+(:func:`pass_name`: no other pool, earlier, concurrent or restored from it, shares it), one small JSON record per
 worker (``w{id}.json``, replaced atomically): its running count, ``done``, its pid, and its tail's items (keys,
 lengths, positions), with the decoded items beside it (``w{id}.items.pt``, ``torch.save``: loading them costs the
 merger ~30x less CPU than decoding them again, BENCHMARKS.md). A worker restored after its end has only the
-positions: the merger then decodes those samples again from the shards, as a resume does. A pass is named by
-the DataLoader's base seed (``get_worker_info().seed - id``) and the copy's pass count (persistent workers make
-several passes); each record also carries the worker *pool* (the process number ``multiprocessing`` gave the worker,
-minus its id), and records of another pool are ignored, so a pass of an earlier pool with the same base seed (a
-``StatefulDataLoader`` restored in the same process reuses it) is never read. The merger removes its
+positions: the merger then decodes those samples again from the shards, as a resume does. The merger removes its
 pass's other records once it has read them and keeps its own (the largest key, which tells any worker still
 deciding to stop); subdirectories untouched for longer than the wait limit (finished passes, passes abandoned mid-way)
 are removed when a pass begins.
@@ -59,7 +58,7 @@ from typing import Any, Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MERGE_WAIT_SECONDS", "PassRecord", "TailBoard", "pass_identity"]
+__all__ = ["MERGE_WAIT_SECONDS", "PassRecord", "TailBoard", "pass_name"]
 
 MERGE_WAIT_SECONDS = 900.0
 """How long a worker in its tail phase waits for the others before raising (they are a few batches away at most)."""
@@ -81,16 +80,25 @@ class PassRecord:
     """The tail's items as ``{"key", "lengths", "payload"}`` dicts (payload: the item's position), in packer order."""
 
 
-def pass_identity(worker_info: Any, pass_index: int) -> tuple[str, int]:
-    """``(pass name, pool)`` of the current DataLoader worker: what every worker of one pass agrees on.
+def pass_name(worker_info: Any, pass_index: int, restores: int) -> str:
+    """The board subdirectory of the current DataLoader worker's pass: the same for every worker of one pass, and
+    another for any other pass that can run at the same time or later over the same board.
 
-    ``worker_info`` is ``torch.utils.data.get_worker_info()``; ``pass_index`` counts the passes of this dataset copy
-    (``iter()`` calls). The pool is this process's ``multiprocessing`` number minus the worker id (torch starts a
-    pool's workers one after the other, so every worker of a pool finds the same number)."""
+    ``worker_info`` is ``torch.utils.data.get_worker_info()``; ``pass_index`` counts the passes (``iter()`` calls) of
+    this dataset copy (persistent workers make several); ``restores`` counts the ``load_state_dict`` calls in the
+    copy's lineage (a restored ``StatefulDataLoader`` reuses the saved base seed: with it, a restored pass never
+    shares a directory with the pass it was saved from). The name also holds the parent's pid (a dataset pickled
+    to spawned workers of two processes shares the board), the DataLoader's base seed (``seed - id``: drawn afresh
+    for each iterator) and the worker *pool*: this process's ``multiprocessing`` number minus the worker id.
+    torch creates one iterator's workers one after the other (``Process()`` in a loop), so every worker of a pool
+    finds the same number, and numbers only grow in a process: two iterators of one dataset (an abandoned one
+    whose workers still run, or a second restore from the same state) never share a directory. (A ``Process()``
+    created by another thread of the parent between two worker starts would split a pool: its workers would
+    wait for each other until :data:`MERGE_WAIT_SECONDS` and raise.)"""
     base_seed = int(worker_info.seed) - int(worker_info.id)
     identity = getattr(multiprocessing.current_process(), "_identity", ()) or (0,)
     pool = int(identity[-1]) - int(worker_info.id)
-    return f"pass-{base_seed}-{int(pass_index)}", pool
+    return f"pass-{os.getppid()}-{pool}-{base_seed}-{int(restores)}-{int(pass_index)}"
 
 
 class TailBoard:
@@ -128,11 +136,11 @@ class TailBoard:
             except FileNotFoundError:
                 pass
 
-    def publish(self, name: str, pool: int, record: PassRecord) -> None:
+    def publish(self, name: str, record: PassRecord) -> None:
         """Writes ``record`` (atomically: a reader sees the old or the new one)."""
         directory = self.pass_dir(name)
         os.makedirs(directory, exist_ok=True)
-        data = {"pool": pool, "worker_id": record.worker_id, "count": record.count, "done": record.done,
+        data = {"worker_id": record.worker_id, "count": record.count, "done": record.done,
                 "pid": record.pid, "tail": list(record.tail)}
         final = os.path.join(directory, f"w{record.worker_id}.json")
         temporary = f"{final}.{os.getpid()}.tmp"
@@ -140,46 +148,47 @@ class TailBoard:
             json.dump(data, f)
         os.replace(temporary, final)
 
-    def read(self, name: str, pool: int, worker_id: int) -> Optional[PassRecord]:
-        """Worker ``worker_id``'s record in this pass and pool, or None (not published yet)."""
+    def read(self, name: str, worker_id: int) -> Optional[PassRecord]:
+        """Worker ``worker_id``'s record in this pass, or None (not published yet)."""
         path = os.path.join(self.pass_dir(name), f"w{worker_id}.json")
         try:
             with open(path) as f:
                 data = json.load(f)
         except FileNotFoundError:
             return None
-        if data.get("pool") != pool:
-            return None  # an earlier pool's pass with the same name
         return PassRecord(int(data["worker_id"]), int(data["count"]), bool(data["done"]), int(data["pid"]),
                           tuple(data["tail"]))
 
-    def save_items(self, name: str, pool: int, worker_id: int, items: dict) -> None:
+    def save_items(self, name: str, worker_id: int, items: dict) -> None:
         """Writes worker ``worker_id``'s decoded tail items (position → ``BatchItem``) for the merger (atomically;
         before the worker publishes ``done``, so the merger finds them complete)."""
         import torch
 
         final = os.path.join(self.pass_dir(name), f"w{worker_id}.items.pt")
         temporary = f"{final}.{os.getpid()}.tmp"
-        torch.save({"pool": pool, "items": items}, temporary)
+        torch.save(items, temporary)
         os.replace(temporary, final)
 
-    def load_items(self, name: str, pool: int, worker_id: int) -> dict:
-        """Worker ``worker_id``'s saved tail items in this pass and pool, or ``{}`` (none saved: a worker restored
+    def load_items(self, name: str, worker_id: int) -> dict:
+        """Worker ``worker_id``'s saved tail items in this pass, or ``{}`` (none saved: a worker restored
         after its end publishes only positions, and the merger decodes those again)."""
         import torch
 
         path = os.path.join(self.pass_dir(name), f"w{worker_id}.items.pt")
         try:
-            saved = torch.load(path, weights_only=False)  # written by a worker of this pool (checked below)
+            return torch.load(path, weights_only=False)  # written by a worker of this pass (save_items)
         except FileNotFoundError:
             return {}
-        return saved["items"] if saved.get("pool") == pool else {}
 
-    def decide(self, name: str, pool: int, worker_id: int, num_workers: int, count: int, *,
+    def decide(self, name: str, worker_id: int, num_workers: int, count: int, *,
                wait_seconds: float = MERGE_WAIT_SECONDS) -> Optional[dict[int, PassRecord]]:
         """In worker ``worker_id``'s tail phase (done, ``count`` full packs): None when another worker has a larger
         ``(count, id)`` (this one stops), else, once every other worker is done, all records by worker id (this one
         merges).
+
+        A worker that exited is judged by a record read *after* its exit was seen: a worker publishes ``done``, then
+        stops and exits within milliseconds, so a record read just before its exit can be stale (``done`` not yet
+        there) though the worker finished.
 
         Raises:
             RuntimeError: A worker it waits for exited without finishing, or ``wait_seconds`` passed.
@@ -187,12 +196,14 @@ class TailBoard:
         mine = (int(count), int(worker_id))
         deadline = time.monotonic() + wait_seconds
         parent = os.getppid()
+        exited: dict[int, int] = {}
+        """Workers (id → pid) seen exited before this round's reads: their records are final."""
         while True:
             records: dict[int, PassRecord] = {}
             for v in range(num_workers):
                 if v == worker_id:
                     continue
-                record = self.read(name, pool, v)
+                record = self.read(name, v)
                 seen = 0 if record is None else record.count  # counts only grow, from 0
                 if (seen, v) > mine:
                     return None
@@ -201,10 +212,14 @@ class TailBoard:
             waiting = [v for v in range(num_workers) if v != worker_id and not (v in records and records[v].done)]
             if not waiting:
                 return records
-            for v in waiting:
-                if v in records and not _alive(records[v].pid):
-                    raise RuntimeError(f"DataLoader worker {v} (pid {records[v].pid}) exited before it finished its "
-                                       f"epoch pass; worker {worker_id} cannot merge the tails (the pass was abandoned?).")
+            unfinished = [v for v in waiting if v in exited]
+            if unfinished:
+                v = unfinished[0]
+                raise RuntimeError(f"DataLoader worker {v} (pid {exited[v]}) exited before it finished its "
+                                   f"epoch pass; worker {worker_id} cannot merge the tails (the pass was abandoned?).")
+            exited = {v: records[v].pid for v in waiting if v in records and not _alive(records[v].pid)}
+            if exited:
+                continue  # read their final records before judging them
             if os.getppid() != parent:
                 raise RuntimeError(f"DataLoader worker {worker_id}: the main process exited while it waited for the "
                                    "other workers' tails.")
