@@ -182,7 +182,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._board = TailBoard()
         """Where DataLoader workers hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
         self._pass_index = 0
-        """``iter()`` calls on this copy: with the DataLoader's base seed, names a pass of its workers."""
+        """``iter()`` calls on this copy: part of the name of its pass on the board (``_tail_merge.pass_name``)."""
         self._restores = 0
         """``load_state_dict`` calls in this copy's lineage (saved in the state): part of the pass's name on the board."""
         self._pass = ""
