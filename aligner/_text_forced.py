@@ -91,14 +91,20 @@ REFUSAL_NEEDED = {
 """The abstention reasons of a refused alignment, each with what an answer needs."""
 
 
+def _in_dictionary(text: str, decoder: Any) -> bool:
+    """Whether ``text`` holds a word of the decoder's dictionary (else forced alignment cannot judge it)."""
+    return any(decoder.lookup_word(t) is not None for t in normalise_words(text, limit=MAX_ALIGN_WORDS))
+
+
 def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], margin: float,
-                       decoder: Any) -> Optional[list[float] | _Refused]:
-    """``stamp - aligned start`` of each item of ``chunk`` with a dictionary word; None when the alignment fails,
-    :class:`_Refused` when forced alignment refuses the chunk (too many words, too long, words that cannot fit)."""
+                       decoder: Any) -> Optional[dict[int, float] | _Refused]:
+    """``{index in chunk: stamp - aligned start}`` of each item of ``chunk`` with a dictionary word; None when the
+    alignment fails, :class:`_Refused` when forced alignment refuses the chunk (too many words, too long, words that
+    cannot fit)."""
     lo = max(chunk[0][1] - margin, audio.start_seconds)
     hi = min(max(i[2] for i in chunk) + margin, audio.stop_seconds)
     if not hi > lo:
-        return []
+        return {}
     num_words = sum(len(normalise_words(text, limit=MAX_ALIGN_WORDS)) for text, _, _ in chunk)
     refusal = alignment_refusal(num_words, hi - lo)
     if refusal is not None:
@@ -109,14 +115,14 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
               for text, _, _ in chunk]
     text = " ".join(t for item_tokens in tokens for t in item_tokens)
     if not text:
-        return []
+        return {}
     aligned = forced_align_words(audio, text, lo, hi, decoder=decoder, passes=1)  # a median needs no half frames
     if not aligned:
         return None
-    out, position = [], 0
-    for (_, start, _), item_tokens in zip(chunk, tokens):
+    out, position = {}, 0
+    for index, ((_, start, _), item_tokens) in enumerate(zip(chunk, tokens)):
         if item_tokens:
-            out.append(start - aligned[position].start_seconds)
+            out[index] = start - aligned[position].start_seconds
             position += len(item_tokens)
     return out
 
@@ -168,6 +174,7 @@ def estimate_text_offset_forced(
             chunks[-1].append(item)
             chunk_stop = max(chunk_stop, item[2])
     differences: list[float] = []
+    per_item: list[tuple[str, Optional[float]]] = []
     refused: list[_Refused] = []
     for chunk in chunks:
         found = _chunk_differences(audio, chunk, margin, decoder)
@@ -175,14 +182,18 @@ def estimate_text_offset_forced(
             # The search sometimes fails on a long chunk ("final result does not match the grammar"), or the
             # chunk holds too many words: retry in halves, each with the same margin.
             half = len(chunk) // 2
-            parts = [_chunk_differences(audio, part, margin, decoder) for part in (chunk[:half], chunk[half:])]
+            parts = [(part, _chunk_differences(audio, part, margin, decoder)) for part in (chunk[:half], chunk[half:])]
         else:
-            parts = [found]
-        for part in parts:
-            if isinstance(part, _Refused):
-                refused.append(part)
-            else:
-                differences += part or []
+            parts = [(chunk, found)]
+        for part, part_found in parts:
+            if isinstance(part_found, _Refused):
+                refused.append(part_found)
+            part_found = part_found if isinstance(part_found, dict) else {}
+            differences += list(part_found.values())
+            # Items without a dictionary word get no verdict and are left out; the others were aligned or not placed.
+            per_item += [(text, round(part_found[k] * 1000.0, 3) if k in part_found else None)
+                         for k, (text, _, _) in enumerate(part) if k in part_found or _in_dictionary(text, decoder)]
+    item_differences_ms = tuple(per_item)
     method = "forced_words" if use_words else "forced_spans"
     if not differences and refused:
         worst = max(refused, key=lambda r: r.num_words)
@@ -190,7 +201,7 @@ def estimate_text_offset_forced(
                             found=f"{len(refused)} caption(s)/chunk(s) refused by forced alignment, e.g. {worst.found()}")
     if not differences:
         return text_abstain("alignment_failed", found=f"0 of {len(items)} item(s) aligned",
-                        needed="at least one aligned word")
+                            needed="at least one aligned word", item_differences_ms=item_differences_ms)
     d = np.asarray(differences)
     offset_seconds = float(np.median(d))
     agreement = float(np.mean(np.abs(d - offset_seconds) <= agree_ms / 1000.0))
@@ -200,15 +211,16 @@ def estimate_text_offset_forced(
                  len(items), agreement)
     if abs(offset_seconds) > margin:
         return text_abstain("offset_out_of_range", num_words_aligned=int(d.size), confidence=confidence,
+                            item_differences_ms=item_differences_ms,
                         best_guess_ms=offset_seconds * 1000.0, found=f"median {offset_seconds * 1000:.0f} ms over {d.size} word(s)",
                         needed=f"within ±{max_offset_ms:g} ms")
     if confidence < min_confidence:
         return text_abstain("low_confidence", num_words_aligned=int(d.size), confidence=confidence,
-                        best_guess_ms=offset_seconds * 1000.0,
+                        best_guess_ms=offset_seconds * 1000.0, item_differences_ms=item_differences_ms,
                         found=f"{d.size} of {len(items)} item(s) aligned, {agreement:.0%} within ±{agree_ms:g} ms of "
                               f"the median: confidence {confidence:.2f}", needed=f"confidence >= {min_confidence}")
     return TextEstimate(offset_seconds * 1000.0, confidence, method, best_guess_ms=offset_seconds * 1000.0,
-                        num_words_aligned=int(d.size))
+                        num_words_aligned=int(d.size), item_differences_ms=item_differences_ms)
 
 
 CAPTION_MARGIN_SECONDS = 0.25

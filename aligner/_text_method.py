@@ -13,6 +13,16 @@
                                                                                           else energy
     forced's answer, >= 3 onsets after a pause ──▶ energy's onset peak within ±30 ms of it, if there is one
                                                    (method ``forced_*+onsets``), else forced's answer
+    forced's answer ──▶ heard: >= 70 % of the transcript's items aligned within ±60 ms of where it puts them
+                        (``heard_items``) ─▶ the answer, or abstain (words_not_heard)
+
+Where forced alignment gives no verdict it judges nothing: pocketsphinx not installed (``auto`` keeps the energy
+answer); a transcript item without a word of the en-us dictionary (non-English text, unknown names) is left out of the
+heard fraction; a transcript with no dictionary word, or whose every alignment fails, gets no forced answer, and an
+energy answer over a noise floor then abstains ``unconfirmed`` (in digital silence it stands). Energy answers over a
+noise floor are judged by ``unconfirmed`` (forced alignment's best guess near them at confidence >= 0.2), not by the
+heard fraction: on overlapping talkers (tests/test_text_conversation.py) forced alignment misplaces every other
+caption of a right transcript.
 """
 from __future__ import annotations
 
@@ -31,7 +41,7 @@ from avcore import AudioClip, Transcript
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["estimate_transcript_offset", "estimate_transcript_offsets"]
+__all__ = ["estimate_transcript_offset", "estimate_transcript_offsets", "heard_items"]
 
 # Segment-level captions: the energy answer and forced alignment's best guess must agree this closely (ms);
 # chosen on the tune clips, figures in BENCHMARKS.md ("Lab notes"; "Caption offsets and caption words over
@@ -61,6 +71,16 @@ _ONSET_WINDOW_MS = 30.0
 # on the right energy answers >= 0.45 (within 24 ms); on the conversational telephone captions of
 # tests/test_text_conversation.py 0.29 (within 10 ms).
 _CONFIRM_MIN_CONFIDENCE = 0.2
+# Forced alignment's own answer (energy abstained) stands only where at least _MIN_HEARD_FRACTION of the transcript's
+# items (words, or captions without word times) are aligned within _HEARD_MS of where the answer puts them (else
+# ``words_not_heard``): forced alignment's agreement is about the median of its differences, and a transcript that
+# shares a sentence or two with the audio (or shares none, its words forced onto other speech) can agree at 0.3-0.8
+# confidence around a wrong offset. Chosen on the tune clips (BENCHMARKS.md, "Transcript offset on transcripts that do
+# not belong to the audio"): right forced answers had >= 0.88 of their items within 60 ms (>= 0.78 at 40 ms), the wrong
+# null answer 0.60 at 40-80 ms; the conversational captions of tests/test_text_conversation.py 0.78 (0.67 at 40 ms).
+_HEARD_MS = 60.0
+_MIN_HEARD_FRACTION = 0.7
+_NOT_HEARD_SHOWN = 3
 _DEFAULT = TextOptions()
 
 
@@ -85,7 +105,10 @@ def estimate_transcript_offset(
     can give confident energy evidence; forced alignment's words then agree at chance). When energy abstained and forced alignment answered, the answer is read from
     the band-SNR onset evidence within 30 ms of forced alignment's (``forced_words+onsets`` / ``forced_spans+onsets``)
     where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
-    alignment's word starts carry a lead that differs between voices, onsets do not.
+    alignment's word starts carry a lead that differs between voices, onsets do not. Forced alignment's answer then
+    stands only where at least 70 % of the transcript's items are aligned within 60 ms of where it puts them (else
+    ``words_not_heard``, naming items not heard: a transcript that is not this audio's, or shares only a sentence
+    with it); :func:`heard_items`.
 
     Args:
         audio: decoded audio (``start_seconds`` honoured).
@@ -170,7 +193,7 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
                                    found=f"{forced.found}; energy onsets: {energy.found}")
     if forced.abstained:
         return energy
-    return _onset_refined(audio, transcript, forced, options)
+    return _heard(_onset_refined(audio, transcript, forced, options), forced)
 
 
 def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimate,
@@ -246,3 +269,45 @@ def _forced_agrees(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
                               f"forced alignment of the words {said}",
                         needed=f"forced alignment (confidence >= {_CONFIRM_MIN_CONFIDENCE:g}) within "
                                f"{_DISAGREE_MS:g} ms of the energy answer")
+
+
+def heard_items(forced: TextEstimate, offset_ms: float, *, within_ms: float = _HEARD_MS) -> tuple[int, int, list[str]]:
+    """Which of the transcript's items forced alignment heard where ``offset_ms`` puts them.
+
+    An item (a word, or a caption without word times) is heard when its aligned start lies within ``within_ms`` of
+    ``stamp - offset_ms``::
+
+        stamps          [a)   [b)      [c)  [d)         item stamps, transcript clock
+        stamp - offset   [a)   [b)      [c)  [d)        where the offset puts them (audio clock)
+        forced starts    ^a    ^b  ^c           ^d      a, b heard; c (placed on other speech), d not heard
+
+    Args:
+        forced: forced alignment's estimate (its ``item_differences_ms``: stamp minus aligned start per item).
+        offset_ms: the answer to judge (DESIGN.md sign).
+        within_ms: tolerance (ms).
+
+    Returns:
+        ``(heard, items, not_heard_texts)``; items that did not align count as not heard. ``(0, 0, [])`` when
+        ``forced`` carries no per-item differences.
+    """
+    items = forced.item_differences_ms
+    heard = [d is not None and abs(d - offset_ms) <= within_ms for _, d in items]
+    return sum(heard), len(items), [text for (text, _), ok in zip(items, heard) if not ok]
+
+
+def _heard(answer: TextEstimate, forced: TextEstimate) -> TextEstimate:
+    """Forced alignment's own answer stands only where at least :data:`_MIN_HEARD_FRACTION` of the transcript's
+    items are heard within :data:`_HEARD_MS` of where it puts them (:func:`heard_items`); else abstain
+    (``words_not_heard``, naming some of the items not heard, best guess kept). Without per-item differences there is
+    nothing to judge and the answer stands."""
+    heard, total, missing = heard_items(forced, answer.text_offset_ms)
+    if total == 0 or heard >= _MIN_HEARD_FRACTION * total:
+        return answer
+    shown = "; ".join(repr(text if len(text) <= 40 else text[:37] + "...") for text in missing[:_NOT_HEARD_SHOWN])
+    more = f" and {len(missing) - _NOT_HEARD_SHOWN} more" if len(missing) > _NOT_HEARD_SHOWN else ""
+    return text_abstain("words_not_heard", confidence=answer.confidence, best_guess_ms=answer.text_offset_ms,
+                        num_words_aligned=forced.num_words_aligned, item_differences_ms=forced.item_differences_ms,
+                        found=f"forced alignment ({answer.method}) says {answer.text_offset_ms:+.0f} ms, but only {heard} "
+                              f"of {total} transcript item(s) are heard within ±{_HEARD_MS:g} ms of where that puts "
+                              f"them; not heard there: {shown}{more}",
+                        needed=f"at least {_MIN_HEARD_FRACTION:.0%} of the items heard there")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 logger = logging.getLogger(__name__)
@@ -38,6 +38,11 @@ class TextEstimate:
     num_words_aligned: int = 0
     """Forced alignment: transcript items (words, or captions without word times) that were aligned and dated;
     0 from the energy estimator."""
+    item_differences_ms: tuple[tuple[str, Optional[float]], ...] = field(default=(), repr=False)
+    """Forced alignment: ``(text, stamp - aligned start in ms)`` of every transcript item with a dictionary word,
+    in transcript order (None where its chunk did not align; items without a dictionary word are left out: no
+    verdict); () from the energy estimator and when abstaining before aligning. What
+    :func:`~aligner.estimators.heard_items` reads."""
 
     @property
     def abstained(self) -> bool:
@@ -75,6 +80,8 @@ _HINTS = {
                               "use word-level timestamps (WhisperX JSON) or " + _GIVE_OFFSET),
     "unconfirmed": ("", "forced alignment does not place the transcript's words where the energy evidence does: "
                         "check that the transcript belongs to this audio; " + _GIVE_OFFSET),
+    "words_not_heard": ("", "much of the transcript is not spoken where its stamps say: check that the transcript belongs "
+                            "to this audio (another clip's transcript can share a sentence with it); " + _GIVE_OFFSET),
     "methods_disagree": ("energy and forced alignment within 40 ms of each other",
                          "segment-level captions on conversational speech are often too loose; " + _GIVE_OFFSET),
 }
@@ -82,7 +89,8 @@ _HINTS = {
 
 def text_abstain(reason: str, *, num_onsets: int = 0, psr: float = 0.0, confidence: float = 0.0,
                  best_guess_ms: Optional[float] = None, found: str = "", needed: str = "",
-                 num_words_aligned: int = 0) -> TextEstimate:
+                 num_words_aligned: int = 0,
+                 item_differences_ms: tuple[tuple[str, Optional[float]], ...] = ()) -> TextEstimate:
     """An abstaining :class:`TextEstimate` (``method = "abstain:<reason>"``) with the reason's hint;
     ``found`` / ``needed`` default to the reason's standard wording."""
     default_needed, hint = _HINTS.get(reason, ("", _GIVE_OFFSET))
@@ -95,4 +103,4 @@ def text_abstain(reason: str, *, num_onsets: int = 0, psr: float = 0.0, confiden
     logger.info("text offset estimation abstains: %s (%s)", reason, found)
     return TextEstimate(None, float(confidence), f"abstain:{reason}", num_onsets, float(psr),
                         None if best_guess_ms is None else float(best_guess_ms), found, needed or default_needed, hint,
-                        num_words_aligned)
+                        num_words_aligned, item_differences_ms)

@@ -41,7 +41,7 @@ from aligner._forced import (
 from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_db
 from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
 from aligner._signals import VisualFeature, audio_onset_envelope, mono, visual_change_events
-from aligner._text_method import estimate_transcript_offsets
+from aligner._text_method import estimate_transcript_offsets, heard_items
 from aligner._text_forced import CAPTION_MARGIN_SECONDS, caption_words, estimate_text_offset_forced
 from aligner._text_offset import caption_edges, estimate_text_offset, onset_offset_near, refine_word_times
 
@@ -79,6 +79,7 @@ __all__ = [
     "estimate_transcript_offsets",
     "fit_drift",
     "forced_align_words",
+    "heard_items",
     "match_lag_drift",
     "matched_pairs",
     "mono",

@@ -1,0 +1,117 @@
+"""A transcript that does not belong to the audio: forced alignment's answer stands only where its words are heard.
+
+Oracle: the wild generator's truth (``avalign.synth.make_wild_clip``) on TUNE seeds. Seed 1001: nine SRT captions over
+a music bed at 4 dB; energy abstains and forced alignment answers (``forced_spans+onsets``, 2.5 ms from the truth on
+tune). Seed 1014's transcript on 1001's audio (a null pairing): the wild clips draw sentences from one pool, and two of
+1014's five captions share words with 1001's speech; forced alignment's differences agree around +472 ms (confidence
+0.36) although the generator speaks only 39 % of 1014's words where that puts them. Only 3 of 5 captions are heard
+within 60 ms there, so ``auto`` abstains (``words_not_heard``) naming the captions not heard (on main it answered).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import loaders
+from aligner import TextEstimate, estimate_transcript_offset
+from aligner.estimators import heard_items
+from tests.conftest import wild_clip
+
+pytest.importorskip("pocketsphinx")
+
+OFFSET_ERROR_MS = 8.0  # tune: 2.5 ms
+TRUTH_TOLERANCE_S = 0.05
+
+
+@pytest.fixture(scope="module")
+def wild(tmp_path_factory):
+    """``wild(seed)`` -> (truth record, audio, transcript) of a TUNE seed, generated once per run."""
+    from avalign.synth import TUNE_SEEDS
+
+    made = {}
+
+    def get(seed: int):
+        if seed not in made:
+            assert seed in TUNE_SEEDS
+            record, directory = wild_clip(tmp_path_factory, seed)
+            audio = loaders.read_audio(str(directory / record["media"]))
+            made[seed] = record, audio, loaders.read_transcript(str(directory / record["transcript"]))
+        return made[seed]
+
+    return get
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z']", "", text.lower())
+
+
+def _spoken(record: dict) -> list[tuple[str, float]]:
+    """The generator's words of ``record`` on its audio clock: (word, start seconds)."""
+    scale = 1 + record["drift_ppm"] * 1e-6
+    return [(_norm(w["text"]), w["start_seconds"] * scale + record["av_offset_ms"] / 1000) for w in record["words"]]
+
+
+def _spoken_where_put(audio_record: dict, text: str, stamp_seconds: float, offset_ms: float, span_seconds: float) -> bool:
+    """Whether the audio's generator speaks every word of ``text`` inside [stamp - offset, + span] (±50 ms)."""
+    lo = stamp_seconds - offset_ms / 1000 - TRUTH_TOLERANCE_S
+    hi = lo + span_seconds + 2 * TRUTH_TOLERANCE_S
+    heard = {w for w, start in _spoken(audio_record) if lo <= start <= hi}
+    return all(_norm(w) in heard for w in text.split() if _norm(w))
+
+
+@pytest.mark.slow
+def test_true_pairing_answers(wild) -> None:
+    record, audio, transcript = wild(1001)
+    assert record["transcript_format"] == "srt" and not transcript.words
+    estimate = estimate_transcript_offset(audio, transcript)
+    assert estimate.method.startswith("forced_spans"), estimate
+    assert abs(estimate.text_offset_ms - record["text_offset_ms"]) <= OFFSET_ERROR_MS, (estimate, record["text_offset_ms"])
+
+
+@pytest.mark.slow
+def test_another_clips_transcript_abstains_words_not_heard(wild) -> None:
+    audio_record, audio, _ = wild(1001)
+    _, _, transcript = wild(1014)
+    estimate = estimate_transcript_offset(audio, transcript)
+    assert estimate.method == "abstain:words_not_heard", estimate
+    record = estimate.abstain_record()
+    assert record["best_guess_ms"] is not None and record["hint"] and record["needed"]
+    guess = record["best_guess_ms"]
+    # Against the generator: the transcript does not belong (not every caption is spoken where the guess puts it) ...
+    put = [_spoken_where_put(audio_record, s.text, s.start_seconds, guess, s.stop_seconds - s.start_seconds)
+           for s in transcript.spans]
+    assert not all(put), put
+    # ... and every caption named as not heard is indeed not spoken there.
+    named = re.findall(r"'([^']*)'", record["found"].split("not heard there:")[1])
+    assert named
+    by_text = {s.text.strip().rstrip("."): s for s in transcript.spans}
+    for text in named:
+        span = next(s for t, s in by_text.items() if t.startswith(text.rstrip(".").removesuffix("...")))
+        assert not _spoken_where_put(audio_record, span.text, span.start_seconds, guess,
+                                     span.stop_seconds - span.start_seconds), text
+
+
+def test_heard_items_counts_items_within_the_tolerance() -> None:
+    forced = TextEstimate(100.0, 0.5, "forced_spans", item_differences_ms=(
+        ("a", 100.0), ("b", 159.0), ("c", 161.0), ("d", None), ("e", 40.5)))
+    assert heard_items(forced, 100.0) == (3, 5, ["c", "d"])  # within ±60 ms: a, b, e
+    assert heard_items(forced, 100.0, within_ms=10.0) == (1, 5, ["b", "c", "d", "e"])
+    assert heard_items(TextEstimate(None, 0.0, "abstain:low_confidence"), 0.0) == (0, 0, [])
+
+
+@pytest.mark.slow
+def test_items_without_dictionary_words_get_no_verdict(wild) -> None:
+    """A caption of words pocketsphinx's dictionary lacks (non-English text, unknown names) is left out of the heard
+    fraction instead of counting as not heard: the true pairing still answers."""
+    from aligner.estimators import estimate_transcript_offsets
+    from avcore import Span, Transcript
+
+    record, audio, transcript = wild(1001)
+    last = transcript.spans[-1]
+    odd = Span("Qxzv blorpt", last.stop_seconds + 0.5, last.stop_seconds + 1.2)
+    extended = Transcript(transcript.spans + (odd,))
+    by_method = estimate_transcript_offsets(audio, extended, methods=("forced", "auto"))
+    texts = [text for text, _ in by_method["forced"].item_differences_ms]
+    assert odd.text not in texts and len(texts) == len(transcript.spans)
+    assert abs(by_method["auto"].text_offset_ms - record["text_offset_ms"]) <= OFFSET_ERROR_MS, by_method["auto"]
