@@ -6,7 +6,8 @@ segment spanning the whole aligned item (every frame and sample); it does not go
 has nothing to estimate or force-align on a description of the clip.
 
 Tokens: the item's text units (its words when it has any, else its segments: caption lines, cues) are joined
-with single spaces and tokenized once; each unit owns the characters ``[c0, c1)``; a token belongs to the first
+with single spaces and tokenized once (words found in their segments' text tokenize that text instead, so that forced
+alignment's normalised words do not change the ids: :func:`tokenize_item`); each unit owns the characters ``[c0, c1)``; a token belongs to the first
 unit whose characters it overlaps (``t0 < c1 and t1 > c0``) and takes that unit's frame and sample ranges, on
 the one clock ``align`` put the unit on::
 
@@ -20,12 +21,14 @@ overlaps it). Without a tokenizer, whitespace-separated pieces are counted (no i
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import logging
 import operator
 import os
 import re
+from collections import Counter
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -36,7 +39,7 @@ from loaders._transcripts import is_transcript_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TOKENIZER_PROBE_TEXT", "caption_text", "check_tokenizer", "encode_text", "join_unit_texts", "token_owners", "tokenize_item", "unit_token_ranges", "with_caption"]
+__all__ = ["TOKENIZER_PROBE_TEXT", "caption_text", "check_tokenizer", "encode_text", "join_unit_texts", "locate_words", "token_owners", "tokenize_item", "unit_token_ranges", "with_caption"]
 
 _WHITESPACE_TOKEN = re.compile(r"\S+")
 MAX_CAPTION_BYTES = 1_000_000
@@ -216,13 +219,28 @@ def _integer(value: Any, what: str) -> int:
 
 def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
     """An aligned sample with its tokens: ids (with a tokenizer), frame and sample ranges per token, and the
-    words' (or segments') ``token_start``/``token_stop`` set to match (see the module docstring)."""
+    words' (or segments') ``token_start``/``token_stop`` set to match (see the module docstring).
+
+    The text tokenized is the transcript's own: when the item has words and segments and every word is found, in
+    order, in its segments' joined text (see :func:`locate_words`), that text is tokenized, so caption words placed
+    by forced alignment (lowercased, punctuation stripped, words missing from its dictionary left out) do not change
+    the ids: they equal the tokenizer called on the captions. A token inside a word's whitespace-separated piece
+    belongs to that word (``Hello,`` is the piece of the forced word ``hello``), any other token to
+    its segment (frame and sample ranges of the segment; no word's token range holds it). Otherwise the words'
+    texts joined with single spaces are tokenized (the module docstring). Word texts are kept as they are.
+    """
     words, segments = tuple(sample.words), tuple(sample.segments)
     unit = "word" if words else ("segment" if segments else "")
     units = words if words else segments
-    text, char_ranges = join_unit_texts([u.text for u in units])
+    located = locate_words([w.text for w in words], [s.text for s in segments]) if words and segments else None
+    if located is None:
+        text, char_ranges = join_unit_texts([u.text for u in units])
+        fallback_ranges: list[tuple[int, int]] = []
+    else:
+        text, char_ranges, fallback_ranges = located
     ids, offsets = encode_text(tokenizer, text) if units else ([] if tokenizer is not None else None, [])
     owner = token_owners(offsets, char_ranges)
+    fallback_owner = token_owners(offsets, fallback_ranges) if located is not None else [-1] * len(offsets)
     ranges = unit_token_ranges(owner, len(units))
     updated = tuple(dataclasses.replace(u, token_start=r[0], token_stop=r[1]) for u, r in zip(units, ranges))
     if unit == "word":
@@ -233,11 +251,11 @@ def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
     num_samples = sample.audio.num_samples
     frame_ranges = np.empty((len(offsets), 2), dtype=np.int64)
     sample_ranges = np.empty((len(offsets), 2), dtype=np.int64)
-    for t, j in enumerate(owner):
-        if j < 0:
+    for t, (j, k) in enumerate(zip(owner, fallback_owner)):
+        u = units[j] if j >= 0 else (segments[k] if k >= 0 else None)
+        if u is None:
             frame_ranges[t], sample_ranges[t] = (0, num_frames), (0, num_samples)
         else:
-            u = units[j]
             frame_ranges[t] = (u.frame_start or 0, u.frame_stop or 0)
             sample_ranges[t] = (u.sample_start, u.sample_stop)
     tokens = TextTokens(
@@ -247,6 +265,42 @@ def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
         unit=unit,
     )
     return BatchItem(dataclasses.replace(sample, words=words, segments=segments), tokens)
+
+
+def locate_words(
+    words: Sequence[str], segments: Sequence[str]
+) -> Optional[tuple[str, list[tuple[int, int]], list[tuple[int, int]]]]:
+    """The segments' joined text with each word's characters in it, or None when a word is not found.
+
+    Words are searched in order, each after the previous one, ignoring case (forced alignment lowercases); a word
+    whose whitespace-separated piece of the text holds no other word owns the whole piece (``Hello,`` for
+    ``hello``), else only its own characters.
+
+    Returns:
+        ``(text, word_char_ranges, segment_char_ranges)``: half-open character ranges into ``text``.
+    """
+    text, segment_ranges = join_unit_texts(list(segments))
+    folded = _fold_case(text)
+    found, cursor = [], 0
+    for word in words:
+        needle = _fold_case(word.strip())
+        start = folded.find(needle, cursor) if needle else cursor  # an empty word: an empty range, owning no token
+        if start < 0:
+            return None
+        found.append((start, start + len(needle)))
+        cursor = start + len(needle)
+    pieces = [(m.start(), m.end()) for m in _WHITESPACE_TOKEN.finditer(text)]
+    piece_starts = [p0 for p0, _ in pieces]
+    piece_of = [bisect.bisect_right(piece_starts, c0) - 1 if c1 > c0 else -1 for c0, c1 in found]
+    words_in_piece = Counter(piece_of)
+    ranges = [(min(c0, pieces[p][0]), max(c1, pieces[p][1])) if p >= 0 and words_in_piece[p] == 1 else (c0, c1)
+              for (c0, c1), p in zip(found, piece_of)]
+    return text, ranges, segment_ranges
+
+
+def _fold_case(text: str) -> str:
+    """``text`` lowercased character by character, keeping its length (a character whose lowercase is longer stays)."""
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
 def join_unit_texts(texts: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:

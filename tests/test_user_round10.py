@@ -1,0 +1,73 @@
+"""Fresh-eyes user round 10 (BENCHMARKS.md, "Fresh-eyes user round (branch user10)"): each test pins one defect
+found by training from shards of every common layout, against an oracle computed independently (the
+tokenizer called on the shard's own text, the shard's own words)."""
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from aligner import AlignedSpan
+from loaders.pipeline import tokenize_item
+
+tokenizers = pytest.importorskip("tokenizers")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sample:
+    """What ``tokenize_item`` reads of an ``aligner.AlignedSample``."""
+
+    video: Any
+    audio: Any
+    words: tuple
+    segments: tuple
+
+
+def _span(text: str, level: str, frames: tuple[int, int], samples: tuple[int, int]) -> AlignedSpan:
+    return AlignedSpan(text, level, frames[0] / 10, frames[1] / 10, frames[0], frames[1], samples[0], samples[1])
+
+
+def _word_tokenizer(words: list[str]) -> Any:
+    vocab = {"[UNK]": 0}
+    for w in words:
+        vocab.setdefault(w, len(vocab))
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    return tok
+
+
+CAPTION = "Hello, World! It's jwplayer."
+
+
+def test_caption_tokens_are_the_caption_text_not_the_forced_words():
+    """An SRT/VTT/STM cue's words come from forced alignment: lowercased, punctuation stripped, a word missing
+    from the aligner's dictionary ('jwplayer') left out. The ids must still be the tokenizer's ids of the cue
+    (before: of "hello world it's", so [UNK] [UNK] [UNK] and no 'jwplayer', '.' or '!')."""
+    tok = _word_tokenizer("Hello , World ! It ' s jwplayer .".split())
+    segment = _span(CAPTION, "segment", (0, 30), (0, 48000))
+    words = (_span("hello", "word", (2, 6), (3200, 9600)), _span("world", "word", (7, 11), (11200, 17600)),
+             _span("it's", "word", (12, 15), (19200, 24000)))
+    item = tokenize_item(_Sample(SimpleNamespace(num_frames=30), SimpleNamespace(num_samples=48000), words, (segment,)), tok)
+    oracle = tok.encode(CAPTION)
+    assert item.tokens.ids.tolist() == oracle.ids == list(range(1, 10))
+    assert item.tokens.unit == "word"
+    # each word keeps its text and times; its tokens are the ones inside its whitespace-separated piece of the cue
+    assert [w.text for w in item.sample.words] == ["hello", "world", "it's"]
+    assert [(w.token_start, w.token_stop) for w in item.sample.words] == [(0, 2), (2, 4), (4, 7)]
+    assert [(w.frame_start, w.frame_stop) for w in item.sample.words] == [(2, 6), (7, 11), (12, 15)]
+    frames = item.tokens.frame_ranges.tolist()
+    assert frames[:7] == [[2, 6]] * 2 + [[7, 11]] * 2 + [[12, 15]] * 3
+    assert frames[7:] == [[0, 30]] * 2  # 'jwplayer' and '.': no word, the cue's range
+    assert item.tokens.sample_ranges.tolist()[7:] == [[0, 48000]] * 2
+
+
+def test_words_not_in_the_segments_keep_the_joined_word_text():
+    """Words that are not the segments' text (a transcript whose word list differs) are tokenized as before."""
+    tok = _word_tokenizer(["alpha", "beta", "gamma"])
+    segment = _span("gamma", "segment", (0, 10), (0, 16000))
+    words = (_span("alpha", "word", (0, 4), (0, 6400)), _span("beta", "word", (5, 9), (8000, 14400)))
+    item = tokenize_item(_Sample(SimpleNamespace(num_frames=10), SimpleNamespace(num_samples=16000), words, (segment,)), tok)
+    assert item.tokens.ids.tolist() == tok.encode("alpha beta").ids == [1, 2]
+    assert [w.text for w in item.sample.words] == ["alpha", "beta"]
