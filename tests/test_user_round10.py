@@ -71,3 +71,17 @@ def test_words_not_in_the_segments_keep_the_joined_word_text():
     item = tokenize_item(_Sample(SimpleNamespace(num_frames=10), SimpleNamespace(num_samples=16000), words, (segment,)), tok)
     assert item.tokens.ids.tolist() == tok.encode("alpha beta").ids == [1, 2]
     assert [w.text for w in item.sample.words] == ["alpha", "beta"]
+
+
+def test_a_directory_of_shards_is_refused_when_the_dataset_is_built(tmp_path):
+    """``make_dataset("shards/")`` with DataLoader workers used to give an epoch of 0 batches and two warnings
+    (a directory exists, so the 'no shard exists' check passed; the workers only log it): now one clear error."""
+    from loaders import make_dataset, make_loader
+
+    (tmp_path / "train-000000.tar").write_bytes(b"")
+    for urls in (str(tmp_path), str(tmp_path) + "/", [str(tmp_path), str(tmp_path / "sub")]):
+        with pytest.raises(FileNotFoundError, match=r"no shard exists: .*a glob or a directory is not expanded"):
+            make_dataset(urls, seed=0)
+        with pytest.raises(FileNotFoundError, match=r"a glob or a directory is not expanded"):
+            make_loader(urls, seed=0)
+    make_dataset(str(tmp_path / "train-000000.tar"), seed=0)  # a file is accepted (read, and refused, per epoch)

@@ -650,9 +650,11 @@ def _check_shards_per_rank(num_shards: int, world_size: int, even_batches: str, 
 
 
 def _check_local_paths(urls: list[str]) -> None:
-    """Raises FileNotFoundError when every URL is a plain local path and none exists (a typo, a glob, a dir)."""
+    """Raises FileNotFoundError when every URL is a plain local path and none is an existing file (a typo, a glob,
+    a directory: a directory exists but is no shard, and a DataLoader worker would only log it, for an epoch of
+    no batch)."""
     local = [u for u in urls if "://" not in u and not u.startswith("pipe:")]
-    if len(local) != len(urls) or any(os.path.exists(u) for u in local):
+    if len(local) != len(urls) or any(os.path.exists(u) and not os.path.isdir(u) for u in local):
         return
     shown = ", ".join(repr(u) for u in urls[:5]) + (f" … ({len(urls)} in all)" if len(urls) > 5 else "")
     hint = ""
