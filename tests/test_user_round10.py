@@ -85,3 +85,34 @@ def test_a_directory_of_shards_is_refused_when_the_dataset_is_built(tmp_path):
         with pytest.raises(FileNotFoundError, match=r"a glob or a directory is not expanded"):
             make_loader(urls, seed=0)
     make_dataset(str(tmp_path / "train-000000.tar"), seed=0)  # a file is accepted (read, and refused, per epoch)
+
+
+def test_a_video2dataset_json_caption_survives_preprocess(tmp_path):
+    """A video2dataset sample whose caption is only in ``KEY.json`` (no ``KEY.txt``): the loader reads it from the
+    raw shard, and ``avalign preprocess`` keeps that record as ``KEY.meta.json``; the loader used to read only
+    ``json``, so after preprocessing the caption was gone (0 segments, 0 tokens), silently."""
+    import io
+    import json
+    import tarfile
+
+    from avalign.preprocess import preprocess
+    from loaders import make_loader
+    from loaders.pipeline import caption_text
+    from tests.conftest import tiny_clip
+
+    caption = "a cat on a mat"
+    meta = json.dumps({"url": "http://x/v.mp4", "key": "00000", "caption": caption, "status": "success"}).encode()
+    assert caption_text({"meta.json": meta}) == caption
+    assert caption_text({"txt": b"from txt", "meta.json": meta}) == "from txt"
+    members = {"00000.mp4": tiny_clip(tmp_path / "c.mp4", 1.0, fps=10, sample_rate=16000), "00000.json": meta}
+    with tarfile.open(tmp_path / "in-000000.tar", "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    raw = [t for b in make_loader(str(tmp_path / "in-000000.tar"), seed=0) for t in b.segment_texts]
+    preprocess(str(tmp_path / "in-000000.tar"), str(tmp_path / "out"), progress=False, timeout_seconds=None)
+    with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
+        assert tar.extractfile("00000.meta.json").read() == meta
+    done = [t for b in make_loader(str(tmp_path / "out" / "shard-000000.tar"), seed=0) for t in b.segment_texts]
+    assert raw == done == [caption]

@@ -46,18 +46,25 @@ MAX_CAPTION_BYTES = 1_000_000
 """A caption member larger than this is refused (a clip-level caption is a sentence or a paragraph)."""
 
 
+_CAPTION_MEMBERS = (*CAPTION_EXTENSIONS, "meta.json")
+"""Members read for a caption, in this order: ``avcore.CAPTION_EXTENSIONS``, then ``meta.json``, the name under which
+``avalign preprocess`` writes a video2dataset ``KEY.json`` metadata record (so its ``caption`` survives preprocessing)."""
+
+
 def caption_text(sample: dict) -> Optional[str]:
     """The clip-level caption of a sample (whitespace collapsed), or None when it has none.
+
+    Read from ``txt`` / ``caption`` (the text), else from ``json`` / ``meta.json`` metadata's string ``caption``.
 
     Raises:
         UnicodeDecodeError: a caption member that is not UTF-8.
         ValueError: a ``txt`` / ``caption`` member over :data:`MAX_CAPTION_BYTES`.
     """
-    for ext in CAPTION_EXTENSIONS:
+    for ext in _CAPTION_MEMBERS:
         if ext not in sample:
             continue
         raw = sample[ext]
-        if ext == "json":
+        if ext.endswith("json"):
             if len(raw) > MAX_CAPTION_BYTES or is_transcript_json(raw):
                 continue  # a transcript (read elsewhere), malformed, or too large for a metadata record
             value = json.loads(raw)
