@@ -23,6 +23,8 @@ class _Sample:
     audio: Any
     words: tuple
     segments: tuple
+    start_seconds: float = 0.0
+    stop_seconds: float = 3.0
 
 
 def _span(text: str, level: str, frames: tuple[int, int], samples: tuple[int, int]) -> AlignedSpan:
@@ -61,6 +63,23 @@ def test_caption_tokens_are_the_caption_text_not_the_forced_words():
     assert frames[:7] == [[2, 6]] * 2 + [[7, 11]] * 2 + [[12, 15]] * 3
     assert frames[7:] == [[0, 30]] * 2  # 'jwplayer' and '.': no word, the cue's range
     assert item.tokens.sample_ranges.tolist()[7:] == [[0, 48000]] * 2
+
+
+def test_a_window_that_cuts_a_caption_tokenizes_its_words_part_only():
+    """Windows of a clip share a cut caption's words; they share its tokens the same way (a window holds the
+    caption's text from its first to its last word in the window on the cut side), so cutting a clip into windows
+    still fits the token budget. The clip's own edges are no cut: there the whole caption is kept."""
+    tok = _word_tokenizer("Hello , World ! It ' s jwplayer .".split())
+    segment = _span(CAPTION, "segment", (10, 20), (16000, 32000))  # the caption clipped to the window [1, 2) s
+    words = (_span("world", "word", (10, 14), (16000, 22400)), _span("it's", "word", (15, 19), (24000, 30400)))
+    window = _Sample(SimpleNamespace(num_frames=30), SimpleNamespace(num_samples=48000), words, (segment,), 1.0, 2.0)
+    cases = {(True, True): "World! It's", (True, False): "World! It's jwplayer.", (False, True): "Hello, World! It's",
+             (False, False): CAPTION}
+    for cut_edges, text in cases.items():
+        item = tokenize_item(window, tok, cut_edges=cut_edges)
+        assert item.tokens.ids.tolist() == tok.encode(text).ids, cut_edges
+        expected_ranges = [(0, 2), (2, 5)] if cut_edges[0] else [(2, 4), (4, 7)]
+        assert [(w.token_start, w.token_stop) for w in item.sample.words] == expected_ranges, cut_edges
 
 
 def test_words_not_in_the_segments_keep_the_joined_word_text():

@@ -236,7 +236,7 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
     """Explicit windows, or with ``"auto"`` the fewest equal windows under the limits (no cut when it fits),
     each tokenized."""
     if options.window_seconds != AUTO:
-        return [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=options.window_seconds)]
+        return _tokenized_windows(split_windows(aligned, window_seconds=options.window_seconds), options)
     whole = [tokenize_item(aligned, options.tokenizer)]
     over = _overshoot(whole, options)
     duration = float(aligned.stop_seconds - aligned.start_seconds)
@@ -251,10 +251,16 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
         return whole  # windows under a log-mel hop: over_budget, uncut
     items = whole
     for count in range(math.ceil(over), math.ceil(over) + 4):  # rounding can put one frame or sample more in a window
-        items = [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=duration / count)]
+        items = _tokenized_windows(split_windows(aligned, window_seconds=duration / count), options)
         if _overshoot(items, options) <= 1.0:
             break
     return items
+
+
+def _tokenized_windows(windows: list, options: SampleOptions) -> list[BatchItem]:
+    """Each window tokenized, told which of its edges are cuts (all but the clip's own start and stop)."""
+    last = len(windows) - 1
+    return [tokenize_item(w, options.tokenizer, cut_edges=(i > 0, i < last)) for i, w in enumerate(windows)]
 
 
 def _largest_unit_tokens(item: BatchItem) -> int:

@@ -25,6 +25,7 @@ import bisect
 import dataclasses
 import json
 import logging
+import math
 import operator
 import os
 import re
@@ -224,7 +225,7 @@ def _integer(value: Any, what: str) -> int:
     return number
 
 
-def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
+def tokenize_item(sample: Any, tokenizer: Any = None, *, cut_edges: tuple[bool, bool] = (False, False)) -> BatchItem:
     """An aligned sample with its tokens: ids (with a tokenizer), frame and sample ranges per token, and the
     words' (or segments') ``token_start``/``token_stop`` set to match (see the module docstring).
 
@@ -233,13 +234,21 @@ def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
     by forced alignment (lowercased, punctuation stripped, words missing from its dictionary left out) do not change
     the ids: they equal the tokenizer called on the captions. A token inside a word's whitespace-separated piece
     belongs to that word (``Hello,`` is the piece of the forced word ``hello``), any other token to
-    its segment (frame and sample ranges of the segment; no word's token range holds it). Otherwise the words'
-    texts joined with single spaces are tokenized (the module docstring). Word texts are kept as they are.
+    its segment (frame and sample ranges of the segment; no word's token range holds it). ``cut_edges`` says
+    whether the item's start and stop are cuts of a longer clip (a window's, not the clip's own edges): a segment
+    that a cut crosses (it starts at or before a cut start, or stops at or after a cut stop) contributes its text
+    from its first to its last word in the item only on that side, so that windows share a cut caption's tokens as
+    they share its words, instead of each holding all of them. Otherwise the words' texts joined with single spaces are
+    tokenized (the module docstring). Word texts are kept as they are.
     """
     words, segments = tuple(sample.words), tuple(sample.segments)
     unit = "word" if words else ("segment" if segments else "")
     units = words if words else segments
     located = locate_words([w.text for w in words], [s.text for s in segments]) if words and segments else None
+    if located is not None:
+        cut_start = float(sample.start_seconds) if cut_edges[0] else -math.inf
+        cut_stop = float(sample.stop_seconds) if cut_edges[1] else math.inf
+        located = _trim_cut_segments(located, segments, cut_start, cut_stop)
     if located is None:
         text, char_ranges = join_unit_texts([u.text for u in units])
         fallback_ranges: list[tuple[int, int]] = []
@@ -303,6 +312,37 @@ def locate_words(
     ranges = [(min(c0, pieces[p][0]), max(c1, pieces[p][1])) if p >= 0 and words_in_piece[p] == 1 else (c0, c1)
               for (c0, c1), p in zip(found, piece_of)]
     return text, ranges, segment_ranges
+
+
+def _trim_cut_segments(
+    located: tuple[str, list[tuple[int, int]], list[tuple[int, int]]],
+    segments: Sequence[Any],
+    cut_start_seconds: float,
+    cut_stop_seconds: float,
+) -> Optional[tuple[str, list[tuple[int, int]], list[tuple[int, int]]]]:
+    """``located`` (:func:`locate_words`) with each segment that a cut crosses trimmed to its words in the item on
+    that side (see :func:`tokenize_item`; ``-inf`` / ``inf``: no cut); None when a word lies in no segment's text."""
+    text, word_ranges, segment_ranges = located
+    pieces, new_words, new_segments, cursor, w = [], [], [], 0, 0
+    for segment, (c0, c1) in zip(segments, segment_ranges):
+        first = w
+        while w < len(word_ranges) and word_ranges[w][0] < c1:
+            if word_ranges[w][0] < c0 or word_ranges[w][1] > c1:
+                return None  # a word across two segments' texts (it spans their joining space)
+            w += 1
+        inside = word_ranges[first:w]
+        if inside and segment.start_seconds <= cut_start_seconds:
+            c0 = max(c0, inside[0][0])
+        if inside and segment.stop_seconds >= cut_stop_seconds:
+            c1 = min(c1, inside[-1][1])
+        shift = cursor - c0
+        new_words.extend((a + shift, b + shift) for a, b in inside)
+        new_segments.append((cursor, cursor + c1 - c0))
+        pieces.append(text[c0:c1])
+        cursor += c1 - c0 + 1
+    if w != len(word_ranges):
+        return None
+    return " ".join(pieces), new_words, new_segments
 
 
 def _fold_case(text: str) -> str:
