@@ -135,3 +135,52 @@ def test_a_video2dataset_json_caption_survives_preprocess(tmp_path):
         assert tar.extractfile("00000.meta.json").read() == meta
     done = [t for b in make_loader(str(tmp_path / "out" / "shard-000000.tar"), seed=0) for t in b.segment_texts]
     assert raw == done == [caption]
+
+
+def _textgrid(tiers: dict[str, list[tuple[str, float, float]]], seconds: float = 3.0) -> str:
+    """A long-format TextGrid with one interval tier per entry (silence between intervals left empty)."""
+    body = []
+    for k, (name, items) in enumerate(tiers.items(), start=1):
+        filled, cursor = [], 0.0
+        for text, start, stop in sorted(items, key=lambda item: item[1]):
+            if start > cursor:
+                filled.append(("", cursor, start))
+            filled.append((text, start, stop))
+            cursor = stop
+        filled.append(("", cursor, seconds))
+        body.append(f"    item [{k}]:\n        class = \"IntervalTier\"\n        name = \"{name}\"\n        xmin = 0\n"
+                    f"        xmax = {seconds}\n        intervals: size = {len(filled)}\n" + "".join(
+                        f"        intervals [{i}]:\n            xmin = {s}\n            xmax = {e}\n            text = \"{t}\"\n"
+                        for i, (t, s, e) in enumerate(filled, start=1)))
+    return (f"File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n\nxmin = 0\nxmax = {seconds}\ntiers? <exists>\n"
+            f"size = {len(tiers)}\nitem []:\n" + "".join(body))
+
+
+SPEAKER_A = [("hello", 0.2, 0.5), ("there", 0.6, 0.9), ("friend", 2.0, 2.4)]
+SPEAKER_B = [("oh", 1.0, 1.2), ("hi", 1.3, 1.6)]
+
+
+def test_textgrid_reads_every_speakers_tier():
+    """Multi-speaker TextGrids have a tier per speaker: Montreal Forced Aligner writes ``<speaker> - words`` and
+    ``<speaker> - phones``; conversation annotations name tiers after the speakers. Only the first speaker's tier
+    used to be read (the rest dropped silently: praatio's own ``textgrid_to_merge.TextGrid``, 11 intervals in 3
+    speaker tiers, gave 4)."""
+    from loaders import read_transcript
+
+    phones = [("HH", 0.2, 0.3), ("AH", 0.3, 0.5)]
+    mfa = _textgrid({"A - words": SPEAKER_A, "A - phones": phones, "B - words": SPEAKER_B, "B - phones": phones})
+    words = sorted(SPEAKER_A + SPEAKER_B, key=lambda w: w[1])
+    spans = read_transcript(mfa.encode(), format="textgrid").spans
+    assert [(s.text, s.start_seconds, s.stop_seconds) for s in spans] == words
+    assert [[(w.text, w.start_seconds) for w in s.words] for s in spans] == [[(t, s)] for t, s, _ in words]
+
+    speakers = _textgrid({"bob": SPEAKER_A, "mary": SPEAKER_B})
+    spans = read_transcript(speakers.encode(), format="textgrid").spans
+    assert [(s.text, s.start_seconds, s.stop_seconds) for s in spans] == words
+
+    # a phrase and a word tier per speaker: each speaker's words go to that speaker's phrases
+    paired = _textgrid({"A phrases": [("hello there", 0.2, 0.9), ("friend", 2.0, 2.4)], "A words": SPEAKER_A,
+                        "B phrases": [("oh hi", 0.1, 2.2)], "B words": SPEAKER_B})
+    spans = read_transcript(paired.encode(), format="textgrid").spans
+    assert [(s.text, [w.text for w in s.words]) for s in spans] == [
+        ("oh hi", ["oh", "hi"]), ("hello there", ["hello", "there"]), ("friend", ["friend"])]
