@@ -505,8 +505,10 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
     """Praat TextGrid (long or short text format), read by praatio.
 
     Tier choice: the interval tiers named like ``word`` give words; those named like ``phrase`` /
-    ``segment`` / ``sentence`` / ``utterance`` give spans and the words are attached to them (paired tier by tier
-    when there are as many of each, as a phrase and a word tier per speaker). With word tiers only (Montreal Forced
+    ``segment`` / ``sentence`` / ``utterance`` … give spans and the words are attached to them (paired tier by tier
+    when there are as many of each, as a phrase and a word tier per speaker); of the phrase tiers, only those named
+    with the first one's hint are read (a tier per speaker is named alike; SPPAS's ``IPUs`` and ``Transcription``
+    hold the same text twice). With word tiers only (Montreal Forced
     Aligner's ``<speaker> - words`` and ``<speaker> - phones`` per speaker), each word is its own span. Without
     either, every interval tier that is not a phone tier (a tier per speaker) gives spans without words. Every
     speaker's tier is read: spans of several tiers are sorted by time. Phone tiers are never read. Empty
@@ -555,10 +557,13 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
     word_tiers = [t for t, phone in zip(intervals, is_phone) if not phone and _pick_tier([t], _WORD_TIER_HINTS)]
     phrase_tiers = [t for t, phone in zip(intervals, is_phone)
                     if not phone and t not in word_tiers and _pick_tier([t], _PHRASE_TIER_HINTS)]
+    if phrase_tiers:  # a tier per speaker is named alike ("A phrases", "B phrases"); other kinds are the same text
+        hint = next(h for h in _PHRASE_TIER_HINTS if h in str(phrase_tiers[0]["name"]).lower())  # ("IPUs", "Transcription")
+        phrase_tiers = [t for t in phrase_tiers if hint in str(t["name"]).lower()]
     if not phrase_tiers and not word_tiers:  # tiers named otherwise (a tier per speaker): every one but phones
         phrase_tiers = [t for t, phone in zip(intervals, is_phone) if not phone] or intervals[:1]
     if len(word_tiers) + len(phrase_tiers) > 1:
-        logger.debug("%s: spans from tier(s) %s, words from tier(s) %s", name, [t["name"] for t in phrase_tiers],
+        logger.info("%s: spans from tier(s) %s, words from tier(s) %s", name, [t["name"] for t in phrase_tiers],
                      [t["name"] for t in word_tiers])
     word_lists = [_tier_words(t, name=name) for t in word_tiers]
     if not phrase_tiers:

@@ -184,3 +184,6 @@ def test_textgrid_reads_every_speakers_tier():
     spans = read_transcript(paired.encode(), format="textgrid").spans
     assert [(s.text, [w.text for w in s.words]) for s in spans] == [
         ("oh hi", ["oh", "hi"]), ("hello there", ["hello", "there"]), ("friend", ["friend"])]
+    # two kinds of phrase tier are the same text twice: the first kind only
+    twice = _textgrid({"IPUs": [("hello there", 0.2, 0.9)], "Transcription": [("hello there", 0.2, 0.9)]})
+    assert [s.text for s in read_transcript(twice.encode(), format="textgrid").spans] == ["hello there"]
