@@ -347,6 +347,9 @@ def _trim_cut_segments(
 
 def _fold_case(text: str) -> str:
     """``text`` lowercased character by character, keeping its length (a character whose lowercase is longer stays)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):  # no character lowercases to several (none lowercases to none): same offsets
+        return lowered
     return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
@@ -360,14 +363,14 @@ def join_unit_texts(texts: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
 
 def token_owners(offsets: Sequence[tuple[int, int]], char_ranges: Sequence[tuple[int, int]]) -> list[int]:
     """Index of the first unit each token overlaps, -1 for none (special tokens, offset ``(0, 0)``)."""
-    if not char_ranges:
+    if not char_ranges or not len(offsets):
         return [-1] * len(offsets)
-    stops = np.array([c1 for _, c1 in char_ranges], dtype=np.int64)
-    owners = []
-    for t0, t1 in offsets:
-        j = int(np.searchsorted(stops, t0, side="right"))  # first unit ending after the token starts
-        owners.append(j if j < len(char_ranges) and t1 > t0 and char_ranges[j][0] < t1 else -1)
-    return owners
+    ranges = np.asarray(char_ranges, dtype=np.int64).reshape(-1, 2)
+    tokens = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    j = np.searchsorted(ranges[:, 1], tokens[:, 0], side="right")  # first unit ending after the token starts
+    inside = np.minimum(j, len(ranges) - 1)
+    owned = (j < len(ranges)) & (tokens[:, 1] > tokens[:, 0]) & (ranges[inside, 0] < tokens[:, 1])
+    return np.where(owned, j, -1).tolist()
 
 
 def unit_token_ranges(owner: Sequence[int], num_units: int) -> list[tuple[int, int]]:
