@@ -187,3 +187,15 @@ def test_textgrid_reads_every_speakers_tier():
     # two kinds of phrase tier are the same text twice: the first kind only
     twice = _textgrid({"IPUs": [("hello there", 0.2, 0.9)], "Transcription": [("hello there", 0.2, 0.9)]})
     assert [s.text for s in read_transcript(twice.encode(), format="textgrid").spans] == ["hello there"]
+
+
+def test_a_dotted_key_says_so_instead_of_no_media():
+    """``my.clip.mp4`` in a shard is member ``clip.mp4`` of key ``my`` (the key ends at the first dot): the skip used
+    to say only "no media member (have ['clip.mp4', 'clip.srt'] …)", which reads as wrong: there is an mp4."""
+    from loaders import SampleError, decode_items
+
+    sample = {"__key__": "my", "__url__": "s.tar", "clip.mp4": b"\x00" * 16, "clip.srt": b""}
+    with pytest.raises(SampleError, match=r"'clip\.mp4' is media under a key with a dot .* 'my\.clip\.mp4' is member "
+                                          r"'clip\.mp4' of key 'my'.*'my_clip\.mp4'") as error:
+        list(decode_items([sample], on_error="raise"))
+    assert error.value.reason == "missing_video"

@@ -133,6 +133,11 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         text_only = bool(members) and all(m.lower() in _TEXT_MEMBERS for m in members)
         hint = ("; a transcript or caption alone: is its media in another shard? a key's members must be adjacent in "
                 "one shard" if text_only else "")
+        dotted = [m for m in members if "." in m and m.rsplit(".", 1)[1].lower() in MEDIA_EXTENSIONS]
+        if dotted:  # 'my.clip.mp4' is member 'clip.mp4' of key 'my'
+            hint = (f"; {dotted[0]!r} is media under a key with a dot in it: a tar member's key ends at the first dot "
+                    f"of its file name (webdataset's rule), so {key + '.' + dotted[0]!r} is member {dotted[0]!r} of key "
+                    f"{key!r}: write the shard without dots in keys (e.g. {key + '_' + dotted[0]!r})")
         raise SampleError(f"no media member (have {members}; expected one of {list(MEDIA_EXTENSIONS)}){hint}",
                           shard=url, key=key, reason="missing_video")
     given = _given_values(sample, url, key)
