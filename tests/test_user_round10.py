@@ -199,3 +199,15 @@ def test_a_dotted_key_says_so_instead_of_no_media():
                                           r"'clip\.mp4' of key 'my'.*'my_clip\.mp4'") as error:
         list(decode_items([sample], on_error="raise"))
     assert error.value.reason == "missing_video"
+
+
+def test_caption_words_are_found_as_whole_words():
+    """'is' is not found inside 'This', nor 'a' inside 'jwplayer,': each word owns its own piece of the caption."""
+    text = "This is jwplayer, a test."
+    tok = _word_tokenizer("This is jwplayer , a test .".split())
+    segment = _span(text, "segment", (0, 30), (0, 48000))
+    words = tuple(_span(w, "word", (f, f + 2), (0, 1)) for w, f in (("this", 1), ("is", 4), ("a", 10), ("test", 14)))
+    item = tokenize_item(_Sample(SimpleNamespace(num_frames=30), SimpleNamespace(num_samples=48000), words, (segment,)), tok)
+    assert item.tokens.ids.tolist() == tok.encode(text).ids == [1, 2, 3, 4, 5, 6, 7]
+    assert [(w.token_start, w.token_stop) for w in item.sample.words] == [(0, 1), (1, 2), (4, 5), (5, 7)]
+    assert item.tokens.frame_ranges.tolist()[2:4] == [[0, 30], [0, 30]]  # 'jwplayer' and ',': the caption's range

@@ -288,8 +288,8 @@ def locate_words(
 ) -> Optional[tuple[str, list[tuple[int, int]], list[tuple[int, int]]]]:
     """The segments' joined text with each word's characters in it, or None when a word is not found.
 
-    Words are searched in order, each after the previous one, ignoring case (forced alignment lowercases); a word
-    whose whitespace-separated piece of the text holds no other word owns the whole piece (``Hello,`` for
+    Words are searched in order, each after the previous one, ignoring case (forced alignment lowercases) and never
+    inside a longer word; a word whose whitespace-separated piece of the text holds no other word owns the whole piece (``Hello,`` for
     ``hello``), else only its own characters.
 
     Returns:
@@ -300,7 +300,7 @@ def locate_words(
     found, cursor = [], 0
     for word in words:
         needle = _fold_case(word.strip())
-        start = folded.find(needle, cursor) if needle else cursor  # an empty word: an empty range, owning no token
+        start = _find_whole(folded, needle, cursor) if needle else cursor  # an empty word: an empty range, no token
         if start < 0:
             return None
         found.append((start, start + len(needle)))
@@ -343,6 +343,19 @@ def _trim_cut_segments(
     if w != len(word_ranges):
         return None
     return " ".join(pieces), new_words, new_segments
+
+
+def _find_whole(text: str, needle: str, start: int) -> int:
+    """First index ``>= start`` where ``needle`` occurs in ``text`` not inside a longer word (no letter or digit just
+    before or after it: ``a`` is not found in ``jwplayer, a``'s ``jwplayer``); -1 if none."""
+    at = text.find(needle, start)
+    while at >= 0:
+        before = text[at - 1] if at > 0 else " "
+        after = text[at + len(needle)] if at + len(needle) < len(text) else " "
+        if not (before.isalnum() and needle[0].isalnum()) and not (after.isalnum() and needle[-1].isalnum()):
+            return at
+        at = text.find(needle, at + 1)
+    return -1
 
 
 def _fold_case(text: str) -> str:
