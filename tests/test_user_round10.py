@@ -211,3 +211,35 @@ def test_caption_words_are_found_as_whole_words():
     assert item.tokens.ids.tolist() == tok.encode(text).ids == [1, 2, 3, 4, 5, 6, 7]
     assert [(w.token_start, w.token_stop) for w in item.sample.words] == [(0, 1), (1, 2), (4, 5), (5, 7)]
     assert item.tokens.frame_ranges.tolist()[2:4] == [[0, 30], [0, 30]]  # 'jwplayer' and ',': the caption's range
+
+
+def test_failed_caption_words_are_counted_not_a_warning_per_cue(tmp_path, caplog):
+    """Captions over a tone: forced alignment fails on each cue, every epoch. That used to be one WARNING per cue
+    per epoch (112 lines in a 60-step ``scripts/train_example.py`` run); now the cues are counted in
+    ``stats.caption_words_failed`` (and the report's ``caption_words_failed``), logged at INFO, one line per epoch."""
+    import io
+    import logging
+    import tarfile
+
+    from loaders import make_loader
+    from tests.conftest import tiny_clip
+
+    srt = b"1\n00:00:00,100 --> 00:00:00,900\nthe red screen\n\n2\n00:00:01,000 --> 00:00:01,800\nis red\n"
+    clip = tiny_clip(tmp_path / "c.mp4", 2.0, fps=10, sample_rate=16000)
+    with tarfile.open(tmp_path / "s-000000.tar", "w") as tar:
+        for key in ("a",):
+            for name, data in ((f"{key}.mp4", clip), (f"{key}.srt", srt)):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    loader = make_loader(str(tmp_path / "s-000000.tar"), seed=0)
+    with caplog.at_level(logging.INFO):
+        batches = list(loader)
+    assert [k for b in batches for k in b.sample_keys] == ["a"]
+    assert sum(b.num_words for b in batches) == 0 and sum(b.num_segments for b in batches) == 2
+    assert loader.stats.caption_words_failed == 2
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], [r.getMessage() for r in caplog.records]
+    assert sum("forced alignment failed for" in r.getMessage() for r in caplog.records) == 2  # INFO
+    assert [r.getMessage() for r in caplog.records if "could not be split into words" in r.getMessage()] == [
+        "epoch 0: 2 caption(s) could not be split into words by forced alignment (kept as segments; "
+        "stats.caption_words_failed)"]

@@ -125,6 +125,9 @@ class LoaderStats:
     """Transcript words + segments that fell wholly outside their media (counted once per sample)."""
     decode_errors: int = 0
     """Packets the decoders skipped in delivered samples (the timeline is kept: see ``read_video``)."""
+    caption_words_failed: int = 0
+    """Captions (cues without word times) of delivered samples that forced alignment could not split into words (music,
+    noise, silence, too many words for their time): kept as segments, with no words (counted once per sample)."""
 
 
 class AVDataset(torch.utils.data.IterableDataset):
@@ -207,7 +210,7 @@ class AVDataset(torch.utils.data.IterableDataset):
                            padding={name: (1.0 - used / capacity if capacity else 0.0)
                                     for name, used, capacity in zip(names, c.used, c.capacity)},
                            batches_dropped_for_sync=c.batches_dropped, spans_outside=c.spans_outside,
-                           decode_errors=c.decode_errors)
+                           decode_errors=c.decode_errors, caption_words_failed=c.caption_words_failed)
 
     def state_dict(self) -> dict[str, Any]:
         """Plain, picklable state after the last yielded batch (no tensors)."""
@@ -285,6 +288,9 @@ class AVDataset(torch.utils.data.IterableDataset):
             source.close()
         self._completed = True
         self._skip_log.log_summary(logger, self._counters.skipped, context=self._epoch_name())
+        if self._counters.caption_words_failed:
+            logger.info("%s: %d caption(s) could not be split into words by forced alignment (kept as segments; "
+                        "stats.caption_words_failed)", self._epoch_name(), self._counters.caption_words_failed)
         self._check_epoch(jobs)
 
     # -- internals ----------------------------------------------------------------------------------------
@@ -408,6 +414,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         first = [item for item, p in zip(items, pack) if p.payload[2] == 0]  # windows share their sample's report
         self._counters.spans_outside += sum(item.sample.report.spans_outside for item in first)
         self._counters.decode_errors += sum(item.decode_errors for item in items)
+        self._counters.caption_words_failed += sum(item.sample.report.caption_words_failed for item in first)
         return batch
 
     def _quota(self) -> Optional[int]:
