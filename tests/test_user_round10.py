@@ -243,3 +243,16 @@ def test_failed_caption_words_are_counted_not_a_warning_per_cue(tmp_path, caplog
     assert [r.getMessage() for r in caplog.records if "could not be split into words" in r.getMessage()] == [
         "epoch 0: 2 caption(s) could not be split into words by forced alignment (kept as segments; "
         "stats.caption_words_failed)"]
+
+
+def test_words_of_a_script_without_spaces_are_found_in_their_segment():
+    """WhisperX words of a Chinese segment follow one another with no space: the ids are the tokenizer's on the
+    segment's text, not on the words joined with spaces."""
+    text = "你好世界。"
+    tok = _word_tokenizer(["你好", "世界", "。"])
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Split(tokenizers.Regex(r"你好|世界|。"), "isolated")
+    segment = _span(text, "segment", (0, 30), (0, 48000))
+    words = (_span("你好", "word", (2, 10), (0, 1)), _span("世界", "word", (12, 20), (1, 2)))
+    item = tokenize_item(_Sample(SimpleNamespace(num_frames=30), SimpleNamespace(num_samples=48000), words, (segment,)), tok)
+    assert item.tokens.ids.tolist() == tok.encode(text).ids == [1, 2, 3]
+    assert [(w.token_start, w.token_stop) for w in item.sample.words] == [(0, 1), (1, 2)]

@@ -347,15 +347,29 @@ def _trim_cut_segments(
 
 def _find_whole(text: str, needle: str, start: int) -> int:
     """First index ``>= start`` where ``needle`` occurs in ``text`` not inside a longer word (no letter or digit just
-    before or after it: ``a`` is not found in ``jwplayer, a``'s ``jwplayer``); -1 if none."""
+    before or after it: ``a`` is not found in ``jwplayer, a``'s ``jwplayer``; in scripts written without spaces any
+    match counts); -1 if none."""
     at = text.find(needle, start)
     while at >= 0:
         before = text[at - 1] if at > 0 else " "
         after = text[at + len(needle)] if at + len(needle) < len(text) else " "
-        if not (before.isalnum() and needle[0].isalnum()) and not (after.isalnum() and needle[-1].isalnum()):
+        if not _joined(before, needle[0]) and not _joined(needle[-1], after):
             return at
         at = text.find(needle, at + 1)
     return -1
+
+
+def _joined(left: str, right: str) -> bool:
+    """Whether two adjacent characters belong to one word: both letters or digits of a script that separates its
+    words with spaces (in Chinese, Japanese, Thai … a word may follow another with no space)."""
+    return left.isalnum() and right.isalnum() and not (_unspaced(left) or _unspaced(right))
+
+
+def _unspaced(char: str) -> bool:
+    code = ord(char)
+    return (0x0E00 <= code <= 0x0EFF or 0x1000 <= code <= 0x109F or 0x1780 <= code <= 0x17FF  # Thai, Lao, Myanmar, Khmer
+            or 0x2E80 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF or 0xF900 <= code <= 0xFAFF  # CJK, kana, Hangul
+            or 0x20000 <= code <= 0x3FFFF)
 
 
 def _fold_case(text: str) -> str:
