@@ -256,3 +256,31 @@ def test_words_of_a_script_without_spaces_are_found_in_their_segment():
     item = tokenize_item(_Sample(SimpleNamespace(num_frames=30), SimpleNamespace(num_samples=48000), words, (segment,)), tok)
     assert item.tokens.ids.tolist() == tok.encode(text).ids == [1, 2, 3]
     assert [(w.token_start, w.token_stop) for w in item.sample.words] == [(0, 1), (1, 2)]
+
+
+def test_make_loader_pin_memory_without_an_accelerator_warns_and_loads(tmp_path, monkeypatch, caplog):
+    """``make_loader(..., pin_memory=True)`` on a machine without CUDA crashed in the first batch ("Found no NVIDIA
+    driver on your system"), where ``DataLoader(pin_memory=True)`` warns and loads: now it does the same."""
+    import io
+    import logging
+    import tarfile
+
+    import torch
+
+    from loaders import make_loader
+    from tests.conftest import tiny_clip
+
+    clip = tiny_clip(tmp_path / "c.mp4", 0.5, fps=10, sample_rate=16000)
+    with tarfile.open(tmp_path / "s-000000.tar", "w") as tar:
+        for name, data in (("a.mp4", clip), ("a.txt", b"a red square")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with caplog.at_level(logging.WARNING):
+        pinned = list(make_loader(str(tmp_path / "s-000000.tar"), seed=0, pin_memory=True))
+    plain = list(make_loader(str(tmp_path / "s-000000.tar"), seed=0))
+    assert [b.segment_texts for b in pinned] == [b.segment_texts for b in plain] == [("a red square",)]
+    assert torch.equal(pinned[0].frames, plain[0].frames) and not pinned[0].frames.is_pinned()
+    assert "pin_memory=True but no accelerator is found: batches are not pinned" in caplog.text
