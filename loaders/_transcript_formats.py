@@ -558,7 +558,7 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
     phrase_tiers = [t for t, phone in zip(intervals, is_phone)
                     if not phone and t not in word_tiers and _pick_tier([t], _PHRASE_TIER_HINTS)]
     if phrase_tiers:  # a tier per speaker is named alike ("A phrases", "B phrases"); other kinds are the same text
-        hint = next(h for h in _PHRASE_TIER_HINTS if h in str(phrase_tiers[0]["name"]).lower())  # ("IPUs", "Transcription")
+        hint = next(h for h in _PHRASE_TIER_HINTS if h in str(phrase_tiers[0]["name"]).lower())
         phrase_tiers = [t for t in phrase_tiers if hint in str(t["name"]).lower()]
     if not phrase_tiers and not word_tiers:  # tiers named otherwise (a tier per speaker): every one but phones
         phrase_tiers = [t for t, phone in zip(intervals, is_phone) if not phone] or intervals[:1]

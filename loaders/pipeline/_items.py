@@ -135,9 +135,10 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
                 "one shard" if text_only else "")
         dotted = [m for m in members if "." in m and m.rsplit(".", 1)[1].lower() in MEDIA_EXTENSIONS]
         if dotted:  # 'my.clip.mp4' is member 'clip.mp4' of key 'my'
+            whole, renamed = f"{key}.{dotted[0]}", f"{key}_{dotted[0]}"
             hint = (f"; {dotted[0]!r} is media under a key with a dot in it: a tar member's key ends at the first dot "
-                    f"of its file name (webdataset's rule), so {key + '.' + dotted[0]!r} is member {dotted[0]!r} of key "
-                    f"{key!r}: write the shard without dots in keys (e.g. {key + '_' + dotted[0]!r})")
+                    f"of its file name (webdataset's rule), so {whole!r} is member {dotted[0]!r} of key {key!r}: "
+                    f"write the shard without dots in keys (e.g. {renamed!r})")
         raise SampleError(f"no media member (have {members}; expected one of {list(MEDIA_EXTENSIONS)}){hint}",
                           shard=url, key=key, reason="missing_video")
     given = _given_values(sample, url, key)

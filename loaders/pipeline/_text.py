@@ -6,9 +6,9 @@ segment spanning the whole aligned item (every frame and sample); it does not go
 has nothing to estimate or force-align on a description of the clip.
 
 Tokens: the item's text units (its words when it has any, else its segments: caption lines, cues) are joined
-with single spaces and tokenized once (words found in their segments' text tokenize that text instead, so that forced
-alignment's normalised words do not change the ids: :func:`tokenize_item`); each unit owns the characters ``[c0, c1)``; a token belongs to the first
-unit whose characters it overlaps (``t0 < c1 and t1 > c0``) and takes that unit's frame and sample ranges, on
+with single spaces and tokenized once (words found in their segments' text tokenize that text instead, so that
+forced alignment's normalised words do not change the ids: :func:`tokenize_item`); each unit owns the characters
+``[c0, c1)``; a token belongs to the first unit whose characters it overlaps (``t0 < c1 and t1 > c0``) and takes that unit's frame and sample ranges, on
 the one clock ``align`` put the unit on::
 
     units      |"hello"   |"big"|"world"        |            joined: "hello big world"
@@ -40,7 +40,8 @@ from loaders._transcripts import is_transcript_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TOKENIZER_PROBE_TEXT", "caption_text", "check_tokenizer", "encode_text", "join_unit_texts", "locate_words", "token_owners", "tokenize_item", "unit_token_ranges", "with_caption"]
+__all__ = ["TOKENIZER_PROBE_TEXT", "caption_text", "check_tokenizer", "encode_text", "join_unit_texts", "locate_words",
+           "token_owners", "tokenize_item", "unit_token_ranges", "with_caption"]
 
 _WHITESPACE_TOKEN = re.compile(r"\S+")
 MAX_CAPTION_BYTES = 1_000_000
@@ -48,8 +49,9 @@ MAX_CAPTION_BYTES = 1_000_000
 
 
 _CAPTION_MEMBERS = (*CAPTION_EXTENSIONS, "meta.json")
-"""Members read for a caption, in this order: ``avcore.CAPTION_EXTENSIONS``, then ``meta.json``, the name under which
-``avalign preprocess`` writes a video2dataset ``KEY.json`` metadata record (so its ``caption`` survives preprocessing)."""
+"""Members read for a caption, in this order: ``avcore.CAPTION_EXTENSIONS``, then ``meta.json``, the name under
+which ``avalign preprocess`` writes a video2dataset ``KEY.json`` metadata record (so its ``caption`` survives
+preprocessing)."""
 
 
 def caption_text(sample: dict) -> Optional[str]:
@@ -233,13 +235,13 @@ def tokenize_item(sample: Any, tokenizer: Any = None, *, cut_edges: tuple[bool, 
     order, in its segments' joined text (see :func:`locate_words`), that text is tokenized, so caption words placed
     by forced alignment (lowercased, punctuation stripped, words missing from its dictionary left out) do not change
     the ids: they equal the tokenizer called on the captions. A token inside a word's whitespace-separated piece
-    belongs to that word (``Hello,`` is the piece of the forced word ``hello``), any other token to
-    its segment (frame and sample ranges of the segment; no word's token range holds it). ``cut_edges`` says
-    whether the item's start and stop are cuts of a longer clip (a window's, not the clip's own edges): a segment
-    that a cut crosses (it starts at or before a cut start, or stops at or after a cut stop) contributes its text
-    from its first to its last word in the item only on that side, so that windows share a cut caption's tokens as
-    they share its words, instead of each holding all of them. Otherwise the words' texts joined with single spaces are
-    tokenized (the module docstring). Word texts are kept as they are.
+    belongs to that word (``Hello,`` is the piece of the forced word ``hello``), any other token to its segment
+    (frame and sample ranges of the segment; no word's token range holds it). ``cut_edges`` says whether the item's
+    start and stop are cuts of a longer clip (a window's, not the clip's own edges): a segment that a cut crosses (it
+    starts at or before a cut start, or stops at or after a cut stop) contributes its text from its first to its last
+    word in the item only on that side, so that windows share a cut caption's tokens as they share its words, instead
+    of each holding all of them. Otherwise the words' texts joined with single spaces are tokenized (the module
+    docstring). Word texts are kept as they are.
     """
     words, segments = tuple(sample.words), tuple(sample.segments)
     unit = "word" if words else ("segment" if segments else "")
@@ -289,8 +291,8 @@ def locate_words(
     """The segments' joined text with each word's characters in it, or None when a word is not found.
 
     Words are searched in order, each after the previous one, ignoring case (forced alignment lowercases) and never
-    inside a longer word; a word whose whitespace-separated piece of the text holds no other word owns the whole piece (``Hello,`` for
-    ``hello``), else only its own characters.
+    inside a longer word; a word whose whitespace-separated piece of the text holds no other word owns the whole
+    piece (``Hello,`` for ``hello``), else only its own characters.
 
     Returns:
         ``(text, word_char_ranges, segment_char_ranges)``: half-open character ranges into ``text``.
@@ -367,7 +369,7 @@ def _joined(left: str, right: str) -> bool:
 
 def _unspaced(char: str) -> bool:
     code = ord(char)
-    return (0x0E00 <= code <= 0x0EFF or 0x1000 <= code <= 0x109F or 0x1780 <= code <= 0x17FF  # Thai, Lao, Myanmar, Khmer
+    return (0x0E00 <= code <= 0x0EFF or 0x1000 <= code <= 0x109F or 0x1780 <= code <= 0x17FF  # Thai Lao Myanmar Khmer
             or 0x2E80 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF or 0xF900 <= code <= 0xFAFF  # CJK, kana, Hangul
             or 0x20000 <= code <= 0x3FFFF)
 
