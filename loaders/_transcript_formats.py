@@ -422,7 +422,8 @@ def parse_json(text: str, *, name: str) -> list[Span]:
 
     Segments have ``start``, ``end`` (or ``stop``), ``text`` and optional ``words`` (``word``, ``start``,
     ``end``, ``score`` or ``probability``). When segments carry no words, a top-level ``word_segments``
-    list is distributed over them.
+    list is distributed over them. A video2dataset ``KEY.json`` record whose Whisper subsampler wrote its
+    transcript under ``whisper_transcript`` (WhisperX's ``{"segments": …}``) is read from there.
     """
     try:
         document = json.loads(text)
@@ -435,6 +436,9 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     except ValueError as error:  # e.g. an integer literal longer than Python's digit limit
         raise TranscriptError(f"{name}: invalid JSON number: {str(error)[:120]}") from None
     counter = [0]
+    if (isinstance(document, dict) and isinstance(document.get("whisper_transcript"), dict)
+            and not any(k in document for k in ("segments", "spans", "word_segments"))):
+        document, name = document["whisper_transcript"], f"{name}: whisper_transcript"  # video2dataset's record
     if isinstance(document, list):
         spans = [_json_segment(item, where=f"{name}: [{i}]", counter=counter) for i, item in enumerate(document)]
     elif isinstance(document, dict):

@@ -284,3 +284,23 @@ def test_make_loader_pin_memory_without_an_accelerator_warns_and_loads(tmp_path,
     assert [b.segment_texts for b in pinned] == [b.segment_texts for b in plain] == [("a red square",)]
     assert torch.equal(pinned[0].frames, plain[0].frames) and not pinned[0].frames.is_pinned()
     assert "pin_memory=True but no accelerator is found: batches are not pinned" in caplog.text
+
+
+def test_a_video2dataset_record_with_its_whisper_transcript_is_read():
+    """video2dataset's Whisper subsampler writes WhisperX's result into the sample's ``KEY.json`` record, under
+    ``whisper_transcript``; that record was taken for metadata (its caption, or nothing): the transcript with its
+    times never reached the batch."""
+    import json
+
+    from loaders import read_transcript
+    from loaders.transcripts import is_transcript_json
+
+    segments = [{"text": " The bunny wakes up.", "start": 0.2, "end": 2.0}, {"text": " It stretches.", "start": 2.4, "end": 4.6}]
+    record = {"url": "https://x/v.mp4", "key": "000001", "status": "success", "caption": "a rabbit",
+              "whisper_transcript": {"segments": segments, "language": "en"}}
+    data = json.dumps(record).encode()
+    assert is_transcript_json(data)
+    assert not is_transcript_json(json.dumps({k: v for k, v in record.items() if k != "whisper_transcript"}).encode())
+    spans = read_transcript(data, format="json").spans
+    assert [(s.text, s.start_seconds, s.stop_seconds) for s in spans] == [
+        ("The bunny wakes up.", 0.2, 2.0), ("It stretches.", 2.4, 4.6)]

@@ -132,6 +132,18 @@ def _file_stamp(path: str) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
+def _holds_whisper_transcript(data: bytes) -> bool:
+    """Whether a ``json`` member is a video2dataset record holding its Whisper subsampler's ``whisper_transcript``
+    (read as the transcript, and kept as ``meta.json`` too: its url, status and caption)."""
+    import json
+
+    try:
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return isinstance(value, dict) and isinstance(value.get("whisper_transcript"), dict) and "segments" not in value
+
+
 def _assemble(
     key: str, found: dict[str, Locator], source: Optional[str], read_json: "callable", skipped: list[dict]
 ) -> Optional[InputSample]:
@@ -139,8 +151,9 @@ def _assemble(
     media = [ext for ext in MEDIA_EXTENSIONS if ext in found]
     t = pick_transcript(found, lambda ext: read_json(found[ext])) or ""
     extras: list[tuple[str, Locator]] = []
-    if "json" in found and t != "json" and not is_transcript_json(read_json(found["json"])):
-        extras.append(("meta.json", found["json"]))  # video2dataset's metadata, kept as is
+    if "json" in found and (t != "json" and not is_transcript_json(read_json(found["json"]))
+                            or t == "json" and _holds_whisper_transcript(read_json(found["json"]))):
+        extras.append(("meta.json", found["json"]))  # video2dataset's metadata (with its transcript), kept as is
     source = source or (found[media[0]].path if media else found[sorted(found)[0]].path)
     if not media:
         _skip(skipped, source, key, "missing_media",
