@@ -304,3 +304,30 @@ def test_a_video2dataset_record_with_its_whisper_transcript_is_read():
     spans = read_transcript(data, format="json").spans
     assert [(s.text, s.start_seconds, s.stop_seconds) for s in spans] == [
         ("The bunny wakes up.", 0.2, 2.0), ("It stretches.", 2.4, 4.6)]
+
+
+def test_a_video_only_stream_takes_its_audio_from_the_samples_audio_member(tmp_path):
+    """video2dataset's yt-dlp downloader writes KEY.mp4 (often a video-only DASH stream) and, when audio is asked
+    for, KEY.m4a beside it. The audio member was ignored: 0 samples, silently."""
+    import io
+    import wave
+
+    import numpy as np
+
+    from loaders import decode_items
+    from tests.conftest import tiny_clip
+
+    video = tiny_clip(tmp_path / "v.mp4", 1.0, fps=10, sample_rate=None)
+    tone = (0.5 * np.sin(2 * np.pi * 440 * np.arange(24000) / 16000) * 32767).astype("<i2")
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(tone.tobytes())
+    sample = {"__key__": "k", "__url__": "s.tar", "mp4": video, "wav": buffer.getvalue(), "txt": b"a tone"}
+    (item,) = decode_items([sample], frame_size=None)
+    assert item.sample.video.num_frames == 10
+    samples = item.sample.audio.samples[0].numpy()
+    assert samples.shape == (16000,)  # the video's [0, 1) s
+    np.testing.assert_allclose(samples, tone[:16000] / 32768, atol=1e-6)

@@ -32,7 +32,7 @@ import tarfile
 from dataclasses import dataclass, field
 from typing import IO, Iterator, Literal, Optional
 
-from avcore import CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS
+from avcore import AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS
 from loaders.shards import (
     DEFAULT_MAX_MEMBER_BYTES,
     ShardError,
@@ -159,8 +159,14 @@ def _assemble(
         _skip(skipped, source, key, "missing_media",
               f"no media member/file for key {key!r} (found: {sorted(found)}); media extensions: {list(MEDIA_EXTENSIONS)}")
         return None
+    audio_member = None
+    if media and media[0] in VIDEO_EXTENSIONS:
+        audio_member = next((ext for ext in media[1:] if ext in AUDIO_EXTENSIONS), None)
+    if audio_member is not None:  # video2dataset's KEY.mp4 + KEY.m4a: kept (a video-only stream's audio is there)
+        extras.append((audio_member, found[audio_member]))
     if len(media) > 1:
-        logger.warning("%s: several media for key %r (%s); using %s", source, key, media, media[0])
+        logger.warning("%s: several media for key %r (%s); measuring %s%s", source, key, media, media[0],
+                       f" (and passing {audio_member} through)" if audio_member else "")
     extras.extend((ext, found[ext]) for ext in _PASS_THROUGH if ext in found)
     return InputSample(
         key=key,

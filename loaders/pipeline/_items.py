@@ -27,6 +27,7 @@ import torch
 
 from avcore import (
     ALIGN_JSON,
+    AUDIO_EXTENSIONS,
     CAPTION_EXTENSIONS,
     MEDIA_EXTENSIONS,
     TRANSCRIPT_EXTENSIONS,
@@ -143,6 +144,10 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
                           shard=url, key=key, reason="missing_video")
     given = _given_values(sample, url, key)
     video, audio, decode_errors = _decode(sample[media_ext], media_ext, key, options, _frame_index(sample, key))
+    audio_ext = next((ext for ext in AUDIO_EXTENSIONS if ext in sample and ext != media_ext), None)
+    if audio is None and audio_ext is not None:  # video2dataset: KEY.mp4 (a video-only stream) + KEY.m4a (its audio)
+        _, audio, more_errors = _decode(sample[audio_ext], audio_ext, key, options, None, with_video=False)
+        decode_errors += more_errors
     try:
         transcript = _transcript(sample, key)
         caption = caption_text(sample) if transcript is None else None
@@ -190,13 +195,17 @@ def _frame_index(sample: dict, key: str) -> Optional[FrameIndex]:
         return None
 
 
-def _decode(media: bytes, ext: str, key: str, options: SampleOptions, index: Optional[FrameIndex]) -> tuple:
-    """``(video or None, audio or None, decode_errors)``; at least one of video and audio is present."""
+def _decode(media: bytes, ext: str, key: str, options: SampleOptions, index: Optional[FrameIndex], *,
+            with_video: bool = True) -> tuple:
+    """``(video or None, audio or None, decode_errors)``; at least one of video and audio is present (the audio, with
+    ``with_video=False``: an audio member read for the audio only)."""
     name = f"{key}.{ext}"
     video = audio = None
     try:
-        video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index,
-                           num_threads=options.decoder_threads, max_pixels=options.max_pixels, max_duration_seconds=options.max_duration_seconds, name=name)
+        if with_video:
+            video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index,
+                               num_threads=options.decoder_threads, max_pixels=options.max_pixels,
+                               max_duration_seconds=options.max_duration_seconds, name=name)
     except DecodeError as error:
         if error.reason != "missing_video":
             raise
