@@ -19,32 +19,37 @@ Use::
 ``set_epoch`` also reaches workers started with ``persistent_workers=True`` (which keep the copy they were started
 with): the epoch travels in a small shared-memory cell, read by each worker when its next pass begins. Every
 ``set_epoch`` call (even with the same number) restarts that epoch at the next pass; without it, a new pass after a
-completed epoch repeats that epoch, with or without persistent workers.
+completed epoch repeats that epoch, with or without persistent workers, and so does a new pass after an epoch
+abandoned midway with several persistent workers (with one, or in the main process, that pass continues it).
 
 Determinism: with the same ``seed``, epoch and shards, the batches (keys and tensor bytes) are identical from
-run to run for a given ``num_workers``. What depends on ``num_workers``: which items are packed together,
-the batch order (each worker packs the items of its own shards; the DataLoader takes batches from the workers
-in turn) and which batches are tails (one per worker: see Padding), so with ``tail="drop"`` which items are
-dropped. What does not: the set of items read in an epoch, each item's frames, audio, words, segments and tokens,
-the shard order, and the other skip records. (``make_loader`` merges its workers' items into one global order
-before packing, so there even the batches do not depend on ``num_workers``.)
+run to run for a given ``num_workers``, whatever the workers' speeds. What depends on ``num_workers``: which items
+are packed together, the batch order (each worker packs the items of its own shards; the DataLoader takes batches
+from the workers in turn; the merged tails come last) and which items end up in the epoch's tail (see Padding), so
+with ``tail="drop"`` which items are dropped. What does not: the set of items read in an epoch, each item's frames,
+audio, words, segments and tokens, the shard order, the number of tails (one per epoch), and the other skip
+records. (``make_loader`` merges its workers' items into one global order before packing, so there even the
+batches do not depend on ``num_workers``.)
 
-Padding and the tail policy: each worker packs its own items and ends its epoch with its own last, partly filled
-batch, so an epoch has ``num_workers`` tails (``make_loader``: one). With ``tail="pad"`` (default) a tail keeps the
-full capacities, so an epoch has up to ``num_workers - 1`` more padded batches than ``make_loader`` packs from the same
-items (at most ``(num_workers - 1) / N`` more padding on an epoch of ``N`` batches; 6.9 % vs 1.5 % on 32 short clips,
-BENCHMARKS.md). ``tail="trim"`` sizes each tail to what it holds (rounded up to ``tail_multiple``), which removes
-most of that difference; ``tail="drop"`` drops the tails (named skips). ``"pad"`` is the default because it is the
-only policy under which every batch has the same shapes (the fixed-capacity contract): a trimmed tail makes a
-``torch.compile``'d step compile again (with the default ``dynamic=None`` once, into a dynamic-shape graph; with
-``dynamic=False`` once per new tail shape) and needs a CUDA graph of its own per tail shape, while what ``"pad"``
-costs is at most ``num_workers - 1`` padded batches per epoch (BENCHMARKS.md, "Tail policy: the default"). Use
-``"trim"`` for small epochs (evaluation) or models that take any shape. Which items are tails depends on
-``num_workers``; the policy never changes which items are packed together. The tails are not merged across workers:
-torch's DataLoader gives its workers no way to hand them to one another that is both deterministic and cannot
-deadlock (one worker waiting for the others' tails blocks the in-order delivery that those others need to finish;
-whichever worker ends last taking them makes the batches depend on timing), and carrying a tail into the next epoch
-would move items across epochs and lose them without ``persistent_workers``.
+Padding and the tail policy: each worker packs its own items, and with ``num_workers > 1`` (and no
+``batches_per_epoch``) the workers hand their last, partly filled packs (their *tails*) to one of them, which
+repacks them: an epoch has one tail, as in ``make_loader``. Protocol (``loaders.pipeline._tail_merge``): a worker
+that has yielded its full packs withholds its tail and publishes its count ``n_w`` of batches and the tail's
+items (keys, lengths, positions) on a small board in ``/dev/shm``; the worker with the largest ``(n_w, worker id)``
+(the *merger*) waits until every other one has published, loads their decoded tail items (``torch.save``'d beside
+the board; after a restore, the samples are decoded again from the shards, as a resume does), packs all tails (by
+worker id, each in its packer's order) and yields those packs, the last of which may be the epoch's tail; the
+others stop.
+Which worker merges depends only on the workers' own streams, never on timing, and no worker waits for one whose
+next batch the DataLoader has not already asked for, so nothing can deadlock (the argument, against torch's
+in-order task cycle, is in that module). The merged batches come last in the epoch. With ``tail="pad"`` (default)
+the tail keeps the full capacities; ``tail="trim"`` sizes it to what it holds (rounded up to ``tail_multiple``);
+``tail="drop"`` drops it (named skips). ``"pad"`` is the default because it is the only policy under which every
+batch has the same shapes (the fixed-capacity contract): a trimmed tail makes a ``torch.compile``'d step compile
+again (with the default ``dynamic=None`` once, into a dynamic-shape graph; with ``dynamic=False`` once per new tail
+shape) and needs a CUDA graph of its own per tail shape (BENCHMARKS.md, "Tail policy: the default"). Use ``"trim"``
+for small epochs (evaluation) or models that take any shape. The policy never changes which items are packed
+together. With ``batches_per_epoch`` each worker keeps its own tail (its quota fixes its batch count).
 
 Memory: inside a DataLoader worker each batch is built in one shared-memory slot that the worker reuses once the
 main process has dropped everything made from that batch (``loaders.pipeline._shared_slots``): no fresh shared
@@ -95,12 +100,15 @@ from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, m
 from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups,
                                          shard_steps)
 from loaders.pipeline._tail import Tail, tail_capacities, tail_multiples
+from loaders.pipeline._tail_merge import PassRecord, TailBoard, pass_name
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["AVDataset", "LoaderStats", "make_dataset"]
 
 EvenBatches = Literal["drop", "pad"]
+_MERGE_SEED_SALT = 0x7A11
+"""Mixed into the merger's packer seed (``mix_seed(seed, epoch, rank, salt)``), so it differs from the workers'."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +182,14 @@ class AVDataset(torch.utils.data.IterableDataset):
         worker's copy when a pass begins (shared memory: persistent workers see it too)."""
         self._generation_seen = 0
         """The cell's generation this copy has applied."""
+        self._board = TailBoard()
+        """Where DataLoader workers hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
+        self._pass_index = 0
+        """``iter()`` calls on this copy: part of the name of its pass on the board (``_tail_merge.pass_name``)."""
+        self._restores = 0
+        """``load_state_dict`` calls in this copy's lineage (saved in the state): part of the pass's name on the board."""
+        self._pass = ""
+        """The board subdirectory of the pass in progress (``_tail_merge.pass_name``)."""
         self._reset_epoch_state()
 
     # -- public -------------------------------------------------------------------------------------------
@@ -228,6 +244,8 @@ class AVDataset(torch.utils.data.IterableDataset):
             "counters": self._counters.to_state(),
             "completed": self._completed,
             "read_keys": [list(v) for v in self._read_keys.values()],
+            "tail_merge": None if self._merge is None else dict(self._merge),
+            "restores": self._restores,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -254,6 +272,9 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._completed = bool(state["completed"])
         self._restored_completed = self._completed
         self._read_keys = {int(p): (int(p), int(e), str(k)) for p, e, k in state.get("read_keys", [])}
+        merge = state.get("tail_merge")
+        self._merge = None if merge is None else dict(merge)
+        self._restores = int(state.get("restores", 0)) + 1  # a restored pass is named apart from the one saved
         self._generation_seen = int(self._epoch_cell[1])  # the state's epoch wins over an earlier set_epoch
 
     def __iter__(self) -> Iterator[PackedBatch]:
@@ -262,13 +283,39 @@ class AVDataset(torch.utils.data.IterableDataset):
         After a completed epoch the next ``iter()`` repeats it (the same in the main process and in DataLoader
         workers, which get a fresh copy per epoch): ``set_epoch`` moves to another, as with ``DistributedSampler``.
         """
+        self._pass_index += 1  # here, not in the generator: every worker counts its passes when torch calls iter()
+        # A set_epoch for persistent workers applies here too: torch calls iter() when the pass begins, and a
+        # StatefulDataLoader takes the pass's first worker state right after, before the first batch.
         self._apply_set_epoch()
+        return self._iterate()
+
+    def _iterate(self) -> Iterator[PackedBatch]:
+        self._apply_set_epoch()
+        merging = self._merging()
+        if merging:
+            self._pass = pass_name(torch.utils.data.get_worker_info(), self._pass_index, self._restores)
+            self._board.begin(self._pass)
         if self._completed and self._restored_completed and not self._advance_epoch_on_iter:
             self._restored_completed = False
+            if merging:  # the others of this pass may still need its tail (and its count, to stop)
+                self._publish(done=True)
             return  # restored after its epoch ended: nothing is left of it (set_epoch starts the next one)
+        restored_merger = self._merge is not None and self._merge["role"] == "merger" and not self._passes_begun
+        if merging and not self._completed and restored_merger:
+            self._passes_begun += 1
+            self._publish(done=True)  # restored while yielding the merged packs: the rest of them
+            yield from self._merged_batches()
+            self._completed = True
+            return
         if self._completed:
             self._epoch += int(self._advance_epoch_on_iter)
             self._reset_epoch_state()
+        elif merging and self._passes_begun:
+            # This copy's earlier pass of the epoch was abandoned (a persistent worker; the main process left the
+            # epoch): start the epoch again. Continuing would start the workers' counts out of step with the
+            # DataLoader's task cycle, which the merge relies on (loaders.pipeline._tail_merge).
+            self._reset_epoch_state()
+        self._passes_begun += 1
         plan = ResumePlan(next_position=tuple(self._next_position),
                           needed=frozenset((p, e) for p, e, _ in self._buffered() - set(self._payloads)),
                           interleave=self._interleave, read_keys=tuple(self._read_keys.values()))
@@ -310,12 +357,16 @@ class AVDataset(torch.utils.data.IterableDataset):
 
     def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
         """Events of ``jobs`` (``(shard_position, url)``) in read order (``order_key``); decoded here."""
+        options = self._worker_options()
+        for group in shard_groups(jobs, self._interleave):
+            yield from interleave_steps([shard_steps(p, url, options, plan, self._skip_log) for p, url in group])
+
+    def _worker_options(self) -> SampleOptions:
         options = self._options
         info = torch.utils.data.get_worker_info()
         if info is not None:  # a DataLoader worker: its share of the cores for FFmpeg
             options = dataclasses.replace(options, decoder_threads=worker_decoder_threads(info.num_workers))
-        for group in shard_groups(jobs, self._interleave):
-            yield from interleave_steps([shard_steps(p, url, options, plan, self._skip_log) for p, url in group])
+        return options
 
     def _before(self, position: Position, other: Position) -> bool:
         """Whether ``position`` comes before ``other`` in this epoch's read order."""
@@ -332,6 +383,13 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._restored_completed = False
         self._read_keys: dict[int, tuple[int, int, str]] = {}
         """Shard position → (position, event index, key) of the last sample read from it (the group in progress)."""
+        self._merge: Optional[dict[str, Any]] = None
+        """This worker's part in the tail merge, once its full packs are out (``_tail_phase``): ``count`` (full
+        packs), ``tail`` (its tail's items as plain dicts), ``role`` (``"stopped"`` / ``"merger"``), and for the
+        merger ``tails`` (every worker's, by worker id) and ``yielded`` (merged batches yielded)."""
+        self._withheld: Optional[list[PackItem]] = None
+        self._passes_begun = 0
+        """Passes of this epoch begun on this copy since it was reset or restored."""
 
     def _packer_keys(self) -> dict[Position, str]:
         state = self._packer.state_dict()
@@ -387,12 +445,23 @@ class AVDataset(torch.utils.data.IterableDataset):
             self._payloads[position] = event.item
             yield PackItem(event.item.key, pack_lengths(event.item), payload=list(position))
 
-    def _next_pack(self, packs: Iterator[list[PackItem]]) -> tuple[Optional[list[PackItem]], Optional[tuple[int, ...]]]:
+    def _next_pack(self, packs: Iterator[list[PackItem]], *, withhold: bool = False
+                   ) -> tuple[Optional[list[PackItem]], Optional[tuple[int, ...]]]:
         """The next pack and its capacities (None: the budgets), after the tail policy: the stream's last pack, when
-        below ``min_fill``, is trimmed, or dropped (its items skipped as ``tail_dropped``; None returned)."""
+        below ``min_fill``, is trimmed, or dropped (its items skipped as ``tail_dropped``; None returned). With
+        ``withhold`` (tails merged across workers) that pack is kept in ``_withheld`` instead and None returned."""
         pack = next(packs, None)
-        packer = self._packer
-        if pack is None or self._tail == "pad" or not packer.finished() or packer.fill(pack) >= packer.min_fill():
+        if pack is not None and withhold and self._is_tail(pack, self._packer):
+            self._withheld = pack
+            return None, None
+        return self._tail_policy(pack, self._packer)
+
+    def _is_tail(self, pack: list[PackItem], packer: OnlinePacker) -> bool:
+        return packer.finished() and packer.fill(pack) < packer.min_fill()
+
+    def _tail_policy(self, pack: Optional[list[PackItem]], packer: OnlinePacker
+                     ) -> tuple[Optional[list[PackItem]], Optional[tuple[int, ...]]]:
+        if pack is None or self._tail == "pad" or not self._is_tail(pack, packer):
             return pack, None
         if self._tail == "trim":
             totals = [sum(p.lengths[j] for p in pack) for j in range(3)]
@@ -441,8 +510,11 @@ class AVDataset(torch.utils.data.IterableDataset):
             return
         distributed = (self._world_size > 1 and torch.utils.data.get_worker_info() is None
                        and torch.distributed.is_available() and torch.distributed.is_initialized())
+        merging = self._merging()
+        if merging:
+            self._publish(done=False)
         while True:
-            pack, capacities = self._next_pack(packs)
+            pack, capacities = self._next_pack(packs, withhold=merging)
             if distributed:
                 have = _all_reduce_flags(pack is not None)
                 if self._even_batches == "drop" and not have["all"]:
@@ -456,11 +528,109 @@ class AVDataset(torch.utils.data.IterableDataset):
                     yield self.collator.empty()
                     continue
             elif pack is None:
+                if merging:
+                    yield from self._tail_phase()
                 return
             batch = self._collate(pack, capacities)
             c.batches_yielded += 1
             c.items_yielded += batch.num_items
+            if merging:
+                self._publish(done=False)
             yield batch
+
+    # -- tails merged across DataLoader workers (loaders.pipeline._tail_merge) -----------------------------
+
+    def _merging(self) -> bool:
+        """Whether this copy hands its tail to a merger: inside a DataLoader worker with others, without a quota."""
+        info = torch.utils.data.get_worker_info()
+        return info is not None and info.num_workers > 1 and self._batches_per_epoch is None
+
+    def _publish(self, *, done: bool) -> None:
+        """Publishes this worker's count (and, when ``done``, its full-pack count and tail) on the pass's board."""
+        merge = self._merge
+        count = self._counters.batches_yielded if merge is None else int(merge["count"])
+        tail = () if merge is None else tuple(merge["tail"])
+        self._board.publish(self._pass, PassRecord(self._worker_slot()[0], count, done, os.getpid(), tail))
+
+    def _tail_phase(self) -> Iterator[PackedBatch]:
+        """After the last full pack: deposits the withheld tail, then stops, or (the merger) yields the merged packs."""
+        tail, self._withheld = self._withheld or [], None
+        worker_id, num_workers = self._worker_slot()
+        self._merge = {"count": self._counters.batches_yielded, "role": None, "tails": None, "yielded": 0,
+                       "tail": [{"key": p.key, "lengths": list(p.lengths), "payload": list(p.payload)} for p in tail]}
+        name = self._pass
+        if tail:
+            self._board.save_items(name, worker_id, {tuple(p.payload): self._payloads[tuple(p.payload)]
+                                                           for p in tail})
+        self._publish(done=True)
+        records = self._board.decide(name, worker_id, num_workers, self._merge["count"])
+        if records is None:
+            self._merge["role"] = "stopped"
+            for p in tail:
+                self._payloads.pop(tuple(p.payload), None)
+            return
+        records[worker_id] = PassRecord(worker_id, self._merge["count"], True, os.getpid(), tuple(self._merge["tail"]))
+        self._merge["role"] = "merger"
+        self._merge["tails"] = [list(records[v].tail) for v in range(num_workers)]
+        for v in range(num_workers):
+            if v != worker_id and records[v].tail:
+                self._payloads.update(self._board.load_items(name, v))
+        self._board.end(name, worker_id)
+        yield from self._merged_batches()
+
+    def _merged_batches(self) -> Iterator[PackedBatch]:
+        """The merger's packs of every worker's tail (by worker id, each in its packer's order), from ``yielded`` on;
+        the last, when below ``min_fill``, under the tail policy."""
+        merge, c = self._merge, self._counters
+        items = [PackItem(d["key"], tuple(d["lengths"]), payload=list(d["payload"])) for t in merge["tails"] for d in t]
+        packer = OnlinePacker(self._options.limits, buffer_size=len(items) + 1, min_fill=self._min_fill,
+                              seed=mix_seed(self._seed, self._epoch, self._rank, _MERGE_SEED_SALT))
+        packs = list(packer.pack(items))
+        wanted = {tuple(p.payload): p.key for pack in packs[int(merge["yielded"]):] for p in pack}
+        self._read_items({position: key for position, key in wanted.items() if position not in self._payloads})
+        for index in range(int(merge["yielded"]), len(packs)):
+            pack, capacities = packs[index], None
+            if index == len(packs) - 1:
+                pack, capacities = self._tail_policy(pack, packer)  # the packer has finished: its last pack
+            merge["yielded"] += 1
+            if pack is None:
+                continue
+            batch = self._collate(pack, capacities)
+            c.batches_yielded += 1
+            c.items_yielded += batch.num_items
+            yield batch
+
+    def _read_items(self, wanted: dict[Position, str]) -> None:
+        """Decodes the items at ``wanted`` (position → key) again from their shards into ``_payloads``.
+
+        Raises:
+            RuntimeError: An item is no longer there, or another key is at its position (the shards changed).
+        """
+        shards = self._rank_shards()
+        by_shard: dict[int, set[Position]] = {}
+        for position in wanted:
+            by_shard.setdefault(position[0], set()).add(position)
+        options = self._worker_options()
+        for p, missing in sorted(by_shard.items()):
+            plan = ResumePlan(next_position=(len(shards), 0, 0), needed=frozenset((q, e) for q, e, _ in missing),
+                              interleave=self._interleave)
+            steps = shard_steps(p, shards[p], options, plan)
+            try:
+                for step in steps:
+                    for event in step:
+                        if isinstance(event, ItemEvent) and event.position in missing:
+                            if event.item.key != wanted[event.position]:
+                                raise RuntimeError(f"shard {shards[p]} changed during epoch {self._epoch}: item "
+                                                   f"{wanted[event.position]!r} is now {event.item.key!r}.")
+                            self._payloads[event.position] = event.item
+                            missing.discard(event.position)
+                    if not missing:
+                        break
+            finally:
+                steps.close()
+            if missing:
+                raise RuntimeError(f"could not read {len(missing)} tail item(s) {sorted(missing)[:3]} of shard "
+                                   f"{shards[p]} again to merge the workers' tails; the shards changed?")
 
     def _check_epoch(self, jobs: list[tuple[int, str]]) -> None:
         """Fails loudly where nothing could work (see the module docstring). Inside a DataLoader worker, which sees
@@ -585,8 +755,8 @@ def make_dataset(
             the full capacities (every batch the same shapes: what ``torch.compile`` and CUDA graphs want);
             ``"trim"`` sizes its frames / samples / tokens to what it holds, rounded up to ``tail_multiple`` (few
             shapes; least padding); ``"drop"`` skips its items (counted in ``stats.skipped`` as ``tail_dropped``).
-            A stream is one DataLoader worker's epoch here (``num_workers`` tails per epoch), one epoch in
-            ``make_loader`` (one tail). See ``loaders.pipeline._tail``.
+            One tail per epoch: DataLoader workers hand theirs to one merger (module docstring, Padding), as
+            ``make_loader`` has one stream. See ``loaders.pipeline._tail``.
         tail_multiple: ``(frames, samples, tokens)`` a trimmed tail is rounded up to; None: each budget / 8.
         pipe_stall_seconds: A ``pipe:`` shard whose command sends no byte for this long is killed (its whole process
             group) and skipped: as ``open`` before its first byte, as ``truncated`` after; the log line and a

@@ -25,12 +25,15 @@ from loaders import _audio_torchcodec
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATOR_MODULES", "READER_MODULES", "preload_for_workers"]
+__all__ = ["ESTIMATOR_MODULES", "READER_MODULES", "TAIL_MERGE_MODULES", "preload_for_workers"]
 
 READER_MODULES = ("av", "av.subtitles", "av.subtitles.stream", "av.video.reformatter", "numpy.ma", "soxr", "pysubs2", "webvtt",
                   "praatio.utilities.textgrid_io", "encodings.utf_8_sig", "pocketsphinx")
 """Imported inside the decode, resample, transcript and forced-alignment functions a sample goes through
 (``av.subtitles`` by ``av.open``, ``numpy.ma`` by ``np.median``, ``encodings.utf_8_sig`` by caption decoding)."""
+TAIL_MERGE_MODULES = ("torch.utils.serialization", "encodings.latin_1")
+"""Imported by ``torch.save`` / ``torch.load`` (``encodings.latin_1``: its unpickler), with which DataLoader workers
+hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
 ESTIMATOR_MODULES = ("scipy.ndimage", "scipy.signal", "scipy.special", "scipy.stats")
 """Imported inside the A/V and transcript offset estimators (``estimate=True``)."""
 
@@ -53,7 +56,7 @@ def preload_for_workers(*, estimate: bool) -> None:
         estimate: Also import the offset estimators' dependencies (the pipeline's ``estimate`` option).
     """
     _audio_torchcodec.preload()
-    for name in READER_MODULES + (ESTIMATOR_MODULES if estimate else ()):
+    for name in READER_MODULES + TAIL_MERGE_MODULES + (ESTIMATOR_MODULES if estimate else ()):
         try:
             importlib.import_module(name)
         except Exception as error:  # noqa: BLE001 - not installed or not loadable: the code that needs it says so

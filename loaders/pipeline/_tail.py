@@ -1,7 +1,8 @@
 """Tail policy: what happens to the last, partly filled batch of a packer's stream.
 
-A packer's stream is one epoch of ``make_loader`` (one packer over every worker's items) or one epoch of one
-DataLoader worker over ``make_dataset`` (each worker packs its own shards, so an epoch has ``num_workers`` tails).
+A packer's stream is one epoch of ``make_loader`` (one packer over every worker's items) or, for a DataLoader over
+``make_dataset``, each worker's full packs followed by the merger's packs of every worker's last pack
+(``loaders.pipeline._tail_merge``): one tail per epoch either way.
 Its *tail* is the stream's last pack when that pack is not full: its fullest column is below the packer's
 ``min_fill``. The packer emits the least-filled pack of its final round last, so the tail is that pack::
 
