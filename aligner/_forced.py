@@ -234,7 +234,7 @@ def forced_align_words(
         return ()
     refusal = alignment_refusal(len(words), hi - lo)
     if refusal is not None:
-        logger.warning("forced alignment refused (%s): %s%d words in %.2f s", refusal,
+        logger.info("forced alignment refused (%s): %s%d words in %.2f s", refusal,  # counted: caption_words_failed
                        "more than " if len(words) > MAX_ALIGN_WORDS else "", len(words), hi - lo)
         return ()
     decoder = decoder if decoder is not None else new_decoder()
@@ -265,7 +265,9 @@ def forced_align_words(
         if times is not None:
             aligned_passes.append(times - before / ALIGN_SAMPLE_RATE)
     if not aligned_passes:
-        logger.warning("forced alignment failed for %r (%d words)", span_text[:200], len(known))
+        # INFO, not WARNING: a training epoch meets this once per caption of music or noise (every epoch); callers
+        # count it (AlignmentReport.caption_words_failed, LoaderStats.caption_words_failed, `avalign measure`).
+        logger.info("forced alignment failed for %r (%d words)", span_text[:200], len(known))
         return ()
     context = sample_range(max(lo - _FLOOR_CONTEXT_SECONDS, audio.start_seconds) - audio.start_seconds,
                            min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)

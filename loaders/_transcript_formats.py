@@ -422,7 +422,8 @@ def parse_json(text: str, *, name: str) -> list[Span]:
 
     Segments have ``start``, ``end`` (or ``stop``), ``text`` and optional ``words`` (``word``, ``start``,
     ``end``, ``score`` or ``probability``). When segments carry no words, a top-level ``word_segments``
-    list is distributed over them.
+    list is distributed over them. A video2dataset ``KEY.json`` record whose Whisper subsampler wrote its
+    transcript under ``whisper_transcript`` (WhisperX's ``{"segments": …}``) is read from there.
     """
     try:
         document = json.loads(text)
@@ -435,6 +436,9 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     except ValueError as error:  # e.g. an integer literal longer than Python's digit limit
         raise TranscriptError(f"{name}: invalid JSON number: {str(error)[:120]}") from None
     counter = [0]
+    if (isinstance(document, dict) and isinstance(document.get("whisper_transcript"), dict)
+            and not any(k in document for k in ("segments", "spans", "word_segments"))):
+        document, name = document["whisper_transcript"], f"{name}: whisper_transcript"  # video2dataset's record
     if isinstance(document, list):
         spans = [_json_segment(item, where=f"{name}: [{i}]", counter=counter) for i, item in enumerate(document)]
     elif isinstance(document, dict):
@@ -504,10 +508,16 @@ def _tier_items(tier: dict, *, name: str) -> list[tuple[str, float, float]]:
 def parse_textgrid(text: str, *, name: str) -> list[Span]:
     """Praat TextGrid (long or short text format), read by praatio.
 
-    Tier choice: the interval tier named like ``word`` gives words; one named like ``phrase`` /
-    ``segment`` / ``sentence`` / ``utterance`` gives spans and the words are attached to them. With a word
-    tier only, each word is its own span. Without a word tier, the phrase tier (else the first interval tier
-    that is not a phone tier) gives spans without words. Empty intervals are silence and are dropped.
+    Tier choice: the interval tiers named like ``word`` give words; those named like ``phrase`` /
+    ``segment`` / ``sentence`` / ``utterance`` … give spans and the words are attached to them (paired tier by tier
+    when there are as many of each, as a phrase and a word tier per speaker); of the phrase tiers, only those named
+    with the first one's hint are read (a tier per speaker is named alike; SPPAS's ``IPUs`` and ``Transcription``
+    hold the same text twice). With word tiers only (Montreal Forced
+    Aligner's ``<speaker> - words`` and ``<speaker> - phones`` per speaker), each word is its own span. Without
+    either, the first interval tier that is not a phone tier gives spans without words (tiers named otherwise may be
+    speakers or layers of one speaker, e.g. WebMAUS's ``ORT-MAU`` / ``KAN-MAU`` / ``MAU``: only the first is read,
+    logged). Spans of several tiers are sorted by time. Phone tiers are never read. Empty intervals are silence and
+    are dropped.
     """
     from praatio.utilities import textgrid_io
 
@@ -548,16 +558,38 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
             logger.warning("%s: no interval tier, only point tier(s) %s: no spans read (words and phrases must be "
                            "in interval tiers)", name, ", ".join(repr(t["name"]) for t in tiers))
         return []
-    word_tier = _pick_tier(intervals, _WORD_TIER_HINTS)
-    phrase_tier = _pick_tier(intervals, _PHRASE_TIER_HINTS, exclude=[word_tier] if word_tier else [])
-    if phrase_tier is None and word_tier is None:
-        phrase_tier = next((t for t in intervals if _pick_tier([t], _PHONE_TIER_HINTS) is None), intervals[0])
-    words = []
-    if word_tier is not None:
-        where = f"{name}: tier {word_tier['name']!r}"
-        words = [make_word(label, s, e, None, where=where) for label, s, e in _tier_items(word_tier, name=name)]
-    if phrase_tier is None:
+    is_phone = [_pick_tier([t], _PHONE_TIER_HINTS) is not None for t in intervals]
+    word_tiers = [t for t, phone in zip(intervals, is_phone) if not phone and _pick_tier([t], _WORD_TIER_HINTS)]
+    phrase_tiers = [t for t, phone in zip(intervals, is_phone)
+                    if not phone and t not in word_tiers and _pick_tier([t], _PHRASE_TIER_HINTS)]
+    if phrase_tiers:  # a tier per speaker is named alike ("A phrases", "B phrases"); other kinds are the same text
+        hint = next(h for h in _PHRASE_TIER_HINTS if h in str(phrase_tiers[0]["name"]).lower())
+        phrase_tiers = [t for t in phrase_tiers if hint in str(t["name"]).lower()]
+    if not phrase_tiers and not word_tiers:  # tiers named otherwise: the first that is not a phone tier
+        others = [t for t, phone in zip(intervals, is_phone) if not phone] or intervals[:1]
+        phrase_tiers = others[:1]
+        if len(others) > 1:  # speakers ("A", "B") or layers of one speaker (WebMAUS ORT-MAU, KAN-MAU, MAU): unknown
+            logger.info("%s: spans from tier %r only; tiers %s are not read (name a tier per speaker '<speaker> - "
+                        "words' or '<speaker> phrases' to read them all)", name, others[0]["name"],
+                        [t["name"] for t in others[1:]])
+    if len(word_tiers) + len(phrase_tiers) > 1:
+        logger.info("%s: spans from tier(s) %s, words from tier(s) %s", name, [t["name"] for t in phrase_tiers],
+                     [t["name"] for t in word_tiers])
+    word_lists = [_tier_words(t, name=name) for t in word_tiers]
+    if not phrase_tiers:
+        words = sorted((w for ws in word_lists for w in ws), key=lambda w: (w.start_seconds, w.stop_seconds))
         return [Span(w.text, w.start_seconds, w.stop_seconds, (w,)) for w in words]
-    spans = [Span(label, s, e) for label, s, e in _tier_items(phrase_tier, name=name)]
-    logger.debug("%s: spans from tier %r, words from tier %r", name, phrase_tier["name"], word_tier and word_tier["name"])
-    return attach_words(spans, words, name=name) if words else spans
+    span_lists = [[Span(label, s, e) for label, s, e in _tier_items(t, name=name)] for t in phrase_tiers]
+    if len(span_lists) == len(word_lists) > 1:  # a phrase and a word tier per speaker, in the same order: paired
+        spans = [span for ss, ws in zip(span_lists, word_lists) for span in attach_words(ss, ws, name=name)]
+    else:
+        spans = [span for ss in span_lists for span in ss]
+        words = [w for ws in word_lists for w in ws]
+        spans = attach_words(spans, words, name=name) if words else spans
+    return sorted(spans, key=lambda span: (span.start_seconds, span.stop_seconds)) if len(span_lists) > 1 else spans
+
+
+def _tier_words(tier: dict, *, name: str) -> list[Word]:
+    """The non-empty intervals of a word tier as words."""
+    where = f"{name}: tier {tier['name']!r}"
+    return [make_word(label, s, e, None, where=where) for label, s, e in _tier_items(tier, name=name)]

@@ -114,7 +114,8 @@ def sniff_format(text: str) -> Optional[str]:
 
 def is_transcript_json(data: Union[bytes, str]) -> bool:
     """Whether a ``.json`` member is a transcript (Whisper/WhisperX ``segments``, avalign ``spans``, a list of
-    ``{text, start, end}``) rather than metadata, e.g. video2dataset's ``key.json`` (url, caption, status…).
+    ``{text, start, end}``) rather than metadata, e.g. video2dataset's ``key.json`` (url, caption, status…); a
+    video2dataset record that holds its Whisper subsampler's ``whisper_transcript`` (``{"segments": …}``) is one.
 
     Malformed JSON counts as a transcript, so that the transcript reader reports it with its line.
     """
@@ -125,6 +126,9 @@ def is_transcript_json(data: Union[bytes, str]) -> bool:
     except (ValueError, UnicodeDecodeError, RecursionError):
         return True
     if isinstance(value, dict):
+        nested = value.get("whisper_transcript")
+        if isinstance(nested, dict) and "segments" in nested:
+            return True
         return any(k in value for k in ("segments", "spans", "word_segments"))
     if isinstance(value, list):
         return all(

@@ -343,6 +343,7 @@ def test_pin_memory_is_what_dataloader_calls(shards, monkeypatch):
         return tensor.clone()
 
     monkeypatch.setattr(torch.Tensor, "pin_memory", fake_pin)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)  # else make_loader warns and does not pin
     loader = make_loader(shards["paths"], seed=5, pin_memory=True, **OPTIONS)
     batch = next(iter(loader))
     tensors = [f for f in ("frames", "audio", "token_spans", "cu_seqlens_frames") if getattr(batch, f) is not None]

@@ -32,7 +32,7 @@ import tarfile
 from dataclasses import dataclass, field
 from typing import IO, Iterator, Literal, Optional
 
-from avcore import CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS
+from avcore import AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS
 from loaders.shards import (
     DEFAULT_MAX_MEMBER_BYTES,
     ShardError,
@@ -132,6 +132,18 @@ def _file_stamp(path: str) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
+def _holds_whisper_transcript(data: bytes) -> bool:
+    """Whether a ``json`` member is a video2dataset record holding its Whisper subsampler's ``whisper_transcript``
+    (read as the transcript, and kept as ``meta.json`` too: its url, status and caption)."""
+    import json
+
+    try:
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return isinstance(value, dict) and isinstance(value.get("whisper_transcript"), dict) and "segments" not in value
+
+
 def _assemble(
     key: str, found: dict[str, Locator], source: Optional[str], read_json: "callable", skipped: list[dict]
 ) -> Optional[InputSample]:
@@ -139,15 +151,22 @@ def _assemble(
     media = [ext for ext in MEDIA_EXTENSIONS if ext in found]
     t = pick_transcript(found, lambda ext: read_json(found[ext])) or ""
     extras: list[tuple[str, Locator]] = []
-    if "json" in found and t != "json" and not is_transcript_json(read_json(found["json"])):
-        extras.append(("meta.json", found["json"]))  # video2dataset's metadata, kept as is
+    if "json" in found and (t != "json" and not is_transcript_json(read_json(found["json"]))
+                            or t == "json" and _holds_whisper_transcript(read_json(found["json"]))):
+        extras.append(("meta.json", found["json"]))  # video2dataset's metadata (with its transcript), kept as is
     source = source or (found[media[0]].path if media else found[sorted(found)[0]].path)
     if not media:
         _skip(skipped, source, key, "missing_media",
               f"no media member/file for key {key!r} (found: {sorted(found)}); media extensions: {list(MEDIA_EXTENSIONS)}")
         return None
+    audio_member = None
+    if media and media[0] in VIDEO_EXTENSIONS:
+        audio_member = next((ext for ext in media[1:] if ext in AUDIO_EXTENSIONS), None)
+    if audio_member is not None:  # video2dataset's KEY.mp4 + KEY.m4a: kept (a video-only stream's audio is there)
+        extras.append((audio_member, found[audio_member]))
     if len(media) > 1:
-        logger.warning("%s: several media for key %r (%s); using %s", source, key, media, media[0])
+        logger.warning("%s: several media for key %r (%s); measuring %s%s", source, key, media, media[0],
+                       f" (and passing {audio_member} through)" if audio_member else "")
     extras.extend((ext, found[ext]) for ext in _PASS_THROUGH if ext in found)
     return InputSample(
         key=key,

@@ -22,7 +22,9 @@ from loaders.pipeline._text import (
     caption_text,
     encode_text,
     join_unit_texts,
+    locate_words,
     token_owners,
+    tokenize_item,
     unit_token_ranges,
 )
 from loaders.pipeline._window import split_windows, windows
@@ -48,6 +50,7 @@ __all__ = [
     "first_over_budget",
     "interleave_steps",
     "join_unit_texts",
+    "locate_words",
     "lower_bound_num_packs",
     "make_dataset",
     "make_loader",
@@ -58,6 +61,7 @@ __all__ = [
     "shard_groups",
     "split_windows",
     "token_owners",
+    "tokenize_item",
     "unit_token_ranges",
     "windows",
     "worker_decoder_threads",

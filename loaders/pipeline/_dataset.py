@@ -133,6 +133,9 @@ class LoaderStats:
     """Transcript words + segments that fell wholly outside their media (counted once per sample)."""
     decode_errors: int = 0
     """Packets the decoders skipped in delivered samples (the timeline is kept: see ``read_video``)."""
+    caption_words_failed: int = 0
+    """Captions (cues without word times) of delivered samples that forced alignment could not split into words (music,
+    noise, silence, too many words for their time): kept as segments, with no words (counted once per sample)."""
 
 
 class AVDataset(torch.utils.data.IterableDataset):
@@ -223,7 +226,7 @@ class AVDataset(torch.utils.data.IterableDataset):
                            padding={name: (1.0 - used / capacity if capacity else 0.0)
                                     for name, used, capacity in zip(names, c.used, c.capacity)},
                            batches_dropped_for_sync=c.batches_dropped, spans_outside=c.spans_outside,
-                           decode_errors=c.decode_errors)
+                           decode_errors=c.decode_errors, caption_words_failed=c.caption_words_failed)
 
     def state_dict(self) -> dict[str, Any]:
         """Plain, picklable state after the last yielded batch (no tensors)."""
@@ -332,6 +335,9 @@ class AVDataset(torch.utils.data.IterableDataset):
             source.close()
         self._completed = True
         self._skip_log.log_summary(logger, self._counters.skipped, context=self._epoch_name())
+        if self._counters.caption_words_failed:
+            logger.info("%s: %d caption(s) could not be split into words by forced alignment (kept as segments; "
+                        "stats.caption_words_failed)", self._epoch_name(), self._counters.caption_words_failed)
         self._check_epoch(jobs)
 
     # -- internals ----------------------------------------------------------------------------------------
@@ -477,6 +483,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         first = [item for item, p in zip(items, pack) if p.payload[2] == 0]  # windows share their sample's report
         self._counters.spans_outside += sum(item.sample.report.spans_outside for item in first)
         self._counters.decode_errors += sum(item.decode_errors for item in items)
+        self._counters.caption_words_failed += sum(item.sample.report.caption_words_failed for item in first)
         return batch
 
     def _quota(self) -> Optional[int]:
@@ -820,9 +827,11 @@ def _check_shards_per_rank(num_shards: int, world_size: int, even_batches: str, 
 
 
 def _check_local_paths(urls: list[str]) -> None:
-    """Raises FileNotFoundError when every URL is a plain local path and none exists (a typo, a glob, a dir)."""
+    """Raises FileNotFoundError when every URL is a plain local path and none is an existing file (a typo, a glob,
+    a directory: a directory exists but is no shard, and a DataLoader worker would only log it, for an epoch of
+    no batch)."""
     local = [u for u in urls if "://" not in u and not u.startswith("pipe:")]
-    if len(local) != len(urls) or any(os.path.exists(u) for u in local):
+    if len(local) != len(urls) or any(os.path.exists(u) and not os.path.isdir(u) for u in local):
         return
     shown = ", ".join(repr(u) for u in urls[:5]) + (f" … ({len(urls)} in all)" if len(urls) > 5 else "")
     hint = ""

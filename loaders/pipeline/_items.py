@@ -27,6 +27,7 @@ import torch
 
 from avcore import (
     ALIGN_JSON,
+    AUDIO_EXTENSIONS,
     CAPTION_EXTENSIONS,
     MEDIA_EXTENSIONS,
     TRANSCRIPT_EXTENSIONS,
@@ -133,10 +134,20 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         text_only = bool(members) and all(m.lower() in _TEXT_MEMBERS for m in members)
         hint = ("; a transcript or caption alone: is its media in another shard? a key's members must be adjacent in "
                 "one shard" if text_only else "")
+        dotted = [m for m in members if "." in m and m.rsplit(".", 1)[1].lower() in MEDIA_EXTENSIONS]
+        if dotted:  # 'my.clip.mp4' is member 'clip.mp4' of key 'my'
+            whole, renamed = f"{key}.{dotted[0]}", f"{key}_{dotted[0]}"
+            hint = (f"; {dotted[0]!r} is media under a key with a dot in it: a tar member's key ends at the first dot "
+                    f"of its file name (webdataset's rule), so {whole!r} is member {dotted[0]!r} of key {key!r}: "
+                    f"write the shard without dots in keys (e.g. {renamed!r})")
         raise SampleError(f"no media member (have {members}; expected one of {list(MEDIA_EXTENSIONS)}){hint}",
                           shard=url, key=key, reason="missing_video")
     given = _given_values(sample, url, key)
     video, audio, decode_errors = _decode(sample[media_ext], media_ext, key, options, _frame_index(sample, key))
+    audio_ext = next((ext for ext in AUDIO_EXTENSIONS if ext in sample and ext != media_ext), None)
+    if audio is None and audio_ext is not None:  # video2dataset: KEY.mp4 (a video-only stream) + KEY.m4a (its audio)
+        _, audio, more_errors = _decode(sample[audio_ext], audio_ext, key, options, None, with_video=False)
+        decode_errors += more_errors
     try:
         transcript = _transcript(sample, key)
         caption = caption_text(sample) if transcript is None else None
@@ -184,13 +195,17 @@ def _frame_index(sample: dict, key: str) -> Optional[FrameIndex]:
         return None
 
 
-def _decode(media: bytes, ext: str, key: str, options: SampleOptions, index: Optional[FrameIndex]) -> tuple:
-    """``(video or None, audio or None, decode_errors)``; at least one of video and audio is present."""
+def _decode(media: bytes, ext: str, key: str, options: SampleOptions, index: Optional[FrameIndex], *,
+            with_video: bool = True) -> tuple:
+    """``(video or None, audio or None, decode_errors)``; at least one of video and audio is present (the audio, with
+    ``with_video=False``: an audio member read for the audio only)."""
     name = f"{key}.{ext}"
     video = audio = None
     try:
-        video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index,
-                           num_threads=options.decoder_threads, max_pixels=options.max_pixels, max_duration_seconds=options.max_duration_seconds, name=name)
+        if with_video:
+            video = read_video(media, fps=options.fps, frame_size=options.decode_size, frame_index=index,
+                               num_threads=options.decoder_threads, max_pixels=options.max_pixels,
+                               max_duration_seconds=options.max_duration_seconds, name=name)
     except DecodeError as error:
         if error.reason != "missing_video":
             raise
@@ -236,7 +251,7 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
     """Explicit windows, or with ``"auto"`` the fewest equal windows under the limits (no cut when it fits),
     each tokenized."""
     if options.window_seconds != AUTO:
-        return [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=options.window_seconds)]
+        return _tokenized_windows(split_windows(aligned, window_seconds=options.window_seconds), options)
     whole = [tokenize_item(aligned, options.tokenizer)]
     over = _overshoot(whole, options)
     duration = float(aligned.stop_seconds - aligned.start_seconds)
@@ -251,10 +266,16 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
         return whole  # windows under a log-mel hop: over_budget, uncut
     items = whole
     for count in range(math.ceil(over), math.ceil(over) + 4):  # rounding can put one frame or sample more in a window
-        items = [tokenize_item(w, options.tokenizer) for w in split_windows(aligned, window_seconds=duration / count)]
+        items = _tokenized_windows(split_windows(aligned, window_seconds=duration / count), options)
         if _overshoot(items, options) <= 1.0:
             break
     return items
+
+
+def _tokenized_windows(windows: list, options: SampleOptions) -> list[BatchItem]:
+    """Each window tokenized, told which of its edges are cuts (all but the clip's own start and stop)."""
+    last = len(windows) - 1
+    return [tokenize_item(w, options.tokenizer, cut_edges=(i > 0, i < last)) for i, w in enumerate(windows)]
 
 
 def _largest_unit_tokens(item: BatchItem) -> int:

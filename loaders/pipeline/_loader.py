@@ -92,8 +92,11 @@ class Loader(AVDataset):
         self._pin_memory = bool(pin_memory)
 
     def __iter__(self) -> Iterator[PackedBatch]:
+        pin = self._pin_memory and _can_pin()
+        if self._pin_memory and not pin:  # as torch's DataLoader does: a warning, not a crash in the first batch
+            logger.warning("pin_memory=True but no accelerator is found: batches are not pinned")
         for batch in super().__iter__():
-            yield batch.pin_memory() if self._pin_memory else batch
+            yield batch.pin_memory() if pin else batch
 
     def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
         if self._num_workers == 0:
@@ -243,7 +246,8 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
             no workers) building the loader loads, once per process, what the workers would load before their first
             sample (modules, the pocketsphinx decoder), and the workers forked at each epoch inherit it; spawned
             workers load it again each epoch, so then nothing is preloaded (``loaders.pipeline._preload``).
-        pin_memory: Yield batches in pinned host memory (for ``batch.to("cuda", non_blocking=True)``; needs CUDA).
+        pin_memory: Yield batches in pinned host memory (for ``batch.to("cuda", non_blocking=True)``); without an
+            accelerator (CUDA …) a warning at each epoch and unpinned batches, as torch's ``DataLoader`` does.
         interleave_shards: Shards read at a time, sample by sample (a multiple of ``num_workers`` keeps every worker
             busy; more mixes the packer's input more and opens more shards at once). Part of the order: batches
             depend on it, not on ``num_workers``.
@@ -275,3 +279,9 @@ def _full_signature() -> inspect.Signature:
 
 
 make_loader.__signature__ = _full_signature()  # type: ignore[attr-defined]
+
+
+def _can_pin() -> bool:
+    """Whether pinned host memory is available (torch's DataLoader asks the same: an accelerator is present)."""
+    accelerator = getattr(torch, "accelerator", None)
+    return bool(accelerator.is_available()) if accelerator is not None else torch.cuda.is_available()

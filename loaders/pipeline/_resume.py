@@ -82,6 +82,7 @@ class EpochCounters:
     batches_dropped: int = 0
     spans_outside: int = 0
     decode_errors: int = 0
+    caption_words_failed: int = 0
     shards_failed: list = field(default_factory=list)
     """URLs of this pass's shards that could not be opened."""
     skipped: list = field(default_factory=list)
@@ -95,14 +96,16 @@ class EpochCounters:
         return {
             "samples_read": self.samples_read, "items_read": self.items_read, "items_yielded": self.items_yielded,
             "batches_yielded": self.batches_yielded, "batches_dropped": self.batches_dropped,
-            "spans_outside": self.spans_outside, "decode_errors": self.decode_errors, "shards_failed": list(self.shards_failed),
+            "spans_outside": self.spans_outside, "decode_errors": self.decode_errors,
+            "caption_words_failed": self.caption_words_failed, "shards_failed": list(self.shards_failed),
             "skipped": [list(s) for s in self.skipped], "capacity": list(self.capacity), "used": list(self.used),
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "EpochCounters":
         counters = cls(**{k: int(state.get(k, 0)) for k in ("samples_read", "items_read", "items_yielded", "batches_yielded",
-                                                              "batches_dropped", "spans_outside", "decode_errors")})
+                                                              "batches_dropped", "spans_outside", "decode_errors",
+                                                              "caption_words_failed")})
         counters.shards_failed = list(state.get("shards_failed", []))
         counters.skipped = [tuple(s) for s in state.get("skipped", [])]
         counters.capacity = [int(v) for v in state.get("capacity", [0, 0, 0])]

@@ -6,8 +6,9 @@ segment spanning the whole aligned item (every frame and sample); it does not go
 has nothing to estimate or force-align on a description of the clip.
 
 Tokens: the item's text units (its words when it has any, else its segments: caption lines, cues) are joined
-with single spaces and tokenized once; each unit owns the characters ``[c0, c1)``; a token belongs to the first
-unit whose characters it overlaps (``t0 < c1 and t1 > c0``) and takes that unit's frame and sample ranges, on
+with single spaces and tokenized once (words found in their segments' text tokenize that text instead, so that
+forced alignment's normalised words do not change the ids: :func:`tokenize_item`); each unit owns the characters
+``[c0, c1)``; a token belongs to the first unit whose characters it overlaps (``t0 < c1 and t1 > c0``) and takes that unit's frame and sample ranges, on
 the one clock ``align`` put the unit on::
 
     units      |"hello"   |"big"|"world"        |            joined: "hello big world"
@@ -20,12 +21,15 @@ overlaps it). Without a tokenizer, whitespace-separated pieces are counted (no i
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import logging
+import math
 import operator
 import os
 import re
+from collections import Counter
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -36,25 +40,34 @@ from loaders._transcripts import is_transcript_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TOKENIZER_PROBE_TEXT", "caption_text", "check_tokenizer", "encode_text", "join_unit_texts", "token_owners", "tokenize_item", "unit_token_ranges", "with_caption"]
+__all__ = ["TOKENIZER_PROBE_TEXT", "caption_text", "check_tokenizer", "encode_text", "join_unit_texts", "locate_words",
+           "token_owners", "tokenize_item", "unit_token_ranges", "with_caption"]
 
 _WHITESPACE_TOKEN = re.compile(r"\S+")
 MAX_CAPTION_BYTES = 1_000_000
 """A caption member larger than this is refused (a clip-level caption is a sentence or a paragraph)."""
 
 
+_CAPTION_MEMBERS = (*CAPTION_EXTENSIONS, "meta.json")
+"""Members read for a caption, in this order: ``avcore.CAPTION_EXTENSIONS``, then ``meta.json``, the name under
+which ``avalign preprocess`` writes a video2dataset ``KEY.json`` metadata record (so its ``caption`` survives
+preprocessing)."""
+
+
 def caption_text(sample: dict) -> Optional[str]:
     """The clip-level caption of a sample (whitespace collapsed), or None when it has none.
+
+    Read from ``txt`` / ``caption`` (the text), else from ``json`` / ``meta.json`` metadata's string ``caption``.
 
     Raises:
         UnicodeDecodeError: a caption member that is not UTF-8.
         ValueError: a ``txt`` / ``caption`` member over :data:`MAX_CAPTION_BYTES`.
     """
-    for ext in CAPTION_EXTENSIONS:
+    for ext in _CAPTION_MEMBERS:
         if ext not in sample:
             continue
         raw = sample[ext]
-        if ext == "json":
+        if ext.endswith("json"):
             if len(raw) > MAX_CAPTION_BYTES or is_transcript_json(raw):
                 continue  # a transcript (read elsewhere), malformed, or too large for a metadata record
             value = json.loads(raw)
@@ -214,15 +227,38 @@ def _integer(value: Any, what: str) -> int:
     return number
 
 
-def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
+def tokenize_item(sample: Any, tokenizer: Any = None, *, cut_edges: tuple[bool, bool] = (False, False)) -> BatchItem:
     """An aligned sample with its tokens: ids (with a tokenizer), frame and sample ranges per token, and the
-    words' (or segments') ``token_start``/``token_stop`` set to match (see the module docstring)."""
+    words' (or segments') ``token_start``/``token_stop`` set to match (see the module docstring).
+
+    The text tokenized is the transcript's own: when the item has words and segments and every word is found, in
+    order, in its segments' joined text (see :func:`locate_words`), that text is tokenized, so caption words placed
+    by forced alignment (lowercased, punctuation stripped, words missing from its dictionary left out) do not change
+    the ids: they equal the tokenizer called on the captions. A token inside a word's whitespace-separated piece
+    belongs to that word (``Hello,`` is the piece of the forced word ``hello``), any other token to its segment
+    (frame and sample ranges of the segment; no word's token range holds it). ``cut_edges`` says whether the item's
+    start and stop are cuts of a longer clip (a window's, not the clip's own edges): a segment that a cut crosses (it
+    starts at or before a cut start, or stops at or after a cut stop) contributes its text from its first to its last
+    word in the item only on that side, so that windows share a cut caption's tokens as they share its words, instead
+    of each holding all of them. Otherwise the words' texts joined with single spaces are tokenized (the module
+    docstring). Word texts are kept as they are.
+    """
     words, segments = tuple(sample.words), tuple(sample.segments)
     unit = "word" if words else ("segment" if segments else "")
     units = words if words else segments
-    text, char_ranges = join_unit_texts([u.text for u in units])
+    located = locate_words([w.text for w in words], [s.text for s in segments]) if words and segments else None
+    if located is not None:
+        cut_start = float(sample.start_seconds) if cut_edges[0] else -math.inf
+        cut_stop = float(sample.stop_seconds) if cut_edges[1] else math.inf
+        located = _trim_cut_segments(located, segments, cut_start, cut_stop)
+    if located is None:
+        text, char_ranges = join_unit_texts([u.text for u in units])
+        fallback_ranges: list[tuple[int, int]] = []
+    else:
+        text, char_ranges, fallback_ranges = located
     ids, offsets = encode_text(tokenizer, text) if units else ([] if tokenizer is not None else None, [])
     owner = token_owners(offsets, char_ranges)
+    fallback_owner = token_owners(offsets, fallback_ranges) if located is not None else [-1] * len(offsets)
     ranges = unit_token_ranges(owner, len(units))
     updated = tuple(dataclasses.replace(u, token_start=r[0], token_stop=r[1]) for u, r in zip(units, ranges))
     if unit == "word":
@@ -233,11 +269,11 @@ def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
     num_samples = sample.audio.num_samples
     frame_ranges = np.empty((len(offsets), 2), dtype=np.int64)
     sample_ranges = np.empty((len(offsets), 2), dtype=np.int64)
-    for t, j in enumerate(owner):
-        if j < 0:
+    for t, (j, k) in enumerate(zip(owner, fallback_owner)):
+        u = units[j] if j >= 0 else (segments[k] if k >= 0 else None)
+        if u is None:
             frame_ranges[t], sample_ranges[t] = (0, num_frames), (0, num_samples)
         else:
-            u = units[j]
             frame_ranges[t] = (u.frame_start or 0, u.frame_stop or 0)
             sample_ranges[t] = (u.sample_start, u.sample_stop)
     tokens = TextTokens(
@@ -247,6 +283,103 @@ def tokenize_item(sample: Any, tokenizer: Any = None) -> BatchItem:
         unit=unit,
     )
     return BatchItem(dataclasses.replace(sample, words=words, segments=segments), tokens)
+
+
+def locate_words(
+    words: Sequence[str], segments: Sequence[str]
+) -> Optional[tuple[str, list[tuple[int, int]], list[tuple[int, int]]]]:
+    """The segments' joined text with each word's characters in it, or None when a word is not found.
+
+    Words are searched in order, each after the previous one, ignoring case (forced alignment lowercases) and never
+    inside a longer word; a word whose whitespace-separated piece of the text holds no other word owns the whole
+    piece (``Hello,`` for ``hello``), else only its own characters.
+
+    Returns:
+        ``(text, word_char_ranges, segment_char_ranges)``: half-open character ranges into ``text``.
+    """
+    text, segment_ranges = join_unit_texts(list(segments))
+    folded = _fold_case(text)
+    found, cursor = [], 0
+    for word in words:
+        needle = _fold_case(word.strip())
+        start = _find_whole(folded, needle, cursor) if needle else cursor  # an empty word: an empty range, no token
+        if start < 0:
+            return None
+        found.append((start, start + len(needle)))
+        cursor = start + len(needle)
+    pieces = [(m.start(), m.end()) for m in _WHITESPACE_TOKEN.finditer(text)]
+    piece_starts = [p0 for p0, _ in pieces]
+    piece_of = [bisect.bisect_right(piece_starts, c0) - 1 if c1 > c0 else -1 for c0, c1 in found]
+    words_in_piece = Counter(piece_of)
+    ranges = [(min(c0, pieces[p][0]), max(c1, pieces[p][1])) if p >= 0 and words_in_piece[p] == 1 else (c0, c1)
+              for (c0, c1), p in zip(found, piece_of)]
+    return text, ranges, segment_ranges
+
+
+def _trim_cut_segments(
+    located: tuple[str, list[tuple[int, int]], list[tuple[int, int]]],
+    segments: Sequence[Any],
+    cut_start_seconds: float,
+    cut_stop_seconds: float,
+) -> Optional[tuple[str, list[tuple[int, int]], list[tuple[int, int]]]]:
+    """``located`` (:func:`locate_words`) with each segment that a cut crosses trimmed to its words in the item on
+    that side (see :func:`tokenize_item`; ``-inf`` / ``inf``: no cut); None when a word lies in no segment's text."""
+    text, word_ranges, segment_ranges = located
+    pieces, new_words, new_segments, cursor, w = [], [], [], 0, 0
+    for segment, (c0, c1) in zip(segments, segment_ranges):
+        first = w
+        while w < len(word_ranges) and word_ranges[w][0] < c1:
+            if word_ranges[w][0] < c0 or word_ranges[w][1] > c1:
+                return None  # a word across two segments' texts (it spans their joining space)
+            w += 1
+        inside = word_ranges[first:w]
+        if inside and segment.start_seconds <= cut_start_seconds:
+            c0 = max(c0, inside[0][0])
+        if inside and segment.stop_seconds >= cut_stop_seconds:
+            c1 = min(c1, inside[-1][1])
+        shift = cursor - c0
+        new_words.extend((a + shift, b + shift) for a, b in inside)
+        new_segments.append((cursor, cursor + c1 - c0))
+        pieces.append(text[c0:c1])
+        cursor += c1 - c0 + 1
+    if w != len(word_ranges):
+        return None
+    return " ".join(pieces), new_words, new_segments
+
+
+def _find_whole(text: str, needle: str, start: int) -> int:
+    """First index ``>= start`` where ``needle`` occurs in ``text`` not inside a longer word (no letter or digit just
+    before or after it: ``a`` is not found in ``jwplayer, a``'s ``jwplayer``; in scripts written without spaces any
+    match counts); -1 if none."""
+    at = text.find(needle, start)
+    while at >= 0:
+        before = text[at - 1] if at > 0 else " "
+        after = text[at + len(needle)] if at + len(needle) < len(text) else " "
+        if not _joined(before, needle[0]) and not _joined(needle[-1], after):
+            return at
+        at = text.find(needle, at + 1)
+    return -1
+
+
+def _joined(left: str, right: str) -> bool:
+    """Whether two adjacent characters belong to one word: both letters or digits of a script that separates its
+    words with spaces (in Chinese, Japanese, Thai … a word may follow another with no space)."""
+    return left.isalnum() and right.isalnum() and not (_unspaced(left) or _unspaced(right))
+
+
+def _unspaced(char: str) -> bool:
+    code = ord(char)
+    return (0x0E00 <= code <= 0x0EFF or 0x1000 <= code <= 0x109F or 0x1780 <= code <= 0x17FF  # Thai Lao Myanmar Khmer
+            or 0x2E80 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF or 0xF900 <= code <= 0xFAFF  # CJK, kana, Hangul
+            or 0x20000 <= code <= 0x3FFFF)
+
+
+def _fold_case(text: str) -> str:
+    """``text`` lowercased character by character, keeping its length (a character whose lowercase is longer stays)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):  # no character lowercases to several (none lowercases to none): same offsets
+        return lowered
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
 def join_unit_texts(texts: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
@@ -259,14 +392,14 @@ def join_unit_texts(texts: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
 
 def token_owners(offsets: Sequence[tuple[int, int]], char_ranges: Sequence[tuple[int, int]]) -> list[int]:
     """Index of the first unit each token overlaps, -1 for none (special tokens, offset ``(0, 0)``)."""
-    if not char_ranges:
+    if not char_ranges or not len(offsets):
         return [-1] * len(offsets)
-    stops = np.array([c1 for _, c1 in char_ranges], dtype=np.int64)
-    owners = []
-    for t0, t1 in offsets:
-        j = int(np.searchsorted(stops, t0, side="right"))  # first unit ending after the token starts
-        owners.append(j if j < len(char_ranges) and t1 > t0 and char_ranges[j][0] < t1 else -1)
-    return owners
+    ranges = np.asarray(char_ranges, dtype=np.int64).reshape(-1, 2)
+    tokens = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    j = np.searchsorted(ranges[:, 1], tokens[:, 0], side="right")  # first unit ending after the token starts
+    inside = np.minimum(j, len(ranges) - 1)
+    owned = (j < len(ranges)) & (tokens[:, 1] > tokens[:, 0]) & (ranges[inside, 0] < tokens[:, 1])
+    return np.where(owned, j, -1).tolist()
 
 
 def unit_token_ranges(owner: Sequence[int], num_units: int) -> list[tuple[int, int]]:
