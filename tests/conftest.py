@@ -270,6 +270,26 @@ def wild_clip(tmp_path_factory, seed: int) -> tuple[dict, Path]:
     return json.loads((directory / "truth.json").read_text()), directory
 
 
+@pytest.fixture(scope="module")
+def wild_tune(tmp_path_factory):
+    """``wild_tune(seed)`` -> (truth record, audio, transcript) of a TUNE seed (:func:`wild_clip`), read once per
+    module."""
+    import loaders
+    from avalign.synth import TUNE_SEEDS
+
+    made = {}
+
+    def get(seed: int):
+        if seed not in made:
+            assert seed in TUNE_SEEDS
+            record, directory = wild_clip(tmp_path_factory, seed)
+            audio = loaders.read_audio(str(directory / record["media"]))
+            made[seed] = record, audio, loaders.read_transcript(str(directory / record["transcript"]))
+        return made[seed]
+
+    return get
+
+
 def _make_media(d: Path) -> None:
     # 3 s, 30 fps, H.264 with B-frames, AAC 48 kHz.
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=160x120:rate=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",

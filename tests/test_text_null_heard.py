@@ -13,33 +13,14 @@ import re
 
 import pytest
 
-import loaders
 from aligner import TextEstimate, estimate_transcript_offset
 from aligner.estimators import heard_items
-from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
 OFFSET_ERROR_MS = 8.0  # tune: 2.5 ms
 TRUTH_TOLERANCE_S = 0.05
 
-
-@pytest.fixture(scope="module")
-def wild(tmp_path_factory):
-    """``wild(seed)`` -> (truth record, audio, transcript) of a TUNE seed, generated once per run."""
-    from avalign.synth import TUNE_SEEDS
-
-    made = {}
-
-    def get(seed: int):
-        if seed not in made:
-            assert seed in TUNE_SEEDS
-            record, directory = wild_clip(tmp_path_factory, seed)
-            audio = loaders.read_audio(str(directory / record["media"]))
-            made[seed] = record, audio, loaders.read_transcript(str(directory / record["transcript"]))
-        return made[seed]
-
-    return get
 
 
 def _norm(text: str) -> str:
@@ -61,8 +42,8 @@ def _spoken_where_put(audio_record: dict, text: str, stamp_seconds: float, offse
 
 
 @pytest.mark.slow
-def test_true_pairing_answers(wild) -> None:
-    record, audio, transcript = wild(1001)
+def test_true_pairing_answers(wild_tune) -> None:
+    record, audio, transcript = wild_tune(1001)
     assert record["transcript_format"] == "srt" and not transcript.words
     estimate = estimate_transcript_offset(audio, transcript)
     assert estimate.method.startswith("forced_spans"), estimate
@@ -70,9 +51,9 @@ def test_true_pairing_answers(wild) -> None:
 
 
 @pytest.mark.slow
-def test_another_clips_transcript_abstains_words_not_heard(wild) -> None:
-    audio_record, audio, _ = wild(1001)
-    _, _, transcript = wild(1014)
+def test_another_clips_transcript_abstains_words_not_heard(wild_tune) -> None:
+    audio_record, audio, _ = wild_tune(1001)
+    _, _, transcript = wild_tune(1014)
     estimate = estimate_transcript_offset(audio, transcript)
     assert estimate.method == "abstain:words_not_heard", estimate
     record = estimate.abstain_record()
@@ -101,13 +82,13 @@ def test_heard_items_counts_items_within_the_tolerance() -> None:
 
 
 @pytest.mark.slow
-def test_items_without_dictionary_words_get_no_verdict(wild) -> None:
+def test_items_without_dictionary_words_get_no_verdict(wild_tune) -> None:
     """A caption of words pocketsphinx's dictionary lacks (non-English text, unknown names) is left out of the heard
     fraction instead of counting as not heard: the true pairing still answers."""
     from aligner.estimators import estimate_transcript_offsets
     from avcore import Span, Transcript
 
-    record, audio, transcript = wild(1001)
+    record, audio, transcript = wild_tune(1001)
     last = transcript.spans[-1]
     odd = Span("Qxzv blorpt", last.stop_seconds + 0.5, last.stop_seconds + 1.2)
     extended = Transcript(transcript.spans + (odd,))

@@ -14,40 +14,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import loaders
 from aligner import estimate_transcript_offset
 from aligner.estimators import estimate_transcript_offsets, onset_offset_near
 from avcore import Span, Transcript, Word
-from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
 OFFSET_ERROR_MS = 8.0  # measured 2.8 (1007) and 1.7 ms (1002); main: 13.0 and 10.3 ms
 
 
-@pytest.fixture(scope="module")
-def wild(tmp_path_factory):
-    """``wild(seed)`` -> (truth record, audio, transcript) of a TUNE seed, generated once per run."""
-    from avalign.synth import TUNE_SEEDS
-
-    made = {}
-
-    def get(seed: int):
-        if seed not in made:
-            assert seed in TUNE_SEEDS
-            record, directory = wild_clip(tmp_path_factory, seed)
-            audio = loaders.read_audio(str(directory / record["media"]))
-            made[seed] = record, audio, loaders.read_transcript(str(directory / record["transcript"]))
-        return made[seed]
-
-    return get
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed, fmt, method",
                          [(1007, "vtt", "forced_spans+onsets"), (1002, "whisperx", "forced_words+onsets")])
-def test_forced_answer_read_off_the_onsets(wild, seed, fmt, method) -> None:
-    record, audio, transcript = wild(seed)
+def test_forced_answer_read_off_the_onsets(wild_tune, seed, fmt, method) -> None:
+    record, audio, transcript = wild_tune(seed)
     assert record["transcript_format"] == fmt and record["reverb"] > 0
     by_method = estimate_transcript_offsets(audio, transcript)  # auto reuses energy's and forced's estimates
     assert by_method["energy"].abstained
@@ -59,8 +40,8 @@ def test_forced_answer_read_off_the_onsets(wild, seed, fmt, method) -> None:
 
 
 @pytest.mark.slow
-def test_one_sentence_keeps_the_forced_answer(wild) -> None:
-    record, audio, transcript = wild(1013)
+def test_one_sentence_keeps_the_forced_answer(wild_tune) -> None:
+    record, audio, transcript = wild_tune(1013)
     assert record["transcript_format"] == "whisperx" and len(transcript.spans) == 1
     by_method = estimate_transcript_offsets(audio, transcript, methods=("auto", "forced"))
     auto, forced = by_method["auto"], by_method["forced"]
@@ -69,10 +50,10 @@ def test_one_sentence_keeps_the_forced_answer(wild) -> None:
 
 
 @pytest.mark.slow
-def test_null_pairings_do_not_answer(wild) -> None:
+def test_null_pairings_do_not_answer(wild_tune) -> None:
     """Each clip's audio with another clip's transcript: forced alignment does not answer, so neither do the onsets."""
     for audio_seed, text_seed in [(1007, 1002), (1002, 1007), (1007, 1013), (1002, 1013), (1013, 1002)]:
-        estimate = estimate_transcript_offset(wild(audio_seed)[1], wild(text_seed)[2])
+        estimate = estimate_transcript_offset(wild_tune(audio_seed)[1], wild_tune(text_seed)[2])
         assert estimate.abstained, (audio_seed, text_seed, estimate)
 
 
