@@ -21,6 +21,7 @@ def test_bench_long_runs_every_tool_on_the_same_request(tmp_path):
         assert any("backend=torchcodec" in name for name in rows)  # both backends in the same run
         if case.startswith("full"):  # and read_video cold (pool released first) beside warm
             assert rows["avalign read_video(backend=pyav), cold: result pool released"]["frames"] == frames
+            assert rows["ffmpeg rgb24 piped into a NumPy array"]["frames"] == frames  # ffmpeg's frames, in memory
         for name, row in rows.items():  # every peer decoded the same number of frames (ffmpeg reports the request)
             assert row["frames"] == frames, (case, name)
             assert row["seconds"] > 0

@@ -295,11 +295,14 @@ def make_full_clips(out_dir: str, clips: tuple[tuple[str, int], ...] = FULL_CLIP
 
 
 def _full_tools(path: str, threads: int) -> dict[str, Callable[[], int]]:
-    """Every frame of ``path`` to RGB24: read_video with each backend, torchcodec, decord and ffmpeg's CLI.
+    """Every frame of ``path`` to RGB24: read_video with each backend, torchcodec, decord and ffmpeg's CLI
+    (writing to /dev/null, and piped into one NumPy array: the in-memory result every other tool makes).
 
     ``read_video(backend=pyav)`` runs twice per round: *cold*, with the process's result pool released first
     (what the first decode of a process pays: the result's memory is new), then *warm* (the memory of the
     result freed just before is reused, as in a loop of decodes)."""
+    import numpy as np
+
     import loaders
     from loaders.media import result_pool
 
@@ -315,7 +318,27 @@ def _full_tools(path: str, threads: int) -> dict[str, Callable[[], int]]:
                         "-pix_fmt", "rgb24", "-y", "/dev/null"], check=True)
         return loaders.probe_video(path)[1].num_frames  # what ffmpeg decoded: every frame
 
+    def ffmpeg_to_array() -> int:
+        # The same decode, its frames read into one NumPy array (how Python code gets ffmpeg's frames): pays what
+        # read_video pays and /dev/null does not, the result's memory (first touch) and the copy out of the pipe.
+        meta, index = loaders.probe_video(path)
+        frame_bytes = meta.height * meta.width * 3
+        frames = np.empty((index.num_frames, meta.height, meta.width, 3), np.uint8)
+        view, filled = memoryview(frames).cast("B"), 0
+        with subprocess.Popen(["ffmpeg", "-v", "error", "-nostdin", "-threads", str(threads), "-i", path, "-f",
+                               "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], stdout=subprocess.PIPE) as proc:
+            while filled < len(view):
+                got = proc.stdout.readinto(view[filled:])
+                if not got:
+                    break
+                filled += got
+            proc.stdout.read()
+        if proc.returncode != 0:
+            raise RuntimeError(f"ffmpeg failed on {path} (exit {proc.returncode})")
+        return filled // frame_bytes
+
     out: dict[str, Callable[[], int]] = {"ffmpeg -f rawvideo rgb24": ffmpeg_cli,
+                                         "ffmpeg rgb24 piped into a NumPy array": ffmpeg_to_array,
                                          "avalign read_video(backend=pyav), cold: result pool released": avalign_cold,
                                          "avalign read_video(backend=pyav), warm: result pool kept": avalign("pyav"),
                                          "avalign read_video(backend=torchcodec)": avalign("torchcodec")}
