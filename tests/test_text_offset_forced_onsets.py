@@ -15,9 +15,7 @@ import numpy as np
 import pytest
 
 from aligner import estimate_transcript_offset
-from aligner import TextOptions
-from aligner._text_offset import onset_peak_near
-from aligner.estimators import estimate_transcript_offsets, onset_offset_near
+from aligner.estimators import estimate_transcript_offsets, onset_offset_near, onset_peak_near
 from avcore import Span, Transcript, Word
 
 pytest.importorskip("pocketsphinx")
@@ -97,7 +95,7 @@ def test_onset_peak_near_says_why_there_is_no_answer() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("off_by_ms", [-40.0, -35.0, 35.0])
-def test_forced_answer_beyond_the_onset_window_abstains(wild_tune, off_by_ms) -> None:
+def test_forced_answer_beyond_the_onset_window_abstains(wild_tune, monkeypatch, off_by_ms) -> None:
     """Forced alignment 35-40 ms off (outside the ±30 ms onset window; FINAL wild9004 was 32 ms off): ``auto`` neither
     passes forced alignment's answer on nor reads a neighbouring onset peak inside the window; it abstains
     ``onsets_disagree`` with that answer as the best guess. Oracle: the generator's offset; forced alignment's answer
@@ -106,7 +104,6 @@ def test_forced_answer_beyond_the_onset_window_abstains(wild_tune, off_by_ms) ->
     neighbouring peak at +35 ms (30.0 ms off) or forced alignment's answer stood (-35, -40)."""
     import dataclasses
 
-    from aligner._text_method import _auto
     from aligner.estimators import caption_edges
 
     record, audio, transcript = wild_tune(1007)
@@ -116,15 +113,17 @@ def test_forced_answer_beyond_the_onset_window_abstains(wild_tune, off_by_ms) ->
     energy, forced = by_method["energy"], by_method["forced"]
     assert energy.abstained and abs(forced.text_offset_ms - truth) <= 30.0
 
-    def moved_to(offset_ms: float):
+    def auto_with_forced_at(offset_ms: float):
         shift = offset_ms - forced.text_offset_ms
         items = tuple((text, None if d is None else d + shift) for text, d in forced.item_differences_ms)
-        return dataclasses.replace(forced, text_offset_ms=offset_ms, best_guess_ms=offset_ms, item_differences_ms=items)
+        moved = dataclasses.replace(forced, text_offset_ms=offset_ms, best_guess_ms=offset_ms, item_differences_ms=items)
+        monkeypatch.setattr("aligner._text_method.estimate_text_offset_forced", lambda *args, **kwargs: moved)
+        return estimate_transcript_offset(audio, transcript, method="auto")
 
-    auto = _auto(audio, transcript, energy, moved_to(truth + off_by_ms), options=TextOptions(), decoder=None)
+    auto = auto_with_forced_at(truth + off_by_ms)
     assert auto.abstained and auto.method == "abstain:onsets_disagree", auto
     assert auto.best_guess_ms == pytest.approx(truth + off_by_ms)
     assert "higher beyond" in auto.found and auto.hint
     # Inside the window the onsets still date it: within 8 ms of the truth.
-    kept = _auto(audio, transcript, energy, moved_to(truth - 20.0), options=TextOptions(), decoder=None)
+    kept = auto_with_forced_at(truth - 20.0)
     assert kept.method == "forced_spans+onsets" and abs(kept.text_offset_ms - truth) <= OFFSET_ERROR_MS, kept
