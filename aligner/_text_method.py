@@ -12,8 +12,7 @@
                               └─ abstained ──▶ forced (when pocketsphinx is installed) ─▶ forced if it answers,
                                                                                           else energy
     forced's answer, >= 3 onsets after a pause ──▶ energy's onset peak within ±30 ms of it, if there is one
-                                                   (method ``forced_*+onsets``); abstain (onsets_disagree) when the
-                                                   onset evidence rises beyond the window; else forced's answer
+                                                   (method ``forced_*+onsets``), else forced's answer
     forced's answer ──▶ heard: >= 70 % of the transcript's items aligned within ±60 ms of where it puts them
                         (``heard_items``) ─▶ the answer, or abstain (words_not_heard)
 
@@ -36,7 +35,7 @@ from aligner._forced import DIGITAL_SILENCE_DB, floor_gap_db
 from aligner._options import TEXT_METHODS, TextMethod, TextOptions
 from aligner._text_forced import REFUSAL_NEEDED, estimate_text_offset_forced
 from aligner._signals import mono
-from aligner._text_offset import caption_edges, estimate_text_offset, onset_peak_near
+from aligner._text_offset import caption_edges, estimate_text_offset, onset_offset_near
 from aligner._text_records import TextEstimate, text_abstain
 from avcore import AudioClip, Transcript
 
@@ -62,17 +61,8 @@ _FEW_EDGES_AGREE_MS = 20.0
 # offset where energy abstains"): where energy abstained but forced alignment answered and the transcript has at least
 # _FEW_EDGES onsets after a pause, the answer is read from the band-SNR onset evidence within this many ms of forced
 # alignment's. Chosen on the tune clips: forced alignment's answers there were at most 17.9 ms off; a 40-50 ms window
-# caught a neighbouring onset on one-sentence tune clips. When the onset evidence's highest point in the window is on
-# its edge (it rises beyond), the two methods put the transcript more than the window apart and ``auto`` abstains
-# (``onsets_disagree``) rather than keep forced alignment's answer (BENCHMARKS.md, "Transcript offset: forced alignment
-# and onsets that disagree"; branch txt16).
+# caught a neighbouring onset on one-sentence tune clips.
 _ONSET_WINDOW_MS = 30.0
-# ... and that peak must be the onset evidence's highest point within _ONSET_RIVAL_MS of forced alignment's answer (else
-# abstain ``onsets_disagree``): with forced alignment 35-40 ms off, the ±30 ms window holds a neighbouring local peak
-# and the reading followed it (tune clips with forced alignment's answer moved off the truth by ±35/40 ms: readings
-# 25-83 ms off; with this check all abstained). 40, not 60: on the study clips of seeds 2000-2023 a rival 41 ms from
-# forced alignment's answer (wild2023) would have cost a right answer at 60; at 40 no tune or study answer changed.
-_ONSET_RIVAL_MS = 40.0
 # Over a noise floor an energy answer (word times or captions) stands only where forced alignment's best guess is
 # within _DISAGREE_MS of it at confidence >= _CONFIRM_MIN_CONFIDENCE (else ``unconfirmed``): on another clip's
 # transcript the energy evidence's peak-to-sidelobe often reads confident (null pairings), forced alignment's words
@@ -115,8 +105,7 @@ def estimate_transcript_offset(
     can give confident energy evidence; forced alignment's words then agree at chance). When energy abstained and forced alignment answered, the answer is read from
     the band-SNR onset evidence within 30 ms of forced alignment's (``forced_words+onsets`` / ``forced_spans+onsets``)
     where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
-    alignment's word starts carry a lead that differs between voices, onsets do not; when that evidence rises beyond
-    the window's edge instead, the methods disagree by more than 30 ms and ``"auto"`` abstains (``onsets_disagree``). Forced alignment's answer then
+    alignment's word starts carry a lead that differs between voices, onsets do not. Forced alignment's answer then
     stands only where at least 70 % of the transcript's items are aligned within 60 ms of where it puts them (else
     ``words_not_heard``, naming items not heard: a transcript that is not this audio's, or shares only a sentence
     with it); :func:`heard_items`.
@@ -204,8 +193,7 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
                                    found=f"{forced.found}; energy onsets: {energy.found}")
     if forced.abstained:
         return energy
-    refined = _onset_refined(audio, transcript, forced, options)
-    return refined if refined.abstained else _heard(refined, forced)
+    return _heard(_onset_refined(audio, transcript, forced, options), forced)
 
 
 def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimate,
@@ -215,28 +203,12 @@ def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimat
     Forced alignment finds the region (energy abstained: its evidence had rivals across the search range); inside
     ±:data:`_ONSET_WINDOW_MS` of that answer the band-SNR onset curve's peak dates the transcript's onsets without the
     aligner's voice-dependent lead. Needs :data:`_FEW_EDGES` onsets after a pause (fewer: one sound near an edge
-    decides, and forced alignment's answer stands). With those onsets, a highest point on the window's edge means the
-    onsets put the transcript beyond the window: abstain (``onsets_disagree``, forced alignment's answer as the best
-    guess). No onset evidence at all (no onsets, no speech contrast): forced alignment's answer stands. Forced alignment answered, so this
+    decides) and a peak inside the window; else forced alignment's answer stands. Forced alignment answered, so this
     answers no more often than forced alignment does (null pairings included).
     """
-    edges = caption_edges(transcript)
-    if edges < _FEW_EDGES:
+    if caption_edges(transcript) < _FEW_EDGES:
         return forced
-    found, refined = onset_peak_near(audio, transcript, forced.text_offset_ms, window_ms=_ONSET_WINDOW_MS,
-                                     rival_window_ms=_ONSET_RIVAL_MS, options=options)
-    if found in ("edge", "rival"):
-        # The onsets rise beyond the window: they put the transcript more than _ONSET_WINDOW_MS from forced
-        # alignment's answer, which is then off by more than the aligner's lead explains (or the onsets are some
-        # other sound's). Neither is trusted.
-        return text_abstain("onsets_disagree", confidence=forced.confidence, best_guess_ms=forced.text_offset_ms,
-                            num_words_aligned=forced.num_words_aligned, item_differences_ms=forced.item_differences_ms,
-                            found=f"forced alignment ({forced.method}) says {forced.text_offset_ms:+.0f} ms "
-                                  f"(confidence {forced.confidence:.2f}); the onset evidence of its {edges} onsets after a "
-                                  f"pause is higher beyond ±{_ONSET_WINDOW_MS:g} ms of it (within "
-                                  f"±{_ONSET_RIVAL_MS:g} ms) than inside",
-                            needed=f"the onset evidence's highest point within ±{_ONSET_RIVAL_MS:g} ms of forced "
-                                   f"alignment's answer inside ±{_ONSET_WINDOW_MS:g} ms of it")
+    refined = onset_offset_near(audio, transcript, forced.text_offset_ms, window_ms=_ONSET_WINDOW_MS, options=options)
     if refined is None:
         return forced
     return dataclasses.replace(forced, text_offset_ms=refined, best_guess_ms=refined, method=forced.method + "+onsets")

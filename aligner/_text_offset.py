@@ -60,7 +60,7 @@ from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SpeechFeatures", "caption_edges", "estimate_text_offset", "onset_offset_near", "onset_peak_near", "refine_word_times",
+__all__ = ["SpeechFeatures", "caption_edges", "estimate_text_offset", "onset_offset_near", "refine_word_times",
            "speech_features"]
 
 _PSR_NOISE = 4.5
@@ -255,30 +255,13 @@ def onset_offset_near(audio: AudioClip, transcript: Transcript, centre_ms: float
     curve, chose the region. None when that highest point is at the window's edge (the evidence rises beyond it), when
     the window leaves the search range, or without onsets or speech contrast.
     """
-    found, offset_ms = onset_peak_near(audio, transcript, centre_ms, window_ms=window_ms, options=options)
-    return offset_ms if found == "peak" else None
-
-
-def onset_peak_near(audio: AudioClip, transcript: Transcript, centre_ms: float, *, window_ms: float,
-                    rival_window_ms: float = 0.0, options: TextOptions = _DEFAULT) -> tuple[str, Optional[float]]:
-    """:func:`onset_offset_near` with what it found: ``("peak", offset_ms)``; ``("edge", None)`` when the highest
-    point of the onset curve inside the window is on the window's edge (the evidence rises beyond it: the onsets put
-    the transcript outside ``centre_ms ± window_ms``); ``("rival", offset_ms)`` when ``rival_window_ms`` (> window)
-    is given and the curve's highest point inside ``centre_ms ± rival_window_ms`` lies outside ``± window_ms`` (higher
-    onset evidence just beyond the window; ``offset_ms``: the window's own peak); ``("none", None)`` without onsets,
-    speech contrast or a window inside the search range::
-
-        onset curve       ....^......^..^.........       two peaks 40-70 ms apart (neighbouring onsets)
-        window              [ centre ± window ]
-        rival window     [      centre ± rival window      ]
-        "peak": the window's peak is the rival window's;  "rival": a higher point outside the window"""
     starts, weights, _ = _onsets(transcript)
     if starts.size == 0 or not window_ms > 0:
-        return "none", None
+        return None
     features = speech_features(audio.samples, audio.sample_rate, start_seconds=audio.start_seconds,
                                hop_seconds=options.hop_seconds, band_snr=True)
     if features.rise_db.size < 10 or not features.active.any():
-        return "none", None
+        return None
     hop = features.hop_seconds
     half_lags = int(math.ceil(options.max_offset_ms / 1000.0 / hop)) + 1
     lags = np.arange(-half_lags, half_lags + 1)
@@ -287,17 +270,12 @@ def onset_peak_near(audio: AudioClip, transcript: Transcript, centre_ms: float, 
     width = int(round(window_ms / 1000.0 / hop))
     lo, hi = max(centre - width, 2), min(centre + width + 1, lags.size - 2)
     if hi - lo < 3 or np.ptp(onset_curve[lo:hi]) <= 0:
-        return "none", None
+        return None
     peak = lo + int(np.argmax(onset_curve[lo:hi]))
     if peak in (lo, hi - 1):
-        return "edge", None
+        return None
     offset_seconds, _ = _precise_offset(features, onset_curve, peak, half_lags, starts, weights)
-    if rival_window_ms > window_ms:
-        wide = int(round(rival_window_ms / 1000.0 / hop))
-        wlo, whi = max(centre - wide, 2), min(centre + wide + 1, lags.size - 2)
-        if onset_curve[wlo:whi].max() > onset_curve[peak]:
-            return "rival", offset_seconds * 1000.0
-    return "peak", offset_seconds * 1000.0
+    return offset_seconds * 1000.0
 
 
 def _onset_curve(features: SpeechFeatures, starts: np.ndarray, weights: np.ndarray, lags: np.ndarray) -> np.ndarray:

@@ -82,8 +82,6 @@ _HINTS = {
                         "check that the transcript belongs to this audio; " + _GIVE_OFFSET),
     "words_not_heard": ("", "much of the transcript is not spoken where its stamps say: check that the transcript belongs "
                             "to this audio (another clip's transcript can share a sentence with it); " + _GIVE_OFFSET),
-    "onsets_disagree": ("", "forced alignment and the speech onsets place the transcript differently (reverb, a music "
-                            "bed or another talker can move either): " + _GIVE_OFFSET),
     "methods_disagree": ("energy and forced alignment within 40 ms of each other",
                          "segment-level captions on conversational speech are often too loose; " + _GIVE_OFFSET),
 }

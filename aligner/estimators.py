@@ -43,7 +43,7 @@ from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, Text
 from aligner._signals import VisualFeature, audio_onset_envelope, mono, visual_change_events
 from aligner._text_method import estimate_transcript_offsets, heard_items
 from aligner._text_forced import CAPTION_MARGIN_SECONDS, caption_words, estimate_text_offset_forced
-from aligner._text_offset import caption_edges, estimate_text_offset, onset_offset_near, onset_peak_near, refine_word_times
+from aligner._text_offset import caption_edges, estimate_text_offset, onset_offset_near, refine_word_times
 
 __all__ = [
     "ALIGN_SAMPLE_RATE",
@@ -86,7 +86,6 @@ __all__ = [
     "new_decoder",
     "normalise_words",
     "onset_offset_near",
-    "onset_peak_near",
     "onset_ranks",
     "onset_weights",
     "refine_word_times",
