@@ -40,8 +40,10 @@ FINAL_SEEDS = range(9000, 9024)
 once, for changes motivated by FRESH failures; never tuned on and run once per change, after it is final."""
 REPORT11_SEEDS = range(11000, 11024)
 """Seeds of a fourth held-out set (24 clips, same generator), for changes motivated by FINAL failures: first generated
-and run on 2026-12-01 by branch txt16 (transcript offset: forced alignment and onsets that disagree; true and null
-pairings, main vs branch in one run, once, after the change was final). Never tuned on."""
+and run on 2026-12-01 by branch txt16 (transcript offset: an ``onsets_disagree`` abstention where the onset evidence
+near forced alignment's answer is higher beyond its ±30 ms window; true and null pairings, main vs branch in one run,
+once, after the change was final; tried, not kept: BENCHMARKS.md, "Transcript offset: forced alignment and onsets that
+disagree"). Never tuned on."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]
