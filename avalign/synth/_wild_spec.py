@@ -12,7 +12,8 @@ re-encodes), on the same clock model as DESIGN.md::
 Seed ranges: :data:`TUNE_SEEDS` is the only range any estimator parameter or threshold may be tuned on;
 :data:`HELDOUT_SEEDS` is reported and never tuned on (``avalign bench align`` shows both side by side);
 :data:`FRESH_SEEDS` is a second held-out range for method changes made after the held-out set had been looked at;
-:data:`FINAL_SEEDS` a third, for changes made after FRESH had been reported.
+:data:`FINAL_SEEDS` a third, for changes made after FRESH had been reported; :data:`REPORT11_SEEDS` a fourth, for
+changes made after FINAL had been reported.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -37,6 +38,12 @@ a change motivated by a held-out failure is reported on these seeds."""
 FINAL_SEEDS = range(9000, 9024)
 """Seeds of a third held-out set (24 clips, same generator): generated after :data:`FRESH_SEEDS` had been reported
 once, for changes motivated by FRESH failures; never tuned on and run once per change, after it is final."""
+REPORT11_SEEDS = range(11000, 11024)
+"""Seeds of a fourth held-out set (24 clips, same generator), for changes motivated by FINAL failures: first generated
+and run on 2026-12-01 by branch txt16 (transcript offset: an ``onsets_disagree`` abstention where the onset evidence
+near forced alignment's answer is higher beyond its ±30 ms window; true and null pairings, main vs branch in one run,
+once, after the change was final; tried, not kept: BENCHMARKS.md, "Transcript offset: forced alignment and onsets that
+disagree"). Never tuned on."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]
