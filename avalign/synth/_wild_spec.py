@@ -24,7 +24,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT13_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -37,6 +37,10 @@ a change motivated by a held-out failure is reported on these seeds."""
 FINAL_SEEDS = range(9000, 9024)
 """Seeds of a third held-out set (24 clips, same generator): generated after :data:`FRESH_SEEDS` had been reported
 once, for changes motivated by FRESH failures; never tuned on and run once per change, after it is final."""
+REPORT13_SEEDS = range(13000, 13024)
+"""Seeds of a fourth held-out set (24 clips, same generator), first run on 2026-12-01 (branch ``capw16``) to report
+the stop-initial word lead of forced alignment (``aligner.estimators.STOP_LEAD_MS``) on caption words, main and the
+branch in the same run, once, after the change was final; never tuned on."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]
