@@ -8,7 +8,8 @@ in the ``pocketsphinx==5.1.1`` wheel) places each word::
     padded input  ~~~~~|-----[he)[was)[not  )--[an)[ill)[disposed  )[young)[man  )--|~~~~~
     ps frames          10 ms per frame; a word's first frame f is dated at f / 100 s
     two passes         the second pass sees the input 5 ms later (half a frame); times are averaged
-    lead correction    + FORCED_LEAD_MS to starts and stops (not in digital silence), clamped into [start, stop)
+    lead correction    + FORCED_LEAD_MS to starts and stops (not in digital silence), + STOP_LEAD_MS to the
+                       starts of stop-initial words, clamped into [start, stop)
 
 Text is lowercased, punctuation is stripped (apostrophes inside words kept), and words missing from
 the dictionary are left out of the alignment and of the result (logged); the remaining words keep
@@ -40,6 +41,9 @@ human-timed speech"):
   floor (the four above: 10th percentile of the 10 ms level 30-46 dB below its 95th); a span whose
   floor (judged on the span and 2 s around it) is more than :data:`DIGITAL_SILENCE_DB` below its loud
   level (synthetic speech in exact zeros) gets no correction.
+- **Stop-initial words.** A word whose first phone is a stop (P B T D K G) is dated about 10 ms earlier than the
+  others, relative to the annotation, on espeak-ng caption words and on praatio's real words alike:
+  :data:`STOP_LEAD_MS` is added to its start on top of the lead (``stop_lead=False``: one lead for every word).
 
 Memory and time grow with words x frames; a span is refused (empty result, a warning naming the
 reason) when it holds more than :data:`MAX_ALIGN_WORDS` words, more than :data:`MAX_ALIGN_SECONDS`
