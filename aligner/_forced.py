@@ -15,7 +15,7 @@ Text is lowercased, punctuation is stripped (apostrophes inside words kept), and
 the dictionary are left out of the alignment and of the result (logged); the remaining words keep
 their order. Times are on the clock of ``audio`` (apply the transcript offset before, if known).
 
-Three corrections of pocketsphinx's raw word times (measured in BENCHMARKS.md, "Word starts on
+Corrections of pocketsphinx's raw word times (measured in BENCHMARKS.md, "Word starts on
 human-timed speech"):
 
 - **Padding.** :data:`PAD_SECONDS` of digital silence before (after) a span that starts (ends) in
