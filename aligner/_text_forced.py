@@ -116,7 +116,8 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
     text = " ".join(t for item_tokens in tokens for t in item_tokens)
     if not text:
         return {}
-    aligned = forced_align_words(audio, text, lo, hi, decoder=decoder, passes=1)  # a median needs no half frames
+    # A median needs no half frames; one lead for every word (the offset estimator was measured without stop_lead).
+    aligned = forced_align_words(audio, text, lo, hi, decoder=decoder, passes=1, stop_lead=False)
     if not aligned:
         return None
     out, position = {}, 0

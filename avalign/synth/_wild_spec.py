@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -44,6 +44,10 @@ and run on 2026-12-01 by branch txt16 (transcript offset: an ``onsets_disagree``
 near forced alignment's answer is higher beyond its ±30 ms window; true and null pairings, main vs branch in one run,
 once, after the change was final; tried, not kept: BENCHMARKS.md, "Transcript offset: forced alignment and onsets that
 disagree"). Never tuned on."""
+REPORT13_SEEDS = range(13000, 13024)
+"""Seeds of a fifth held-out set (24 clips, same generator), first run on 2026-12-01 (branch ``capw16``) to report
+the stop-initial word lead of forced alignment (``aligner.estimators.STOP_LEAD_MS``) on caption words, main and the
+branch in the same run, once, after the change was final; never tuned on."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]

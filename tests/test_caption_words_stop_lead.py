@@ -1,0 +1,67 @@
+"""Stop-initial words get their own lead (``aligner._forced.STOP_LEAD_MS``).
+
+Oracle: the wild generator's truth (``avalign.synth.make_wild_clip``) on TUNE seed 1000: SRT/VTT captions of espeak-ng
+speech over a noise bed (a floor, so the lead applies), 58 words, 24 of them starting with a stop (P B T D K G).
+pocketsphinx dates stop-initial words about 10 ms earlier than the others: with one lead for every word their signed
+median was -14.6 ms here (main at 0f3a21a); with the stop lead, -4.6 ms.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import loaders
+from aligner.estimators import STOP_LEAD_MS, caption_words, forced_align_words, shared_decoder
+from tests.conftest import wild_clip
+
+pytest.importorskip("pocketsphinx")
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    """(truth record, audio, captions) of TUNE seed 1000."""
+    from avalign.synth import TUNE_SEEDS
+
+    assert 1000 in TUNE_SEEDS
+    record, directory = wild_clip(tmp_path_factory, 1000)
+    audio = loaders.read_audio(str(directory / record["media"]))
+    captions = loaders.read_transcript(str(directory / record["transcript"]))
+    assert record["transcript_format"] in ("srt", "vtt") and not captions.words and record["bed"] == "noise"
+    return record, audio, captions
+
+
+def _is_stop(words) -> np.ndarray:
+    decoder = shared_decoder()
+    return np.array([decoder.lookup_word(w.text).split()[0] in ("P", "B", "T", "D", "K", "G") for w in words])
+
+
+@pytest.mark.slow
+def test_stop_initial_words_are_not_early(clip) -> None:
+    record, audio, captions = clip
+    out, failed = caption_words(audio, captions, text_offset_ms=record["text_offset_ms"])
+    assert failed == 0 and len(out.words) == len(record["words"])
+    truth = np.array([w["start_seconds"] for w in record["words"]]) * (1 + record["drift_ppm"] * 1e-6)
+    truth = truth + record["av_offset_ms"] / 1000.0 + record["text_offset_ms"] / 1000.0  # transcript clock
+    errors_ms = (np.array([w.start_seconds for w in out.words]) - truth) * 1000.0
+    stop = _is_stop(out.words)
+    assert stop.sum() >= 20
+    # Measured -4.6 ms (one lead for every word: -14.6 ms).
+    assert abs(np.median(errors_ms[stop])) <= 8.0, np.round(errors_ms[stop], 1)
+    assert np.median(np.abs(errors_ms)) <= 20.0, np.round(errors_ms, 1)
+
+
+@pytest.mark.slow
+def test_stop_lead_moves_only_stop_initial_starts(clip) -> None:
+    record, audio, captions = clip
+    span = captions.spans[0]
+    lo = span.start_seconds - record["text_offset_ms"] / 1000.0 - 0.25
+    hi = span.stop_seconds - record["text_offset_ms"] / 1000.0 + 0.25
+    with_lead = forced_align_words(audio, span.text, lo, hi, pad_start=True)
+    without = forced_align_words(audio, span.text, lo, hi, pad_start=True, stop_lead=False)
+    assert [w.text for w in with_lead] == [w.text for w in without] and with_lead
+    shift_ms = np.array([(a.start_seconds - b.start_seconds) * 1000.0 for a, b in zip(with_lead, without)])
+    stop = _is_stop(with_lead)
+    assert stop.any() and (~stop).any()
+    np.testing.assert_allclose(shift_ms[stop], STOP_LEAD_MS, atol=1e-6)
+    np.testing.assert_allclose(shift_ms[~stop], 0.0, atol=1e-6)
+    np.testing.assert_allclose([w.stop_seconds for w in with_lead], [w.stop_seconds for w in without])
