@@ -11,9 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import loaders
 from aligner.estimators import caption_words, forced_align_words, shared_decoder
-from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
@@ -21,14 +19,9 @@ FIRST_WORD_MS = 30.0  # each caption's first word; measured -20.0 and -1.3 ms (m
 
 
 @pytest.fixture(scope="module")
-def clip(tmp_path_factory):
+def clip(wild_tune):
     """(truth record, audio, captions) of TUNE seed 1016 (made once per run: ``test_text_null_pairing`` uses it too)."""
-    from avalign.synth import TUNE_SEEDS
-
-    assert 1016 in TUNE_SEEDS
-    record, directory = wild_clip(tmp_path_factory, 1016)
-    audio = loaders.read_audio(str(directory / record["media"]))
-    captions = loaders.read_transcript(str(directory / record["transcript"]))
+    record, audio, captions = wild_tune(1016)
     assert record["transcript_format"] in ("srt", "vtt") and not captions.words
     assert record["bed"] == "music" and record["reverb"] > 0
     return record, audio, captions

@@ -10,22 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import loaders
 from aligner.estimators import STOP_LEAD_MS, caption_words, forced_align_words, shared_decoder
-from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
 
 
 @pytest.fixture(scope="module")
-def clip(tmp_path_factory):
+def clip(wild_tune):
     """(truth record, audio, captions) of TUNE seed 1000."""
-    from avalign.synth import TUNE_SEEDS
-
-    assert 1000 in TUNE_SEEDS
-    record, directory = wild_clip(tmp_path_factory, 1000)
-    audio = loaders.read_audio(str(directory / record["media"]))
-    captions = loaders.read_transcript(str(directory / record["transcript"]))
+    record, audio, captions = wild_tune(1000)
     assert record["transcript_format"] in ("srt", "vtt") and not captions.words and record["bed"] == "noise"
     return record, audio, captions
 
