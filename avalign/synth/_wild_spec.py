@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -48,6 +48,15 @@ REPORT13_SEEDS = range(13000, 13024)
 """Seeds of a fifth held-out set (24 clips, same generator), first run on 2026-12-01 (branch ``capw16``) to report
 the stop-initial word lead of forced alignment (``aligner.estimators.STOP_LEAD_MS``) on caption words, main and the
 branch in the same run, once, after the change was final; never tuned on."""
+REPORT17_SEEDS = range(17000, 17024)
+"""Seeds of a sixth held-out set (24 clips, same generator), first run on 2026-12-02 by branch ``capw17`` (caption
+words with ``topn=6``; not merged: BENCHMARKS.md, "Caption words: more Gaussians per frame"), main and the branch in
+the same run, once, after the change was final; never tuned on."""
+REPORT19_SEEDS = range(19000, 19024)
+"""Seeds of a seventh held-out set (24 clips, same generator), first run on 2026-12-02 by branch ``txtnull17`` (a
+decoy test of forced alignment's transcript-offset answers; not merged: BENCHMARKS.md, "Transcript offset: a decoy
+test"), true and null pairings, main and the branch in the same run, once, after the change was final; never tuned
+on."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]
