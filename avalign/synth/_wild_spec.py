@@ -212,7 +212,9 @@ def _events(rng: random.Random, duration: float, *, first: float, last: float) -
 def wild_specs(seeds: range | list[int], *, prefix: str = "wild") -> list["WildSpec"]:
     """One :class:`WildSpec` per seed (deterministic); keys ``<prefix><seed>``.
 
-    About 1 clip in 8 is a talking head (no events), 2 in 24 are 60-120 s long, the rest 5-40 s.
+    About 1 clip in 8 is a talking head (no events), 2 in 24 are 60-120 s long, the rest 5-40 s. Which ones is decided
+    by the seed's *position* in ``seeds`` (positions 3, 11, 19: talking heads; 5, 17: long), so a clip is named by its
+    range and seed: ``wild_specs([seed])`` equals ``wild_specs(range)[seed - range.start]`` only at other positions.
 
     Example:
         >>> [s.key for s in wild_specs(range(1000, 1002))]
