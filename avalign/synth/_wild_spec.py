@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -57,6 +57,11 @@ REPORT19_SEEDS = range(19000, 19024)
 decoy test of forced alignment's transcript-offset answers; not merged: BENCHMARKS.md, "Transcript offset: a decoy
 test"), true and null pairings, main and the branch in the same run, once, after the change was final; never tuned
 on."""
+REPORT21_SEEDS = range(21000, 21024)
+"""Seeds of an eighth held-out set (24 clips, same generator), reserved on 2026-12-06 before any of its clips was
+generated, for the transcript-offset changes motivated by the 47 ms answers on REPORT17/REPORT19 (BENCHMARKS.md,
+"Transcript offset: two 47 ms energy answers on REPORT17/REPORT19 (diagnosis)"): true and null pairings, main and the
+branch in the same run, once, after the change was final; never tuned on."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]
