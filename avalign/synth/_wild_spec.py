@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -62,6 +62,11 @@ REPORT21_SEEDS = range(21000, 21024)
 generated, for the transcript-offset changes motivated by the 47 ms answers on REPORT17/REPORT19 (BENCHMARKS.md,
 "Transcript offset: two 47 ms energy answers on REPORT17/REPORT19 (diagnosis)"): true and null pairings, main and the
 branch in the same run, once, after the change was final; never tuned on."""
+REPORT23_SEEDS = range(23000, 23024)
+"""Seeds of a ninth held-out set (24 clips, same generator), reserved on 2026-12-06 before any of its clips was
+generated: REPORT21 had been run once with the caption re-reading near forced alignment applied to every caption energy
+answer, and the restriction to answers not already ``+matched`` was chosen after that run; this range reports the
+restricted rule, main and the branch in the same run, once; never tuned on."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]
