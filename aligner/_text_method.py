@@ -9,10 +9,13 @@
                               │                                                    (methods_disagree)
                               ├─ answered over a noise floor ─▶ forced ─ confirm ─▶ energy, or abstain
                               │                    (few_caption_edges, methods_disagree, unconfirmed)
+                              │      captions, >= 3 starts after a pause: energy's band-SNR onset peak within
+                              │      ±30 ms of forced's guess, if there is one (method ``span_*+near_forced``)
                               └─ abstained ──▶ forced (when pocketsphinx is installed) ─▶ forced if it answers,
                                                                                           else energy
     forced's answer, >= 3 onsets after a pause ──▶ energy's onset peak within ±30 ms of it, if there is one
                                                    (method ``forced_*+onsets``), else forced's answer
+    (an onset peak exists where it is inside the window and no single item carries more than half the onset sum)
     forced's answer ──▶ heard: >= 70 % of the transcript's items aligned within ±60 ms of where it puts them
                         (``heard_items``) ─▶ the answer, or abstain (words_not_heard)
 
@@ -102,7 +105,10 @@ def estimate_transcript_offset(
     after a pause and the audio has a noise floor, the energy answer needs forced alignment to confirm it within
     20 ms (else ``few_caption_edges``). Over a noise floor every other energy answer (word times included) needs
     forced alignment's best guess within 40 ms at confidence >= 0.2 (else ``unconfirmed``: another clip's transcript
-    can give confident energy evidence; forced alignment's words then agree at chance). When energy abstained and forced alignment answered, the answer is read from
+    can give confident energy evidence; forced alignment's words then agree at chance); a confirmed caption answer
+    with at least 3 caption starts after a pause is then read from the band-SNR onset evidence within 30 ms of forced
+    alignment's guess (``span_onsets+activity[+matched]+near_forced``) where that evidence peaks inside the window.
+    When energy abstained and forced alignment answered, the answer is read from
     the band-SNR onset evidence within 30 ms of forced alignment's (``forced_words+onsets`` / ``forced_spans+onsets``)
     where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
     alignment's word starts carry a lead that differs between voices, onsets do not. Forced alignment's answer then
@@ -185,7 +191,8 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
         if not transcript.words and edges < _FEW_EDGES:
             return _confirmed(energy, forced, edges)
         checked = _cross_checked(energy, forced)
-        return checked if checked.abstained else _forced_agrees(energy, forced)
+        answer = checked if checked.abstained else _forced_agrees(energy, forced)
+        return answer if answer.abstained else _dated_near_forced(audio, transcript, answer, forced, options)
     if forced.abstained and forced.method.removeprefix("abstain:") in REFUSAL_NEEDED:
         # The caption itself is what stops an answer (too many words for forced alignment): say so, with what
         # the energy estimator saw.
@@ -212,6 +219,27 @@ def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimat
     if refined is None:
         return forced
     return dataclasses.replace(forced, text_offset_ms=refined, best_guess_ms=refined, method=forced.method + "+onsets")
+
+
+def _dated_near_forced(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced: TextEstimate,
+                       options: TextOptions) -> TextEstimate:
+    """A caption energy answer over a noise floor that forced alignment confirmed, dated like forced alignment's own
+    answers (:func:`_onset_refined`): the band-SNR onset reading within ±:data:`_ONSET_WINDOW_MS` of forced
+    alignment's guess, where the captions have :data:`_FEW_EDGES` starts after a pause and that reading exists (it
+    needs a peak inside the window, and no single caption carrying most of the onset sum); else the energy answer.
+
+    Captions only: their energy answer is read from the full-band curve (a beep alone in one band can win a band-SNR
+    search over the whole range), and under a music bed the full band rises at a caption's first vowel, its consonant
+    masked (REPORT17's wild17005: 47 ms late). Near forced alignment's guess that risk is the one
+    :func:`_onset_refined` takes. Word-level answers already retry on band-SNR energy when the full band abstains.
+    The energy answer stood, so this answers no more often than before (null pairings included)."""
+    if transcript.words or caption_edges(transcript) < _FEW_EDGES or forced.best_guess_ms is None:
+        return energy
+    refined = onset_offset_near(audio, transcript, forced.best_guess_ms, window_ms=_ONSET_WINDOW_MS, options=options)
+    if refined is None:
+        return energy
+    return dataclasses.replace(energy, text_offset_ms=refined, best_guess_ms=refined,
+                               method=energy.method + "+near_forced")
 
 
 def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
