@@ -9,8 +9,8 @@
                               │                                                    (methods_disagree)
                               ├─ answered over a noise floor ─▶ forced ─ confirm ─▶ energy, or abstain
                               │                    (few_caption_edges, methods_disagree, unconfirmed)
-                              │      captions, >= 3 starts after a pause: energy's band-SNR onset peak within
-                              │      ±30 ms of forced's guess, if there is one (method ``span_*+near_forced``)
+                              │      captions, >= 3 starts after a pause, not +matched: energy's band-SNR onset peak
+                              │      within ±30 ms of forced's guess, if there is one (``span_*+near_forced``)
                               └─ abstained ──▶ forced (when pocketsphinx is installed) ─▶ forced if it answers,
                                                                                           else energy
     forced's answer, >= 3 onsets after a pause ──▶ energy's onset peak within ±30 ms of it, if there is one
@@ -107,7 +107,8 @@ def estimate_transcript_offset(
     forced alignment's best guess within 40 ms at confidence >= 0.2 (else ``unconfirmed``: another clip's transcript
     can give confident energy evidence; forced alignment's words then agree at chance); a confirmed caption answer
     with at least 3 caption starts after a pause is then read from the band-SNR onset evidence within 30 ms of forced
-    alignment's guess (``span_onsets+activity[+matched]+near_forced``) where that evidence peaks inside the window.
+    alignment's guess (``span_onsets+activity+near_forced``; answers already ``+matched`` are kept) where that
+    evidence peaks inside the window.
     When energy abstained and forced alignment answered, the answer is read from
     the band-SNR onset evidence within 30 ms of forced alignment's (``forced_words+onsets`` / ``forced_spans+onsets``)
     where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
@@ -232,8 +233,12 @@ def _dated_near_forced(audio: AudioClip, transcript: Transcript, energy: TextEst
     search over the whole range), and under a music bed the full band rises at a caption's first vowel, its consonant
     masked (REPORT17's wild17005: 47 ms late). Near forced alignment's guess that risk is the one
     :func:`_onset_refined` takes. Word-level answers already retry on band-SNR energy when the full band abstains.
-    The energy answer stood, so this answers no more often than before (null pairings included)."""
-    if transcript.words or caption_edges(transcript) < _FEW_EDGES or forced.best_guess_ms is None:
+    An answer that is already ``+matched`` (at least 3 caption starts each within 25 ms of a strong onset from
+    near-silence: nothing masked them) is kept: re-read, such answers moved 1-2 ms away from the truth on every set
+    (BENCHMARKS.md, "Transcript offset: one dating rule near forced alignment"). The energy answer stood, so this
+    answers no more often than before (null pairings included)."""
+    if transcript.words or energy.method.endswith("+matched") or caption_edges(transcript) < _FEW_EDGES \
+            or forced.best_guess_ms is None:
         return energy
     refined = onset_offset_near(audio, transcript, forced.best_guess_ms, window_ms=_ONSET_WINDOW_MS, options=options)
     if refined is None:
