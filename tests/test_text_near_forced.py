@@ -2,8 +2,8 @@
 
 Oracle: the wild generator's truth (``avalign.synth.make_wild_clip``). Both seeds come from report ranges that were
 looked at on 2026-12-02 (BENCHMARKS.md, "Transcript offset: two 47 ms energy answers on REPORT17/REPORT19
-(diagnosis)") and are regression cases here, not tuning data; the rule and its threshold were chosen on TUNE and FINAL
-and reported on REPORT21 (BENCHMARKS.md, "Transcript offset: one dating rule near forced alignment").
+(diagnosis)") and are regression cases here, not tuning data; the rules were chosen on TUNE and the seen sets and
+reported on REPORT23 and REPORT25 (BENCHMARKS.md, "Transcript offset: one dating rule near forced alignment").
 
 - Seed 17005 (REPORT17): 64 s, 36 SRT captions over a music bed. The full-band caption curve dates each caption at its
   first vowel (the consonant is masked by the music): main at e7e6561 answered ``span_onsets+activity`` 47.0 ms from
