@@ -69,6 +69,10 @@ _DYNAMIC_RANGE_DB = 50.0
 _PAUSE_SECONDS = 0.08
 _MATCH_SECONDS = 0.025
 _MIN_MATCHES = 3
+# onset_offset_near reads nothing when one item carries more than this share of the onset sum at its peak: the other
+# items together must outweigh any one (a majority rule, like _MIN_MATCHES' "not one or two onsets"). On the tune
+# clips the largest share was 0.46 (BENCHMARKS.md, "Transcript offset: one dating rule near forced alignment").
+_MAX_ONE_ONSET_SHARE = 0.5
 _DEFAULT = TextOptions()
 
 
@@ -253,7 +257,8 @@ def onset_offset_near(audio: AudioClip, transcript: Transcript, centre_ms: float
     method found (forced alignment): the highest point of the curve inside the window, refined like an answer of
     :func:`estimate_text_offset` (sub-step peak, matched onsets). No peak-to-sidelobe test: the window, not the
     curve, chose the region. None when that highest point is at the window's edge (the evidence rises beyond it), when
-    the window leaves the search range, or without onsets or speech contrast.
+    one item carries more than half of the onset sum there (one onset, e.g. an affricate's release in a reverberant
+    pause, would decide), when the window leaves the search range, or without onsets or speech contrast.
     """
     starts, weights, _ = _onsets(transcript)
     if starts.size == 0 or not window_ms > 0:
@@ -274,8 +279,19 @@ def onset_offset_near(audio: AudioClip, transcript: Transcript, centre_ms: float
     peak = lo + int(np.argmax(onset_curve[lo:hi]))
     if peak in (lo, hi - 1):
         return None
+    if _largest_share(features, starts, weights, lags[peak]) > _MAX_ONE_ONSET_SHARE:
+        return None
     offset_seconds, _ = _precise_offset(features, onset_curve, peak, half_lags, starts, weights)
     return offset_seconds * 1000.0
+
+
+def _largest_share(features: SpeechFeatures, starts: np.ndarray, weights: np.ndarray, lag: int) -> float:
+    """The largest single item's share of the onset sum ``Σ_w g_w · rise(s_w − δ)`` at lag ``lag`` (0 when the sum
+    is 0): near 1, one onset decides the reading."""
+    contributions = weights * _gather(np.minimum(features.rise_db, 30.0),
+                                      (starts - features.start_seconds) / features.hop_seconds + 0.5 - lag)
+    total = float(contributions.sum())
+    return float(contributions.max()) / total if total > 0 else 0.0
 
 
 def _onset_curve(features: SpeechFeatures, starts: np.ndarray, weights: np.ndarray, lags: np.ndarray) -> np.ndarray:

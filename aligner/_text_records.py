@@ -20,7 +20,8 @@ class TextEstimate:
     """Confidence in [0, 1]. Energy: peak-to-sidelobe ratio of the combined evidence times the rival-peak margin;
     forced alignment: agreement of the per-word differences times coverage."""
     method: str
-    """``word_onsets+activity[+matched][+bands]``, ``span_onsets+activity[+matched]``, ``forced_words``,
+    """``word_onsets+activity[+matched][+bands]``, ``span_onsets+activity[+matched|+near_forced]``
+    (``+near_forced``: re-read off the band-SNR onset evidence near forced alignment's guess), ``forced_words``,
     ``forced_spans`` (``+onsets``: read off the onset evidence near forced alignment's answer) or
     ``abstain:<reason>``."""
     num_onsets: int = 0

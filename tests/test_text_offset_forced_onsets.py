@@ -81,3 +81,12 @@ def test_onset_offset_near_dates_onsets_inside_the_window() -> None:
     # A window that does not hold the peak: the evidence rises to its edge, no answer.
     assert onset_offset_near(audio, late, 60.0, window_ms=30.0) is None
     assert onset_offset_near(audio, Transcript(()), 0.0, window_ms=30.0) is None
+
+
+def test_onset_offset_near_needs_more_than_one_onset() -> None:
+    """One audible onset among the transcript's items carries the whole onset sum: no reading (the items not heard
+    there cannot confirm it); with every item's onset audible the same window reads the offset."""
+    onsets = [0.5, 1.3, 2.2, 3.0]
+    late = Transcript(tuple(Span("x", t + 0.12, t + 0.2, (Word("x", t + 0.12, t + 0.2),)) for t in onsets))
+    assert onset_offset_near(_clicks(onsets), late, 105.0, window_ms=30.0) == pytest.approx(120.0, abs=2.5)
+    assert onset_offset_near(_clicks(onsets[:1]), late, 105.0, window_ms=30.0) is None

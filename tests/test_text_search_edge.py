@@ -1,0 +1,50 @@
+"""Transcript offsets at the edge of the search range abstain (``peak_at_search_edge``), every method.
+
+Oracle: constructed audio (noise bursts at known times in a -50 dB floor) and a transcript whose stamps are a known
+amount late. 480 ms late lies within 30 ms of the default ±500 ms search range: the estimators' evidence there is cut
+off by the edge (on the wild sets' null pairings, answers beyond ±470 ms were wrong 4 times in 5), so the dispatcher
+abstains, keeping the estimate as its best guess; with ``max_offset_ms=600`` the same transcript is answered.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aligner import TextOptions, estimate_transcript_offset
+from aligner.estimators import estimate_text_offset
+from avcore import AudioClip, Span, Transcript, Word
+
+ONSETS_S = [0.6, 1.5, 2.3, 3.4, 4.2, 5.3, 6.1, 7.2]
+
+
+def _bursts(seconds: float = 8.5, rate: int = 16000) -> AudioClip:
+    import torch
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(int(seconds * rate)) * 10 ** (-50 / 20)
+    n = int(0.2 * rate)
+    for t in ONSETS_S:
+        i = int(round(t * rate))
+        x[i:i + n] += rng.standard_normal(n) * 0.3 * np.exp(-np.arange(n) / (0.06 * rate))
+    return AudioClip(torch.from_numpy(x.astype(np.float32))[None], rate, 0.0)
+
+
+def _late(late_ms: float) -> Transcript:
+    d = late_ms / 1000
+    return Transcript(tuple(Span("x", t + d, t + d + 0.2, (Word("x", t + d, t + d + 0.2),)) for t in ONSETS_S))
+
+
+def test_answers_near_the_edge_abstain_with_their_guess() -> None:
+    audio, transcript = _bursts(), _late(480.0)
+    raw = estimate_text_offset(audio, transcript)  # the building block has no edge rule
+    assert raw.text_offset_ms == pytest.approx(480.0, abs=3.0), raw
+    edge = estimate_transcript_offset(audio, transcript, method="energy")
+    assert edge.method == "abstain:peak_at_search_edge" and edge.best_guess_ms == pytest.approx(480.0, abs=3.0)
+    assert "30 ms" in edge.found and edge.needed and edge.hint
+    wider = estimate_transcript_offset(audio, transcript, method="energy", options=TextOptions(max_offset_ms=600.0))
+    assert wider.text_offset_ms == pytest.approx(480.0, abs=3.0), wider
+
+
+def test_answers_inside_the_range_stand() -> None:
+    estimate = estimate_transcript_offset(_bursts(), _late(460.0), method="energy")
+    assert estimate.text_offset_ms == pytest.approx(460.0, abs=3.0), estimate
