@@ -201,6 +201,21 @@ _PROBED: dict[tuple, np.ndarray] = {}
 """``ffprobe_frame_times``' memo: (real path, inode, size, mtime in ns) → the times."""
 
 
+def noise_bursts(onsets_seconds, *, seconds: float, rate: int = 16000, burst_seconds: float = 0.08,
+                 decay_seconds: float = 0.02, seed: int = 0):
+    """Mono ``AudioClip`` (start 0): white-noise bursts at ``onsets_seconds`` (amplitude 0.3, exponential decay
+    ``decay_seconds``, ``burst_seconds`` long) in a -50 dB noise floor: sharp onsets at known times."""
+    from avcore import AudioClip
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(int(seconds * rate)) * 10 ** (-50 / 20)
+    n = int(burst_seconds * rate)
+    for t in onsets_seconds:
+        i = int(round(t * rate))
+        x[i:i + n] += rng.standard_normal(n) * 0.3 * np.exp(-np.arange(n) / (decay_seconds * rate))
+    return AudioClip(torch.from_numpy(x.astype(np.float32))[None], rate, 0.0)
+
+
 def ffprobe_frame_times(path: str | os.PathLike) -> np.ndarray:
     """The oracle: ffprobe's best_effort_timestamp_time of every video frame; NaN where ffprobe has none
     (e.g. AVI's last B-frame, flushed with no timestamp: the decoder extrapolates one, ffprobe prints N/A).

@@ -11,7 +11,6 @@ audio, another's transcript) abstain.
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from aligner import estimate_transcript_offset
@@ -57,19 +56,11 @@ def test_null_pairings_do_not_answer(wild_tune) -> None:
         assert estimate.abstained, (audio_seed, text_seed, estimate)
 
 
-def _clicks(onsets_seconds, *, rate: int = 16000, seconds: float = 6.0):
+def _clicks(onsets_seconds, *, seconds: float = 6.0):
     """Noise bursts (80 ms, exponential decay) at ``onsets_seconds`` in a -50 dB noise floor."""
-    import torch
+    from conftest import noise_bursts
 
-    from avcore import AudioClip
-
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(int(seconds * rate)) * 10 ** (-50 / 20)
-    n = int(0.08 * rate)
-    for t in onsets_seconds:
-        i = int(round(t * rate))
-        x[i:i + n] += rng.standard_normal(n) * 0.3 * np.exp(-np.arange(n) / (0.02 * rate))
-    return AudioClip(torch.from_numpy(x.astype(np.float32))[None], rate, 0.0)
+    return noise_bursts(onsets_seconds, seconds=seconds)
 
 
 def test_onset_offset_near_dates_onsets_inside_the_window() -> None:

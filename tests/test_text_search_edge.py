@@ -7,7 +7,6 @@ abstains, keeping the estimate as its best guess; with ``max_offset_ms=600`` the
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from aligner import TextOptions, estimate_transcript_offset
@@ -17,16 +16,10 @@ from avcore import AudioClip, Span, Transcript, Word
 ONSETS_S = [0.6, 1.5, 2.3, 3.4, 4.2, 5.3, 6.1, 7.2]
 
 
-def _bursts(seconds: float = 8.5, rate: int = 16000) -> AudioClip:
-    import torch
+def _bursts() -> AudioClip:
+    from conftest import noise_bursts
 
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal(int(seconds * rate)) * 10 ** (-50 / 20)
-    n = int(0.2 * rate)
-    for t in ONSETS_S:
-        i = int(round(t * rate))
-        x[i:i + n] += rng.standard_normal(n) * 0.3 * np.exp(-np.arange(n) / (0.06 * rate))
-    return AudioClip(torch.from_numpy(x.astype(np.float32))[None], rate, 0.0)
+    return noise_bursts(ONSETS_S, seconds=8.5, burst_seconds=0.2, decay_seconds=0.06, seed=3)
 
 
 def _late(late_ms: float) -> Transcript:
