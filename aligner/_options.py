@@ -91,9 +91,9 @@ class TextOptions:
     """
 
     max_offset_ms: float = 500.0
-    """Search range ``±max_offset_ms``; larger offsets are not found, and ``estimate_transcript_offset`` abstains on
-    answers within 30 ms of its edge (a quarter of the range when that is less; ``peak_at_search_edge``): set it at least
-    30 ms beyond the largest offset you expect. In (0, 10000]."""
+    """Search range ``±max_offset_ms``; larger offsets are not found, and ``estimate_transcript_offset(s)`` (and so
+    ``align``) abstain on answers within 30 ms of its edge (a quarter of the range when that is less;
+    ``peak_at_search_edge``): set it at least 30 ms beyond the largest offset you expect. In (0, 10000]."""
     min_confidence: float = 0.3
     """Abstain below this confidence (``text_offset_ms is None``). In [0, 1]."""
     hop_seconds: float = 0.0025

@@ -258,7 +258,8 @@ def onset_offset_near(audio: AudioClip, transcript: Transcript, centre_ms: float
     :func:`estimate_text_offset` (sub-step peak, matched onsets). No peak-to-sidelobe test: the window, not the
     curve, chose the region. None when that highest point is at the window's edge (the evidence rises beyond it), when
     one item carries more than half of the onset sum there (one onset, e.g. an affricate's release in a reverberant
-    pause, would decide), when the window leaves the search range, or without onsets or speech contrast.
+    pause, would decide), when the refined reading lies outside the window, when the window leaves the search range,
+    or without onsets or speech contrast.
     """
     starts, weights, _ = _onsets(transcript)
     if starts.size == 0 or not window_ms > 0:
@@ -282,6 +283,8 @@ def onset_offset_near(audio: AudioClip, transcript: Transcript, centre_ms: float
     if _largest_share(features, starts, weights, lags[peak]) > _MAX_ONE_ONSET_SHARE:
         return None
     offset_seconds, _ = _precise_offset(features, onset_curve, peak, half_lags, starts, weights)
+    if abs(offset_seconds * 1000.0 - centre_ms) > window_ms:
+        return None  # the sub-step peak or the matched onsets' median left the window
     return offset_seconds * 1000.0
 
 

@@ -18,7 +18,9 @@ class TextEstimate:
     """How late the transcript's stamps are (ms); None when the estimator abstains."""
     confidence: float
     """Confidence in [0, 1]. Energy: peak-to-sidelobe ratio of the combined evidence times the rival-peak margin;
-    forced alignment: agreement of the per-word differences times coverage."""
+    forced alignment: agreement of the per-word differences times coverage. A value re-read off onsets (``+onsets``,
+    ``+near_forced``) keeps the confidence of the answer it re-read; an abstention carries its best guess's
+    confidence (the lower of the two where two methods disagree)."""
     method: str
     """``word_onsets+activity[+matched][+bands]``, ``span_onsets+activity[+matched|+near_forced]``
     (``+near_forced``: re-read off the band-SNR onset evidence near forced alignment's guess), ``forced_words``,

@@ -74,10 +74,24 @@ def test_onset_offset_near_dates_onsets_inside_the_window() -> None:
     assert onset_offset_near(audio, Transcript(()), 0.0, window_ms=30.0) is None
 
 
-def test_onset_offset_near_needs_more_than_one_onset() -> None:
+def test_onset_offset_near_needs_more_than_one_onset(monkeypatch) -> None:
     """One audible onset among the transcript's items carries the whole onset sum: no reading (the items not heard
-    there cannot confirm it); with every item's onset audible the same window reads the offset."""
+    there cannot confirm it); with every item's onset audible the same window reads the offset. Without the guard the
+    one onset would be read: the guard, not the window, says None."""
     onsets = [0.5, 1.3, 2.2, 3.0]
     late = Transcript(tuple(Span("x", t + 0.12, t + 0.2, (Word("x", t + 0.12, t + 0.2),)) for t in onsets))
     assert onset_offset_near(_clicks(onsets), late, 105.0, window_ms=30.0) == pytest.approx(120.0, abs=2.5)
     assert onset_offset_near(_clicks(onsets[:1]), late, 105.0, window_ms=30.0) is None
+    monkeypatch.setattr("aligner._text_offset._MAX_ONE_ONSET_SHARE", 1.0)
+    assert onset_offset_near(_clicks(onsets[:1]), late, 105.0, window_ms=30.0) == pytest.approx(120.0, abs=2.5)
+
+
+def test_onset_offset_near_stays_inside_its_window() -> None:
+    """The reading is refined after the peak is found (sub-step peak, matched onsets); a refined reading outside
+    ``centre ± window`` is no reading."""
+    onsets = [0.5, 1.3, 2.2, 3.0, 4.1, 5.0]
+    late = Transcript(tuple(Span("x", t + 0.12, t + 0.2, (Word("x", t + 0.12, t + 0.2),)) for t in onsets))
+    for centre in (95.0, 100.0, 140.0, 145.0):
+        reading = onset_offset_near(_clicks(onsets), late, centre, window_ms=30.0)
+        assert reading is None or abs(reading - centre) <= 30.0, (centre, reading)
+    assert onset_offset_near(_clicks(onsets), late, 100.0, window_ms=30.0) == pytest.approx(120.0, abs=2.5)
