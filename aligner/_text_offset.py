@@ -291,19 +291,21 @@ def onset_offset_near(audio: AudioClip, transcript: Transcript, centre_ms: float
 def _largest_share(features: SpeechFeatures, starts: np.ndarray, weights: np.ndarray, lag: int) -> float:
     """The largest single item's share of the onset sum ``Σ_w g_w · rise(s_w − δ)`` at lag ``lag`` (0 when the sum
     is 0): near 1, one onset decides the reading."""
-    contributions = weights * _gather(np.minimum(features.rise_db, 30.0),
-                                      (starts - features.start_seconds) / features.hop_seconds + 0.5 - lag)
+    contributions = weights * _item_rises(features, starts, np.array([lag]))[:, 0]
     total = float(contributions.sum())
     return float(contributions.max()) / total if total > 0 else 0.0
 
 
+def _item_rises(features: SpeechFeatures, starts: np.ndarray, lags: np.ndarray) -> np.ndarray:
+    """``rise(s_w − δ)`` per item ``w`` (rows) and lag ``δ = l · hop`` (columns): a word start ``s`` on the transcript
+    clock is heard at ``s − offset``; ``rise[m]`` is dated ``(m − 0.5)·hop``, clamped at 30 dB."""
+    positions = (starts[:, None] - features.start_seconds) / features.hop_seconds + 0.5 - lags[None, :]
+    return _gather(np.minimum(features.rise_db, 30.0), positions)
+
+
 def _onset_curve(features: SpeechFeatures, starts: np.ndarray, weights: np.ndarray, lags: np.ndarray) -> np.ndarray:
-    """``onsets(δ) = Σ_w g_w · rise(s_w − δ)`` at each lag ``δ = l · hop`` (a word start ``s`` on the transcript clock
-    is heard at ``s − offset``; ``rise[m]`` is dated ``(m − 0.5)·hop``, clamped at 30 dB)."""
-    hop = features.hop_seconds
-    rise = np.minimum(features.rise_db, 30.0)
-    positions = (starts[:, None] - features.start_seconds) / hop + 0.5 - lags[None, :]
-    return weights @ _gather(rise, positions)
+    """``onsets(δ) = Σ_w g_w · rise(s_w − δ)`` at each lag (:func:`_item_rises`)."""
+    return weights @ _item_rises(features, starts, lags)
 
 
 def _activity_curve(features: SpeechFeatures, intervals: Sequence, lags: np.ndarray) -> np.ndarray:
