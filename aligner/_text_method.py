@@ -57,9 +57,11 @@ _DISAGREE_MS = 40.0
 _VETO_MIN_CONFIDENCE = 0.1
 # An energy answer on captions with fewer caption starts after a pause than this rests on one or two onsets: a
 # sharp non-speech sound near the only edge wins whatever its peak-to-sidelobe says. Over a noise floor it stands
-# only when forced alignment confirms it (confidence >= _VETO_MIN_CONFIDENCE) within _FEW_EDGES_AGREE_MS. Chosen on
-# the tune clips: right few-edge answers differed from forced alignment by at most 13.9 ms, wrong ones by 26.6 ms or
-# more (BENCHMARKS.md, "Caption offsets that rest on few caption edges").
+# only when forced alignment confirms it within _FEW_EDGES_AGREE_MS, at the confidence every other answer over a floor
+# needs (_CONFIRM_MIN_CONFIDENCE; until 2026-12-06 _VETO_MIN_CONFIDENCE, 0.1: another clip's captions that share two
+# of four with the audio were confirmed at 0.125, BENCHMARKS.md, "Few-edge captions: the same confirmation"). Chosen
+# on the tune clips: right few-edge answers differed from forced alignment by at most 13.9 ms, wrong ones by 26.6 ms
+# or more (BENCHMARKS.md, "Caption offsets that rest on few caption edges").
 _FEW_EDGES = 3
 _FEW_EDGES_AGREE_MS = 20.0
 # Forced alignment's answer carries the aligner's lead, which differs between voices (BENCHMARKS.md, "Transcript
@@ -116,7 +118,7 @@ def estimate_transcript_offset(
     also runs forced alignment when energy answers, and abstains (``methods_disagree``) when the two are more
     than 40 ms apart while forced alignment's words agree better than chance; when fewer than 3 captions start
     after a pause and the audio has a noise floor, the energy answer needs forced alignment to confirm it within
-    20 ms (else ``few_caption_edges``). Over a noise floor every other energy answer (word times included) needs
+    20 ms at confidence >= 0.2 (else ``few_caption_edges``). Over a noise floor every other energy answer (word times included) needs
     forced alignment's best guess within 40 ms at confidence >= 0.2 (else ``unconfirmed``: another clip's transcript
     can give confident energy evidence; forced alignment's words then agree at chance); a confirmed caption answer
     with at least 3 caption starts after a pause is then read from the band-SNR onset evidence within 30 ms of forced
@@ -295,15 +297,15 @@ def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
 
 def _confirmed(energy: TextEstimate, forced: TextEstimate, edges: int) -> TextEstimate:
     """Captions with fewer than :data:`_FEW_EDGES` starts after a pause, over a noise floor: the energy answer is one
-    or two onsets, and stands only where forced alignment (confidence >= :data:`_VETO_MIN_CONFIDENCE`) puts the
-    captions' words within :data:`_FEW_EDGES_AGREE_MS` of it.
+    or two onsets, and stands only where forced alignment (confidence >= :data:`_CONFIRM_MIN_CONFIDENCE`, as for
+    every energy answer over a floor) puts the captions' words within :data:`_FEW_EDGES_AGREE_MS` of it.
 
     In digital silence (no floor: ``DIGITAL_SILENCE_DB`` of ``aligner._forced``) this does not apply: a caption
     edge there is an onset from exact zero.
     """
     guess = forced.best_guess_ms
     agrees = guess is not None and abs(guess - energy.text_offset_ms) <= _FEW_EDGES_AGREE_MS
-    if agrees and forced.confidence >= _VETO_MIN_CONFIDENCE:
+    if agrees and forced.confidence >= _CONFIRM_MIN_CONFIDENCE:
         return energy
     said = "nothing" if guess is None else f"{guess:+.0f} ms (confidence {forced.confidence:.2f})"
     return text_abstain("few_caption_edges", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
@@ -312,7 +314,7 @@ def _confirmed(energy: TextEstimate, forced: TextEstimate, edges: int) -> TextEs
                               f"{energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), forced alignment "
                               f"of their words {said}",
                         needed=f"at least {_FEW_EDGES} caption starts after pauses, or forced alignment (confidence >= "
-                               f"{_VETO_MIN_CONFIDENCE:g}) within {_FEW_EDGES_AGREE_MS:g} ms of the caption edges")
+                               f"{_CONFIRM_MIN_CONFIDENCE:g}) within {_FEW_EDGES_AGREE_MS:g} ms of the caption edges")
 
 
 def _forced_agrees(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:

@@ -16,7 +16,7 @@ import pytest
 
 import aligner
 import loaders
-from aligner.estimators import caption_edges
+from aligner.estimators import caption_edges, estimate_transcript_offsets
 
 pytest.importorskip("pocketsphinx")
 
@@ -104,3 +104,23 @@ def test_caption_edges_counts_starts_after_a_pause() -> None:
 
     assert caption_edges(captions((1.0, 2.0), (2.0, 3.0), (3.05, 4.0))) == 1  # abutting, then 50 ms apart
     assert caption_edges(captions((1.0, 2.0), (2.08, 3.0), (5.0, 6.0))) == 3
+
+
+@pytest.mark.slow
+def test_few_edges_need_the_confirmation_every_floor_answer_needs(tmp_path_factory) -> None:
+    """REPORT23 (seen since 2026-12-06) wild23008's audio with wild23018's four VTT captions: two of them are spoken
+    in the audio, 252 ms early, the other two are not. Fewer than 3 caption starts follow a pause; forced alignment
+    puts the two spoken ones within 20 ms of the energy answer but at confidence 0.125 (two of four placed). Confirmed
+    at 0.1, main answered -252.5 ms; at 0.2, as every other energy answer over a floor, it abstains."""
+    from conftest import wild_clip
+
+    audio_record, audio_dir = wild_clip(tmp_path_factory, 23008)
+    text_record, text_dir = wild_clip(tmp_path_factory, 23018)
+    audio = loaders.read_audio(str(audio_dir / audio_record["media"]))
+    captions = loaders.read_transcript(str(text_dir / text_record["transcript"]))
+    by_method = estimate_transcript_offsets(audio, captions)
+    energy, forced, auto = by_method["energy"], by_method["forced"], by_method["auto"]
+    assert energy.text_offset_ms == pytest.approx(-252.5, abs=2.0) and not captions.words
+    assert abs(forced.best_guess_ms - energy.text_offset_ms) <= 20.0 and 0.1 <= forced.confidence < 0.2, forced
+    assert auto.method == "abstain:few_caption_edges", auto
+    assert "0.2" in auto.needed and auto.best_guess_ms == pytest.approx(energy.text_offset_ms)
