@@ -244,12 +244,20 @@ def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimat
     decides) and a peak inside the window; else forced alignment's answer stands. Forced alignment answered, so this
     answers no more often than forced alignment does (null pairings included).
     """
+    return _read_off_onsets(audio, transcript, forced, forced.text_offset_ms, "+onsets", options)
+
+
+def _read_off_onsets(audio: AudioClip, transcript: Transcript, answer: TextEstimate, centre_ms: float, suffix: str,
+                     options: TextOptions) -> TextEstimate:
+    """``answer`` with its value read off the band-SNR onset evidence within ±:data:`_ONSET_WINDOW_MS` of
+    ``centre_ms`` (``onset_offset_near``; method ``+ suffix``, confidence kept); ``answer`` itself where the transcript
+    has fewer than :data:`_FEW_EDGES` onsets after a pause or the evidence gives no reading there."""
     if caption_edges(transcript) < _FEW_EDGES:
-        return forced
-    refined = onset_offset_near(audio, transcript, forced.text_offset_ms, window_ms=_ONSET_WINDOW_MS, options=options)
+        return answer
+    refined = onset_offset_near(audio, transcript, centre_ms, window_ms=_ONSET_WINDOW_MS, options=options)
     if refined is None:
-        return forced
-    return dataclasses.replace(forced, text_offset_ms=refined, best_guess_ms=refined, method=forced.method + "+onsets")
+        return answer
+    return dataclasses.replace(answer, text_offset_ms=refined, best_guess_ms=refined, method=answer.method + suffix)
 
 
 def _dated_near_forced(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced: TextEstimate,
@@ -267,14 +275,10 @@ def _dated_near_forced(audio: AudioClip, transcript: Transcript, energy: TextEst
     near-silence: nothing masked them) is kept: re-read, such answers moved 1-2 ms away from the truth on every set
     (BENCHMARKS.md, "Transcript offset: one dating rule near forced alignment"). The energy answer stood, so this
     answers no more often than before (null pairings included)."""
-    if transcript.words or energy.method.endswith("+matched") or caption_edges(transcript) < _FEW_EDGES \
-            or forced.best_guess_ms is None:
+    if transcript.words or energy.method.endswith("+matched"):
         return energy
-    refined = onset_offset_near(audio, transcript, forced.best_guess_ms, window_ms=_ONSET_WINDOW_MS, options=options)
-    if refined is None:
-        return energy
-    return dataclasses.replace(energy, text_offset_ms=refined, best_guess_ms=refined,
-                               method=energy.method + "+near_forced")
+    # forced.best_guess_ms is set: _forced_agrees confirmed the energy answer with it
+    return _read_off_onsets(audio, transcript, energy, forced.best_guess_ms, "+near_forced", options)
 
 
 def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
