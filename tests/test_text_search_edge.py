@@ -52,7 +52,10 @@ def test_both_edges_every_method_and_narrow_ranges() -> None:
     assert early["energy"].best_guess_ms == pytest.approx(-480.0, abs=3.0)
     # forced alignment has no words to hear in noise bursts, and auto (over a floor) needs it: neither answers
     assert early["forced"].abstained and early["auto"].abstained, early
-    # A range narrower than 120 ms keeps a quarter of it as the edge zone: ±80 ms abstains beyond ±60 ms.
+    # A range narrower than 120 ms keeps a quarter of it as the edge zone: ±80 ms abstains beyond ±60 ms, and answers
+    # 55 ms (measured 53.7), which a fixed 30 ms zone (beyond ±50) would refuse.
     narrow = TextOptions(max_offset_ms=80.0)
     assert estimate_transcript_offset(audio, _late(70.0), method="energy", options=narrow).method == \
         "abstain:peak_at_search_edge"
+    assert estimate_transcript_offset(audio, _late(55.0), method="energy", options=narrow).text_offset_ms == \
+        pytest.approx(55.0, abs=3.0)
