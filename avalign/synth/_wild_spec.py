@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -77,6 +77,11 @@ REPORT27_SEEDS = range(27000, 27024)
 generated, for few-edge caption answers needing forced alignment's confirmation at the same confidence as every other
 answer over a noise floor (REPORT23's wrong null answer at -252.5 ms motivated it): true and null pairings, main and
 the branch in the same run, once; never tuned on."""
+REPORT29_SEEDS = range(29000, 29024)
+"""Seeds of a twelfth held-out set (24 clips, same generator), reserved on 2026-12-06 before any of its clips was
+generated, for forced alignment's acoustic-fit test (chunks whose words do not fit the audio are not evidence; the
+wrong null answers of every earlier set motivated it): true and null pairings, main and the branch in the same run,
+once; never tuned on."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]
