@@ -75,6 +75,7 @@ __all__ = [
     "PAD_SECONDS",
     "alignment_refusal",
     "floor_gap_db",
+    "forced_align_scored",
     "forced_align_words",
     "normalise_words",
 ]
@@ -179,23 +180,87 @@ def _first_phone(decoder: Any, word: str) -> str:
     return pronunciation.split()[0] if pronunciation else ""
 
 
-def _align_pass(decoder: Any, pcm: np.ndarray, text: str, expected: list[str]) -> Optional[np.ndarray]:
-    """``[W, 2]`` start/stop seconds (from the first sample of ``pcm``) of the words, or None on failure."""
+def _align_pass(decoder: Any, pcm: np.ndarray, text: str, expected: list[str]) -> Optional[tuple[np.ndarray, float]]:
+    """``([W, 2]`` start/stop seconds (from the first sample of ``pcm``) of the words, their acoustic fit per frame
+    (:func:`forced_align_scored`)``)``, or None on failure."""
     decoder.set_align_text(text)
     decoder.start_utt()
     decoder.process_raw(pcm.tobytes(), full_utt=True)
     decoder.end_utt()
-    out, names = [], []
+    out, names, score, frames = [], [], 0.0, 0
+    logmath = decoder.get_logmath()
     for seg in decoder.seg() or ():  # None when the audio does not match the text
         name = re.sub(r"\(\d+\)$", "", seg.word)  # alternate pronunciations: "was(2)"
         if name in _NON_WORDS:
             continue
         names.append(name)
         out.append((seg.start_frame / _FRAMES_PER_SECOND, (seg.end_frame + 1) / _FRAMES_PER_SECOND))
-    return np.asarray(out, dtype=np.float64) if names == expected else None
+        # seg.ascore is the word's acoustic score as a probability (logmath.exp); back to pocketsphinx's log units.
+        score += logmath.log(seg.ascore) if seg.ascore > 0 else logmath.get_zero()
+        frames += seg.end_frame - seg.start_frame + 1
+    if names != expected:
+        return None
+    return np.asarray(out, dtype=np.float64), score / max(frames, 1)
 
 
 def forced_align_words(
+    audio: AudioClip,
+    span_text: str,
+    start_seconds: float,
+    stop_seconds: float,
+    *,
+    decoder: Optional[Any] = None,
+    passes: int = 2,
+    start_is_word_boundary: bool = False,
+    pad_start: Optional[bool] = None,
+    stop_lead: bool = True,
+) -> tuple[tuple[Word, ...], Optional[float]]:
+    """:func:`forced_align_words`, with how well the words fit the audio: ``(words, fit)``.
+
+    ``fit`` is the aligned words' acoustic score per 10 ms frame, in pocketsphinx's log units (base 1.0001, as its
+    decoder reports them): each frame's score is relative to the best-scoring senone of that frame, so ``fit`` is 0
+    when every frame of the words is the best the acoustic model can do, and falls as the text fits the audio worse.
+    Silence between words is not counted; with two passes, the mean of both. None when nothing was aligned. Measured
+    (BENCHMARKS.md, "Transcript offset: words that do not fit the audio"): human-read speech with its own text -10 to
+    -13; espeak-ng speech under the wild generator's nuisances -14 to -36; another clip's text -40 to -65.
+
+    Args:
+        audio: decoded audio (any rate and channel count; resampled to 16 kHz mono for the aligner).
+        span_text: the caption's text.
+        start_seconds: span start on the audio clock (inclusive).
+        stop_seconds: span stop on the audio clock (exclusive); ``stop_seconds > start_seconds``.
+        decoder: a ``pocketsphinx.Decoder`` at 16 kHz to reuse (creating one takes about 0.3 s).
+        passes: 2 (the second on input delayed by half a frame, times averaged: finer word starts) or 1
+            (half the time; the same mean bias, so enough for a median over many words).
+        start_is_word_boundary: ``start_seconds`` is where a word begins (a cut between abutting captions): when
+            the span starts inside speech and the first word is put on its first frame, that start is the cut,
+            not a boundary pocketsphinx chose, and gets no lead correction.
+        pad_start: whether to put :data:`PAD_SECONDS` of digital silence before the span: None (default) when its
+            first 30 ms are quiet (:func:`_quiet_edges`); True where the caller knows the span starts before the
+            speech it holds (a caption window widened by a margin), however loud the bed there; False never.
+        stop_lead: add :data:`STOP_LEAD_MS` to the start of each word whose first phone is a stop (where the lead
+            applies); False keeps every word on the one lead (the transcript-offset estimator's choice).
+
+    Returns:
+        The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the
+        audio clock inside ``[start_seconds, stop_seconds)``, lead-corrected (module docstring); ``()`` when no word is in
+        the dictionary, the span is refused (:func:`alignment_refusal`, logged) or the alignment fails.
+
+    Raises:
+        ValueError: ``stop_seconds <= start_seconds`` or the span lies outside the audio.
+        ImportError: pocketsphinx is not installed.
+
+    Example:
+        >>> words = forced_align_words(audio, "He was not an ill-disposed young man.", 0.0, 3.0)  # doctest: +SKIP
+        >>> [(w.text, round(w.start_seconds, 2)) for w in words][:2]                              # doctest: +SKIP
+        [('he', 0.23), ('was', 0.35)]
+    """
+    return forced_align_scored(audio, span_text, start_seconds, stop_seconds, decoder=decoder, passes=passes,
+                               start_is_word_boundary=start_is_word_boundary, pad_start=pad_start,
+                               stop_lead=stop_lead)[0]
+
+
+def forced_align_scored(
     audio: AudioClip,
     span_text: str,
     start_seconds: float,
@@ -253,19 +318,19 @@ def forced_align_words(
     lo, hi = max(start_seconds, audio.start_seconds), min(stop_seconds, audio.stop_seconds)
     words = normalise_words(span_text, limit=MAX_ALIGN_WORDS)
     if not words:
-        return ()
+        return (), None
     refusal = alignment_refusal(len(words), hi - lo)
     if refusal is not None:
         logger.info("forced alignment refused (%s): %s%d words in %.2f s", refusal,  # counted: caption_words_failed
                        "more than " if len(words) > MAX_ALIGN_WORDS else "", len(words), hi - lo)
-        return ()
+        return (), None
     decoder = decoder if decoder is not None else new_decoder()
     known = [w for w in words if decoder.lookup_word(w) is not None]
     if len(known) < len(words):
         logger.info("forced alignment: %d word(s) not in the dictionary, left out: %s", len(words) - len(known),
                     sorted(set(words) - set(known)))
     if not known:
-        return ()
+        return (), None
     # The span's samples (half-open, the project's rounding rule), mono, at 16 kHz, as int16.
     first, last = sample_range(lo - audio.start_seconds, hi - audio.start_seconds, audio.sample_rate)
     signal = mono(audio.samples)[first:last]
@@ -276,21 +341,22 @@ def forced_align_words(
     pcm = (np.clip(signal, -1.0, 1.0) * 32767.0).astype("<i2")
     origin = audio.start_seconds + first / audio.sample_rate
     text = " ".join(known)
-    aligned_passes = []
+    aligned_passes, fits = [], []
     pad_before, pad_after = _quiet_edges(signal)
     pad_before = pad_before if pad_start is None else pad_start
     for delay in (0.0, _HALF_FRAME_SECONDS)[:passes]:
         before = int(round(((PAD_SECONDS if pad_before else 0.0) + delay) * ALIGN_SAMPLE_RATE))
         after = int(round((PAD_SECONDS if pad_after else 0.0) * ALIGN_SAMPLE_RATE))
         padded = np.concatenate([np.zeros(before, "<i2"), pcm, np.zeros(after, "<i2")])
-        times = _align_pass(decoder, padded, text, known)
-        if times is not None:
-            aligned_passes.append(times - before / ALIGN_SAMPLE_RATE)
+        aligned = _align_pass(decoder, padded, text, known)
+        if aligned is not None:
+            aligned_passes.append(aligned[0] - before / ALIGN_SAMPLE_RATE)
+            fits.append(aligned[1])
     if not aligned_passes:
         # INFO, not WARNING: a training epoch meets this once per caption of music or noise (every epoch); callers
         # count it (AlignmentReport.caption_words_failed, LoaderStats.caption_words_failed, `avalign measure`).
         logger.info("forced alignment failed for %r (%d words)", span_text[:200], len(known))
-        return ()
+        return (), None
     context = sample_range(max(lo - _FLOOR_CONTEXT_SECONDS, audio.start_seconds) - audio.start_seconds,
                            min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
     gap_db = floor_gap_db(mono(audio.samples)[context[0]:context[1]], audio.sample_rate)
@@ -307,4 +373,4 @@ def forced_align_words(
     # Clamp into the span, keeping starts non-decreasing and every word non-empty where the span allows.
     starts = np.maximum.accumulate(np.clip(times[:, 0], lo, hi))
     stops = np.clip(np.maximum(times[:, 1], starts), lo, hi)
-    return tuple(Word(name, float(a), float(b)) for name, a, b in zip(known, starts, stops))
+    return tuple(Word(name, float(a), float(b)) for name, a, b in zip(known, starts, stops)), float(np.mean(fits))

@@ -39,14 +39,14 @@ import numpy as np
 
 from aligner._decoder import new_decoder, shared_decoder
 from aligner._forced import (MAX_ALIGN_SECONDS, MAX_ALIGN_WORDS, MAX_WORDS_PER_SECOND, alignment_refusal,
-                             forced_align_words, normalise_words)
+                             forced_align_scored, forced_align_words, normalise_words)
 from aligner._options import TextOptions
 from aligner._text_records import TextEstimate, text_abstain
 from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CAPTION_MARGIN_SECONDS", "REFUSAL_NEEDED", "caption_words", "estimate_text_offset_forced"]
+__all__ = ["CAPTION_MARGIN_SECONDS", "MIN_WORD_FIT", "REFUSAL_NEEDED", "caption_words", "estimate_text_offset_forced"]
 
 _FULL_EVIDENCE_WORDS = 8
 _CHUNK_GAP_EXTRA_SECONDS = 0.2
@@ -54,6 +54,18 @@ _CHUNK_GAP_EXTRA_SECONDS = 0.2
 # differences then agree by chance (BENCHMARKS.md, "Lab notes").
 _CHANCE_AGREEMENT = 0.3
 _DEFAULT = TextOptions()
+MIN_WORD_FIT = -35.0
+"""A chunk whose aligned words fit the audio worse than this (``forced_align_scored``'s fit: pocketsphinx's acoustic
+score per 10 ms frame relative to the frame's best senone) is not evidence: its items count as not placed. Forcing
+text onto audio that does not say it still places every word, and another clip's transcript can place enough of them
+near one offset by chance (or on the sentences it shares with this audio) to agree at confidence 0.3-0.8. Chosen on the
+wild generator's TUNE seeds (1000-1023) alone: the chunks of the true pairings fit at -26.4 or better; of the
+chunks of clean null pairings (another clip's transcript sharing no sentence, where forced alignment's words agreed
+at confidence >= 0.1) 18 of 21 fit below -35. The margin below -26.4 is left for audio harsher than TUNE's.
+Human-read speech with its own text fits at -10 to -13 (praatio's examples, the North Wind recording, LibriVox
+utterances); another utterance's text on it -43 to -60; the telephone-band conversations of
+tests/test_text_conversation.py -26 to -29. Reported on other seeds in BENCHMARKS.md ("Transcript offset: words that do
+not fit the audio")."""
 
 
 def _items(transcript: Transcript) -> tuple[list[tuple[str, float, float]], bool]:
@@ -96,15 +108,24 @@ def _in_dictionary(text: str, decoder: Any) -> bool:
     return any(decoder.lookup_word(t) is not None for t in normalise_words(text, limit=MAX_ALIGN_WORDS))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Placed:
+    """A chunk that forced alignment placed."""
+
+    differences: dict[int, float]
+    """``{index in chunk: stamp - aligned start (s)}`` of each item with a dictionary word."""
+    fit: Optional[float]
+    """The words' acoustic fit per frame (``forced_align_scored``); None when the chunk held no dictionary word."""
+
+
 def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], margin: float,
-                       decoder: Any) -> Optional[dict[int, float] | _Refused]:
-    """``{index in chunk: stamp - aligned start}`` of each item of ``chunk`` with a dictionary word; None when the
-    alignment fails, :class:`_Refused` when forced alignment refuses the chunk (too many words, too long, words that
-    cannot fit)."""
+                       decoder: Any) -> Optional[_Placed | _Refused]:
+    """The differences and fit of ``chunk``'s items (:class:`_Placed`); None when the alignment fails,
+    :class:`_Refused` when forced alignment refuses the chunk (too many words, too long, words that cannot fit)."""
     lo = max(chunk[0][1] - margin, audio.start_seconds)
     hi = min(max(i[2] for i in chunk) + margin, audio.stop_seconds)
     if not hi > lo:
-        return {}
+        return _Placed({}, None)
     num_words = sum(len(normalise_words(text, limit=MAX_ALIGN_WORDS)) for text, _, _ in chunk)
     refusal = alignment_refusal(num_words, hi - lo)
     if refusal is not None:
@@ -115,9 +136,9 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
               for text, _, _ in chunk]
     text = " ".join(t for item_tokens in tokens for t in item_tokens)
     if not text:
-        return {}
+        return _Placed({}, None)
     # A median needs no half frames; one lead for every word (the offset estimator was measured without stop_lead).
-    aligned = forced_align_words(audio, text, lo, hi, decoder=decoder, passes=1, stop_lead=False)
+    aligned, fit = forced_align_scored(audio, text, lo, hi, decoder=decoder, passes=1, stop_lead=False)
     if not aligned:
         return None
     out, position = {}, 0
@@ -125,7 +146,7 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
         if item_tokens:
             out[index] = start - aligned[position].start_seconds
             position += len(item_tokens)
-    return out
+    return _Placed(out, fit)
 
 
 def estimate_text_offset_forced(
@@ -175,6 +196,8 @@ def estimate_text_offset_forced(
             chunks[-1].append(item)
             chunk_stop = max(chunk_stop, item[2])
     differences: list[float] = []
+    unfit: list[float] = []  # differences of items whose chunk did not fit (MIN_WORD_FIT)
+    unfit_fits: list[float] = []
     per_item: list[tuple[str, Optional[float]]] = []
     refused: list[_Refused] = []
     for chunk in chunks:
@@ -189,7 +212,13 @@ def estimate_text_offset_forced(
         for part, part_found in parts:
             if isinstance(part_found, _Refused):
                 refused.append(part_found)
-            part_found = part_found if isinstance(part_found, dict) else {}
+            placed = part_found if isinstance(part_found, _Placed) else _Placed({}, None)
+            part_found = placed.differences
+            if placed.fit is not None and placed.fit < MIN_WORD_FIT:
+                # The words are not what this audio says there: their places are not evidence (not placed).
+                unfit += list(part_found.values())
+                unfit_fits.append(placed.fit)
+                part_found = {}
             differences += list(part_found.values())
             # Items without a dictionary word get no verdict and are left out; the others were aligned or not placed.
             per_item += [(text, round(part_found[k] * 1000.0, 3) if k in part_found else None)
@@ -200,6 +229,13 @@ def estimate_text_offset_forced(
         worst = max(refused, key=lambda r: r.num_words)
         return text_abstain(worst.reason, needed=REFUSAL_NEEDED[worst.reason],
                             found=f"{len(refused)} caption(s)/chunk(s) refused by forced alignment, e.g. {worst.found()}")
+    if not differences and unfit:
+        guess = float(np.median(unfit)) * 1000.0
+        return text_abstain("words_do_not_match_audio", best_guess_ms=guess, item_differences_ms=item_differences_ms,
+                            found=f"{len(unfit_fits)} chunk(s) of {len(unfit)} item(s) aligned, the best fitting the "
+                                  f"audio at {max(unfit_fits):.1f} per frame (median of their places {guess:+.0f} ms)",
+                            needed=f"words that fit the audio at >= {MIN_WORD_FIT:g} per frame (forced alignment's "
+                                   f"acoustic fit)")
     if not differences:
         return text_abstain("alignment_failed", found=f"0 of {len(items)} item(s) aligned",
                             needed="at least one aligned word", item_differences_ms=item_differences_ms)

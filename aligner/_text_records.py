@@ -43,7 +43,7 @@ class TextEstimate:
     0 from the energy estimator."""
     item_differences_ms: tuple[tuple[str, Optional[float]], ...] = field(default=(), repr=False)
     """Forced alignment: ``(text, stamp - aligned start in ms)`` of every transcript item with a dictionary word,
-    in transcript order (None where its chunk did not align; items without a dictionary word are left out: no
+    in transcript order (None where its chunk did not align or did not fit the audio; items without a dictionary word are left out: no
     verdict); () from the energy estimator and when abstaining before aligning. What
     :func:`~aligner.estimators.heard_items` reads."""
 
@@ -85,6 +85,9 @@ _HINTS = {
                         "check that the transcript belongs to this audio; " + _GIVE_OFFSET),
     "words_not_heard": ("", "much of the transcript is not spoken where its stamps say: check that the transcript belongs "
                             "to this audio (another clip's transcript can share a sentence with it); " + _GIVE_OFFSET),
+    "words_do_not_match_audio": ("", "forced alignment can place the transcript's words only where the audio says "
+                                     "something else: check that the transcript belongs to this audio and is in "
+                                     "English (en-us model); " + _GIVE_OFFSET),
     "methods_disagree": ("energy and forced alignment within 40 ms of each other",
                          "segment-level captions on conversational speech are often too loose; " + _GIVE_OFFSET),
 }

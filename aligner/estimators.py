@@ -17,7 +17,7 @@ Transcript offset
     each estimator run once), :func:`refine_word_times`, :func:`onset_offset_near` (the
     onset evidence near another method's answer).
 Forced alignment (optional extra ``[align]``)
-    :func:`forced_align_words`, :func:`caption_words`, :func:`normalise_words`, :func:`alignment_refusal`,
+    :func:`forced_align_words`, :func:`forced_align_scored` (with the words' acoustic fit), :func:`caption_words`, :func:`normalise_words`, :func:`alignment_refusal`,
     :func:`new_decoder`, :func:`shared_decoder` and their constants.
 Signals
     :func:`mono`.
@@ -36,6 +36,7 @@ from aligner._forced import (
     PAD_SECONDS,
     STOP_LEAD_MS,
     alignment_refusal,
+    forced_align_scored,
     forced_align_words,
     normalise_words,
 )
@@ -43,7 +44,7 @@ from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_d
 from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
 from aligner._signals import VisualFeature, audio_onset_envelope, mono, visual_change_events
 from aligner._text_method import estimate_transcript_offsets, heard_items
-from aligner._text_forced import CAPTION_MARGIN_SECONDS, caption_words, estimate_text_offset_forced
+from aligner._text_forced import CAPTION_MARGIN_SECONDS, MIN_WORD_FIT, caption_words, estimate_text_offset_forced
 from aligner._text_offset import caption_edges, estimate_text_offset, onset_offset_near, refine_word_times
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "MAX_ALIGN_SECONDS",
     "MAX_ALIGN_WORDS",
     "MAX_WORDS_PER_SECOND",
+    "MIN_WORD_FIT",
     "MatchedPairs",
     "NULL_THRESHOLD",
     "PAD_SECONDS",
@@ -80,6 +82,7 @@ __all__ = [
     "estimate_text_offset_forced",
     "estimate_transcript_offsets",
     "fit_drift",
+    "forced_align_scored",
     "forced_align_words",
     "heard_items",
     "match_lag_drift",

@@ -1,0 +1,92 @@
+"""Forced alignment's acoustic fit: words that the audio does not say are not evidence of where the transcript sits.
+
+Oracles: espeak-ng speech of known sentences (``avalign.synth.synthesize_speech``: which text the audio says), and
+the wild generator's truth (``avalign.synth.make_wild_clip``): a null pairing (one clip's audio, another clip's
+captions, sharing no sentence) has no right answer, the true pairing's answer is the generator's ``text_offset_ms``.
+Measured before the fit test (main at 7485e4d): the null pairing below answered ``forced_spans`` at -412 ms
+(confidence 0.38).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+import loaders
+from aligner.estimators import MIN_WORD_FIT, estimate_transcript_offsets, forced_align_scored, shared_decoder
+from avcore import AudioClip
+
+pytest.importorskip("pocketsphinx")
+
+SAID = "Every morning Maria walks her dog near the river."
+NOT_SAID = "Robots sorted heavy boxes during long nights."
+
+
+@pytest.fixture(scope="module")
+def speech() -> AudioClip:
+    from avalign.synth import synthesize_speech
+
+    try:
+        spoken = synthesize_speech(SAID)
+    except OSError as e:  # libespeak-ng missing
+        pytest.skip(f"espeak-ng unavailable: {e}")
+    rate = spoken.sample_rate
+    samples = np.concatenate([np.zeros(rate // 2, np.float32), spoken.samples.astype(np.float32),
+                              np.zeros(rate // 2, np.float32)])
+    rms = float(np.sqrt(np.mean(samples.astype(np.float64) ** 2)))
+    samples = samples + np.random.default_rng(0).standard_normal(samples.size).astype(np.float32) * rms * 10 ** (-30 / 20)
+    return AudioClip(torch.from_numpy(samples.astype(np.float32))[None], rate, 0.0)
+
+
+def test_fit_tells_the_said_text_from_another(speech: AudioClip) -> None:
+    said_words, said_fit = forced_align_scored(speech, SAID, 0.0, speech.stop_seconds, decoder=shared_decoder())
+    other_words, other_fit = forced_align_scored(speech, NOT_SAID, 0.0, speech.stop_seconds, decoder=shared_decoder())
+    assert len(said_words) == 9 and len(other_words) == 7  # both texts are placed: placing alone proves nothing
+    assert MIN_WORD_FIT < said_fit <= 0.0
+    assert other_fit < MIN_WORD_FIT
+    assert said_fit - other_fit > 15.0
+
+
+def test_fit_is_none_without_dictionary_words(speech: AudioClip) -> None:
+    assert forced_align_scored(speech, "zzqx vvbrk", 0.0, speech.stop_seconds, decoder=shared_decoder()) == ((), None)
+
+
+def _wild(seed: int, directory):
+    from avalign.synth import make_wild_clip, wild_specs
+
+    try:
+        record = make_wild_clip(wild_specs([seed])[0], directory)
+    except OSError as e:  # libespeak-ng or ffmpeg missing
+        pytest.skip(f"wild generator unavailable: {e}")
+    return (record, loaders.read_audio(str(directory / record["media"])),
+            loaders.read_transcript(str(directory / record["transcript"])))
+
+
+@pytest.fixture(scope="module")
+def report25_pair(tmp_path_factory):
+    """REPORT25's wild25010 (audio) and wild25012 (SRT/VTT captions): no sentence in common."""
+    directory = tmp_path_factory.mktemp("fit")
+    audio_clip, text_clip = _wild(25010, directory), _wild(25012, directory)
+    assert not set(audio_clip[0]["spec"]["sentences"]) & set(text_clip[0]["spec"]["sentences"])
+    assert not text_clip[2].words  # captions: forced_spans
+    return audio_clip, text_clip
+
+
+def test_null_pairing_abstains_naming_the_fit(report25_pair) -> None:
+    (_, audio, _), (_, _, captions) = report25_pair
+    estimates = estimate_transcript_offsets(audio, captions, methods=("forced", "auto"), decoder=shared_decoder())
+    forced = estimates["forced"]
+    assert forced.method == "abstain:words_do_not_match_audio"
+    assert forced.best_guess_ms is not None and f"{MIN_WORD_FIT:g} per frame" in forced.needed
+    assert all(d is None for _, d in forced.item_differences_ms)
+    assert estimates["auto"].abstained
+
+
+def test_true_pairing_still_answered(report25_pair) -> None:
+    _, (record, audio, captions) = report25_pair
+    estimates = estimate_transcript_offsets(audio, captions, methods=("forced", "auto"), decoder=shared_decoder())
+    for method in ("forced", "auto"):
+        assert not estimates[method].abstained, (method, estimates[method].found)
+        assert estimates[method].text_offset_ms == pytest.approx(record["text_offset_ms"], abs=25.0)
