@@ -23,7 +23,15 @@ Confidence::
     confidence = clip((agreement - 0.3) / 0.5, 0, 1) · coverage · min(1, n / 8)
 
 An unrelated transcript forced onto speech still gets word times; a fifth to a half of its differences
-agree by chance, hence the 0.3 floor.
+agree by chance, hence the 0.3 floor. And it can place enough words near one offset (on speech that merely sounds
+alike, or on a sentence it shares with the audio) to agree well above chance, so each chunk is also judged by how
+well its words fit the audio (``forced_align_scored``: the acoustic score per frame relative to the frame's best
+senone). A chunk that fits worse than :data:`MIN_WORD_FIT` is not evidence: its items are left out of the
+differences and count as not placed (coverage, ``item_differences_ms``); when no chunk fits, the estimate abstains
+``words_do_not_match_audio`` with the median of the unfit places as its best guess::
+
+    chunk fit   -12 (human speech, its own text)   -14 .. -36 (espeak-ng under noise, music, reverb, re-encodes)
+                -40 .. -65 (another clip's text)   MIN_WORD_FIT = -35
 
 The estimate inherits the aligner's word-boundary bias (measured: BENCHMARKS.md, "Lab notes").
 Segment-only transcripts (SRT/WebVTT captions, no word times) are compared span start to first aligned
@@ -225,17 +233,18 @@ def estimate_text_offset_forced(
                          for k, (text, _, _) in enumerate(part) if k in part_found or _in_dictionary(text, decoder)]
     item_differences_ms = tuple(per_item)
     method = "forced_words" if use_words else "forced_spans"
+    if not differences and unfit:  # said first: the words do not belong to this audio, whatever else was refused
+        guess = float(np.median(unfit)) * 1000.0
+        return text_abstain("words_do_not_match_audio", best_guess_ms=guess, item_differences_ms=item_differences_ms,
+                            found=f"{len(unfit_fits)} chunk(s) of {len(unfit)} item(s) aligned, the best fitting the "
+                                  f"audio at {max(unfit_fits):.1f} per frame (median of their places {guess:+.0f} ms)"
+                                  + (f"; {len(refused)} caption(s)/chunk(s) refused by forced alignment" if refused else ""),
+                            needed=f"words that fit the audio at >= {MIN_WORD_FIT:g} per frame (forced alignment's "
+                                   f"acoustic fit)")
     if not differences and refused:
         worst = max(refused, key=lambda r: r.num_words)
         return text_abstain(worst.reason, needed=REFUSAL_NEEDED[worst.reason],
                             found=f"{len(refused)} caption(s)/chunk(s) refused by forced alignment, e.g. {worst.found()}")
-    if not differences and unfit:
-        guess = float(np.median(unfit)) * 1000.0
-        return text_abstain("words_do_not_match_audio", best_guess_ms=guess, item_differences_ms=item_differences_ms,
-                            found=f"{len(unfit_fits)} chunk(s) of {len(unfit)} item(s) aligned, the best fitting the "
-                                  f"audio at {max(unfit_fits):.1f} per frame (median of their places {guess:+.0f} ms)",
-                            needed=f"words that fit the audio at >= {MIN_WORD_FIT:g} per frame (forced alignment's "
-                                   f"acoustic fit)")
     if not differences:
         return text_abstain("alignment_failed", found=f"0 of {len(items)} item(s) aligned",
                             needed="at least one aligned word", item_differences_ms=item_differences_ms)

@@ -13,6 +13,8 @@
                               │      within ±30 ms of forced's guess, if there is one (``span_*+near_forced``)
                               └─ abstained ──▶ forced (when pocketsphinx is installed) ─▶ forced if it answers,
                                                                                           else energy
+    forced alignment's evidence: chunks whose words fit the audio at >= MIN_WORD_FIT per frame only (else not placed;
+                                 none: words_do_not_match_audio, confidence 0: confirms nothing)
     forced's answer, >= 3 onsets after a pause ──▶ energy's onset peak within ±30 ms of it, if there is one
                                                    (method ``forced_*+onsets``), else forced's answer
     (an onset peak exists where it is inside the window and no single item carries more than half the onset sum)
@@ -224,9 +226,9 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
         checked = _cross_checked(energy, forced)
         answer = checked if checked.abstained else _forced_agrees(energy, forced)
         return answer if answer.abstained else _dated_near_forced(audio, transcript, answer, forced, options)
-    if forced.abstained and forced.method.removeprefix("abstain:") in REFUSAL_NEEDED:
-        # The caption itself is what stops an answer (too many words for forced alignment): say so, with what
-        # the energy estimator saw.
+    if forced.abstained and forced.method.removeprefix("abstain:") in (*REFUSAL_NEEDED, "words_do_not_match_audio"):
+        # The caption itself is what stops an answer (too many words for forced alignment, or words this audio does
+        # not say): say so, with what the energy estimator saw.
         return dataclasses.replace(forced, best_guess_ms=energy.best_guess_ms, confidence=energy.confidence,
                                    found=f"{forced.found}; energy onsets: {energy.found}")
     if forced.abstained:

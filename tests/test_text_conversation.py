@@ -70,7 +70,7 @@ def test_tight_captions_are_answered(case):
 
 class _LateDecoder:
     """A pocketsphinx decoder whose word segments come ``frames`` 10 ms frames late: forced alignment then dates
-    every word ``10·frames`` ms late, and its offset comes out that much early."""
+    every word ``10·frames`` ms late, and its offset comes out that much early (each word's acoustic score kept)."""
 
     def __init__(self, inner, frames: int) -> None:
         self.inner, self.frames = inner, frames
@@ -79,8 +79,8 @@ class _LateDecoder:
         segments = self.inner.seg()
         if segments is None:
             return None
-        return [SimpleNamespace(word=s.word, start_frame=s.start_frame + self.frames, end_frame=s.end_frame + self.frames)
-                for s in segments]
+        return [SimpleNamespace(word=s.word, start_frame=s.start_frame + self.frames, end_frame=s.end_frame + self.frames,
+                                ascore=s.ascore) for s in segments]
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
