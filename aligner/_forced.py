@@ -45,6 +45,10 @@ human-timed speech"):
   others, relative to the annotation, on espeak-ng caption words and on praatio's real words alike:
   :data:`STOP_LEAD_MS` is added to its start on top of the lead (``stop_lead=False``: one lead for every word).
 
+How well the text fits the audio (:func:`forced_align_scored`): pocketsphinx scores each frame relative to that frame's
+best senone, so the aligned words' mean score per frame is near 0 where the audio says the text and falls where it
+says something else (the transcript-offset estimator's ``MIN_WORD_FIT``).
+
 Memory and time grow with words x frames; a span is refused (empty result, a warning naming the
 reason) when it holds more than :data:`MAX_ALIGN_WORDS` words, more than :data:`MAX_ALIGN_SECONDS`
 of audio, or more words than its audio can hold (:data:`MAX_WORDS_PER_SECOND`); text is not even
@@ -214,15 +218,9 @@ def forced_align_words(
     start_is_word_boundary: bool = False,
     pad_start: Optional[bool] = None,
     stop_lead: bool = True,
-) -> tuple[tuple[Word, ...], Optional[float]]:
-    """:func:`forced_align_words`, with how well the words fit the audio: ``(words, fit)``.
-
-    ``fit`` is the aligned words' acoustic score per 10 ms frame, in pocketsphinx's log units (base 1.0001, as its
-    decoder reports them): each frame's score is relative to the best-scoring senone of that frame, so ``fit`` is 0
-    when every frame of the words is the best the acoustic model can do, and falls as the text fits the audio worse.
-    Silence between words is not counted; with two passes, the mean of both. None when nothing was aligned. Measured
-    (BENCHMARKS.md, "Transcript offset: words that do not fit the audio"): human-read speech with its own text -10 to
-    -13; espeak-ng speech under the wild generator's nuisances -14 to -36; another clip's text -40 to -65.
+) -> tuple[Word, ...]:
+    """Split one caption span into words with times, by forced alignment of ``span_text`` to
+    ``audio[start_seconds, stop_seconds)``.
 
     Args:
         audio: decoded audio (any rate and channel count; resampled to 16 kHz mono for the aligner).
@@ -271,40 +269,17 @@ def forced_align_scored(
     start_is_word_boundary: bool = False,
     pad_start: Optional[bool] = None,
     stop_lead: bool = True,
-) -> tuple[Word, ...]:
-    """Split one caption span into words with times, by forced alignment of ``span_text`` to
-    ``audio[start_seconds, stop_seconds)``.
+) -> tuple[tuple[Word, ...], Optional[float]]:
+    """:func:`forced_align_words`, with how well the words fit the audio: ``(words, fit)``.
 
-    Args:
-        audio: decoded audio (any rate and channel count; resampled to 16 kHz mono for the aligner).
-        span_text: the caption's text.
-        start_seconds: span start on the audio clock (inclusive).
-        stop_seconds: span stop on the audio clock (exclusive); ``stop_seconds > start_seconds``.
-        decoder: a ``pocketsphinx.Decoder`` at 16 kHz to reuse (creating one takes about 0.3 s).
-        passes: 2 (the second on input delayed by half a frame, times averaged: finer word starts) or 1
-            (half the time; the same mean bias, so enough for a median over many words).
-        start_is_word_boundary: ``start_seconds`` is where a word begins (a cut between abutting captions): when
-            the span starts inside speech and the first word is put on its first frame, that start is the cut,
-            not a boundary pocketsphinx chose, and gets no lead correction.
-        pad_start: whether to put :data:`PAD_SECONDS` of digital silence before the span: None (default) when its
-            first 30 ms are quiet (:func:`_quiet_edges`); True where the caller knows the span starts before the
-            speech it holds (a caption window widened by a margin), however loud the bed there; False never.
-        stop_lead: add :data:`STOP_LEAD_MS` to the start of each word whose first phone is a stop (where the lead
-            applies); False keeps every word on the one lead (the transcript-offset estimator's choice).
+    ``fit`` is the aligned words' acoustic score per 10 ms frame, in pocketsphinx's log units (base 1.0001, as its
+    decoder reports them): each frame's score is relative to the best-scoring senone of that frame, so ``fit`` is 0
+    when every frame of the words is the best the acoustic model can do, and falls as the text fits the audio worse.
+    Silence between words is not counted; with two passes, the mean of both. None when nothing was aligned. Measured
+    (BENCHMARKS.md, "Transcript offset: words that do not fit the audio"): human-read speech with its own text -10 to
+    -13; espeak-ng speech under the wild generator's nuisances -14 to -36; another clip's text -40 to -65.
 
-    Returns:
-        The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the
-        audio clock inside ``[start_seconds, stop_seconds)``, lead-corrected (module docstring); ``()`` when no word is in
-        the dictionary, the span is refused (:func:`alignment_refusal`, logged) or the alignment fails.
-
-    Raises:
-        ValueError: ``stop_seconds <= start_seconds`` or the span lies outside the audio.
-        ImportError: pocketsphinx is not installed.
-
-    Example:
-        >>> words = forced_align_words(audio, "He was not an ill-disposed young man.", 0.0, 3.0)  # doctest: +SKIP
-        >>> [(w.text, round(w.start_seconds, 2)) for w in words][:2]                              # doctest: +SKIP
-        [('he', 0.23), ('was', 0.35)]
+    Arguments, words, errors: as :func:`forced_align_words` (which returns ``words`` alone).
     """
     if not stop_seconds > start_seconds:
         raise ValueError(f"span must have stop > start, got {start_seconds = }, {stop_seconds = }")
