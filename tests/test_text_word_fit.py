@@ -53,13 +53,11 @@ def test_fit_is_none_without_dictionary_words(speech: AudioClip) -> None:
     assert forced_align_scored(speech, "zzqx vvbrk", 0.0, speech.stop_seconds, decoder=shared_decoder()) == ((), None)
 
 
-def _wild(seed: int, directory):
-    from avalign.synth import make_wild_clip, wild_specs
+def _wild(tmp_path_factory, seed: int):
+    """(truth record, audio, transcript) of a wild seed, from its named range (``tests/conftest.py``'s ``wild_clip``)."""
+    from tests.conftest import wild_clip
 
-    try:
-        record = make_wild_clip(wild_specs([seed])[0], directory)
-    except OSError as e:  # libespeak-ng or ffmpeg missing
-        pytest.skip(f"wild generator unavailable: {e}")
+    record, directory = wild_clip(tmp_path_factory, seed)
     return (record, loaders.read_audio(str(directory / record["media"])),
             loaders.read_transcript(str(directory / record["transcript"])))
 
@@ -75,8 +73,7 @@ def _spoken(record: dict) -> list[tuple[str, float]]:
 def report25_pair(tmp_path_factory):
     """REPORT25's wild25010 (audio) and wild25012 (captions). The long audio clip speaks wild25012's two sentences
     too, but not within the ±500 ms search range of where wild25012's captions put them."""
-    directory = tmp_path_factory.mktemp("fit")
-    audio_clip, text_clip = _wild(25010, directory), _wild(25012, directory)
+    audio_clip, text_clip = _wild(tmp_path_factory, 25010), _wild(tmp_path_factory, 25012)
     stamps = [(w, start + text_clip[0]["text_offset_ms"] / 1000) for w, start in _spoken(text_clip[0])]
     spoken = _spoken(audio_clip[0])
     assert not any(w == u and abs(s - a) <= 0.6 for w, s in stamps for u, a in spoken)
