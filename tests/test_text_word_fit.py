@@ -98,3 +98,16 @@ def test_true_pairing_still_answered(report25_pair) -> None:
     for method in ("forced", "auto"):
         assert not estimates[method].abstained, (method, estimates[method].found)
         assert estimates[method].text_offset_ms == pytest.approx(record["text_offset_ms"], abs=25.0)
+
+
+def test_caption_words_keep_a_caption_the_audio_does_not_say_without_words(speech: AudioClip) -> None:
+    """``caption_words``: the caption the audio says gets its 9 words; a caption of other text over the same speech gets
+    none (kept, counted as failed) instead of 7 invented word times (main at 7485e4d gave it 7 words)."""
+    from aligner.estimators import caption_words
+    from avcore import Span, Transcript
+
+    window = (0.3, speech.stop_seconds - 0.3)
+    said, failed = caption_words(speech, Transcript((Span(SAID, *window),)), decoder=shared_decoder())
+    assert failed == 0 and len(said.spans[0].words) == 9
+    other, failed = caption_words(speech, Transcript((Span(NOT_SAID, *window),)), decoder=shared_decoder())
+    assert failed == 1 and other.spans[0].words == () and other.spans[0].text == NOT_SAID
