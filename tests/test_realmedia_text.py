@@ -56,3 +56,30 @@ def test_injected_offsets_recovered_or_abstained(cache):
             assert abs(row["error_ms"]) <= 25.0, row
     answered = [r for r in rows if r["requested"] == "auto" and r["error_ms"] is not None]
     assert len(answered) == 4, rows
+
+
+def test_forced_alignment_fit_tells_a_recordings_own_words(cache):
+    """Forced alignment's acoustic fit (``aligner.estimators.MIN_WORD_FIT``, chosen on generated speech) on real
+    recordings: each recording's own annotated words fit above it; another recording's words, forced onto it, fit
+    below it or do not align at all (the oracle: which words the annotator heard in which recording)."""
+    import loaders
+    from aligner.estimators import MIN_WORD_FIT, forced_align_scored, shared_decoder
+    from avalign._realmedia import fetch_hand_timed_speech
+
+    try:
+        utterances = fetch_hand_timed_speech(cache)
+    except FileNotFoundError as e:
+        pytest.skip(f"hand-timed speech unavailable: {e}")
+    texts = {u.key: " ".join(w for w, _ in u.words) for u in utterances}
+    assert len(texts) == 4
+    for u in utterances:
+        audio = loaders.read_audio(str(u.wav_path), sample_rate=16000)
+        own_words, own_fit = forced_align_scored(audio, texts[u.key], audio.start_seconds, audio.stop_seconds,
+                                                 decoder=shared_decoder(), passes=1)
+        assert own_words and own_fit > MIN_WORD_FIT + 15.0, (u.key, own_fit)  # measured -10 to -13
+        for other, text in texts.items():
+            if other == u.key:
+                continue
+            words, fit = forced_align_scored(audio, text, audio.start_seconds, audio.stop_seconds,
+                                             decoder=shared_decoder(), passes=1)
+            assert not words or fit < MIN_WORD_FIT, (u.key, other, fit)
