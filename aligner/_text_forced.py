@@ -20,14 +20,17 @@ Confidence::
 
     agreement  = fraction of d_i within ±agree_ms of the median       (n items placed, one d_i each)
     coverage   = n / transcript items
-    evidence   = min(1, w / 8)   w: dictionary words placed (a caption's words all placed, each fitting the audio)
-                 min(1, n / 8)   when n = 1 (one difference agrees with nothing)
+    evidence   = min(1, w / 8)   w: dictionary words placed, when every item is placed (n = transcript items >= 2)
+                 min(1, n / 8)   otherwise (one difference agrees with nothing; a transcript with items that do
+                                 not fit may only partly belong to this audio: each placed item counts once)
     confidence = clip((agreement - 0.3) / 0.5, 0, 1) · coverage · evidence
 
-Evidence counts placed words, not items: a caption's words are all placed inside its chunk and judged by their fit
-(below). Until 2026-12-06 it counted items, so a transcript of two captions never reached 0.3 (at most 0.25), however
-well both fit and agreed: 24 true pairings of 9 wild sets abstained there, forced alignment within 35.8 ms (median
-14.6) of the truth on all of them (BENCHMARKS.md, "Transcript offset: evidence counted in placed words").
+Where the whole transcript is placed, evidence counts placed words, not items: a caption's words are all placed
+inside its chunk and judged by their fit (below). Until 2026-12-06 it counted items, so a transcript of two captions
+never reached 0.3 (at most 0.25), however well both fit and agreed: 24 true pairings of 9 wild sets abstained there,
+forced alignment within 35.8 ms (median 14.6) of the truth on all of them. Counted in words where only some items were
+placed, another clip's captions that share two sentences with the audio confirmed two wrong energy answers on TUNE
+(BENCHMARKS.md, "Transcript offset: evidence counted in placed words").
 
 An unrelated transcript forced onto speech still gets word times; a fifth to a half of its differences
 agree by chance, hence the 0.3 floor. And it can place enough words near one offset (on speech that merely sounds
@@ -265,7 +268,8 @@ def estimate_text_offset_forced(
     offset_seconds = float(np.median(d))
     agreement = float(np.mean(np.abs(d - offset_seconds) <= agree_ms / 1000.0))
     coverage = d.size / len(items)
-    evidence = min(1.0, (placed_words if d.size > 1 else d.size) / _FULL_EVIDENCE_WORDS)
+    whole = d.size > 1 and d.size == len(items)  # every item placed: count its words
+    evidence = min(1.0, (placed_words if whole else d.size) / _FULL_EVIDENCE_WORDS)
     confidence = float(np.clip((agreement - _CHANCE_AGREEMENT) / 0.5, 0.0, 1.0)) * coverage * evidence
     logger.debug("forced text offset %.1f ms from %d of %d items: agreement %.2f", offset_seconds * 1000, d.size,
                  len(items), agreement)
