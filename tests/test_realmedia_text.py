@@ -64,7 +64,7 @@ def test_forced_alignment_fit_tells_a_recordings_own_words(cache):
     below it or do not align at all (the oracle: which words the annotator heard in which recording)."""
     import loaders
     from aligner.estimators import MIN_WORD_FIT, forced_align_scored, shared_decoder
-    from avalign._realmedia import fetch_hand_timed_speech
+    from avalign.bench import fetch_hand_timed_speech
 
     try:
         utterances = fetch_hand_timed_speech(cache)
