@@ -276,8 +276,8 @@ def forced_align_scored(
     decoder reports them): each frame's score is relative to the best-scoring senone of that frame, so ``fit`` is 0
     when every frame of the words is the best the acoustic model can do, and falls as the text fits the audio worse.
     Silence between words is not counted; with two passes, the mean of both. None when nothing was aligned. Measured
-    (BENCHMARKS.md, "Transcript offset: words that do not fit the audio"): human-read speech with its own text -10 to
-    -13; espeak-ng speech under the wild generator's nuisances -14 to -36; another clip's text -40 to -65.
+    (BENCHMARKS.md, "Transcript offset: words that do not fit the audio"): human-read speech with its own text -8 to
+    -14; espeak-ng speech under the wild generator's nuisances -14 to -36; another clip's text -40 to -65.
 
     Arguments, words, errors: as :func:`forced_align_words` (which returns ``words`` alone).
     """

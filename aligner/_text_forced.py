@@ -40,7 +40,7 @@ senone). A chunk that fits worse than :data:`MIN_WORD_FIT` is not evidence: its 
 differences and count as not placed (coverage, ``item_differences_ms``); when no chunk fits, the estimate abstains
 ``words_do_not_match_audio`` with the median of the unfit places as its best guess::
 
-    chunk fit   -12 (human speech, its own text)   -14 .. -36 (espeak-ng under noise, music, reverb, re-encodes)
+    chunk fit   -8 .. -14 (human speech, its own text)   -14 .. -36 (espeak-ng under noise, music, reverb, re-encodes)
                 -40 .. -65 (another clip's text)   MIN_WORD_FIT = -35
 
 The estimate inherits the aligner's word-boundary bias (measured: BENCHMARKS.md, "Lab notes").
@@ -80,7 +80,7 @@ near one offset by chance (or on the sentences it shares with this audio) to agr
 wild generator's TUNE seeds (1000-1023) alone: the chunks of the true pairings fit at -26.4 or better; of the
 chunks of clean null pairings (another clip's transcript sharing no sentence, where forced alignment's words agreed
 at confidence >= 0.1) 18 of 21 fit below -35. The margin below -26.4 is left for audio harsher than TUNE's.
-Human-read speech with its own text fits at -10 to -13 (praatio's examples, the North Wind recording, LibriVox
+Human-read speech with its own text fits at -8 to -14 (praatio's examples, the North Wind recording, LibriVox
 utterances); another utterance's text on it -43 to -60; the telephone-band conversations of
 tests/test_text_conversation.py -26 to -29. Reported on other seeds in BENCHMARKS.md ("Transcript offset: words that do
 not fit the audio")."""
@@ -136,7 +136,6 @@ class _Placed:
     """The words' acoustic fit per frame (``forced_align_scored``); None when the chunk held no dictionary word."""
     words: int = 0
     """Dictionary words placed (those of the items in ``differences``)."""
-
 
 
 def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], margin: float,
