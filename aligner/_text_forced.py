@@ -230,22 +230,22 @@ def estimate_text_offset_forced(
             parts = [(part, _chunk_differences(audio, part, margin, decoder)) for part in (chunk[:half], chunk[half:])]
         else:
             parts = [(chunk, found)]
-        for part, part_found in parts:
-            if isinstance(part_found, _Refused):
-                refused.append(part_found)
-            placed = part_found if isinstance(part_found, _Placed) else _Placed({}, None)
-            part_found = placed.differences
+        for part, result in parts:
+            if isinstance(result, _Refused):
+                refused.append(result)
+            placed = result if isinstance(result, _Placed) else _Placed({}, None)
+            kept = placed.differences
             if placed.fit is not None and placed.fit < MIN_WORD_FIT:
                 # The words are not what this audio says there: their places are not evidence (not placed).
-                unfit += list(part_found.values())
+                unfit += list(kept.values())
                 unfit_fits.append(placed.fit)
-                part_found = {}
+                kept = {}
             else:
                 placed_words += placed.words
-            differences += list(part_found.values())
+            differences += list(kept.values())
             # Items without a dictionary word get no verdict and are left out; the others were aligned or not placed.
-            per_item += [(text, round(part_found[k] * 1000.0, 3) if k in part_found else None)
-                         for k, (text, _, _) in enumerate(part) if k in part_found or _in_dictionary(text, decoder)]
+            per_item += [(text, round(kept[k] * 1000.0, 3) if k in kept else None)
+                         for k, (text, _, _) in enumerate(part) if k in kept or _in_dictionary(text, decoder)]
     item_differences_ms = tuple(per_item)
     method = "forced_words" if use_words else "forced_spans"
     if not differences and unfit:  # said first: the words do not belong to this audio, whatever else was refused

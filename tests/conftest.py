@@ -292,23 +292,43 @@ def wild_clip(tmp_path_factory, seed: int) -> tuple[dict, Path]:
 
 
 @pytest.fixture(scope="module")
-def wild_tune(tmp_path_factory):
-    """``wild_tune(seed)`` -> (truth record, audio, transcript) of a TUNE seed (:func:`wild_clip`), read once per
-    module."""
+def wild_seed(tmp_path_factory):
+    """``wild_seed(seed)`` -> (truth record, audio, transcript) of any wild seed (:func:`wild_clip`: the spec of its
+    named range), read once per module."""
     import loaders
-    from avalign.synth import TUNE_SEEDS
 
     made = {}
 
     def get(seed: int):
         if seed not in made:
-            assert seed in TUNE_SEEDS
             record, directory = wild_clip(tmp_path_factory, seed)
             audio = loaders.read_audio(str(directory / record["media"]))
             made[seed] = record, audio, loaders.read_transcript(str(directory / record["transcript"]))
         return made[seed]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def wild_tune(wild_seed):
+    """``wild_tune(seed)`` -> :func:`wild_seed` of a TUNE seed (others are refused: tests that tune use TUNE only)."""
+    from avalign.synth import TUNE_SEEDS
+
+    def get(seed: int):
+        assert seed in TUNE_SEEDS
+        return wild_seed(seed)
+
+    return get
+
+
+def spoken_on_audio_clock(record: dict) -> list[tuple[str, float]]:
+    """The wild generator's words of ``record`` on its clip's audio clock: (word lowercased without punctuation,
+    start seconds). The transcript's stamps are this plus ``record["text_offset_ms"]``."""
+    import re
+
+    scale = 1 + record["drift_ppm"] * 1e-6
+    return [(re.sub(r"[^a-z']", "", w["text"].lower()), w["start_seconds"] * scale + record["av_offset_ms"] / 1000)
+            for w in record["words"]]
 
 
 def _make_media(d: Path) -> None:

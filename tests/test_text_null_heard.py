@@ -17,6 +17,7 @@ import pytest
 
 from aligner import TextEstimate, estimate_transcript_offset
 from aligner.estimators import heard_items
+from tests.conftest import spoken_on_audio_clock
 
 pytest.importorskip("pocketsphinx")
 
@@ -24,22 +25,15 @@ OFFSET_ERROR_MS = 8.0  # tune: 2.5 ms
 TRUTH_TOLERANCE_S = 0.05
 
 
-
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z']", "", text.lower())
-
-
-def _spoken(record: dict) -> list[tuple[str, float]]:
-    """The generator's words of ``record`` on its audio clock: (word, start seconds)."""
-    scale = 1 + record["drift_ppm"] * 1e-6
-    return [(_norm(w["text"]), w["start_seconds"] * scale + record["av_offset_ms"] / 1000) for w in record["words"]]
 
 
 def _spoken_where_put(audio_record: dict, text: str, stamp_seconds: float, offset_ms: float, span_seconds: float) -> bool:
     """Whether the audio's generator speaks every word of ``text`` inside [stamp - offset, + span] (±50 ms)."""
     lo = stamp_seconds - offset_ms / 1000 - TRUTH_TOLERANCE_S
     hi = lo + span_seconds + 2 * TRUTH_TOLERANCE_S
-    heard = {w for w, start in _spoken(audio_record) if lo <= start <= hi}
+    heard = {w for w, start in spoken_on_audio_clock(audio_record) if lo <= start <= hi}
     return all(_norm(w) in heard for w in text.split() if _norm(w))
 
 
@@ -73,18 +67,13 @@ def test_another_clips_transcript_abstains(wild_tune) -> None:
 
 
 @pytest.mark.slow
-def test_partly_shared_transcript_abstains_words_not_heard(tmp_path_factory) -> None:
+def test_partly_shared_transcript_abstains_words_not_heard(wild_seed) -> None:
     """REPORT21's wild21013 word transcript on wild21004's audio: they share sentences, so one chunk of words fits the
     audio and agrees around -276 ms, while the other chunk does not fit (not placed). Only 8 of 13 items are heard
     there: ``auto`` abstains (``words_not_heard``; main at 7485e4d answered -264 ms), and every item it names as not
     heard is indeed not spoken where the guess puts it."""
-    import loaders
-    from tests.conftest import wild_clip
-
-    audio_record, audio_dir = wild_clip(tmp_path_factory, 21004)
-    text_record, text_dir = wild_clip(tmp_path_factory, 21013)
-    audio = loaders.read_audio(str(audio_dir / audio_record["media"]))
-    transcript = loaders.read_transcript(str(text_dir / text_record["transcript"]))
+    audio_record, audio, _ = wild_seed(21004)
+    _, _, transcript = wild_seed(21013)
     assert transcript.words
     estimate = estimate_transcript_offset(audio, transcript)
     assert estimate.method == "abstain:words_not_heard", estimate

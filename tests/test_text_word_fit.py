@@ -8,15 +8,13 @@ Measured before the fit test (main at 7485e4d): the null pairing below answered 
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
 
-import loaders
 from aligner.estimators import MIN_WORD_FIT, estimate_transcript_offsets, forced_align_scored, shared_decoder
 from avcore import AudioClip
+from tests.conftest import spoken_on_audio_clock
 
 pytest.importorskip("pocketsphinx")
 
@@ -53,29 +51,13 @@ def test_fit_is_none_without_dictionary_words(speech: AudioClip) -> None:
     assert forced_align_scored(speech, "zzqx vvbrk", 0.0, speech.stop_seconds, decoder=shared_decoder()) == ((), None)
 
 
-def _wild(tmp_path_factory, seed: int):
-    """(truth record, audio, transcript) of a wild seed, from its named range (``tests/conftest.py``'s ``wild_clip``)."""
-    from tests.conftest import wild_clip
-
-    record, directory = wild_clip(tmp_path_factory, seed)
-    return (record, loaders.read_audio(str(directory / record["media"])),
-            loaders.read_transcript(str(directory / record["transcript"])))
-
-
-def _spoken(record: dict) -> list[tuple[str, float]]:
-    """The generator's words on its clip's audio clock: (word, start seconds)."""
-    scale = 1 + record["drift_ppm"] * 1e-6
-    return [(w["text"].lower().strip(".,"), w["start_seconds"] * scale + record["av_offset_ms"] / 1000)
-            for w in record["words"]]
-
-
 @pytest.fixture(scope="module")
-def report25_pair(tmp_path_factory):
+def report25_pair(wild_seed):
     """REPORT25's wild25010 (audio) and wild25012 (captions). The long audio clip speaks wild25012's two sentences
     too, but not within the ±500 ms search range of where wild25012's captions put them."""
-    audio_clip, text_clip = _wild(tmp_path_factory, 25010), _wild(tmp_path_factory, 25012)
-    stamps = [(w, start + text_clip[0]["text_offset_ms"] / 1000) for w, start in _spoken(text_clip[0])]
-    spoken = _spoken(audio_clip[0])
+    audio_clip, text_clip = wild_seed(25010), wild_seed(25012)
+    stamps = [(w, start + text_clip[0]["text_offset_ms"] / 1000) for w, start in spoken_on_audio_clock(text_clip[0])]
+    spoken = spoken_on_audio_clock(audio_clip[0])
     assert not any(w == u and abs(s - a) <= 0.6 for w, s in stamps for u, a in spoken)
     assert not text_clip[2].words  # captions: forced_spans
     return audio_clip, text_clip
