@@ -20,6 +20,8 @@ Contract:
   Requests smaller than ``min_bytes`` are not pooled (the C heap already reuses them).
   A buffer serves a request of ``n`` bytes only if it is at most ``n * (1 + max_waste)``.
 - :meth:`ResultPool.release` frees every idle buffer now; ``set_limits(max_bytes=0)`` turns pooling off.
+- Freshly allocated buffers of 64 MiB or more are advised to use transparent huge pages
+  (:mod:`loaders._huge_pages`): a process's first results pay 512 times fewer first-touch faults.
 - A forked child starts with an empty pool and never pools memory it inherited (copy-on-write pages).
 """
 from __future__ import annotations
@@ -34,6 +36,8 @@ from typing import Iterator, Optional
 
 import numpy as np
 import torch
+
+from loaders._huge_pages import advise_huge_pages
 
 logger = logging.getLogger(__name__)
 
@@ -159,7 +163,9 @@ class ResultPool:
         nbytes = int(np.prod(shape, dtype=np.int64))
         check_fits(nbytes)
         if nbytes < max(self._min_bytes, 1) or self._max_bytes < nbytes:
-            return torch.empty(shape, dtype=torch.uint8), False
+            fresh = torch.empty(shape, dtype=torch.uint8)
+            advise_huge_pages(fresh)
+            return fresh, False
         buffer = None
         with self._locked():
             fits = [(b.numel(), key) for key, b in self._idle.items() if nbytes <= b.numel() <= nbytes * (1 + MAX_WASTE)]
@@ -169,6 +175,7 @@ class ResultPool:
         reused = buffer is not None
         if buffer is None:
             buffer = torch.empty(_bucket_bytes(nbytes), dtype=torch.uint8)
+            advise_huge_pages(buffer)  # fresh pages: 2 MiB per first-touch fault instead of 4 KiB
         view = buffer.numpy()[:nbytes].reshape(shape)  # the one object the handed-out tensor's storage keeps alive
         finalizer = weakref.finalize(view, self._returned, generation, buffer)
         finalizer.atexit = False
