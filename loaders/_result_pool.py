@@ -21,7 +21,7 @@ Contract:
   A buffer serves a request of ``n`` bytes only if it is at most ``n * (1 + max_waste)``.
 - :meth:`ResultPool.release` frees every idle buffer now; ``set_limits(max_bytes=0)`` turns pooling off.
 - Freshly allocated buffers of 64 MiB or more are advised to use transparent huge pages
-  (:mod:`loaders._huge_pages`): a process's first results pay 512 times fewer first-touch faults.
+  (:func:`loaders._pages.advise_huge_pages`): a process's first results pay 512 times fewer first-touch faults.
 - A forked child starts with an empty pool and never pools memory it inherited (copy-on-write pages).
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
-from loaders._huge_pages import advise_huge_pages
+from loaders._pages import advise_huge_pages
 
 logger = logging.getLogger(__name__)
 

@@ -8,6 +8,7 @@
 - MP4 boxes: :func:`mp4_boxes` walks them (:class:`Mp4Box`), for the header index and preprocess's edit-list rewrite;
 - audio blocks: :class:`SampleBuffer` (how decoded audio frames are joined);
 - large results: :class:`PagePopulator` (a result tensor's memory populated in bulk ahead of its writer),
+  :func:`advise_huge_pages` / :func:`huge_pages_on_request` (fresh buffers asking for 2 MiB pages),
   :class:`ResultPool` and the process's :data:`result_pool` (freed large results' memory reused by the next
   decode; ``result_pool.release()`` frees it, ``result_pool.set_limits(max_bytes=0)`` turns it off);
 - the decode watchdog: :func:`call_with_timeout`, :func:`exit_with_parent`, :func:`heap_frozen_for_fork`.
@@ -24,7 +25,7 @@ from loaders._index import (
     scan_frame_index,
 )
 from loaders._mp4_index import Mp4Box, Mp4Track, mp4_boxes, read_mp4_video_tracks
-from loaders._pages import PagePopulator
+from loaders._pages import PagePopulator, advise_huge_pages, huge_pages_on_request
 from loaders._result_pool import ResultPool, result_pool
 from loaders._source import MediaSource, describe_source, open_for_pyav, pick_stream
 from loaders._video import AUTO_BACKEND, DEFAULT_MAX_PIXELS, strictly_increasing
@@ -40,11 +41,13 @@ __all__ = [
     "PagePopulator",
     "ResultPool",
     "SampleBuffer",
+    "advise_huge_pages",
     "call_with_timeout",
     "clear_frame_index_cache",
     "describe_source",
     "exit_with_parent",
     "heap_frozen_for_fork",
+    "huge_pages_on_request",
     "frame_index",
     "frame_index_cache_size",
     "header_frame_index",

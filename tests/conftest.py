@@ -191,6 +191,9 @@ def start_forked(fn: Callable[..., object], *args: object) -> int:
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         sys.stdout = sys.stderr = open(os.devnull, "w")  # not pytest's capture objects
+        # libgomp is not fork-safe: a child entering an OpenMP region that this process's pool already served hangs
+        # on a futex (seen without make test's OMP_NUM_THREADS=1). Loader workers do the same.
+        torch.set_num_threads(1)
         fn(*args)
         code = 0
     finally:

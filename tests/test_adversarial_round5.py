@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 import loaders
 from avalign import cli
@@ -219,6 +220,9 @@ def _report_in_a_child_interrupted_rendering_page_two(clips, out, log) -> int:
     if pid == 0:  # the child: never returns into pytest
         code = 1
         try:
+            # libgomp is not fork-safe (tests/conftest.py's start_forked): without make test's OMP_NUM_THREADS=1,
+            # the luma matmul of visual_change_events hung here on a futex after other test files had run.
+            torch.set_num_threads(1)
             signal.signal(signal.SIGINT, signal.default_int_handler)  # as in an interactive shell's foreground job
             sys.stdout = sys.stderr = open(log, "w", buffering=1)  # noqa: SIM115 - flushed below, before os._exit
             savefig, escape, images_after_page_one = Figure.savefig, html.escape, []

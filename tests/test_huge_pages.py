@@ -1,11 +1,10 @@
-"""Huge pages for fresh large results (loaders._huge_pages): fewer first-touch faults, same bytes, opt-out."""
+"""Huge pages for fresh large results (loaders.media.advise_huge_pages): fewer first-touch faults, same bytes, opt-out."""
 import resource
 
 import pytest
 import torch
 
-from loaders._huge_pages import MIN_ADVISED_BYTES, advise_huge_pages, huge_pages_on_request
-from loaders._result_pool import ResultPool
+from loaders.media import ResultPool, advise_huge_pages, huge_pages_on_request
 
 NBYTES = 128 << 20  # 32,768 pages of 4 KiB
 
@@ -46,8 +45,8 @@ def test_unpooled_large_results_are_advised_too():
 
 
 def test_advice_is_never_given_to_small_or_non_contiguous_buffers():
-    assert not advise_huge_pages(torch.empty(MIN_ADVISED_BYTES - 1, dtype=torch.uint8))
-    wide = torch.empty((2, MIN_ADVISED_BYTES), dtype=torch.uint8)
+    assert not advise_huge_pages(torch.empty((64 << 20) - 1, dtype=torch.uint8))
+    wide = torch.empty((2, (64 << 20)), dtype=torch.uint8)
     assert not advise_huge_pages(wide[:, ::2])
 
 
