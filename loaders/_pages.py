@@ -11,7 +11,9 @@ Where the kernel's transparent huge pages are in ``madvise`` mode (most distribu
 also ask for them (:func:`advise_huge_pages`, ``madvise(MADV_HUGEPAGE)`` before anything writes it): each fault or
 populate step then maps 2 MiB instead of 4 KiB. The result pool asks for every fresh buffer of 64 MiB or more: a
 1080p full decode's first result took 1.0 M faults without, 98 K with, 4-7 % of the decode's time (BENCHMARKS.md,
-"Huge pages for a fresh result"). ``AVALIGN_HUGE_PAGES=0`` in the environment turns the advice off.
+"Huge pages for a fresh result"). Where memory is fragmented the kernel may compact it to find a huge page (its
+``defrag`` setting) or falls back to 4 KiB pages; after a process's first results the pool hands back memory already
+populated, so fresh buffers are rare. ``AVALIGN_HUGE_PAGES=0`` in the environment turns the advice off.
 
 Contract: the tensor's values are never read or changed here (populating writes no data); where the calls
 are unavailable (not Linux, an older kernel, a small tensor) nothing is done and the writer's own page faults
