@@ -19,13 +19,13 @@ class TextEstimate:
     confidence: float
     """Confidence in [0, 1]. Energy: peak-to-sidelobe ratio of the combined evidence times the rival-peak margin;
     forced alignment: agreement of the per-word differences times coverage. A value re-read off onsets (``+onsets``,
-    ``+near_forced``) keeps the confidence of the answer it re-read; an abstention carries its best guess's
+    ``+near_forced``, ``+energy_peak``) keeps the confidence of the answer it re-read; an abstention carries its best guess's
     confidence (the lower of the two where two methods disagree)."""
     method: str
     """``word_onsets+activity[+matched][+bands]``, ``span_onsets+activity[+matched|+near_forced]``
     (``+near_forced``: re-read off the band-SNR onset evidence near forced alignment's guess), ``forced_words``,
-    ``forced_spans`` (``+onsets``: read off the onset evidence near forced alignment's answer) or
-    ``abstain:<reason>``."""
+    ``forced_spans`` (``+onsets``: read off the onset evidence near forced alignment's answer; ``+energy_peak``: the
+    energy estimator's best guess, within 20 ms of forced alignment's answer) or ``abstain:<reason>``."""
     num_onsets: int = 0
     """Transcript onsets (word or span starts) the energy estimator used; 0 from forced alignment."""
     peak_to_sidelobe: float = 0.0
