@@ -6,7 +6,7 @@ and varies with the phone and the bed, so on generated speech forced answers wer
 VTT captions over a music bed at 10 dB with reverb (main at 478d69b: forced_spans, -13.0 ms); seed 1002: a WhisperX
 word-level transcript over speech+music at 4.6 dB with reverb (main: forced_words, -10.3 ms). Within 30 ms of forced
 alignment's answer the band-SNR onset curve peaks at -2.8 and -1.7 ms from the truth. Seed 1013: one sentence (one
-onset after a pause): the onset evidence is not used, forced alignment's answer stands. Null pairings (one clip's
+onset after a pause): the windowed onset reading is not used. Null pairings (one clip's
 audio, another's transcript) abstain.
 """
 from __future__ import annotations
@@ -44,7 +44,11 @@ def test_one_sentence_keeps_the_forced_answer(wild_tune) -> None:
     assert record["transcript_format"] == "whisperx" and len(transcript.spans) == 1
     by_method = estimate_transcript_offsets(audio, transcript, methods=("auto", "forced"))
     auto, forced = by_method["auto"], by_method["forced"]
-    assert auto.method == "forced_words" and auto.text_offset_ms == forced.text_offset_ms
+    # The windowed onset reading needs 3 onsets after a pause: not used. Energy's own (abstained) peak is 7 ms from
+    # forced alignment's answer and dates it (+energy_peak, tests/test_text_energy_peak.py): 1.3 ms from the truth
+    # where forced alignment alone was 8.7 ms off.
+    assert auto.method in ("forced_words", "forced_words+energy_peak"), auto.method
+    assert abs(auto.text_offset_ms - forced.text_offset_ms) <= 20.0 and auto.confidence == forced.confidence
     assert abs(auto.text_offset_ms - record["text_offset_ms"]) <= 25.0
 
 
