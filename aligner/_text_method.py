@@ -5,10 +5,12 @@
     method="energy"   estimate_text_offset (speech energy vs word/span starts)
     method="forced"   estimate_text_offset_forced (pocketsphinx; ImportError without it)
     method="auto"     energy ─┬─ answered, digital silence, word times ─────────────▶ energy
+                              ├─ answered, captions, < 3 starts after a pause ─▶ forced ─ confirm ─▶ energy, or abstain
+                              │                                                 (few_caption_edges; also in digital silence)
                               ├─ answered, digital silence, captions ─▶ forced ─ cross-check ─▶ energy, or abstain
                               │                                                    (methods_disagree)
                               ├─ answered over a noise floor ─▶ forced ─ confirm ─▶ energy, or abstain
-                              │                    (few_caption_edges, methods_disagree, unconfirmed)
+                              │                    (methods_disagree, unconfirmed)
                               │      captions, >= 3 starts after a pause, not +matched: energy's band-SNR onset peak
                               │      within ±30 ms of forced's guess, if there is one (``span_*+near_forced``)
                               └─ abstained ──▶ forced (when pocketsphinx is installed) ─▶ forced if it answers,
@@ -121,7 +123,7 @@ def estimate_transcript_offset(
     speech, where word starts are rarely energy onsets). For segment-level captions (no word times) ``"auto"``
     also runs forced alignment when energy answers, and abstains (``methods_disagree``) when the two are more
     than 40 ms apart while forced alignment's words agree better than chance; when fewer than 3 captions start
-    after a pause and the audio has a noise floor, the energy answer needs forced alignment to confirm it within
+    after a pause (in digital silence too), the energy answer needs forced alignment to confirm it within
     20 ms at confidence >= 0.2 (else ``few_caption_edges``). Over a noise floor every other energy answer (word times included) needs
     forced alignment's best guess within 40 ms at confidence >= 0.2 (else ``unconfirmed``: another clip's transcript
     can give confident energy evidence; forced alignment's words then agree at chance); a confirmed caption answer
@@ -222,11 +224,11 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
             logger.warning("forced alignment failed (%s); keeping the energy estimate", e)
             return energy
     if not energy.abstained:
-        if not has_floor:
-            return _cross_checked(energy, forced)
         edges = caption_edges(transcript)
         if not transcript.words and edges < _FEW_EDGES:
-            return _confirmed(energy, forced, edges)
+            return _confirmed(energy, forced, edges, has_floor)
+        if not has_floor:
+            return _cross_checked(energy, forced)
         checked = _cross_checked(energy, forced)
         answer = checked if checked.abstained else _forced_agrees(energy, forced)
         return answer if answer.abstained else _dated_near_forced(audio, transcript, answer, forced, options)
@@ -325,26 +327,35 @@ def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
                         needed=f"agreement within {_DISAGREE_MS:g} ms")
 
 
-def _confirmed(energy: TextEstimate, forced: TextEstimate, edges: int) -> TextEstimate:
-    """Captions with fewer than :data:`_FEW_EDGES` starts after a pause, over a noise floor: the energy answer is one
-    or two onsets, and stands only where forced alignment (confidence >= :data:`_CONFIRM_MIN_CONFIDENCE`, as for
-    every energy answer over a floor) puts the captions' words within :data:`_FEW_EDGES_AGREE_MS` of it.
+def _confirmed(energy: TextEstimate, forced: TextEstimate, edges: int, has_floor: bool) -> TextEstimate:
+    """Captions with fewer than :data:`_FEW_EDGES` starts after a pause: the energy answer is one or two onsets, and
+    stands only where forced alignment (confidence >= :data:`_CONFIRM_MIN_CONFIDENCE`, as for every energy answer over
+    a floor) puts the captions' words within :data:`_FEW_EDGES_AGREE_MS` of it (over a noise floor) or within
+    :data:`_DISAGREE_MS` (in digital silence, the window of its cross-check there).
 
-    In digital silence (no floor: ``DIGITAL_SILENCE_DB`` of ``aligner._forced``) this does not apply: a caption
-    edge there is an onset from exact zero.
+    In digital silence too (no floor: ``DIGITAL_SILENCE_DB`` of ``aligner._forced``). Until 2026-12-06 it was exempt
+    there, since a caption edge is an onset from exact zero; but it can be any utterance's onset. On 9 generated
+    caption clips in digital silence (``avalign.synth.random_specs(33033, 30)``, never tuned on), one caption alone
+    answered 9 of 27 times, 3 of them wrong by more than 50 ms. Another clip's single caption answered 64 of 130
+    times, all wrong. A user's one-caption transcript in a language the dictionary lacks was answered 363 ms wrong at
+    confidence 0.79. BENCHMARKS.md, "Few caption edges in digital silence".
     """
     guess = forced.best_guess_ms
-    agrees = guess is not None and abs(guess - energy.text_offset_ms) <= _FEW_EDGES_AGREE_MS
+    # In digital silence forced alignment carries no lead correction and the captions' energy evidence is cleaner:
+    # the window is the one its cross-check already uses there (_DISAGREE_MS), confirmation now required.
+    window_ms = _FEW_EDGES_AGREE_MS if has_floor else _DISAGREE_MS
+    agrees = guess is not None and abs(guess - energy.text_offset_ms) <= window_ms
     if agrees and forced.confidence >= _CONFIRM_MIN_CONFIDENCE:
         return energy
     said = "nothing" if guess is None else f"{guess:+.0f} ms (confidence {forced.confidence:.2f})"
     return text_abstain("few_caption_edges", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
                         confidence=min(energy.confidence, forced.confidence), best_guess_ms=energy.text_offset_ms,
-                        found=f"{edges} caption start(s) after a pause over a noise floor; caption edges say "
+                        found=f"{edges} caption start(s) after a pause"
+                              f"{' over a noise floor' if has_floor else ' in digital silence'}; caption edges say "
                               f"{energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), forced alignment "
                               f"of their words {said}",
                         needed=f"at least {_FEW_EDGES} caption starts after pauses, or forced alignment (confidence >= "
-                               f"{_CONFIRM_MIN_CONFIDENCE:g}) within {_FEW_EDGES_AGREE_MS:g} ms of the caption edges")
+                               f"{_CONFIRM_MIN_CONFIDENCE:g}) within {window_ms:g} ms of the caption edges")
 
 
 def _forced_agrees(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:

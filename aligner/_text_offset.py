@@ -347,7 +347,9 @@ def _choose_peak(onset_curve: np.ndarray, activity_curve: np.ndarray, hop: float
     """The peak of ``gated = max(z(onsets), 0) · support²``; None when fewer than 20 lags lie outside ±30 ms of it."""
     # Activity gates the onset evidence: an onset match counts only where the transcript's active
     # regions also cover the detected speech (a beep or a neighbouring word's onset does not).
-    support = np.clip((activity_curve - np.median(activity_curve)) / (np.max(activity_curve) - np.median(activity_curve)), 0.0, 1.0)
+    spread = float(np.max(activity_curve) - np.median(activity_curve))
+    support = (np.clip((activity_curve - np.median(activity_curve)) / spread, 0.0, 1.0) if spread > 0
+               else np.zeros_like(activity_curve))  # activity the same at every lag: it supports none
     onset_z = standardise(onset_curve)
     gated = np.maximum(onset_z, 0.0) * np.square(support)
     peak = int(np.argmax(gated))
