@@ -442,6 +442,18 @@ def test_missing_input_raises(tmp_path):
         run_report(str(tmp_path / "nope.tar"), out_dir=str(tmp_path / "out"))
 
 
+def test_a_brace_pattern_matching_no_file_is_an_error(tmp_path, capsys):
+    # Before: "0 reported, 3 skipped {'open': 3}", an empty report and exit 0 (preprocess said "does not exist").
+    pattern = str(tmp_path / "shard-{000010..000012}.tar")
+    with pytest.raises(FileNotFoundError, match="no file matches the pattern"):
+        run_report(pattern, out_dir=str(tmp_path / "out"))
+    from avalign import cli
+
+    assert cli.main(["report", pattern, "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert "no file matches the pattern" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
 # ---------------------------------------------------------------- headless Chromium
 
 @pytest.mark.slow

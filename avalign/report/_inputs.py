@@ -23,6 +23,7 @@ from typing import Iterator, Literal, Optional, Union
 
 from avcore import ALIGN_JSON, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, SampleError, read_align_json
 from loaders.media import MediaSource
+from loaders.shards import expand_shard_urls
 from loaders.transcripts import pick_transcript
 
 logger = logging.getLogger(__name__)
@@ -110,8 +111,13 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
             yield from _directory_inputs(path)
         return
     if _is_shard_spec(path):
-        if "://" not in path and not path.startswith("pipe:") and "{" not in path and "::" not in path and not os.path.exists(path):
+        local = "://" not in path and not path.startswith("pipe:") and "::" not in path
+        if local and "{" not in path and not os.path.exists(path):
             raise FileNotFoundError(f"input not found: {path!r}; hint: give a media directory, a .tar shard or a brace pattern")
+        if local and "{" in path and not any(os.path.exists(url) for url in expand_shard_urls(path)):
+            # Some shards of a pattern may be missing (each is a counted skip); none found is a wrong input.
+            raise FileNotFoundError(f"no file matches the pattern {path!r}; hint: check the directory and the brace "
+                                    "range, e.g. shards/shard-{000000..000009}.tar")
         yield from _shard_inputs(path, on_error=on_error)
         return
     if os.path.isfile(path):
