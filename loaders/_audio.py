@@ -493,6 +493,7 @@ def read_audio(
             decodable or corrupt timestamps (``decode``), over ``max_duration_seconds`` (``too_large``).
         IndexError: the window lies entirely outside the audio (the message gives the valid range).
         ValueError: bad arguments.
+        FileNotFoundError, TypeError: a path that does not exist, a source of an unsupported type.
 
     Example:
         >>> clip = read_audio("sample_data/clip00.mp4", sample_rate=16000)  # doctest: +SKIP

@@ -220,7 +220,7 @@ def read_transcript(
             the file and the line or field), or over ``max_cues`` / ``max_words`` (reason ``too_large``).
         ValueError: ``format`` is not one of the valid values.
         TypeError: ``source`` is of an unsupported type.
-        OSError: the path cannot be opened.
+        OSError: the path cannot be opened (``FileNotFoundError`` where it does not exist).
 
     Example:
         >>> t = read_transcript(b"1\\n00:00:01,000 --> 00:00:02,500\\nhello\\n", name="a.srt")

@@ -613,3 +613,13 @@ def test_textgrid_with_a_point_tier_beside_its_word_tier_reads_the_words() -> No
     text = TEXTGRID_POINTS_ONLY.split("size = 1")[0] + "size = 2\nitem []:\n" + words + item.lstrip("\n")
     t = read_transcript(text.encode(), name="mixed.TextGrid")
     assert [(w.text, w.start_seconds, w.stop_seconds) for w in t.words] == [("hello", 0.0, 1.25), ("world", 1.25, 3.0)]
+
+
+def test_a_missing_path_is_file_not_found_for_every_reader(tmp_path):
+    """README: a path that does not exist raises FileNotFoundError (not DecodeError / TranscriptError), naming it."""
+    import loaders
+
+    for reader, name in ((loaders.read_video, "gone.mp4"), (loaders.read_audio, "gone.m4a"),
+                         (loaders.read_transcript, "gone.srt")):
+        with pytest.raises(FileNotFoundError, match="gone"):
+            reader(str(tmp_path / name))
