@@ -30,7 +30,8 @@
 Where forced alignment gives no verdict it judges nothing: pocketsphinx not installed (``auto`` keeps the energy
 answer); a transcript item without a word of the en-us dictionary (non-English text, unknown names) is left out of the
 heard fraction; a transcript with no dictionary word, or whose every alignment fails, gets no forced answer, and an
-energy answer over a noise floor then abstains ``unconfirmed`` (in digital silence it stands). Energy answers over a
+energy answer over a noise floor then abstains ``unconfirmed`` (in digital silence it stands, except on captions with
+fewer than 3 starts after a pause: ``few_caption_edges``). Energy answers over a
 noise floor are judged by ``unconfirmed`` (forced alignment's best guess near them at confidence >= 0.2), not by the
 heard fraction: on overlapping talkers (tests/test_text_conversation.py) forced alignment misplaces every other
 caption of a right transcript.
@@ -124,7 +125,7 @@ def estimate_transcript_offset(
     also runs forced alignment when energy answers, and abstains (``methods_disagree``) when the two are more
     than 40 ms apart while forced alignment's words agree better than chance; when fewer than 3 captions start
     after a pause (in digital silence too), the energy answer needs forced alignment to confirm it within
-    20 ms at confidence >= 0.2 (else ``few_caption_edges``). Over a noise floor every other energy answer (word times included) needs
+    20 ms (40 ms in digital silence) at confidence >= 0.2 (else ``few_caption_edges``). Over a noise floor every other energy answer (word times included) needs
     forced alignment's best guess within 40 ms at confidence >= 0.2 (else ``unconfirmed``: another clip's transcript
     can give confident energy evidence; forced alignment's words then agree at chance); a confirmed caption answer
     with at least 3 caption starts after a pause is then read from the band-SNR onset evidence within 30 ms of forced
