@@ -46,9 +46,12 @@ def test_a_caption_forced_alignment_cannot_read_abstains() -> None:
     assert auto.abstained, auto
 
 
-def test_three_caption_starts_still_answer() -> None:
+def test_own_captions_confirmed_by_forced_alignment_still_answer() -> None:
+    """clip01.srt: 1 caption start after a pause; forced alignment (+57 ms, confidence 0.73) is within the 40 ms
+    digital-silence window of the energy answer (+87 ms, truth +90), so it stands (at 20 ms it would abstain)."""
     truth = {c["media"]: c for c in json.loads((SAMPLE / "truth.json").read_text())["clips"].values()}
     transcript = loaders.read_transcript(str(SAMPLE / "clip01.srt"))
     auto = _auto("clip01.mkv", transcript)["auto"]
     assert not auto.abstained, auto
+    assert auto.method.startswith("span_onsets")
     assert auto.text_offset_ms == pytest.approx(truth["clip01.mkv"]["text_offset_ms"], abs=10.0)
