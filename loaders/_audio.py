@@ -42,6 +42,7 @@ import torch
 from avcore import AudioClip, DecodeError, check_window_overlaps, resample, seconds_to_samples
 from loaders import _audio_torchcodec
 from loaders._source import MediaSource, check_source, describe_source, open_container, pick_stream
+from loaders._truncated import check_not_truncated
 
 logger = logging.getLogger(__name__)
 
@@ -515,6 +516,7 @@ def read_audio(
         raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend = !r}")
+    check_not_truncated(source, label)
     seeks = start_seconds is not None and start_seconds > _SEEK_FROM_SECONDS
     if backend == "torchcodec" or (backend == "auto" and not seeks):
         try:

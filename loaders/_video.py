@@ -37,6 +37,7 @@ from avcore import DecodeError, VideoClip
 from loaders import _video_decord, _video_pyav, _video_torchcodec
 from loaders._index import FrameIndex
 from loaders._source import MediaSource, check_source, describe_source
+from loaders._truncated import check_not_truncated
 from loaders._video_meta import DEFAULT_MAX_PIXELS, VideoRequest, probe_video
 from loaders._video_pyav import strictly_increasing
 
@@ -140,6 +141,7 @@ def read_video(
         raise ValueError(f"max_duration_seconds must be > 0 or None, got {max_duration_seconds = !r}")
     check_source(source)
     label = describe_source(source, name)
+    check_not_truncated(source, label)
     size = None if frame_size is None else (int(frame_size[0]), int(frame_size[1]))
     request = VideoRequest(start_seconds, stop_seconds, fps, max_pixels, num_threads, size, frame_index, stream_index,
                        max_duration_seconds)

@@ -6,6 +6,7 @@
   and the header / scan indexes (:func:`frame_index`, :func:`header_frame_index`, :func:`scan_frame_index`,
   :func:`read_mp4_video_tracks`) with their per-process cache (:func:`clear_frame_index_cache`);
 - MP4 boxes: :func:`mp4_boxes` walks them (:class:`Mp4Box`), for the header index and preprocess's edit-list rewrite;
+  :func:`mp4_sample_data_end` and :func:`check_not_truncated` (``read_video`` / ``read_audio`` refuse an MP4 cut short);
 - audio blocks: :class:`SampleBuffer` (how decoded audio frames are joined);
 - large results: :class:`PagePopulator` (a result tensor's memory populated in bulk ahead of its writer),
   :func:`advise_huge_pages` / :func:`huge_pages_on_request` (fresh buffers asking for 2 MiB pages),
@@ -13,7 +14,7 @@
   decode; ``result_pool.release()`` frees it, ``result_pool.set_limits(max_bytes=0)`` turns it off);
 - the decode watchdog: :func:`call_with_timeout`, :func:`exit_with_parent`, :func:`heap_frozen_for_fork`.
 
-Implementation: ``loaders._source``, ``_video``, ``_audio``, ``_index``, ``_mp4_index``, ``_pages``, ``_result_pool``, ``_watchdog``.
+Implementation: ``loaders._source``, ``_video``, ``_audio``, ``_index``, ``_mp4_index``, ``_truncated``, ``_pages``, ``_result_pool``, ``_watchdog``.
 """
 from loaders._audio import _SampleBuffer as SampleBuffer
 from loaders._index import (
@@ -28,6 +29,7 @@ from loaders._mp4_index import Mp4Box, Mp4Track, mp4_boxes, read_mp4_video_track
 from loaders._pages import PagePopulator, advise_huge_pages, huge_pages_on_request
 from loaders._result_pool import ResultPool, result_pool
 from loaders._source import MediaSource, describe_source, open_for_pyav, pick_stream
+from loaders._truncated import check_not_truncated, mp4_sample_data_end
 from loaders._video import AUTO_BACKEND, DEFAULT_MAX_PIXELS, strictly_increasing
 from loaders._watchdog import call_with_timeout, exit_with_parent, heap_frozen_for_fork
 
@@ -43,6 +45,7 @@ __all__ = [
     "SampleBuffer",
     "advise_huge_pages",
     "call_with_timeout",
+    "check_not_truncated",
     "clear_frame_index_cache",
     "describe_source",
     "exit_with_parent",
@@ -52,6 +55,7 @@ __all__ = [
     "frame_index_cache_size",
     "header_frame_index",
     "mp4_boxes",
+    "mp4_sample_data_end",
     "open_for_pyav",
     "pick_stream",
     "read_mp4_video_tracks",

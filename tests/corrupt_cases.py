@@ -6,6 +6,7 @@ matrix checks)::
 
     case                 loader (make_loader)       preprocess (skipped.jsonl)   report (report.json skipped)
     truncated_media      skip  decode               skip  decode                 skip  decode
+    truncated_faststart  skip  decode               skip  decode                 skip  decode
     empty_media          skip  decode               skip  decode                 skip  decode
     random_bytes         skip  decode               skip  decode                 skip  decode
     video_only           kept  (empty audio span)   kept  (offsets None)         kept  (offsets None)
@@ -109,6 +110,7 @@ def _make_media(d: Path) -> dict[str, bytes]:
     tiny_clip(d / "good.mp4", CLIP_SECONDS, fps=FPS, sample_rate=SAMPLE_RATE)
     ffmpeg("-f", "lavfi", "-i", "testsrc2=size=32x24:rate=10", "-f", "lavfi", "-i", "sine=f=660:r=16000", "-t", t,
            "-c:v", "libx264", "-g", "5", "-c:a", "aac", "-ac", "1", str(d / "other.mp4"))
+    ffmpeg("-i", str(d / "other.mp4"), "-c", "copy", "-movflags", "+faststart", str(d / "faststart.mp4"))
     tiny_clip(d / "video_only.mp4", CLIP_SECONDS, fps=FPS, sample_rate=None)
     ffmpeg("-f", "lavfi", "-i", lavfi_a, "-t", t, "-c:a", "aac", "-ac", "1", str(d / "audio_only.mp4"))
     (d / "cue.srt").write_text("1\n00:00:00,000 --> 00:00:00,500\nhello\n")
@@ -119,7 +121,7 @@ def _make_media(d: Path) -> dict[str, bytes]:
     ffmpeg("-f", "lavfi", "-i", "color=c=black:size=4096x2176:rate=10", "-f", "lavfi", "-i", lavfi_a, "-t", "0.1",
            "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-ac", "1", str(d / "huge.mp4"))
     media = {name: (d / name).read_bytes() for name in
-             ("good.mp4", "other.mp4", "video_only.mp4", "audio_only.mp4", "subtitle_only.mkv", "liar.avi", "huge.mp4")}
+             ("good.mp4", "other.mp4", "faststart.mp4", "video_only.mp4", "audio_only.mp4", "subtitle_only.mkv", "liar.avi", "huge.mp4")}
     avi = bytearray(media["liar.avi"])
     for tag, offset in ((b"avih", 24), (b"strh", 40)):  # avih dwTotalFrames, the video strh dwLength
         at = avi.index(tag)
@@ -164,6 +166,11 @@ def build_cases(root: Path) -> tuple[str, dict[str, Case]]:
     add("truncated_media", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", other[: len(other) // 2])],
         same(skip("decode")),
         "an MP4 cut in half (its moov index is at the end)")
+    faststart = media["faststart.mp4"]
+    add("truncated_faststart", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", faststart[: len(faststart) * 2 // 3])],
+        same(skip("decode")),
+        "a faststart MP4 (moov first) cut at two thirds: it opens and demuxes up to the cut, a silent shorter clip "
+        "until the sample tables were checked against the size")
     add("empty_media", [(f"{BAD_KEY}.json", bad_text), (f"{BAD_KEY}.mp4", b"")],
         same(skip("decode")),
         "a zero-byte .mp4 member")

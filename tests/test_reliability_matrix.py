@@ -35,7 +35,7 @@ SAMPLE_KEY = {"dotdot_name": "../bad", "absolute_name": "/tmp/bad"}
 KNOWN_FAILURES: dict[tuple[str, str, str], str] = {}
 """(case, tool, mode) → why it fails: strict xfails for known library gaps (none left)."""
 CASE_NAMES = (
-    "truncated_media", "empty_media", "random_bytes", "video_only", "no_av_stream", "audio_only", "missing_transcript",
+    "truncated_media", "truncated_faststart", "empty_media", "random_bytes", "video_only", "no_av_stream", "audio_only", "missing_transcript",
     "malformed_json", "malformed_srt", "malformed_vtt", "malformed_textgrid", "stop_before_start",
     "spans_beyond_media", "duplicate_key", "dotdot_name", "absolute_name", "truncated_tar",
     "lying_frame_count", "over_max_pixels",
