@@ -1,6 +1,7 @@
 """Media sources: a path, bytes (a tar member) or a file-like object, opened for PyAV or decord."""
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
@@ -86,6 +87,10 @@ def open_for_pyav(source: MediaSource) -> Union[str, BinaryIO]:
         path = os.fspath(source)
         if not os.path.exists(path):
             raise FileNotFoundError(f"media file not found: {path!r}")
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, "it is a directory, not a media file")
+        if os.path.getsize(path) == 0:
+            raise ValueError("media is empty (0 bytes)")
         return path
     if isinstance(source, (bytes, bytearray, memoryview)):
         if len(source) == 0:
@@ -99,6 +104,16 @@ def open_for_pyav(source: MediaSource) -> Union[str, BinaryIO]:
                 pass
         return source
     raise TypeError(f"source must be a path, bytes or a binary file object, got {type(source).__name__}")
+
+
+def _open_failure(error: BaseException) -> str:
+    """Why ``av.open`` failed, in words: FFmpeg's own message without its errno and file name (``[Errno 1094995529]``
+    and ``'<none>'`` for bytes: the caller names the file), with a hint when FFmpeg found no container it reads."""
+    text = getattr(error, "strerror", None) or str(error)
+    if type(error).__name__ == "InvalidDataError":  # av.error.InvalidDataError: not a container FFmpeg knows
+        text += ("; hint: the file is not audio or video that FFmpeg can read (truncated, damaged, or another kind of "
+                 "file with a media extension?): check it with `ffprobe FILE`")
+    return text
 
 
 def open_container(source: MediaSource, label: str, *, kind: str):
@@ -118,7 +133,7 @@ def open_container(source: MediaSource, label: str, *, kind: str):
     except (FileNotFoundError, TypeError):
         raise
     except (av.error.FFmpegError, ValueError, OSError) as e:
-        error = DecodeError(f"cannot open {label}: {e}")
+        error = DecodeError(f"cannot open {label}: {_open_failure(e)}")
         error.container_unreadable = True  # FFmpeg cannot even read the container: no other FFmpeg-based decoder can
         raise error from e
     if not getattr(container.streams, kind):
