@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["DEFAULT_MAX_PIXELS", "TRANSCRIPT_FORMATS", "check_local_input", "cli_message", "display_path", "error_document",
+__all__ = ["DEFAULT_MAX_PIXELS", "INPUT_HINT", "MEDIA_HINT", "TRANSCRIPT_FORMATS", "check_local_input", "cli_message",
+           "display_path", "error_document",
            "error_reason"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
@@ -32,20 +33,31 @@ def cli_message(message: str) -> str:
     return message.replace("pass format= one of", "pass --transcript-format, one of")
 
 
-def check_local_input(path: str, *, what: str = "input") -> None:
+INPUT_HINT = "give a media directory, a media file, a .tar shard or a brace pattern such as 'data-{000..009}.tar'"
+"""What ``preprocess`` and ``report`` take as INPUT (the default hint of :func:`check_local_input`)."""
+MEDIA_HINT = "give one video or audio file (e.g. clip.mp4, talk.mkv, speech.m4a)"
+"""What ``measure`` takes as MEDIA: one file (a directory, a shard or a pattern is ``preprocess``'s or ``report``'s)."""
+
+
+def check_local_input(path: str, *, what: str = "input", hint: str = INPUT_HINT, file_only: bool = False,
+                      elsewhere: str = "") -> None:
     """Raise ``FileNotFoundError`` for a local ``path`` that does not exist, before any heavy import.
 
-    Brace patterns, URLs (``s3://``, ``file://``…) and ``pipe:`` specs are left to the library, which expands them.
+    ``hint`` says what the command takes. With ``file_only`` (``measure``), a directory, a brace pattern or a URL is
+    refused with ``ValueError``; ``elsewhere`` then says which commands take such an input. Brace patterns, URLs
+    (``s3://``, ``file://``…) and ``pipe:`` specs are otherwise left to the library, which expands them.
     """
+    more = f"; {elsewhere}" if elsewhere else ""
     if "{" in path or "://" in path or path.startswith("pipe:") or "::" in path:
+        if file_only and not os.path.isfile(path):
+            raise ValueError(f"{what} {path!r} is not a local file; hint: {hint}{more}")
         return
     if not os.path.exists(path):
-        error = FileNotFoundError(
-            f"{what} not found: {path!r}; hint: give a media directory, a media file, a .tar shard or a brace "
-            "pattern such as 'data-{000..009}.tar'"
-        )
+        error = FileNotFoundError(f"{what} not found: {path!r}; hint: {hint}")
         error.path = path  # the file a --json error document names (``filename`` would change str(error))
         raise error
+    if file_only and os.path.isdir(path):
+        raise ValueError(f"{what} {path!r} is a directory; hint: {hint}{more}")
 
 
 def error_reason(error: BaseException) -> str:

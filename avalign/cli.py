@@ -10,8 +10,8 @@ import sys
 import traceback
 from typing import Optional, Sequence
 
-from avalign._cli_common import (DEFAULT_MAX_PIXELS, TRANSCRIPT_FORMATS, check_local_input, cli_message, display_path,
-                                 error_document, error_reason)
+from avalign._cli_common import (DEFAULT_MAX_PIXELS, MEDIA_HINT, TRANSCRIPT_FORMATS, check_local_input, cli_message,
+                                 display_path, error_document, error_reason)
 from avalign._progress import Progress, format_eta
 
 __all__ = [
@@ -55,9 +55,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
-    check_local_input(args.media, what="media file")
+    check_local_input(args.media, what="media file", hint=MEDIA_HINT, file_only=True,
+                      elsewhere="for a directory of clips or shards use `avalign report INPUT --out DIR` or "
+                                "`avalign preprocess INPUT OUT_DIR`")
     if args.transcript:
-        check_local_input(args.transcript, what="transcript")
+        check_local_input(args.transcript, what="transcript", file_only=True,
+                          hint="give one SRT, WebVTT, Whisper/WhisperX JSON, TextGrid or STM file")
     from avalign._measure import format_measurement, measure
 
     record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate, text_method=args.text_method,
