@@ -16,17 +16,20 @@ from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input, display_p
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["add_parser", "format_result", "run_command"]
+__all__ = ["add_parser", "format_result", "no_input_message", "run_command"]
 
 EPILOG = """examples:
   avalign preprocess clips/ out/                             # media + same-stem .srt/.vtt/.json/.TextGrid
+  avalign preprocess clips/talk.mp4 out/                     # one clip (and clips/talk.srt, if there): one sample
   avalign preprocess 'v2d/{00000..00009}.tar' out/ --workers 8 --samples-per-shard 500
   avalign preprocess s3://bucket/shards/data-{000..099}.tar out/ --backend ray --ray-address auto
   avalign preprocess clips/ out/ --dry-run                   # list the shards and keys, write nothing
   avalign preprocess clips/ out/                             # rerun after a crash: complete shards are kept
 
 output: out/shard-000000.tar … (<key>.<media>, <key>.align.json, <key>.frames.json, <key>.transcript.json),
-out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words, media_ext, source),
+out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words, media_ext, source; num_words counts
+the transcript's words: align.json's "words" lists only those placed on the timeline, so a caption forced alignment
+could not split, counted in num_words, is in align.json's "segments" only and in its caption_words_failed),
 out/skipped.jsonl (input, key, reason: decode, missing_audio, too_large, transcript, unsafe_name, duplicate_key,
 truncated…), out/state.jsonl (resume state). Same inputs and options give byte-identical shards for any --workers.
 exit: 0 done, 1 no sample written (empty input, only broken files), 2 error.
@@ -65,9 +68,13 @@ def run_command(args: argparse.Namespace) -> int:
         if args.json:
             print(error_document("preprocess", file=None, reason=error_reason(e), message=str(e), exit_code=2))
         return 2
+    found_none = not result.shards and result.num_skipped == 0  # nothing in INPUT looked like a sample
     if args.json:
         document = {k: (list(v) if isinstance(v, tuple) else v) for k, v in result.__dict__.items()}
-        if not result.dry_run and result.num_samples == 0:  # exit 1 below: the one document says why
+        if found_none:
+            document["error"] = {"command": "preprocess", "file": args.input, "reason": "no_sample",
+                                 "message": no_input_message(args.input), "exit_code": 1}
+        elif not result.dry_run and result.num_samples == 0:  # exit 1 below: the one document says why
             document["error"] = {"command": "preprocess", "file": args.input, "reason": "no_sample",
                                  "message": f"no sample was written ({result.num_skipped} input(s) skipped, see "
                                             f"{display_path(result.output_dir, 'skipped.jsonl')})", "exit_code": 1}
@@ -75,6 +82,8 @@ def run_command(args: argparse.Namespace) -> int:
             document["error"] = {"command": "preprocess", "file": args.input, "reason": "no_sample",
                                  "message": "INPUT holds no sample to process", "exit_code": 1}
         print(json.dumps(document, indent=2))
+    elif found_none:
+        pass  # the error below says it all
     elif result.dry_run:
         for name in result.shards:
             state = "done" if name in result.shards_reused else "to do"
@@ -84,6 +93,9 @@ def run_command(args: argparse.Namespace) -> int:
               f"{result.num_skipped} input(s) skipped up front (dry run: nothing written)")
     else:
         print(format_result(result))
+    if found_none:
+        print(f"avalign preprocess: error: {no_input_message(args.input)}", file=sys.stderr)
+        return 1
     if not result.dry_run and result.num_samples == 0:
         print(f"avalign preprocess: error: no sample was written ({result.num_skipped} input(s) skipped, see "
               f"{display_path(result.output_dir, 'skipped.jsonl')}); hint: INPUT must hold media files with "
@@ -95,6 +107,16 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def no_input_message(source: str) -> str:
+    """What to say when ``source`` holds nothing that could become a sample (an empty directory, one of only
+    unrelated files, shards without members)."""
+    from avcore import MEDIA_EXTENSIONS
+
+    return (f"no samples found in {source!r}: no media file or shard member to process; hint: INPUT must be a "
+            f"directory of media files ({', '.join('.' + e for e in MEDIA_EXTENSIONS)}) with same-stem transcripts, "
+            "one media file, or WebDataset .tar shards")
+
+
 def format_result(result) -> str:
     """One line: shards written and reused, samples, skips, and the throughput of this run's own work
     (media of shards reused from an earlier run is not counted as processed)."""
@@ -102,6 +124,8 @@ def format_result(result) -> str:
             f"{len(result.shards_reused)} reused), {result.num_samples} sample(s), {result.num_skipped} skipped "
             f"(see skipped.jsonl); ")
     processed = result.media_seconds_processed
+    if not result.shards:
+        return line + "nothing processed: the input holds no sample"
     if not result.shards_written:
         return line + f"nothing processed: all {result.media_seconds:.1f} s of media reused from an earlier run"
     rate = processed / result.wall_seconds if result.wall_seconds > 0 else 0.0
@@ -124,7 +148,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", help="directory of media + sidecar transcripts, or shards (path, {..} pattern, URL)")
+    parser.add_argument("input", help="directory of media + sidecar transcripts, one media file, or shards (path, {..} "
+                                      "pattern, URL)")
     parser.add_argument("output_dir", help="where shards, manifest.jsonl and skipped.jsonl go (not inside INPUT)")
     parser.add_argument("--backend", choices=["local", "ray"], default="local", help="local processes or Ray (default local)")
     parser.add_argument("--workers", type=int, default=1,

@@ -1,4 +1,4 @@
-"""What to preprocess: a directory of media with sidecar transcripts, or WebDataset shards.
+"""What to preprocess: a directory of media with sidecar transcripts (or one such media file), or WebDataset shards.
 
 Both kinds of input become a sorted list of :class:`InputSample`, each naming where its bytes are
 (a file path, or a tar member's offset in a shard) so that a worker can read one sample without the
@@ -25,6 +25,7 @@ without media (``missing_media``) or a duplicate key in a directory is listed, n
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import os
 import re
@@ -117,7 +118,7 @@ class InputPlan:
     skipped: tuple[dict, ...] = field(default=())
     """``{"input", "key", "reason", "message"}`` for inputs that cannot become a sample."""
     kind: str = "directory"
-    """``directory`` or ``shards``."""
+    """``directory``, ``file`` (one media file and its same-stem sidecars) or ``shards``."""
     shard_urls: tuple[str, ...] = ()
     """The expanded shard list (shard input only)."""
 
@@ -179,17 +180,21 @@ def _assemble(
     )
 
 
-def _list_directory(root: str) -> InputPlan:
+def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
+    """The samples of a directory (walked recursively); with ``only_stem``, the one sample of the files of ``root``
+    itself named ``<only_stem>.<ext>`` (a single media file given as input, with its same-stem sidecars)."""
     groups: dict[str, dict[str, Locator]] = {}
     origin: dict[str, str] = {}
     skipped: list[dict] = _Skipped()
     ignored: collections.Counter = collections.Counter()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and only_stem is None]
         for name in sorted(filenames):
             stem, dot, suffix = name.rpartition(".")
             ext = suffix.lower()
+            if only_stem is not None and stem != only_stem:
+                continue
             if not dot or not stem or name.startswith(".") or ext not in MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
                 ignored[f".{ext}" if dot and stem else name] += not name.startswith(".")
                 continue
@@ -357,7 +362,10 @@ def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
 
 
 def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
-    """Find the samples of ``source``: a directory, a tar path, a brace pattern or an fsspec/pipe URL.
+    """Find the samples of ``source``: a directory, one media file, a tar path, a brace pattern or an fsspec/pipe URL.
+
+    One media file (``talks/a.mp4``) is read as a directory holding only it and its same-stem sidecars
+    (``talks/a.srt``…): one sample, keyed by its stem (``a``). A transcript or caption file alone is refused.
 
     Args:
         source: the input.
@@ -367,7 +375,7 @@ def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
     Raises:
         FileNotFoundError: a local input that does not exist.
         PermissionError: a directory that cannot be listed.
-        ValueError: an empty pattern, or a bad ``on_error``.
+        ValueError: an empty pattern, a transcript or caption file given alone, or a bad ``on_error``.
         SampleError: a shard-level problem (hostile or duplicate member, truncated tar, shard that cannot be
             opened) with ``on_error="raise"``; it names the shard, the sample key and the reason.
     """
@@ -380,6 +388,15 @@ def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
         if not os.access(source, os.R_OK | os.X_OK):
             raise PermissionError(f"input directory {source!r} is not readable; hint: check its permissions")
         return _list_directory(source)
+    if os.path.isfile(source):
+        stem, dot, suffix = os.path.basename(source).rpartition(".")
+        if dot and stem and suffix.lower() in MEDIA_EXTENSIONS:  # one clip: a directory input of one sample
+            plan = _list_directory(os.path.dirname(source) or ".", only_stem=stem)
+            return dataclasses.replace(plan, kind="file")
+        if dot and stem and suffix.lower() in TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
+            raise ValueError(
+                f"input {source!r} is a transcript or caption file, not media; hint: give the media file (its "
+                "same-stem transcript is picked up), a directory of media files, or WebDataset shards")
     urls = expand_shard_urls(source)
     for url in urls:
         local = url[len("file://"):] if url.startswith("file://") else url

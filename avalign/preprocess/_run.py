@@ -252,12 +252,14 @@ def preprocess(
     Each sample becomes ``<key>.<media ext>`` (bytes as they are), ``<key>.align.json`` (the ``avalign
     measure`` record plus ``config``), ``<key>.frames.json`` (frame index, video only) and
     ``<key>.transcript.json`` (normalised, original clock), in ``shard-000000.tar``…; plus
-    ``manifest.jsonl`` (key, shard, duration, num_frames, num_samples, num_words), ``skipped.jsonl``
+    ``manifest.jsonl`` (key, shard, duration, num_frames, num_samples, num_words: the transcript's words as
+    ``avalign.count_words`` counts them, which can exceed the words ``align.json`` places), ``skipped.jsonl``
     (input, key, reason, message; reason codes from ``loaders.errors.REASONS``) and ``state.jsonl`` (for resuming).
 
     Args:
-        input: a directory of media with same-stem transcripts (``.srt .vtt .json .TextGrid``), or
-            WebDataset shards (path, brace pattern, fsspec URL, ``pipe:``), e.g. video2dataset output.
+        input: a directory of media with same-stem transcripts (``.srt .vtt .json .TextGrid``), one media file
+            (with its same-stem transcript, if any: one sample), or WebDataset shards (path, brace pattern, fsspec
+            URL, ``pipe:``), e.g. video2dataset output.
         output_dir: created if needed; must not be inside ``input``.
         workers: local: processes that measure samples (parallel over samples, also within one shard; shards
             are written in order by this process); Ray: CPUs of the local instance (one task per shard).
@@ -339,7 +341,7 @@ def preprocess(
         bar = None
         counts = {"done": sum(len(state.entries[t.name]["manifest"]) for t in done),
                   "skipped": len(plan.skipped) + sum(len(state.entries[t.name]["skipped"]) for t in done)}
-        if progress:
+        if progress and plan.samples:  # nothing to count: no "0/0 clip" line before the summary
             from avalign._progress import Progress
 
             bar = Progress(total=len(plan.samples), initial=sum(len(t.samples) for t in done), desc="preprocess",
