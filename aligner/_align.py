@@ -21,6 +21,7 @@ from aligner._apply import audio_on_video_clock
 from aligner._clock import ClockModel
 from aligner._options import AVOptions, TextMethod, TextOptions
 from aligner._spans import AlignedSpan, map_spans
+from aligner._text_records import text_abstain as text_abstain_estimate
 from aligner._tokens import Tokenizer
 from avcore import AudioClip, Transcript, VideoClip
 
@@ -203,6 +204,9 @@ def align(
             t = estimate_transcript_offset(audio, transcript, method=text_method, options=text_options)
             est_text, text_conf, text_how = t.text_offset_ms, t.confidence, t.method
             text_abstain = t.abstain_record()
+        elif estimate:  # no span: nothing to estimate, said like every other abstention (not a silent null)
+            t = text_abstain_estimate("empty_transcript", found="no text in the transcript (0 cues, segments or words)")
+            text_how, text_abstain = t.method, t.abstain_record()
     clock = dataclasses.replace(clock, text_offset_ms=est_text or 0.0)
     captions_failed = 0
     if caption_words and transcript is not None and transcript.spans and not transcript.words and \

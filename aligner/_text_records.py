@@ -62,15 +62,21 @@ class TextEstimate:
                 "best_guess_ms": guess, "hint": self.hint}
 
 
-_GIVE_OFFSET = "pass text_offset_ms if the transcript's timing is known"
+_GIVE_OFFSET = ("if you know the transcript's offset, pass it in Python: `align(text_offset_ms=...)` (`avalign measure` "
+                "has no option for it)")
+"""How to give a known transcript offset: the A/V hints' wording (``aligner._av_records``), Python only."""
+_FORCED = ("use forced alignment (pocketsphinx): `avalign measure --text-method forced` (Python: "
+           "`align(text_method='forced')`)")
+_WIDER = "raise the search range: `avalign measure --max-offset-ms MS` (Python: `align(max_offset_ms=...)`)"
 _HINTS = {
-    "empty_transcript": ("a transcript with text", "check the transcript file"),
+    "empty_transcript": ("a transcript with text", "check the transcript file: it is empty, or none of its cues or "
+                                                   "segments holds text"),
     "no_speech_contrast": ("speech with pauses (energy above and below the noise floor)",
-                           "use text_method='forced' (pocketsphinx) or " + _GIVE_OFFSET),
+                           _FORCED + "; or, " + _GIVE_OFFSET),
     "no_onsets": ("speech onsets in the audio", _GIVE_OFFSET),
     "no_activity_contrast": ("speech activity that varies with the lag", _GIVE_OFFSET),
-    "search_range_too_small": ("a search range of at least ~100 ms", "raise max_offset_ms"),
-    "peak_at_search_edge": ("an evidence peak inside the search range", "raise max_offset_ms if the offset may be larger"),
+    "search_range_too_small": ("a search range of at least ~100 ms", _WIDER),
+    "peak_at_search_edge": ("an evidence peak inside the search range", "if the offset may be larger, " + _WIDER),
     "low_confidence": ("", "check that the transcript belongs to this audio; " + _GIVE_OFFSET),
     "alignment_failed": ("words that forced alignment can place", "check the transcript's language (en-us model) and text"),
     "too_many_words": ("", "split the caption into shorter cues (forced alignment takes at most 2000 words at a time); "
@@ -78,7 +84,7 @@ _HINTS = {
     "too_long": ("", "split the caption into cues shorter than 10 minutes; " + _GIVE_OFFSET),
     "words_do_not_fit": ("", "the caption holds more words than its time span can hold as speech: check its cue times "
                              "and that its text belongs to this audio; " + _GIVE_OFFSET),
-    "offset_out_of_range": ("an offset inside the search range", "raise max_offset_ms if the offset may be larger"),
+    "offset_out_of_range": ("an offset inside the search range", "if the offset may be larger, " + _WIDER),
     "few_caption_edges": ("", "captions that follow each other without pauses give one onset per run of speech: "
                               "use word-level timestamps (WhisperX JSON) or " + _GIVE_OFFSET),
     "unconfirmed": ("", "forced alignment does not place the transcript's words where the energy evidence does: "
