@@ -59,9 +59,19 @@ def read_video_for_estimation(media, *, name: str, max_width: int = ESTIMATION_M
 
 
 def count_words(transcript) -> int:
-    """Words of a ``Transcript``: its timed words, else the whitespace-separated tokens of its spans (captions).
-    The one count of ``preprocess``'s manifest (``num_words``) and ``report``'s totals."""
-    return len(transcript.words) or sum(len(s.text.split()) for s in transcript.spans)
+    """Words of a ``Transcript``: per span, its timed words, else the whitespace-separated tokens of its text (a
+    caption). The one count of ``preprocess``'s manifest (``num_words``) and ``report``'s totals.
+
+    It counts the transcript's words, whatever alignment made of them, and is the same for the input transcript and
+    for the ``transcript.json`` that preprocess writes (whose captions carry the words forced alignment placed).
+    ``align.json``'s ``words`` (the ``measure`` record) lists only the words placed on the video timeline: a caption
+    that forced alignment could not split (``caption_words_failed``) is there as a segment only, and a word or
+    segment outside the media (``aligned.spans_outside``) is not listed. So, when forced alignment gives one word
+    per token::
+
+        num_words == len(words) + tokens of the segments holding no word    (no span outside the media)
+    """
+    return sum(len(s.words) or len(s.text.split()) for s in transcript.spans)
 
 
 def _round(x: Optional[float], digits: int = 3) -> Optional[float]:
@@ -172,6 +182,9 @@ def null_unmeasurable(record: dict, *, video, video_only: bool, decode_errors: i
                       av_abstain=_missing_stream(missing, "an A/V offset needs both a video and an audio stream"))
     if video_only:  # no samples to index: sample ranges are null, as frame ranges are for audio-only media
         record.update(text_offset_ms=None, text_confidence=None)
+        # No audio stream: no rate or first-sample time to report (not the placeholder track's 16000 Hz at the
+        # first frame's time); num_samples stays 0.
+        record["audio"] = dict(record["audio"], sample_rate=None, start_seconds=None)
         if record.get("transcript") is not None or record.get("segments"):
             record["text_abstain"] = _missing_stream("audio", "a transcript offset is measured against the speech")
         for span in (record.get("segments") or []) + (record.get("words") or []):
@@ -260,12 +273,37 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     return record
 
 
+def _drift_note(record: dict) -> str:
+    """Why ``drift_ppm`` is null, for :func:`format_measurement` (from ``av_method``).
+
+    The A/V estimator's methods (``aligner.AVEstimate.method``): ``event_match`` fitted no line (too few matched
+    events, or over too short a span), ``event_match+drift_unresolved`` fitted one whose slope is too uncertain;
+    ``abstain:<reason>`` abstained on the offset too (its reason is printed below the drift line).
+    """
+    method = record.get("av_method") or ""
+    if record.get("av_abstain"):
+        return "abstained with the A/V offset: see why below"
+    from aligner import AVOptions
+
+    options = AVOptions()
+    if method == "given":
+        return "not estimated: the A/V offset was given; 0 ppm applied"
+    if method.endswith("+drift_unresolved"):
+        return (f"abstained: drift_unresolved: the matched events do not pin the slope down, its standard error is over "
+                f"{options.max_drift_se_ppm:g} ppm; 0 ppm applied; hint: a longer clip with more events spread over it")
+    if method.startswith("event_match"):
+        return (f"abstained: too_few_matched_events: a drift line needs at least 4 matched A/V events spread over at "
+                f"least {options.min_drift_span_seconds:g} s; 0 ppm applied; hint: a longer clip with more events "
+                "spread over it")
+    return "not estimated; 0 ppm applied"
+
+
 def format_measurement(record: dict) -> str:
     """A readable table of a ``measure`` record."""
     def show(value, unit=""):
         return "n/a (abstained)" if value is None else f"{value}{unit}"
 
-    v, a = record.get("video"), record["audio"]
+    v, a = record.get("video"), record["audio"] or {}
     lines = [f"media       {record.get('media')}"]
     if v:
         lines.append(
@@ -274,10 +312,14 @@ def format_measurement(record: dict) -> str:
         )
     else:
         lines.append("video       none (audio-only)")
+    if a.get("sample_rate") is None:
+        lines.append("audio       none (video-only: the media has no audio stream)")
+    else:
+        lines.append(f"audio       {a['sample_rate']} Hz, first sample at {a['start_seconds']} s, {a['num_samples']} samples")
     lines += [
-        f"audio       {a['sample_rate']} Hz, first sample at {a['start_seconds']} s, {a['num_samples']} samples",
         f"A/V offset  {show(record['av_offset_ms'], ' ms')}  (confidence {record['av_confidence']}, {record['av_method']}; > 0: audio lags)",
-        f"drift       {show(record['drift_ppm'], ' ppm')}",
+        f"drift       {record['drift_ppm']} ppm" if record.get("drift_ppm") is not None else
+        f"drift       n/a ({_drift_note(record)})",
     ]
     why = record.get("av_abstain")
     if why:

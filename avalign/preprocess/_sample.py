@@ -137,7 +137,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
                                      decode_options=dict(num_threads=decoder_threads, max_pixels=max_pixels,
                                                          max_duration_seconds=max_duration_seconds))
             record, aligned, index = measured.record, measured.aligned, measured.frame_index
-            if transcript is not None:  # num_words counts the input's words, as before caption words were added
+            if transcript is not None:  # num_words: the transcript's words (count_words), not align.json's placed words
                 num_words = count_words(transcript)
                 transcript = aligned.transcript  # with caption words (forced alignment): loading need not redo it
         finally:
