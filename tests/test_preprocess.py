@@ -326,7 +326,7 @@ def test_exit_code_when_no_sample_is_written(clips, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert _run_cli([str(empty), str(tmp_path / "out_empty")]) == 1
-    assert "no sample was written" in capsys.readouterr().err
+    assert f"no samples found in {str(empty)!r}" in capsys.readouterr().err
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "bad.mp4").write_bytes((clips / "bad.mp4").read_bytes())
