@@ -188,9 +188,10 @@ def _align_pass(decoder: Any, pcm: np.ndarray, text: str, expected: list[str]) -
     """``([W, 2]`` start/stop seconds (from the first sample of ``pcm``) of the words, their acoustic fit per frame
     (:func:`forced_align_scored`)``)``, or None on failure."""
     decoder.set_align_text(text)
-    # A fresh front end for every pass: pocketsphinx's noise removal (``remove_noise``, on by default) and CMN carry
-    # their estimates from one utterance to the next, so a reused decoder aligned the same span differently after
-    # other audio (fits and, on marginal spans, word times). reinit_feat() takes ~0.05 ms.
+    # A fresh front end for every pass: pocketsphinx's noise removal (``remove_noise``, which the en-us model's
+    # feat.params turns on) carries its noise estimate from one utterance to the next (CMN is batch: per utterance),
+    # so a reused decoder aligned the same span differently after other audio, the second pass after the first
+    # included (fits, and on marginal spans word times and transcript offsets). reinit_feat() takes ~0.05 ms.
     decoder.reinit_feat()
     decoder.start_utt()
     decoder.process_raw(pcm.tobytes(), full_utt=True)

@@ -20,7 +20,6 @@ pytest.importorskip("pocketsphinx")
 def test_forced_answer_takes_the_energy_peak_within_20_ms(wild_tune) -> None:
     record, audio, captions = wild_tune(1023)
     truth = record["text_offset_ms"]
-    # A decoder of its own: pocketsphinx's live CMN carries over from earlier utterances in a shared one.
     by_method = estimate_transcript_offsets(audio, captions, methods=("energy", "forced", "auto"), decoder=new_decoder())
     energy, forced, auto = by_method["energy"], by_method["forced"], by_method["auto"]
     assert energy.abstained and not forced.abstained
