@@ -47,7 +47,13 @@ human-timed speech"):
 
 How well the text fits the audio (:func:`forced_align_scored`): pocketsphinx scores each frame relative to that frame's
 best senone, so the aligned words' mean score per frame is near 0 where the audio says the text and falls where it
-says something else (the transcript-offset estimator's ``MIN_WORD_FIT``).
+says something else (the transcript-offset estimator's ``MIN_WORD_FIT``). Exact zeros are features no microphone
+gives: espeak-ng speech in digital silence fitted at -20 to -43 with its own text, half its captions below
+``MIN_WORD_FIT`` (BENCHMARKS.md, "Few caption edges in digital silence"). In digital silence each pass is therefore
+aligned a second time with white noise :data:`FIT_FLOOR_BELOW_DB` under the span's loud level added (the quietest floor
+of the real recordings above), and the fit is that alignment's; the word times stay those of the span as it is (a
+floor brings the aligner's lead, which digital silence does not correct). This doubles the cost of alignment in
+digital silence only.
 
 Memory and time grow with words x frames; a span is refused (empty result, a warning naming the
 reason) when it holds more than :data:`MAX_ALIGN_WORDS` words, more than :data:`MAX_ALIGN_SECONDS`
@@ -71,6 +77,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "ALIGN_SAMPLE_RATE",
     "DIGITAL_SILENCE_DB",
+    "FIT_FLOOR_BELOW_DB",
     "FORCED_LEAD_MS",
     "STOP_LEAD_MS",
     "MAX_ALIGN_SECONDS",
@@ -98,6 +105,9 @@ _STOPS = frozenset(("P", "B", "T", "D", "K", "G"))
 DIGITAL_SILENCE_DB = 70.0
 """A span whose quiet level (10th percentile of 10 ms frames) is this far below its loud level (95th) has
 no noise floor (digital silence): pocketsphinx shows no lead there, and :data:`FORCED_LEAD_MS` is not added."""
+FIT_FLOOR_BELOW_DB = 45.0
+"""In digital silence (:data:`DIGITAL_SILENCE_DB`) the words' fit is judged on the span with white noise this far under
+its loud level: the quietest floor measured on real recordings (30-46 dB under the loud level; module docstring)."""
 PAD_SECONDS = 0.3
 """Digital silence added before and after a span so that its first word is not put at frame 0."""
 MAX_ALIGN_WORDS = 2000
@@ -155,6 +165,21 @@ def floor_gap_db(signal: np.ndarray, sample_rate: int) -> float:
     if level.size == 0:
         return 0.0
     return float(np.percentile(level, 95) - np.percentile(level, 10))
+
+
+def _fit_floor_rms(signal: np.ndarray, sample_rate: int) -> float:
+    """RMS (full scale 1) of the noise floor the fit is judged with in digital silence: :data:`FIT_FLOOR_BELOW_DB`
+    under the loud level (95th percentile of 10 ms frame levels) of ``signal``."""
+    from aligner._signals import log_energy
+
+    level, _ = log_energy(signal, sample_rate, hop_seconds=0.01)
+    return 10.0 ** ((float(np.percentile(level, 95)) - FIT_FLOOR_BELOW_DB) / 20.0) if level.size else 0.0
+
+
+def _with_floor(pcm: np.ndarray, floor_rms: float) -> np.ndarray:
+    """``pcm`` (int16) plus white noise of RMS ``floor_rms`` (full scale 1), the same noise for the same length."""
+    noise = np.random.default_rng(pcm.size).standard_normal(pcm.size) * (32767.0 * floor_rms)
+    return np.clip(pcm + np.round(noise), -32768, 32767).astype("<i2")
 
 
 def _quiet_edges(signal: np.ndarray) -> tuple[bool, bool]:
@@ -322,6 +347,12 @@ def forced_align_scored(
     origin = audio.start_seconds + first / audio.sample_rate
     text = " ".join(known)
     aligned_passes, fits = [], []
+    context = sample_range(max(lo - _FLOOR_CONTEXT_SECONDS, audio.start_seconds) - audio.start_seconds,
+                           min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
+    gap_db = floor_gap_db(mono(audio.samples)[context[0]:context[1]], audio.sample_rate)
+    # In digital silence the fit is judged on the span with a recording's noise floor added (module docstring).
+    floor_rms = _fit_floor_rms(mono(audio.samples)[context[0]:context[1]], audio.sample_rate) \
+        if gap_db > DIGITAL_SILENCE_DB else 0.0
     pad_before, pad_after = _quiet_edges(signal)
     pad_before = pad_before if pad_start is None else pad_start
     for delay in (0.0, _HALF_FRAME_SECONDS)[:passes]:
@@ -329,6 +360,10 @@ def forced_align_scored(
         after = int(round((PAD_SECONDS if pad_after else 0.0) * ALIGN_SAMPLE_RATE))
         padded = np.concatenate([np.zeros(before, "<i2"), pcm, np.zeros(after, "<i2")])
         aligned = _align_pass(decoder, padded, text, known)
+        if floor_rms > 0:
+            floored = _align_pass(decoder, _with_floor(padded, floor_rms), text, known)
+            if floored is not None:  # its fit; the times of the span as it is, where that aligned
+                aligned = (aligned[0] if aligned is not None else floored[0], floored[1])
         if aligned is not None:
             aligned_passes.append(aligned[0] - before / ALIGN_SAMPLE_RATE)
             fits.append(aligned[1])
@@ -337,9 +372,6 @@ def forced_align_scored(
         # count it (AlignmentReport.caption_words_failed, LoaderStats.caption_words_failed, `avalign measure`).
         logger.info("forced alignment failed for %r (%d words)", span_text[:200], len(known))
         return (), None
-    context = sample_range(max(lo - _FLOOR_CONTEXT_SECONDS, audio.start_seconds) - audio.start_seconds,
-                           min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
-    gap_db = floor_gap_db(mono(audio.samples)[context[0]:context[1]], audio.sample_rate)
     lead_ms = 0.0 if gap_db > DIGITAL_SILENCE_DB else FORCED_LEAD_MS
     raw = np.mean(aligned_passes, axis=0)
     times = raw + origin + lead_ms / 1000.0

@@ -22,6 +22,9 @@
     forced's answer not re-read ──▶ energy's best guess (its abstained peak) if within ±20 ms of it
                                     (method ``forced_*+energy_peak``)
     (an onset peak exists where it is inside the window and no single item carries more than half the onset sum)
+    forced's answer alone, captions in digital silence ──▶ abstain (forced_alone_in_digital_silence)
+    energy's caption answer in digital silence, forced alignment placing none of the words ──▶ abstain
+                                                   (words_do_not_match_audio)
     forced's answer ──▶ heard: >= 70 % of the transcript's items aligned within ±60 ms of where it puts them
                         (``heard_items``) ─▶ the answer, or abstain (words_not_heard)
     every method's final answer within 30 ms (a quarter of a narrower range) of ±max_offset_ms ──▶ abstain
@@ -229,7 +232,7 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
         if not transcript.words and edges < _FEW_EDGES:
             return _confirmed(energy, forced, edges, has_floor)
         if not has_floor:
-            return _cross_checked(energy, forced)
+            return _cross_checked(energy, forced) if not _no_word_placed(forced) else _not_placed(energy, forced)
         checked = _cross_checked(energy, forced)
         answer = checked if checked.abstained else _forced_agrees(energy, forced)
         return answer if answer.abstained else _dated_near_forced(audio, transcript, answer, forced, options)
@@ -240,7 +243,46 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
                                    found=f"{forced.found}; energy onsets: {energy.found}")
     if forced.abstained:
         return energy
+    if not transcript.words and not has_floor:
+        return _alone_in_digital_silence(energy, forced)
     return _heard(_dated_by_energy_peak(_onset_refined(audio, transcript, forced, options), forced, energy), forced)
+
+
+def _no_word_placed(forced: TextEstimate) -> bool:
+    """Forced alignment had dictionary words to place and placed none that fits the audio (every alignment failed or
+    fit worse than ``MIN_WORD_FIT``); a transcript without dictionary words (non-English text) gives no verdict."""
+    items = forced.item_differences_ms
+    return forced.abstained and bool(items) and all(d is None for _, d in items)
+
+
+def _not_placed(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
+    """Captions in digital silence whose words forced alignment places nowhere (:func:`_no_word_placed`): the energy
+    answer does not stand (abstain ``words_do_not_match_audio``, energy's answer as the best guess). Energy dates
+    onsets, any onsets; on another clip's whole transcript in digital silence it answered confidently wrong on 3 of
+    31 tune pairings (``random_specs(33033)``), each time with none of the words placed. Since fits in digital silence
+    are judged over a recording's floor (``aligner._forced``), the clips' own captions were placed on 9 of 9."""
+    return text_abstain("words_do_not_match_audio", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
+                        confidence=energy.confidence, best_guess_ms=energy.text_offset_ms,
+                        item_differences_ms=forced.item_differences_ms,
+                        found=f"caption edges say {energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), "
+                              f"but forced alignment places none of their words in this audio ({forced.method}: "
+                              f"{forced.found})",
+                        needed="captions whose words forced alignment places in the audio")
+
+
+def _alone_in_digital_silence(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
+    """Captions in digital silence where energy abstained: forced alignment's own answer is not taken (abstain
+    ``forced_alone_in_digital_silence``, its answer as the best guess). Without a floor its caption starts get no lead
+    correction and no onset reading, and its own caption answers were 37.6, 41.0 and 65.2 ms off on the 3 of 3
+    digital-silence clips of the tune set where it answered alone (``random_specs(33033)``; BENCHMARKS.md, "Fits in
+    digital silence judged over a recording's floor"). Its confirmation of an energy answer stands."""
+    return text_abstain("forced_alone_in_digital_silence", confidence=forced.confidence,
+                        best_guess_ms=forced.text_offset_ms, num_words_aligned=forced.num_words_aligned,
+                        item_differences_ms=forced.item_differences_ms,
+                        found=f"energy abstained ({energy.found or energy.method}); forced alignment alone says "
+                              f"{forced.text_offset_ms:+.0f} ms, on captions in digital silence",
+                        needed="an energy answer that forced alignment confirms (in digital silence forced "
+                               "alignment's caption answers alone are tens of ms off)")
 
 
 def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimate,

@@ -87,6 +87,9 @@ _HINTS = {
     "offset_out_of_range": ("an offset inside the search range", "if the offset may be larger, " + _WIDER),
     "few_caption_edges": ("", "captions that follow each other without pauses give one onset per run of speech: "
                               "use word-level timestamps (WhisperX JSON) or " + _GIVE_OFFSET),
+    "forced_alone_in_digital_silence": ("", "captions without word times over exact digital silence are dated only when "
+                                            "their edges' energy and forced alignment agree: use word-level timestamps "
+                                            "(WhisperX JSON) or " + _GIVE_OFFSET),
     "unconfirmed": ("", "forced alignment does not place the transcript's words where the energy evidence does: "
                         "check that the transcript belongs to this audio; " + _GIVE_OFFSET),
     "words_not_heard": ("", "much of the transcript is not spoken where its stamps say: check that the transcript belongs "

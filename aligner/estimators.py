@@ -29,6 +29,7 @@ from aligner._av_records import confidence_from_score
 from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder, shared_decoder
 from aligner._estimate import estimate_av_offset_from_arrays, estimate_av_offset_from_features
 from aligner._forced import (
+    FIT_FLOOR_BELOW_DB,
     FORCED_LEAD_MS,
     MAX_ALIGN_SECONDS,
     MAX_ALIGN_WORDS,
@@ -52,6 +53,7 @@ __all__ = [
     "AudioOnsets",
     "CAPTION_MARGIN_SECONDS",
     "DriftFit",
+    "FIT_FLOOR_BELOW_DB",
     "FORCED_LEAD_MS",
     "LagDriftMatch",
     "MAX_ALIGN_SECONDS",
