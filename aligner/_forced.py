@@ -49,11 +49,11 @@ How well the text fits the audio (:func:`forced_align_scored`): pocketsphinx sco
 best senone, so the aligned words' mean score per frame is near 0 where the audio says the text and falls where it
 says something else (the transcript-offset estimator's ``MIN_WORD_FIT``). Exact zeros are features no microphone
 gives: espeak-ng speech in digital silence fitted at -20 to -43 with its own text, half its captions below
-``MIN_WORD_FIT`` (BENCHMARKS.md, "Few caption edges in digital silence"). In digital silence each pass is therefore
-aligned a second time with white noise :data:`FIT_FLOOR_BELOW_DB` under the span's loud level added (the quietest floor
-of the real recordings above), and the fit is that alignment's; the word times stay those of the span as it is (a
-floor brings the aligner's lead, which digital silence does not correct). This doubles the cost of alignment in
-digital silence only.
+``MIN_WORD_FIT`` (BENCHMARKS.md, "Few caption edges in digital silence"). In digital silence the first pass is
+therefore aligned a second time with white noise :data:`FIT_FLOOR_BELOW_DB` under the span's loud level added (the
+quietest floor of the real recordings above), and the fit is that alignment's; the word times stay those of the span
+as it is (a floor brings the aligner's lead, which digital silence does not correct). In digital silence only, this
+costs one more alignment per span.
 
 Memory and time grow with words x frames; a span is refused (empty result, a warning naming the
 reason) when it holds more than :data:`MAX_ALIGN_WORDS` words, more than :data:`MAX_ALIGN_SECONDS`
@@ -299,6 +299,7 @@ def forced_align_scored(
     start_is_word_boundary: bool = False,
     pad_start: Optional[bool] = None,
     stop_lead: bool = True,
+    exact_times: bool = True,
 ) -> tuple[tuple[Word, ...], Optional[float]]:
     """:func:`forced_align_words`, with how well the words fit the audio: ``(words, fit)``.
 
@@ -308,6 +309,12 @@ def forced_align_scored(
     Silence between words is not counted; with two passes, the mean of both. None when nothing was aligned. Measured
     (BENCHMARKS.md, "Transcript offset: words that do not fit the audio"): human-read speech with its own text -8 to
     -14; espeak-ng speech under the wild generator's nuisances -14 to -36; another clip's text -40 to -65.
+
+    In digital silence the fit is that of the span with a recording's floor added (:data:`FIT_FLOOR_BELOW_DB`, module
+    docstring); ``exact_times=False`` then takes that alignment's word times too (one alignment per pass instead of
+    two for the first pass; the times come a few ms early: the transcript-offset estimator, whose forced-alignment times
+    only confirm or veto an energy answer in digital silence, within 20-40 ms). With exact times the fit is the first
+    pass's over the floor.
 
     Arguments, words, errors: as :func:`forced_align_words` (which returns ``words`` alone).
     """
@@ -353,20 +360,27 @@ def forced_align_scored(
     # In digital silence the fit is judged on the span with a recording's noise floor added (module docstring).
     floor_rms = _fit_floor_rms(mono(audio.samples)[context[0]:context[1]], audio.sample_rate) \
         if gap_db > DIGITAL_SILENCE_DB else 0.0
+    floor_fit: Optional[float] = None
     pad_before, pad_after = _quiet_edges(signal)
     pad_before = pad_before if pad_start is None else pad_start
     for delay in (0.0, _HALF_FRAME_SECONDS)[:passes]:
         before = int(round(((PAD_SECONDS if pad_before else 0.0) + delay) * ALIGN_SAMPLE_RATE))
         after = int(round((PAD_SECONDS if pad_after else 0.0) * ALIGN_SAMPLE_RATE))
         padded = np.concatenate([np.zeros(before, "<i2"), pcm, np.zeros(after, "<i2")])
-        aligned = _align_pass(decoder, padded, text, known)
-        if floor_rms > 0:
+        if floor_rms > 0 and not exact_times:
+            aligned = _align_pass(decoder, _with_floor(padded, floor_rms), text, known)
+        else:
+            aligned = _align_pass(decoder, padded, text, known)
+        if floor_rms > 0 and exact_times and delay == 0.0:  # the fit of the first pass over the floor
             floored = _align_pass(decoder, _with_floor(padded, floor_rms), text, known)
-            if floored is not None:  # its fit; the times of the span as it is, where that aligned
-                aligned = (aligned[0] if aligned is not None else floored[0], floored[1])
+            if floored is not None:
+                floor_fit = floored[1]
+                aligned = aligned if aligned is not None else (floored[0], floored[1])
         if aligned is not None:
             aligned_passes.append(aligned[0] - before / ALIGN_SAMPLE_RATE)
             fits.append(aligned[1])
+    if floor_fit is not None:
+        fits = [floor_fit]
     if not aligned_passes:
         # INFO, not WARNING: a training epoch meets this once per caption of music or noise (every epoch); callers
         # count it (AlignmentReport.caption_words_failed, LoaderStats.caption_words_failed, `avalign measure`).
