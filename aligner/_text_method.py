@@ -22,7 +22,7 @@
     forced's answer not re-read ──▶ energy's best guess (its abstained peak) if within ±20 ms of it
                                     (method ``forced_*+energy_peak``)
     (an onset peak exists where it is inside the window and no single item carries more than half the onset sum)
-    forced's answer alone, captions in digital silence ──▶ abstain (forced_alone_in_digital_silence)
+    forced's answer not dated by energy, captions in digital silence ──▶ abstain (forced_alone_in_digital_silence)
     energy's caption answer in digital silence, forced alignment placing none of the words ──▶ abstain
                                                    (words_do_not_match_audio)
     forced's answer ──▶ heard: >= 70 % of the transcript's items aligned within ±60 ms of where it puts them
@@ -243,9 +243,10 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
                                    found=f"{forced.found}; energy onsets: {energy.found}")
     if forced.abstained:
         return energy
-    if not transcript.words and not has_floor:
+    dated = _dated_by_energy_peak(_onset_refined(audio, transcript, forced, options), forced, energy)
+    if not transcript.words and not has_floor and dated.method == forced.method:
         return _alone_in_digital_silence(energy, forced)
-    return _heard(_dated_by_energy_peak(_onset_refined(audio, transcript, forced, options), forced, energy), forced)
+    return _heard(dated, forced)
 
 
 def _no_word_placed(forced: TextEstimate) -> bool:
@@ -271,11 +272,13 @@ def _not_placed(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
 
 
 def _alone_in_digital_silence(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
-    """Captions in digital silence where energy abstained: forced alignment's own answer is not taken (abstain
+    """Captions in digital silence where energy abstained and no energy evidence dates forced alignment's answer (no
+    onset reading, no energy peak within 20 ms of it): that answer is not taken (abstain
     ``forced_alone_in_digital_silence``, its answer as the best guess). Without a floor its caption starts get no lead
-    correction and no onset reading, and its own caption answers were 37.6, 41.0 and 65.2 ms off on the 3 of 3
-    digital-silence clips of the tune set where it answered alone (``random_specs(33033)``; BENCHMARKS.md, "Fits in
-    digital silence judged over a recording's floor"). Its confirmation of an energy answer stands."""
+    correction, and such answers were 37.6 and 65.2 ms off on the tune set's digital-silence clips
+    (``random_specs(33033)``, two of two; BENCHMARKS.md, "Fits in digital silence judged over a recording's floor").
+    Dated by energy (``+onsets``, ``+energy_peak``), forced alignment's answer stands, and so does its confirmation
+    of an energy answer."""
     return text_abstain("forced_alone_in_digital_silence", confidence=forced.confidence,
                         best_guess_ms=forced.text_offset_ms, num_words_aligned=forced.num_words_aligned,
                         item_differences_ms=forced.item_differences_ms,
