@@ -299,7 +299,6 @@ def forced_align_scored(
     start_is_word_boundary: bool = False,
     pad_start: Optional[bool] = None,
     stop_lead: bool = True,
-    exact_times: bool = True,
 ) -> tuple[tuple[Word, ...], Optional[float]]:
     """:func:`forced_align_words`, with how well the words fit the audio: ``(words, fit)``.
 
@@ -310,11 +309,8 @@ def forced_align_scored(
     (BENCHMARKS.md, "Transcript offset: words that do not fit the audio"): human-read speech with its own text -8 to
     -14; espeak-ng speech under the wild generator's nuisances -14 to -36; another clip's text -40 to -65.
 
-    In digital silence the fit is that of the span with a recording's floor added (:data:`FIT_FLOOR_BELOW_DB`, module
-    docstring); ``exact_times=False`` then takes that alignment's word times too (one alignment per pass instead of
-    two for the first pass; the times come a few ms early: the transcript-offset estimator, whose forced-alignment times
-    only confirm or veto an energy answer in digital silence, within 20-40 ms). With exact times the fit is the first
-    pass's over the floor.
+    In digital silence the fit is that of the first pass aligned with a recording's noise floor added
+    (:data:`FIT_FLOOR_BELOW_DB`, module docstring); the word times are those of the span as it is.
 
     Arguments, words, errors: as :func:`forced_align_words` (which returns ``words`` alone).
     """
@@ -357,7 +353,7 @@ def forced_align_scored(
     context = sample_range(max(lo - _FLOOR_CONTEXT_SECONDS, audio.start_seconds) - audio.start_seconds,
                            min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
     gap_db = floor_gap_db(mono(audio.samples)[context[0]:context[1]], audio.sample_rate)
-    # In digital silence the fit is judged on the span with a recording's noise floor added (module docstring).
+    # In digital silence the fit is judged with a recording's noise floor added (module docstring).
     floor_rms = _fit_floor_rms(mono(audio.samples)[context[0]:context[1]], audio.sample_rate) \
         if gap_db > DIGITAL_SILENCE_DB else 0.0
     floor_fit: Optional[float] = None
@@ -367,11 +363,8 @@ def forced_align_scored(
         before = int(round(((PAD_SECONDS if pad_before else 0.0) + delay) * ALIGN_SAMPLE_RATE))
         after = int(round((PAD_SECONDS if pad_after else 0.0) * ALIGN_SAMPLE_RATE))
         padded = np.concatenate([np.zeros(before, "<i2"), pcm, np.zeros(after, "<i2")])
-        if floor_rms > 0 and not exact_times:
-            aligned = _align_pass(decoder, _with_floor(padded, floor_rms), text, known)
-        else:
-            aligned = _align_pass(decoder, padded, text, known)
-        if floor_rms > 0 and exact_times and delay == 0.0:  # the fit of the first pass over the floor
+        aligned = _align_pass(decoder, padded, text, known)
+        if floor_rms > 0 and delay == 0.0:  # the fit of the first pass over the floor
             floored = _align_pass(decoder, _with_floor(padded, floor_rms), text, known)
             if floored is not None:
                 floor_fit = floored[1]

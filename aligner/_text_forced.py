@@ -157,9 +157,8 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
     text = " ".join(t for item_tokens in tokens for t in item_tokens)
     if not text:
         return _Placed({}, None)
-    # A median needs no half frames; one lead for every word (the offset estimator was measured without stop_lead); in
-    # digital silence the floored alignment's times (forced_align_scored's exact_times).
-    aligned, fit = forced_align_scored(audio, text, lo, hi, decoder=decoder, passes=1, stop_lead=False, exact_times=False)
+    # A median needs no half frames; one lead for every word (the offset estimator was measured without stop_lead).
+    aligned, fit = forced_align_scored(audio, text, lo, hi, decoder=decoder, passes=1, stop_lead=False)
     if not aligned:
         return None
     out, position = {}, 0
