@@ -241,16 +241,19 @@ def test_decode_errors_name_the_file_not_an_errno(tmp_path, capsys, case):
 
 
 def test_manifest_num_words_counts_the_transcripts_words(tmp_path, capsys):
-    """clip05's SRT has two captions; forced alignment splits one into words and keeps the other as a segment
-    (caption_words_failed). The manifest counts the transcript's words (the SRT's 7), align.json lists the
-    words it placed; documented relation (``avalign.count_words``): num_words = len(words) + the words of the
-    segments holding no word. Before: the transcript.json preprocess wrote counted 3 (its placed words only),
-    so `report` on the output disagreed with the manifest."""
+    """clip05's SRT has two captions; its first is replaced by words the audio does not say, so forced alignment
+    splits the second into words and keeps the first as a segment (caption_words_failed). The manifest counts the
+    transcript's words (the SRT's 7), align.json lists the words it placed; documented relation
+    (``avalign.count_words``): num_words = len(words) + the words of the segments holding no word. Before: the
+    transcript.json preprocess wrote counted only its placed words, so `report` on the output disagreed with the
+    manifest."""
     pytest.importorskip("pocketsphinx")
     clips = tmp_path / "clips"
     clips.mkdir()
-    for name in ("clip05.mp4", "clip05.srt"):
-        shutil.copy(SAMPLE_DATA / name, clips / name)
+    shutil.copy(SAMPLE_DATA / "clip05.mp4", clips / "clip05.mp4")
+    srt = (SAMPLE_DATA / "clip05.srt").read_text()
+    assert "Jack found golden keys" in srt
+    (clips / "clip05.srt").write_text(srt.replace("Jack found golden keys", "zebra xylophone quantum yacht"))
     srt_words = _srt_words((clips / "clip05.srt").read_text())
     out = tmp_path / "out"
     code, _, err = _run(capsys, "preprocess", str(clips), str(out), "--no-progress")
