@@ -45,6 +45,8 @@ import dataclasses
 import logging
 from typing import Any, Optional, Sequence
 
+import numpy as np
+
 from aligner._decoder import shared_decoder
 from aligner._forced import DIGITAL_SILENCE_DB, floor_gap_db
 from aligner._options import TEXT_METHODS, TextMethod, TextOptions
@@ -351,8 +353,8 @@ def _dated_near_forced(audio: AudioClip, transcript: Transcript, energy: TextEst
     answers no more often than before (null pairings included)."""
     if transcript.words or energy.method.endswith("+matched"):
         return energy
-    # forced.best_guess_ms is set: _forced_agrees confirmed the energy answer with it
-    return _read_off_onsets(audio, transcript, energy, forced.best_guess_ms, "+near_forced", options)
+    # forced alignment's guess is set: _forced_agrees confirmed the energy answer with it
+    return _read_off_onsets(audio, transcript, energy, _all_items_ms(forced), "+near_forced", options)
 
 
 def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
@@ -363,7 +365,7 @@ def _cross_checked(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
     chance (confidence >= :data:`_VETO_MIN_CONFIDENCE`) and its best guess is more than :data:`_DISAGREE_MS`
     from the energy answer, neither is trusted. A forced estimate at chance does not veto.
     """
-    guess = forced.best_guess_ms
+    guess = _all_items_ms(forced)
     if forced.confidence < _VETO_MIN_CONFIDENCE or guess is None or abs(guess - energy.text_offset_ms) <= _DISAGREE_MS:
         return energy  # forced alignment whose words agree no better than chance cannot veto
     return text_abstain("methods_disagree", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
@@ -388,7 +390,7 @@ def _confirmed(energy: TextEstimate, forced: TextEstimate, edges: int, has_floor
     whole-transcript answers lost where forced alignment judged espeak-ng speech in digital silence not to fit
     (BENCHMARKS.md, "Few caption edges in digital silence").
     """
-    guess = forced.best_guess_ms
+    guess = _all_items_ms(forced)
     # In digital silence forced alignment carries no lead correction and the captions' energy evidence is cleaner:
     # the window is the one its cross-check already uses there (_DISAGREE_MS), confirmation now required.
     window_ms = _FEW_EDGES_AGREE_MS if has_floor else _DISAGREE_MS
@@ -410,7 +412,7 @@ def _forced_agrees(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
     """Over a noise floor: the energy answer stands only where forced alignment (confidence >=
     :data:`_CONFIRM_MIN_CONFIDENCE`) puts the transcript's words within :data:`_DISAGREE_MS` of it; else abstain
     (``unconfirmed``): energy's peak-to-sidelobe alone reads confident on another clip's transcript."""
-    guess = forced.best_guess_ms
+    guess = _all_items_ms(forced)
     if guess is not None and abs(guess - energy.text_offset_ms) <= _DISAGREE_MS \
             and forced.confidence >= _CONFIRM_MIN_CONFIDENCE:
         return energy
@@ -447,19 +449,29 @@ def heard_items(forced: TextEstimate, offset_ms: float, *, within_ms: float = _H
     return sum(heard), len(items), [text for (text, _), ok in zip(items, heard) if not ok]
 
 
+def _all_items_ms(forced: TextEstimate) -> Optional[float]:
+    """Forced alignment's guess over all its placed items: the median of their differences (its answer before the
+    captions out of silence date it, ``aligner._text_forced``), else its best guess. What energy answers are confirmed
+    against and where the heard check looks: a caption cut inside connected speech is no worse evidence that the
+    transcript belongs to the audio, only a worse date."""
+    placed = [d for _, d in forced.item_differences_ms if d is not None]
+    return float(np.median(placed)) if placed else forced.best_guess_ms
+
+
 def _heard(answer: TextEstimate, forced: TextEstimate) -> TextEstimate:
     """Forced alignment's own answer stands only where at least :data:`_MIN_HEARD_FRACTION` of the transcript's
-    items are heard within :data:`_HEARD_MS` of where it puts them (:func:`heard_items`); else abstain
-    (``words_not_heard``, naming some of the items not heard, best guess kept). Without per-item differences there is
-    nothing to judge and the answer stands."""
-    heard, total, missing = heard_items(forced, answer.text_offset_ms)
+    items are heard within :data:`_HEARD_MS` of where forced alignment's placed items as a whole put them (their
+    median, :func:`_all_items_ms`; :func:`heard_items`); else abstain (``words_not_heard``, naming some of the items
+    not heard, best guess kept). Without per-item differences there is nothing to judge and the answer stands."""
+    centre = _all_items_ms(forced)
+    heard, total, missing = heard_items(forced, centre)
     if total == 0 or heard >= _MIN_HEARD_FRACTION * total:
         return answer
     shown = "; ".join(repr(text if len(text) <= 40 else text[:37] + "...") for text in missing[:_NOT_HEARD_SHOWN])
     more = f" and {len(missing) - _NOT_HEARD_SHOWN} more" if len(missing) > _NOT_HEARD_SHOWN else ""
     return text_abstain("words_not_heard", confidence=answer.confidence, best_guess_ms=answer.text_offset_ms,
                         num_words_aligned=forced.num_words_aligned, item_differences_ms=forced.item_differences_ms,
-                        found=f"forced alignment ({answer.method}) says {answer.text_offset_ms:+.0f} ms, but only {heard} "
+                        found=f"forced alignment ({answer.method}) says {centre:+.0f} ms, but only {heard} "
                               f"of {total} transcript item(s) are heard within ±{_HEARD_MS:g} ms of where that puts "
                               f"them; not heard there: {shown}{more}",
                         needed=f"at least {_MIN_HEARD_FRACTION:.0%} of the items heard there")

@@ -60,7 +60,7 @@ from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SpeechFeatures", "caption_edges", "estimate_text_offset", "onset_offset_near", "refine_word_times",
+__all__ = ["SpeechFeatures", "after_pause", "caption_edges", "estimate_text_offset", "onset_offset_near", "refine_word_times",
            "speech_features"]
 
 _PSR_NOISE = 4.5
@@ -199,12 +199,20 @@ def _onsets(transcript: Transcript) -> tuple[np.ndarray, np.ndarray, bool]:
     stops = np.array([item.stop_seconds for item in items], dtype=np.float64)
     order = np.argsort(starts, kind="stable")
     starts, stops = starts[order], stops[order]
-    gaps = np.empty_like(starts)
-    if starts.size:
-        gaps[0] = np.inf
-        gaps[1:] = starts[1:] - np.maximum.accumulate(stops)[:-1]
-    weights = np.where(gaps >= _PAUSE_SECONDS, 1.0, 0.3)
+    weights = np.where(after_pause(starts, stops), 1.0, 0.3)
     return starts, weights, use_words
+
+
+def after_pause(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Which items start after a pause: ``bool [N]`` for items sorted by start, True where the item starts at least
+    80 ms after everything before it ends (the first item always). Such a start is an acoustic onset out of
+    silence; an item that abuts the previous one starts inside connected speech, at a boundary whose place depends
+    on who cut it."""
+    starts = np.asarray(starts, dtype=np.float64)
+    gaps = np.full(starts.shape, np.inf)
+    if starts.size > 1:
+        gaps[1:] = starts[1:] - np.maximum.accumulate(np.asarray(stops, dtype=np.float64))[:-1]
+    return gaps >= _PAUSE_SECONDS
 
 
 def caption_edges(transcript: Transcript) -> int:
