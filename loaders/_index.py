@@ -184,33 +184,17 @@ def header_frame_index(source, container, stream) -> "FrameIndex | None":
     """The index from the container's own header where that is exact (MP4/MOV ``moov`` tables in the simple
     layout :mod:`loaders._mp4_index` accepts, agreeing with what FFmpeg read from the same header), else None.
     A file object's position is restored."""
-    import io
-    import os
     from fractions import Fraction
 
     from loaders._mp4_index import read_mp4_video_tracks
+    from loaders._source import read_seekable
 
     try:
         if "mov" not in container.format.name.split(","):
             return None
     except AttributeError:
         return None
-    if isinstance(source, (str, os.PathLike)):
-        with open(os.fspath(source), "rb") as handle:
-            tracks = read_mp4_video_tracks(handle)
-    elif isinstance(source, (bytes, bytearray, memoryview)):
-        tracks = read_mp4_video_tracks(io.BytesIO(source))
-    elif hasattr(source, "seek") and hasattr(source, "tell"):
-        try:
-            position = source.tell()
-        except (OSError, ValueError):
-            return None
-        try:
-            tracks = read_mp4_video_tracks(source)
-        finally:
-            source.seek(position)
-    else:
-        return None
+    tracks = read_seekable(source, read_mp4_video_tracks)
     track = (tracks or {}).get(int(stream.index))
     if track is None:
         return None

@@ -5,11 +5,12 @@ import errno
 import io
 import logging
 import os
-from typing import BinaryIO, Union
+from typing import BinaryIO, Callable, Optional, TypeVar, Union
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MediaSource", "check_source", "describe_source", "open_container", "open_for_pyav", "pick_stream"]
+__all__ = ["MediaSource", "check_source", "describe_source", "open_container", "open_for_pyav", "pick_stream",
+           "read_seekable"]
 
 MediaSource = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO]
 """What the decoders accept: a file path, the file's bytes, or a binary file-like object."""
@@ -24,6 +25,32 @@ def describe_source(source: MediaSource, name: str | None = None) -> str:
     if isinstance(source, (bytes, bytearray, memoryview)):
         return f"<{len(source)} bytes>"
     return getattr(source, "name", None) or f"<{type(source).__name__}>"
+
+
+_T = TypeVar("_T")
+
+
+def read_seekable(source, read: Callable[[BinaryIO], _T]) -> Optional[_T]:
+    """``read(handle)`` on a seekable binary view of ``source``: a path opened, bytes wrapped, a file object used as is
+    and its position restored; None for a file object that cannot tell its position, or any other source. A file
+    object's ``OSError`` / ``ValueError`` while seeking gives None; a path's ``OSError`` is raised."""
+    if isinstance(source, (str, os.PathLike)):
+        with open(os.fspath(source), "rb") as handle:
+            return read(handle)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return read(io.BytesIO(source))
+    if not (hasattr(source, "seek") and hasattr(source, "tell")):
+        return None
+    try:
+        position = source.tell()
+    except (OSError, ValueError):
+        return None
+    try:
+        return read(source)
+    except (OSError, ValueError):
+        return None
+    finally:
+        source.seek(position)
 
 
 def check_source(source: MediaSource) -> None:

@@ -14,7 +14,6 @@ parse) is left to the decoder, as before. Files are checked once per process (ke
 """
 from __future__ import annotations
 
-import io
 import logging
 import os
 import struct
@@ -26,6 +25,7 @@ import numpy as np
 
 from avcore import DecodeError
 from loaders._mp4_index import _read_moov, mp4_boxes
+from loaders._source import read_seekable
 
 logger = logging.getLogger(__name__)
 
@@ -116,27 +116,8 @@ _CHECKED_CAPACITY = 1024
 
 def _data_end_and_size(source) -> Optional[tuple[int, int]]:
     """``(sample data end, source size)`` of an MP4 source, or None when it is not one (or cannot be told)."""
-    if isinstance(source, (str, os.PathLike)):
-        with open(os.fspath(source), "rb") as handle:
-            end = mp4_sample_data_end(handle)
-            size = handle.seek(0, os.SEEK_END)
-    elif isinstance(source, (bytes, bytearray, memoryview)):
-        end, size = mp4_sample_data_end(io.BytesIO(source)), memoryview(source).nbytes
-    elif hasattr(source, "seek") and hasattr(source, "tell"):
-        try:
-            position = source.tell()
-        except (OSError, ValueError):
-            return None
-        try:
-            end = mp4_sample_data_end(source)
-            size = source.seek(0, os.SEEK_END)
-        except (OSError, ValueError):
-            return None
-        finally:
-            source.seek(position)
-    else:
-        return None
-    return None if end is None else (end, size)
+    found = read_seekable(source, lambda handle: (mp4_sample_data_end(handle), handle.seek(0, os.SEEK_END)))
+    return None if found is None or found[0] is None else found
 
 
 def check_not_truncated(source, label: str) -> None:
