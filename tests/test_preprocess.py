@@ -151,6 +151,27 @@ def test_rerun_reuses_and_repairs(clips, reference, tmp_path):
 
 
 @pytest.mark.slow
+def _wait_until_unlocked(output_dir, *, timeout_seconds: float) -> None:
+    """Return once no process holds ``output_dir``'s preprocess lock (``flock``), or fail after ``timeout_seconds``."""
+    import fcntl
+
+    from avalign.preprocess import LOCK_NAME
+
+    deadline = time.monotonic() + timeout_seconds
+    fd = os.open(os.path.join(output_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the killed run's workers still hold the lock"
+                time.sleep(0.05)
+    finally:
+        os.close(fd)
+
+
 def test_sigkill_then_rerun_matches_clean_run(clips, reference, tmp_path, capsys):
     """A run SIGKILLed after its first shard, then rerun, ends byte-identical to the clean run (``reference``,
     2 samples a shard). Only the run to be killed is a separate process (a fork of this one running the CLI
@@ -178,6 +199,9 @@ def test_sigkill_then_rerun_matches_clean_run(clips, reference, tmp_path, capsys
     expected = _outputs(reference)
     assert all(data == expected[name] for name, data in visible.items())  # no partial shard is visible
     capsys.readouterr()
+    # The killed run's forked decode workers share the lock's descriptor until they notice their parent is gone
+    # (avalign/preprocess/_lock.py): on a loaded machine that can take a moment. Wait for them, not for the run.
+    _wait_until_unlocked(killed, timeout_seconds=30.0)
     assert _run_cli([args[0], str(killed), *args[1:]]) == 0
     result = json.loads(capsys.readouterr().out)
     assert "shard-000000.tar" in result["shards_reused"]
