@@ -265,11 +265,11 @@ def _not_placed(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
     31 tune pairings (``random_specs(33033)``), each time with none of the words placed. Since fits in digital silence
     are judged over a recording's floor (``aligner._forced``), the clips' own captions were placed on 9 of 9."""
     return text_abstain("words_do_not_match_audio", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
-                        confidence=energy.confidence, best_guess_ms=energy.text_offset_ms,
+                        confidence=forced.confidence, best_guess_ms=energy.text_offset_ms,
                         item_differences_ms=forced.item_differences_ms,
-                        found=f"caption edges say {energy.text_offset_ms:+.0f} ms (confidence {energy.confidence:.2f}), "
-                              f"but forced alignment places none of their words in this audio ({forced.method}: "
-                              f"{forced.found})",
+                        found=f"captions in digital silence; their edges say {energy.text_offset_ms:+.0f} ms (confidence "
+                              f"{energy.confidence:.2f}), but forced alignment places none of their words in this audio "
+                              f"({forced.method}: {forced.found})",
                         needed="captions whose words forced alignment places in the audio")
 
 
@@ -397,7 +397,10 @@ def _confirmed(energy: TextEstimate, forced: TextEstimate, edges: int, has_floor
     agrees = guess is not None and abs(guess - energy.text_offset_ms) <= window_ms
     if agrees and forced.confidence >= _CONFIRM_MIN_CONFIDENCE:
         return energy
-    said = "nothing" if guess is None else f"{guess:+.0f} ms (confidence {forced.confidence:.2f})"
+    if not has_floor and _no_word_placed(forced):  # the words are not this audio's: say so, not "too few edges"
+        return _not_placed(energy, forced)
+    said = ("no place for them" if guess is None
+            else f"{guess:+.0f} ms (confidence {forced.confidence:.2f})")
     return text_abstain("few_caption_edges", num_onsets=energy.num_onsets, psr=energy.peak_to_sidelobe,
                         confidence=min(energy.confidence, forced.confidence), best_guess_ms=energy.text_offset_ms,
                         found=f"{edges} caption start(s) after a pause"

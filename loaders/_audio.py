@@ -369,9 +369,11 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     With ``mono`` and a new rate, blocks are resampled as they fill and (``stream_blocks``) reused, so the
     native-rate samples are never held whole; raises :class:`_ChannelsGrew` when that cannot give the result.
     """
-    rate = int(stream.codec_context.sample_rate or stream.rate or 0)
+    context = stream.codec_context  # None when FFmpeg found no decoder parameters (a header cut short)
+    rate = int((context.sample_rate if context is not None else 0) or getattr(stream, "rate", 0) or 0)
     if rate <= 0:
-        raise DecodeError(f"{label}: audio stream has no sample rate")
+        raise DecodeError(f"{label}: the audio stream has no sample rate (a header cut short or damaged?); hint: "
+                          f"check it with `ffprobe {label}`")
     time_base = stream.time_base
     if time_base is None or not 0 < float(time_base) <= _MAX_TICK_SECONDS:
         raise DecodeError(f"{label}: the audio stream's time base is {time_base} s per tick, too coarse to time its "

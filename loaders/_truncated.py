@@ -147,8 +147,12 @@ def check_not_truncated(source, label: str) -> None:
                     _CHECKED.popitem(last=False)
     if found is not None and found[0] > found[1]:
         end, size = found
+        missing = (end - size) / max(end, 1)
+        share = f"{missing:.0%}" if missing >= 0.005 else "under 1%"
+        suffix = os.path.splitext(label)[1] if os.path.splitext(label)[1].lower() in (".mov", ".m4a", ".m4v", ".3gp") \
+            else ".mp4"
         raise DecodeError(
-            f"{label}: truncated: its MP4 sample tables place media data up to byte {end:,} but it holds {size:,} bytes "
-            f"({(end - size) / max(end, 1):.0%} of the data missing), so the end of its streams is missing. Fetch it "
-            f"again; `ffmpeg -i IN -c copy OUT.mp4` keeps the part that is there as a shorter, valid file."
+            f"{label}: truncated: its MP4/MOV sample tables place media data up to byte {end:,} but it holds {size:,} "
+            f"bytes ({share} of the data missing), so the end of its streams is missing. Fetch it again; "
+            f"`ffmpeg -i IN -c copy OUT{suffix}` keeps the part that is there as a shorter, valid file."
         )

@@ -86,3 +86,23 @@ def test_the_suggested_repair_gives_a_valid_shorter_file(clips, tmp_path):
     ffmpeg("-i", str(cut), "-c", "copy", str(repaired))
     clip = loaders.read_video(repaired)
     assert 0 < clip.num_frames == _ffprobe_frames(cut, count=True) < 30 * SECONDS
+
+
+def test_an_m4a_cut_anywhere_inside_its_trailing_header_is_a_named_decode_error(tmp_path):
+    """A plain M4A (``moov`` last) cut inside that header. At some cuts FFmpeg opens it with an audio stream that has
+    no decoder parameters (ffprobe: sample_rate 0); that raised a bare ``AttributeError``, wrapped as "audio decode
+    failed". Every cut that does not read must give a DecodeError that names the file and is not a Python error's text."""
+    ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=16000", "-t", "1", "-c:a", "aac", str(tmp_path / "a.m4a"))
+    data = (tmp_path / "a.m4a").read_bytes()
+    moov = [b for b in mp4_boxes(data, 0, len(data)) if b.kind == b"moov"][0]
+    assert moov.stop == len(data)
+    cut = tmp_path / "cut.m4a"
+    messages = []
+    for size in range(moov.start + 8, moov.stop, 8):
+        cut.write_bytes(data[:size])
+        try:
+            loaders.read_audio(cut)  # a cut in the boxes after the sample tables (udta) still reads
+        except loaders.DecodeError as e:
+            messages.append(str(e))
+    assert all(str(cut) in m and "Error:" not in m for m in messages), sorted(set(messages))
+    assert any("no sample rate" in m for m in messages)  # the case is reached at this FFmpeg's cuts
