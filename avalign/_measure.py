@@ -303,6 +303,9 @@ def format_measurement(record: dict) -> str:
     def show(value, unit=""):
         return "n/a (abstained)" if value is None else f"{value}{unit}"
 
+    def confidence(value) -> str:  # None where nothing was estimated (a missing stream)
+        return "n/a" if value is None else str(value)
+
     v, a = record.get("video"), record["audio"] or {}
     lines = [f"media       {record.get('media')}"]
     if v:
@@ -317,7 +320,7 @@ def format_measurement(record: dict) -> str:
     else:
         lines.append(f"audio       {a['sample_rate']} Hz, first sample at {a['start_seconds']} s, {a['num_samples']} samples")
     lines += [
-        f"A/V offset  {show(record['av_offset_ms'], ' ms')}  (confidence {record['av_confidence']}, {record['av_method']}; > 0: audio lags)",
+        f"A/V offset  {show(record['av_offset_ms'], ' ms')}  (confidence {confidence(record['av_confidence'])}, {record['av_method']}; > 0: audio lags)",
         f"drift       {record['drift_ppm']} ppm" if record.get("drift_ppm") is not None else
         f"drift       n/a ({_drift_note(record)})",
     ]
@@ -328,7 +331,7 @@ def format_measurement(record: dict) -> str:
                   f"  hint: {why['hint']}"]
     if record.get("transcript"):
         lines.append(
-            f"text offset {show(record['text_offset_ms'], ' ms')}  (confidence {record['text_confidence']}, "
+            f"text offset {show(record['text_offset_ms'], ' ms')}  (confidence {confidence(record['text_confidence'])}, "
             f"{record['text_method']}; > 0: stamps late)"
         )
         why = record.get("text_abstain")
@@ -337,7 +340,9 @@ def format_measurement(record: dict) -> str:
             lines += [f"  why       {why['reason']}: found {why['found']}; needed {why['needed']}",
                       f"  best guess {guess} (not applied)", f"  hint      {why['hint']}"]
         if record.get("caption_words_failed"):
-            lines.append(f"  {record['caption_words_failed']} caption(s) could not be split into words (kept as segments)")
+            no_audio = (record.get("audio") or {}).get("sample_rate") is None
+            lines.append(f"  {record['caption_words_failed']} caption(s) could not be split into words (kept as segments)"
+                         + ("; there is no audio to align them to" if no_audio else ""))
         outside = (record.get("aligned") or {}).get("spans_outside")
         if outside:
             lines.append(f"  {outside} word(s)/segment(s) of the transcript lie outside the media and are not listed; "
@@ -347,8 +352,8 @@ def format_measurement(record: dict) -> str:
             lines.append(f"{title:<18}{'start s':>9}{'stop s':>9}{'frames':>12}{'samples':>18}")
             for w in items:
                 frames = "-" if w["frame_start"] is None else f"[{w['frame_start']},{w['frame_stop']})"
+                samples = "-" if w["sample_start"] is None else f"[{w['sample_start']},{w['sample_stop']})"
                 lines.append(
-                    f"{w['text'][:17]:<18}{w['start_seconds']:>9.3f}{w['stop_seconds']:>9.3f}{frames:>12}"
-                    f"{'[' + str(w['sample_start']) + ',' + str(w['sample_stop']) + ')':>18}"
+                    f"{w['text'][:17]:<18}{w['start_seconds']:>9.3f}{w['stop_seconds']:>9.3f}{frames:>12}{samples:>18}"
                 )
     return "\n".join(lines)

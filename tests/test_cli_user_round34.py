@@ -202,6 +202,12 @@ def test_video_only_measure_says_there_is_no_audio_stream(tmp_path, capsys):
     audio_line = next(line for line in out.splitlines() if line.startswith("audio"))
     assert audio_line == "audio       none (video-only: the media has no audio stream)"
     assert "Hz" not in out
+    # No Python None in the table (the probe round: "confidence None", sample ranges "[None,None)").
+    srt = tmp_path / "silent.srt"
+    srt.write_text("1\n00:00:00,200 --> 00:00:00,800\nhello world\n")
+    code, table, _ = _run(capsys, "measure", str(clip), "--transcript", str(srt))
+    assert code == 0 and "None" not in out + table, out + table
+    assert "confidence n/a" in table and "no audio to align them to" in table
     code, out, _ = _run(capsys, "measure", str(clip), "--json")
     record = json.loads(out)
     assert record["audio"]["sample_rate"] is None and record["audio"]["start_seconds"] is None
