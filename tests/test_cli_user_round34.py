@@ -277,3 +277,20 @@ def test_manifest_num_words_counts_the_transcripts_words(tmp_path, capsys):
     stored = read_transcript(io.BytesIO(members["clip05.transcript.json"]).read(), name="clip05.transcript.json")
     assert len(stored.words) == len(words)  # the placed caption words are stored
     assert count_words(stored) == row["num_words"]  # and counted as the manifest counts them (report's total)
+
+
+def test_preprocess_of_a_truncated_file_says_every_input_was_skipped(tmp_path, capsys):
+    """The probe round: one MP4 cut after its index (faststart) given to preprocess. Before: "hint: INPUT must hold
+    media files with audio", which it does. The skip carries the truncation message, under reason decode."""
+    full = tmp_path / "full.mp4"
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-f", "lavfi", "-i", "sine=f=440:r=16000", "-t", "2",
+           "-c:v", "libx264", "-c:a", "aac", "-ac", "1", "-movflags", "+faststart", str(full))
+    data = full.read_bytes()
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    (clips / "cut.mp4").write_bytes(data[: len(data) // 2])
+    code, _, err = _run(capsys, "preprocess", str(clips / "cut.mp4"), str(tmp_path / "out"), "--no-progress")
+    assert code == 1
+    assert "every input was skipped" in err and "with audio" not in err, err
+    (row,) = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    assert row["key"] == "cut" and row["reason"] == "decode" and f"but it holds {len(data) // 2:,} bytes" in row["message"]

@@ -98,8 +98,8 @@ def run_command(args: argparse.Namespace) -> int:
         return 1
     if not result.dry_run and result.num_samples == 0:
         print(f"avalign preprocess: error: no sample was written ({result.num_skipped} input(s) skipped, see "
-              f"{display_path(result.output_dir, 'skipped.jsonl')}); hint: INPUT must hold media files with "
-              "audio (or shards with media members)", file=sys.stderr)
+              f"{display_path(result.output_dir, 'skipped.jsonl')}); hint: every input was skipped: the reason of "
+              "each (a file that does not decode, a missing media member, ...) is in skipped.jsonl", file=sys.stderr)
         return 1
     if result.dry_run and not result.keys_by_shard:
         print("avalign preprocess: error: INPUT holds no sample to process", file=sys.stderr)
