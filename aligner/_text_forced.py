@@ -329,7 +329,8 @@ def caption_words(
 
         transcript clock   [caption s ............ e)            (stamps, ``text_offset_ms`` late)
         audio clock      [s - off - margin ........ e - off + margin)   forced_align_scored → words, fit
-        result           words + off, back on the transcript clock, inside the caption's Span
+        result           words + off, back on the transcript clock, in the caption's Span (each word may lie up
+                         to the margin outside the cue's own times: caption edges are loose; the audio decides)
 
     A caption whose words fit the window's audio worse than :data:`MIN_WORD_FIT` (``forced_align_scored``) gets no words:
     the audio there does not say its text (TUNE: 154 of 154 true captions fit at -32.3 or better; another clip's
