@@ -9,8 +9,10 @@ Every reader then returned a shorter clip without an error (a 240-frame file cut
     the file holds:                     [ftyp][moov][mdat .................)                         size
 
 The check reads the ``moov`` tables of every track, takes the largest ``chunk offset + bytes of its samples`` and
-compares it with the size of the source. Anything it cannot read (not an MP4, fragmented, a ``moov`` that does not
-parse) is left to the decoder, as before. Files are checked once per process (keyed by path, size, mtime and inode).
+compares it with the size of the source. Without a whole ``moov`` (a plain file, index last, cut inside its ``mdat``
+or its ``moov``), the top-level box that the cut runs through says where it should end. Anything it cannot read (not
+an MP4, fragmented, a ``moov`` that does not parse, a file cut exactly between two boxes) is left to the decoder, as
+before. Files are checked once per process (keyed by path, size, mtime and inode).
 """
 from __future__ import annotations
 
@@ -83,18 +85,42 @@ def _track_data_end(data: bytes, start: int, stop: int) -> Optional[int]:
     return int((offsets[used] + chunk_bytes[used]).max()) if used.any() else None
 
 
+def _top_level_overrun(handle: BinaryIO) -> Optional[int]:
+    """Where the first top-level box that runs past the end of the file says it ends (an ``mdat`` or ``moov`` cut
+    short: a plain MP4 whose index was at the end), or None when every box ends inside the file, one runs to the end
+    by definition (size 0), or the headers stop looking like boxes (four printable characters)."""
+    end = handle.seek(0, 2)
+    at = 0
+    while at + 8 <= end:
+        handle.seek(at)
+        head = handle.read(16)
+        size, kind = struct.unpack_from(">I4s", head, 0)
+        header = 8
+        if size == 1:
+            if len(head) < 16:
+                return None
+            size, header = struct.unpack_from(">Q", head, 8)[0], 16
+        if size == 0 or size < header or not all(32 <= c < 127 for c in kind):
+            return None
+        if at + size > end:
+            return at + size
+        at += size
+    return None
+
+
 def mp4_sample_data_end(handle: BinaryIO) -> Optional[int]:
     """The offset just past the last sample byte of any track of an MP4/MOV (``moov``'s ``stsz``, ``stsc`` and
-    ``stco``/``co64``), or None when ``handle`` is not an MP4 with a readable ``moov`` (fragmented files included).
-    ``handle`` must be seekable; its position is changed."""
+    ``stco``/``co64``); without a whole ``moov``, where a top-level box cut by the end of the file says it ends; None
+    when ``handle`` is not an MP4 with a readable ``moov`` and nothing is cut (fragmented files included). ``handle``
+    must be seekable; its position is changed."""
     handle.seek(0)
     head = handle.read(8)
     if len(head) < 8 or head[4:8] not in _TOP_LEVEL:
         return None
     try:
         moov = _read_moov(handle)
-        if moov is None:
-            return None
+        if moov is None:  # no whole moov: a top-level box cut by the end of the file says truncated too
+            return _top_level_overrun(handle)
         ends = []
         for box in mp4_boxes(moov, 0, len(moov)):
             if box.kind == b"mvex":
@@ -152,7 +178,8 @@ def check_not_truncated(source, label: str) -> None:
         suffix = os.path.splitext(label)[1] if os.path.splitext(label)[1].lower() in (".mov", ".m4a", ".m4v", ".3gp") \
             else ".mp4"
         raise DecodeError(
-            f"{label}: truncated: its MP4/MOV sample tables place media data up to byte {end:,} but it holds {size:,} "
+            f"{label}: truncated: its MP4/MOV structure (sample tables, or a box cut short) places data up to byte "
+            f"{end:,} but it holds {size:,} "
             f"bytes ({share} of the data missing), so the end of its streams is missing. Fetch it again; "
             f"`ffmpeg -i IN -c copy OUT{suffix}` keeps the part that is there as a shorter, valid file."
         )

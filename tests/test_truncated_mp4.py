@@ -91,18 +91,45 @@ def test_the_suggested_repair_gives_a_valid_shorter_file(clips, tmp_path):
 def test_an_m4a_cut_anywhere_inside_its_trailing_header_is_a_named_decode_error(tmp_path):
     """A plain M4A (``moov`` last) cut inside that header. At some cuts FFmpeg opens it with an audio stream that has
     no decoder parameters (ffprobe: sample_rate 0); that raised a bare ``AttributeError``, wrapped as "audio decode
-    failed". Every cut that does not read must give a DecodeError that names the file and is not a Python error's text."""
+    failed". From a path, the cut ``moov`` box (it runs past the end of the file) now says truncated first; from a
+    stream that cannot seek (no check possible) the decoder names the missing sample rate."""
     ffmpeg("-f", "lavfi", "-i", "sine=f=440:r=16000", "-t", "1", "-c:a", "aac", str(tmp_path / "a.m4a"))
     data = (tmp_path / "a.m4a").read_bytes()
     moov = [b for b in mp4_boxes(data, 0, len(data)) if b.kind == b"moov"][0]
     assert moov.stop == len(data)
     cut = tmp_path / "cut.m4a"
-    messages = []
+
+    class Stream:  # read() only: no seek, no tell
+        def __init__(self, payload: bytes) -> None:
+            self._buffer, self.name = io.BytesIO(payload), "cut.m4a"
+
+        def read(self, n: int = -1) -> bytes:
+            return self._buffer.read(n)
+
+    streamed = []
     for size in range(moov.start + 8, moov.stop, 8):
         cut.write_bytes(data[:size])
+        with pytest.raises(loaders.DecodeError, match=rf"truncated: .* up to byte {len(data):,} but it holds {size:,} "):
+            loaders.read_audio(cut)
         try:
-            loaders.read_audio(cut)  # a cut in the boxes after the sample tables (udta) still reads
+            loaders.read_audio(Stream(data[:size]))
         except loaders.DecodeError as e:
-            messages.append(str(e))
-    assert all(str(cut) in m and "Error:" not in m for m in messages), sorted(set(messages))
-    assert any("no sample rate" in m for m in messages)  # the case is reached at this FFmpeg's cuts
+            streamed.append(str(e))
+    assert streamed and all("cut.m4a" in m and "AttributeError" not in m for m in streamed), sorted(set(streamed))
+    assert any("no sample rate" in m for m in streamed)  # the case is reached at this FFmpeg's cuts
+
+
+@pytest.mark.parametrize("where", ["in_mdat", "in_moov"])
+def test_a_plain_mp4_cut_before_its_index_ends_says_truncated(clips, tmp_path, where):
+    """A plain MP4 (``moov`` last) cut inside its ``mdat`` or its ``moov``: no sample table to read, but the top-level
+    box that the cut runs through declares where it ends. Before: "cannot open ...: Invalid data found" (mdat) or
+    "decoded to no frames (corrupt or truncated?)"."""
+    data = (clips / "plain.mp4").read_bytes()
+    boxes = {b.kind: b for b in mp4_boxes(data, 0, len(data))}
+    box = boxes[b"mdat" if where == "in_mdat" else b"moov"]
+    size = (box.start + box.stop) // 2
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[:size])
+    for read in (loaders.read_video, loaders.read_audio):
+        with pytest.raises(loaders.DecodeError, match=rf"truncated: .* up to byte {box.stop:,} but it holds {size:,} "):
+            read(cut)
