@@ -41,7 +41,7 @@ import torch
 
 from avcore import AudioClip, DecodeError, check_window_overlaps, resample, seconds_to_samples
 from loaders import _audio_torchcodec
-from loaders._source import MediaSource, check_source, describe_source, open_container, pick_stream
+from loaders._source import MediaSource, check_source, decode_failure, describe_source, open_container, pick_stream
 from loaders._truncated import check_not_truncated
 
 logger = logging.getLogger(__name__)
@@ -563,7 +563,7 @@ def read_audio(
     except MemoryError as e:
         raise DecodeError(f"{label}: out of memory decoding the audio ({e})", reason="too_large") from e
     except Exception as e:  # noqa: BLE001 - FFmpeg/PyAV/soxr errors on a corrupt file
-        raise DecodeError(f"{label}: audio decode failed: {type(e).__name__}: {e}") from e
+        raise DecodeError(f"{label}: audio decode failed: {decode_failure(e)}") from e
     return _windowed(samples, first_seconds, out_rate, start_seconds, stop_seconds, label=label,
                      source_sample_rate=rate, codec=codec, decode_errors=decode_errors, stream_index=index_of_stream)
 

@@ -9,8 +9,8 @@ from typing import BinaryIO, Callable, Optional, TypeVar, Union
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MediaSource", "check_source", "describe_source", "open_container", "open_for_pyav", "pick_stream",
-           "read_seekable"]
+__all__ = ["MediaSource", "check_source", "decode_failure", "describe_source", "open_container", "open_for_pyav",
+           "pick_stream", "read_seekable"]
 
 MediaSource = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO]
 """What the decoders accept: a file path, the file's bytes, or a binary file-like object."""
@@ -141,6 +141,14 @@ def _open_failure(error: BaseException) -> str:
         text += ("; hint: the file is not audio or video that FFmpeg can read (truncated, damaged, or another kind of "
                  "file with a media extension?): check it with `ffprobe FILE`")
     return text
+
+
+def decode_failure(error: BaseException) -> str:
+    """An exception raised while decoding, in words: FFmpeg's own message for PyAV's errors (``av.error.*``, without
+    the errno and file name: the caller names the file), else the exception's type and message."""
+    if type(error).__module__ == "av.error":
+        return getattr(error, "strerror", None) or str(error)
+    return f"{type(error).__name__}: {error}"
 
 
 def open_container(source: MediaSource, label: str, *, kind: str):

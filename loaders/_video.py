@@ -36,7 +36,7 @@ from typing import Literal, Optional
 from avcore import DecodeError, VideoClip
 from loaders import _video_decord, _video_pyav, _video_torchcodec
 from loaders._index import FrameIndex
-from loaders._source import MediaSource, check_source, describe_source
+from loaders._source import MediaSource, check_source, decode_failure, describe_source
 from loaders._truncated import check_not_truncated
 from loaders._video_meta import DEFAULT_MAX_PIXELS, VideoRequest, probe_video
 from loaders._video_pyav import strictly_increasing
@@ -176,4 +176,4 @@ def _guarded(read, source, label: str, request: VideoRequest) -> VideoClip:
     except MemoryError as e:
         raise DecodeError(f"{label}: out of memory decoding the video ({e}); try frame_size= or fps=", reason="too_large") from e
     except Exception as e:  # noqa: BLE001 - FFmpeg/PyAV/decord errors, AttributeError on corrupt headers, bad pts
-        raise DecodeError(f"{label}: video decode failed: {type(e).__name__}: {e}") from e
+        raise DecodeError(f"{label}: video decode failed: {decode_failure(e)}") from e

@@ -22,7 +22,7 @@ from loaders._index import FrameIndex, frame_index
 from loaders._pages import PagePopulator
 from loaders._result_pool import check_fits, result_pool
 from loaders._rotation import FrameTurner, coded_size, frame_rotation_degrees
-from loaders._source import pick_stream
+from loaders._source import decode_failure, pick_stream
 from loaders._video_meta import (VideoRequest, check_duration, check_time_base, content_facts, displayed,
                                  first_frame_rotation, frame_seconds, header_metadata, open_video)
 
@@ -491,7 +491,7 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
     except (DecodeError, IndexError, MemoryError):  # MemoryError: read_video's guard makes it reason 'too_large'
         raise
     except Exception as e:  # FFmpeg errors, corrupt data mid-stream
-        raise DecodeError(f"{label}: video decode failed: {type(e).__name__}: {e}") from e
+        raise DecodeError(f"{label}: video decode failed: {decode_failure(e)}") from e
     finally:
         container.close()
     if whole and not pts:

@@ -115,7 +115,8 @@ def test_an_m4a_cut_anywhere_inside_its_trailing_header_is_a_named_decode_error(
             loaders.read_audio(Stream(data[:size]))
         except loaders.DecodeError as e:
             streamed.append(str(e))
-    assert streamed and all("cut.m4a" in m and "AttributeError" not in m for m in streamed), sorted(set(streamed))
+    # No Python error's text (AttributeError; FFmpeg's errno "[Errno 1094995529]" printed as InvalidDataError).
+    assert streamed and all("cut.m4a" in m and "Error" not in m for m in streamed), sorted(set(streamed))
     assert any("no sample rate" in m for m in streamed)  # the case is reached at this FFmpeg's cuts
 
 
