@@ -35,7 +35,7 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Mp4Box", "Mp4Track", "mp4_boxes", "read_mp4_video_tracks"]
+__all__ = ["Mp4Box", "Mp4Track", "file_boxes", "mp4_boxes", "read_mp4_video_tracks"]
 
 _CONTAINERS = {b"moov", b"trak", b"mdia", b"minf", b"stbl", b"edts"}
 _MAX_MOOV_BYTES = 256 << 20
@@ -100,35 +100,43 @@ def mp4_boxes(data, start: int, stop: int) -> Iterator[Mp4Box]:
         at += size
 
 
-def _read_moov(handle: BinaryIO) -> Optional[bytes]:
-    """The ``moov`` box's payload from a seekable file, walking top-level box headers (``mdat`` is skipped)."""
-    handle.seek(0, os.SEEK_END)
-    end = handle.tell()
+def file_boxes(handle: BinaryIO) -> Iterator[Mp4Box]:
+    """The top-level boxes of a seekable file, read header by header (payloads are not read): a box of size 0 runs to
+    the end of the file; a box may claim to end past it (a file cut short: its ``stop`` says where it should end, and
+    the walk stops there). The walk also stops at a header cut off or smaller than itself. The position is changed."""
+    end = handle.seek(0, os.SEEK_END)
     at = 0
     while at + 8 <= end:
         handle.seek(at)
         head = handle.read(16)
         if len(head) < 8:
-            return None
+            return
         size, kind = struct.unpack_from(">I4s", head, 0)
         header = 8
         if size == 1:
             if len(head) < 16:
-                return None
+                return
             size, header = struct.unpack_from(">Q", head, 8)[0], 16
         elif size == 0:
             size = end - at
         if size < header:
-            return None
-        if kind == b"moof":
-            return None  # fragmented: samples live outside moov
-        if kind == b"moov":
-            if size - header > _MAX_MOOV_BYTES or at + size > end:
-                return None
-            handle.seek(at + header)
-            payload = handle.read(size - header)
-            return payload if len(payload) == size - header else None
+            return
+        yield Mp4Box(kind, at, at + header, at + size)
         at += size
+
+
+def _read_moov(handle: BinaryIO) -> Optional[bytes]:
+    """The ``moov`` box's payload from a seekable file, walking top-level box headers (``mdat`` is skipped)."""
+    end = handle.seek(0, os.SEEK_END)
+    for box in file_boxes(handle):
+        if box.kind == b"moof":
+            return None  # fragmented: samples live outside moov
+        if box.kind == b"moov":
+            if box.stop - box.payload > _MAX_MOOV_BYTES or box.stop > end:
+                return None
+            handle.seek(box.payload)
+            payload = handle.read(box.stop - box.payload)
+            return payload if len(payload) == box.stop - box.payload else None
     return None
 
 

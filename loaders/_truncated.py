@@ -26,7 +26,7 @@ from typing import BinaryIO, Optional
 import numpy as np
 
 from avcore import DecodeError
-from loaders._mp4_index import _read_moov, mp4_boxes
+from loaders._mp4_index import _read_moov, file_boxes, mp4_boxes
 from loaders._source import read_seekable
 
 logger = logging.getLogger(__name__)
@@ -87,24 +87,14 @@ def _track_data_end(data: bytes, start: int, stop: int) -> Optional[int]:
 
 def _top_level_overrun(handle: BinaryIO) -> Optional[int]:
     """Where the first top-level box that runs past the end of the file says it ends (an ``mdat`` or ``moov`` cut
-    short: a plain MP4 whose index was at the end), or None when every box ends inside the file, one runs to the end
-    by definition (size 0), or the headers stop looking like boxes (four printable characters)."""
+    short: a plain MP4 whose index was at the end), or None when every box ends inside the file or the headers stop
+    looking like boxes (four printable characters)."""
     end = handle.seek(0, 2)
-    at = 0
-    while at + 8 <= end:
-        handle.seek(at)
-        head = handle.read(16)
-        size, kind = struct.unpack_from(">I4s", head, 0)
-        header = 8
-        if size == 1:
-            if len(head) < 16:
-                return None
-            size, header = struct.unpack_from(">Q", head, 8)[0], 16
-        if size == 0 or size < header or not all(32 <= c < 127 for c in kind):
+    for box in file_boxes(handle):
+        if not all(32 <= c < 127 for c in box.kind):
             return None
-        if at + size > end:
-            return at + size
-        at += size
+        if box.stop > end:
+            return box.stop
     return None
 
 
