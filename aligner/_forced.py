@@ -352,10 +352,10 @@ def forced_align_scored(
     aligned_passes, fits = [], []
     context = sample_range(max(lo - _FLOOR_CONTEXT_SECONDS, audio.start_seconds) - audio.start_seconds,
                            min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
-    gap_db = floor_gap_db(mono(audio.samples)[context[0]:context[1]], audio.sample_rate)
+    around = mono(audio.samples)[context[0]:context[1]]
+    gap_db = floor_gap_db(around, audio.sample_rate)
     # In digital silence the fit is judged with a recording's noise floor added (module docstring).
-    floor_rms = _fit_floor_rms(mono(audio.samples)[context[0]:context[1]], audio.sample_rate) \
-        if gap_db > DIGITAL_SILENCE_DB else 0.0
+    floor_rms = _fit_floor_rms(around, audio.sample_rate) if gap_db > DIGITAL_SILENCE_DB else 0.0
     floor_fit: Optional[float] = None
     pad_before, pad_after = _quiet_edges(signal)
     pad_before = pad_before if pad_start is None else pad_start
