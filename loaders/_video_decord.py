@@ -5,11 +5,19 @@ Matroska times from zero and fails on VP9/WebM.
 A stream with a display rotation (:mod:`loaders._rotation`) is refused with a DecodeError naming the file and the
 degrees: decord 0.6 sizes its output from the rotation but turns the pixels only at 180 degrees, and then fails
 (90/270: "size must exactly match") or returns stretched frames (90/270 with a size given); its rotation comes from
-the old ``rotate`` tag, not the display matrix FFmpeg attaches to frames."""
+the old ``rotate`` tag, not the display matrix FFmpeg attaches to frames.
+
+FFmpeg's own log lines ("[h264 @ 0x...] ...", "[mov,mp4,m4a,3gp,3g2,mj2 @ 0x...] ...") are switched off, as PyAV
+and torchcodec have them by default: decord links its own FFmpeg (``decord.libs/libavutil``, not PyAV's), whose
+default callback prints every decoder complaint on a damaged file straight to stderr. ``decord.logging.set_level``
+is the one knob decord offers (no callback to route the lines to Python logging); it sets the level of decord's
+FFmpeg only, for the whole process, which is why it is set at each read rather than at import. What the user needs
+is in the DecodeError instead: the file, and decord's error without its build-path prefixes (:func:`_decord_error`)."""
 from __future__ import annotations
 
 import logging
 import math
+import re
 
 import numpy as np
 import torch
@@ -22,6 +30,14 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["read_decord"]
 
+# dmlc's prefix on every decord error: "[09:27:49] /github/workspace/src/video/ffmpeg/threaded_decoder.cc:218: "
+_DMLC_PREFIX = re.compile(r"\[\d\d:\d\d:\d\d\] \S+?:\d+: ")
+
+
+def _decord_error(error: Exception) -> str:
+    """decord's error message without dmlc's timestamp and build-path prefixes (they may repeat, one per rethrow)."""
+    return _DMLC_PREFIX.sub("", str(error)).strip() or type(error).__name__
+
 
 def read_decord(source, label: str, request: VideoRequest) -> VideoClip:
     """decord for pixels, our demux index for time (decord's own times miss Matroska start offsets)."""
@@ -30,6 +46,7 @@ def read_decord(source, label: str, request: VideoRequest) -> VideoClip:
 
     import decord
 
+    decord.logging.set_level(decord.logging.QUIET)  # its own FFmpeg's stderr lines; see the module docstring
     start, stop, fps, max_pixels, num_threads = request.start, request.stop, request.fps, request.max_pixels, request.num_threads
     meta, index = probe_video(source, name=label, stream_index=request.stream_index,
                               max_duration_seconds=request.max_duration_seconds)
@@ -47,7 +64,7 @@ def read_decord(source, label: str, request: VideoRequest) -> VideoClip:
         height, width = request.size or (-1, -1)
         reader = decord.VideoReader(handle, ctx=decord.cpu(0), num_threads=num_threads, width=width, height=height)
     except Exception as e:
-        raise DecodeError(f"{label}: decord cannot open it: {e}") from e
+        raise DecodeError(f"{label}: decord cannot open it: {_decord_error(e)}") from e
     if len(reader) != index.num_frames:
         raise DecodeError(
             f"{label}: decord sees {len(reader)} frames, the demux index {index.num_frames}; refusing to guess times"
@@ -72,7 +89,7 @@ def read_decord(source, label: str, request: VideoRequest) -> VideoClip:
             else torch.zeros((0,) + tuple(request.size or (meta.height, meta.width)) + (3,), dtype=torch.uint8)
         )
     except Exception as e:
-        raise DecodeError(f"{label}: decord decode failed: {e}") from e
+        raise DecodeError(f"{label}: decord decode failed: {_decord_error(e)}") from e
     finally:
         del reader
     meta = dataclasses.replace(meta, backend="decord")
