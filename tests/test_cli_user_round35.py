@@ -49,3 +49,42 @@ def test_decord_reads_of_a_damaged_file_print_no_ffmpeg_log_lines(tmp_path):
     assert "decord decode failed: Check failed" in lines[0]  # decord's message, without dmlc's "[hh:mm:ss] src/..:N:"
     assert "/github/workspace" not in lines[0]
     assert [line for line in proc.stderr.splitlines() if line.startswith("[")] == [], proc.stderr
+
+
+# ---------------------------------------------------------------- 2. preprocess: no shard file without samples
+
+
+def test_preprocess_writes_no_empty_shard_and_resumes_without_redoing(tmp_path, capsys):
+    """Before: a shard whose every sample was skipped (here: one MP4 cut after its ``moov``) was written as a tar
+    holding no member. Now there is no shard file; the summary, ``--json`` and skipped.jsonl name the skip, and a
+    rerun neither crashes nor measures the sample again (state.jsonl is not appended to)."""
+    import json
+
+    from avalign.cli import main
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    whole = encode_once(clips / "cut.mp4", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=30", "-f", "lavfi", "-i",
+                        "sine=f=440:r=16000", "-t", "2", "-c:v", "libx264", "-g", "15", "-c:a", "aac", "-ac", "1",
+                        "-movflags", "+faststart")
+    (clips / "cut.mp4").write_bytes(whole[: len(whole) // 2])  # moov first: the cut loses half of mdat
+    out = tmp_path / "out"
+    code = main(["preprocess", str(clips), str(out), "--no-progress", "--json"])
+    stdout, err = capsys.readouterr()
+    document = json.loads(stdout)
+    assert code == 1 and document["error"]["reason"] == "no_sample"
+    assert sorted(p.name for p in out.glob("*.tar")) == [] and sorted(p.name for p in out.glob(".*.tmp")) == []
+    assert (document["shards"], document["shards_empty"], document["shards_written"]) == (
+        ["shard-000000.tar"], ["shard-000000.tar"], [])
+    assert document["num_samples"] == 0 and document["num_skipped"] == 1
+    rows = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
+    assert [(r["key"], r["input"], r["reason"]) for r in rows] == [("cut", str(clips / "cut.mp4"), "decode")]
+    assert "truncated" in rows[0]["message"]
+    state = (out / "state.jsonl").read_bytes()
+
+    code = main(["preprocess", str(clips), str(out), "--no-progress"])
+    summary, err = capsys.readouterr()
+    assert code == 1 and "Traceback" not in err
+    assert "0 written, 0 reused, 1 not written: every sample skipped (shard-000000.tar)" in summary
+    assert "1 skipped" in summary and "skipping" not in err  # counted from state.jsonl, not measured again
+    assert (out / "state.jsonl").read_bytes() == state and list(out.glob("*.tar")) == []

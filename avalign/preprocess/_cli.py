@@ -31,7 +31,8 @@ out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words, me
 the transcript's words: align.json's "words" lists only those placed on the timeline, so a caption forced alignment
 could not split, counted in num_words, is in align.json's "segments" only and in its caption_words_failed),
 out/skipped.jsonl (input, key, reason: decode, missing_audio, too_large, transcript, unsafe_name, duplicate_key,
-truncated…), out/state.jsonl (resume state). Same inputs and options give byte-identical shards for any --workers.
+truncated…), out/state.jsonl (resume state). A shard whose every sample is skipped is not written (the summary
+names it; its skips are in skipped.jsonl). Same inputs and options give byte-identical shards for any --workers.
 exit: 0 done, 1 no sample written (empty input, only broken files), 2 error.
 """
 
@@ -86,7 +87,7 @@ def run_command(args: argparse.Namespace) -> int:
         pass  # the error below says it all
     elif result.dry_run:
         for name in result.shards:
-            state = "done" if name in result.shards_reused else "to do"
+            state = "done" if name in result.shards_reused else "empty" if name in result.shards_empty else "to do"
             keys = result.keys_by_shard.get(name, [])
             print(f"{name}  {state:6}  {len(keys)} sample(s): {', '.join(keys[:5])}{' …' if len(keys) > 5 else ''}")
         print(f"{len(result.shards_written)} shard(s) to write, {len(result.shards_reused)} already complete, "
@@ -120,13 +121,15 @@ def no_input_message(source: str) -> str:
 def format_result(result) -> str:
     """One line: shards written and reused, samples, skips, and the throughput of this run's own work
     (media of shards reused from an earlier run is not counted as processed)."""
+    empty = (f", {len(result.shards_empty)} not written: every sample skipped ({', '.join(result.shards_empty[:3])}"
+             f"{' …' if len(result.shards_empty) > 3 else ''})" if result.shards_empty else "")
     line = (f"{display_path(result.output_dir)}: {len(result.shards)} shard(s) ({len(result.shards_written)} written, "
-            f"{len(result.shards_reused)} reused), {result.num_samples} sample(s), {result.num_skipped} skipped "
+            f"{len(result.shards_reused)} reused{empty}), {result.num_samples} sample(s), {result.num_skipped} skipped "
             f"(see skipped.jsonl); ")
     processed = result.media_seconds_processed
     if not result.shards:
         return line + "nothing processed: the input holds no sample"
-    if not result.shards_written:
+    if not result.shards_written and result.shards_reused:
         return line + f"nothing processed: all {result.media_seconds:.1f} s of media reused from an earlier run"
     rate = processed / result.wall_seconds if result.wall_seconds > 0 else 0.0
     line += f"processed {processed:.1f} s of media in {result.wall_seconds:.1f} s ({rate:.1f}x realtime)"

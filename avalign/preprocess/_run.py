@@ -7,6 +7,9 @@
                        Ray: one task per shard──▶ .shard-N.tar.<pid>.tmp ──rename──▶ shard-N.tar ──▶ state.jsonl line
     end: manifest.jsonl + skipped.jsonl rewritten from state.jsonl (shard order), atomically
 
+A shard whose every sample is skipped is not written (no tar without samples): ``state.jsonl`` records it as
+done with ``sha256`` null, its skips go to ``skipped.jsonl`` and ``PreprocessResult.shards_empty`` names it.
+
 Same inputs and options give byte-identical shards, manifest and skipped list whatever the number
 of workers or the backend; a killed run leaves no partial ``shard-*.tar`` and a rerun completes it.
 """
@@ -47,7 +50,7 @@ class PreprocessResult:
     output_dir: str
     """Where the shards, ``manifest.jsonl`` and ``skipped.jsonl`` are."""
     shards: tuple[str, ...]
-    """All shard file names of the plan, in order."""
+    """All shard file names of the plan, in order (those in ``shards_empty`` have no file)."""
     shards_written: tuple[str, ...]
     """Shards written by this run (to be written, with ``dry_run``)."""
     shards_reused: tuple[str, ...]
@@ -67,6 +70,11 @@ class PreprocessResult:
     media_seconds_processed: float = 0.0
     """Duration of the samples this run measured and wrote (shards reused from an earlier run excluded):
     the figure to divide by ``wall_seconds`` for a throughput."""
+    shards_empty: tuple[str, ...] = ()
+    """Shards of the plan whose every sample was skipped (this run or an earlier one): no file is written for
+    them (a tar without samples), their skips are in ``skipped.jsonl`` and ``state.jsonl`` records them as done,
+    so a rerun does not measure them again. Not in ``shards_written`` or ``shards_reused``. With ``dry_run``:
+    those an earlier run found empty."""
 
 
 def _check_options(workers: int, backend: str, samples_per_shard: int, sample_rate: int, reencode, on_error: str,
@@ -323,10 +331,12 @@ def preprocess(
             state = RunState(output_dir, state_config, read_only=True)
             done = [t for t in tasks if state.is_done(t.name, t.plan_sha256, os.path.join(output_dir, t.name))]
         todo = [t for t in tasks if t not in done]
+        empty = {t.name for t in done if state.entries[t.name].get("sha256") is None}
         return PreprocessResult(
             output_dir=output_dir, shards=tuple(t.name for t in tasks), shards_written=tuple(t.name for t in todo),
-            shards_reused=tuple(t.name for t in done), num_samples=0, num_skipped=len(plan.skipped),
-            media_seconds=0.0, wall_seconds=time.monotonic() - start, dry_run=True, keys_by_shard=keys_by_shard,
+            shards_reused=tuple(t.name for t in done if t.name not in empty), num_samples=0,
+            num_skipped=len(plan.skipped), media_seconds=0.0, wall_seconds=time.monotonic() - start, dry_run=True,
+            keys_by_shard=keys_by_shard, shards_empty=tuple(t.name for t in tasks if t.name in empty),
         )
 
     _prepare_output(output_dir)
@@ -386,9 +396,12 @@ def preprocess(
         media_seconds = sum(row["duration"] for row in manifest)
         written = {t.name for t in todo}
         media_seconds_processed = sum(row["duration"] for row in manifest if row["shard"] in written)
+        empty = {t.name for t in tasks if state.entries[t.name].get("sha256") is None}
         return PreprocessResult(
-            output_dir=output_dir, shards=tuple(t.name for t in tasks), shards_written=tuple(t.name for t in todo),
-            shards_reused=tuple(t.name for t in done), num_samples=len(manifest), num_skipped=len(skipped),
-            media_seconds=media_seconds, wall_seconds=time.monotonic() - start, keys_by_shard=keys_by_shard,
-            media_seconds_processed=media_seconds_processed,
+            output_dir=output_dir, shards=tuple(t.name for t in tasks),
+            shards_written=tuple(t.name for t in todo if t.name not in empty),
+            shards_reused=tuple(t.name for t in done if t.name not in empty), num_samples=len(manifest),
+            num_skipped=len(skipped), media_seconds=media_seconds, wall_seconds=time.monotonic() - start,
+            keys_by_shard=keys_by_shard, media_seconds_processed=media_seconds_processed,
+            shards_empty=tuple(t.name for t in tasks if t.name in empty),
         )

@@ -2,7 +2,9 @@
 
 Samples are assigned to shards before any work starts, by position in the sorted key list
 (``samples_per_shard`` per shard), so the shard a sample lands in never depends on the number of
-workers, on timing or on which samples fail: a failed sample leaves its shard one sample shorter.
+workers, on timing or on which samples fail: a failed sample leaves its shard one sample shorter. A shard whose
+every sample failed is not written at all (no tar without samples): its state entry has ``sha256`` None and
+``size`` 0, and any file of that name an earlier run left is removed.
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ def process_shard(
     process: Optional[Callable[[InputSample], tuple[dict, dict]]] = None,
 ) -> dict:
     """Process and write one shard; returns its state entry (shard, plan_sha256, sha256, size, manifest, skipped).
+    When every sample was skipped no file is written (``sha256`` None, ``size`` 0).
 
     Args:
         on_sample: called with True (written) or False (skipped) after each sample (in-process progress).
@@ -82,6 +85,13 @@ def process_shard(
             manifest.append(dict(row, shard=task.name))
             if on_sample:
                 on_sample(True)
-        sha256, size = writer.commit()
+        if manifest:
+            sha256, size = writer.commit()
+        else:  # every sample skipped: no shard file (the writer's temporary goes with the context)
+            sha256, size = None, 0
+            path = os.path.join(output_dir, task.name)
+            if os.path.exists(path):
+                logger.info("removing %s: every sample of it was skipped this time", path)
+                os.unlink(path)
     return {"shard": task.name, "plan_sha256": task.plan_sha256, "sha256": sha256, "size": size,
             "manifest": manifest, "skipped": skipped}

@@ -6,9 +6,12 @@ shard is renamed into place::
     {"config": {...}}                                              first line: options that decide the bytes
     {"shard": "shard-000000.tar", "plan_sha256": "…", "sha256": "…", "size": 10240,
      "manifest": [...], "skipped": [...]}                          one line per completed shard
+    {"shard": "shard-000002.tar", "plan_sha256": "…", "sha256": null, "size": 0,
+     "manifest": [], "skipped": [...]}                             a shard whose every sample was skipped: no file
 
 A shard counts as done when its latest line's ``plan_sha256`` matches the current plan (same keys, same
-input fingerprints) and the file on disk has that size and sha256. A torn last line (SIGKILL during the
+input fingerprints) and the file on disk has that size and sha256 (for a shard with no sample, ``sha256`` null:
+when there is no file of that name). A torn last line (SIGKILL during the
 append) is ignored, so at worst one finished shard is written again — with identical bytes.
 """
 from __future__ import annotations
@@ -93,9 +96,14 @@ class RunState:
             os.fsync(handle.fileno())
 
     def is_done(self, shard: str, plan: str, path: str) -> bool:
-        """True when ``shard`` was completed for this exact plan and the file on disk matches its checksum."""
+        """True when ``shard`` was completed for this exact plan and the file on disk matches its checksum (a shard
+        whose every sample was skipped: when no file of that name exists)."""
         entry = self.entries.get(shard)
-        if entry is None or entry.get("plan_sha256") != plan or not os.path.exists(path):
+        if entry is None or entry.get("plan_sha256") != plan:
+            return False
+        if entry.get("sha256") is None:  # every sample skipped: done when no file is there (none was written)
+            return not os.path.exists(path)
+        if not os.path.exists(path):
             return False
         if os.path.getsize(path) != entry.get("size"):
             logger.warning("%s: size differs from the recorded one; writing it again", path)
