@@ -175,7 +175,8 @@ def decode_for_measure(media, *, name: str, **options):
 
 def null_unmeasurable(record: dict, *, video, video_only: bool, decode_errors: int = 0) -> dict:
     """Null what could not be measured: the A/V fields without video or without audio, the text offset and the
-    spans' sample ranges without audio; record ``decode_errors`` (packets the decoders skipped). Returns ``record``."""
+    spans' sample ranges without audio (and ``aligned.num_samples`` is 0, as ``audio.num_samples``); record
+    ``decode_errors`` (packets the decoders skipped). Returns ``record``."""
     if video is None or video_only:
         missing = "audio" if video_only else "video"
         record.update(av_offset_ms=None, drift_ppm=None, av_confidence=None,
@@ -185,6 +186,10 @@ def null_unmeasurable(record: dict, *, video, video_only: bool, decode_errors: i
         # No audio stream: no rate or first-sample time to report (not the placeholder track's 16000 Hz at the
         # first frame's time); num_samples stays 0.
         record["audio"] = dict(record["audio"], sample_rate=None, start_seconds=None)
+        # Nor aligned samples: 0, not the silence ``aligner.align`` pads the window with (the window's length at
+        # ``sample_rate``): what the loader yields by default (``missing_audio="empty"``) and what preprocess's
+        # manifest ``num_samples`` counts. The window (start/stop_seconds) and the index rate stay.
+        record["aligned"] = dict(record["aligned"], num_samples=0)
         if record.get("transcript") is not None or record.get("segments"):
             record["text_abstain"] = _missing_stream("audio", "a transcript offset is measured against the speech")
         for span in (record.get("segments") or []) + (record.get("words") or []):

@@ -88,3 +88,35 @@ def test_preprocess_writes_no_empty_shard_and_resumes_without_redoing(tmp_path, 
     assert "0 written, 0 reused, 1 not written: every sample skipped (shard-000000.tar)" in summary
     assert "1 skipped" in summary and "skipping" not in err  # counted from state.jsonl, not measured again
     assert (out / "state.jsonl").read_bytes() == state and list(out.glob("*.tar")) == []
+
+
+# ---------------------------------------------------------------- 3. video-only: aligned.num_samples
+
+
+def test_video_only_clip_has_no_aligned_samples(tmp_path, capsys):
+    """Before: ``measure --json`` on a clip without an audio stream said ``audio.num_samples`` 0 but
+    ``aligned.num_samples`` 32000 (the 2 s window at 16 kHz: the silence ``align`` pads with), and preprocess's
+    manifest counted those samples too. Both are 0 now (what the loader yields by default, ``missing_audio="empty"``);
+    the window itself is the video's frames (oracle: ffprobe's frame times)."""
+    import json
+
+    from avalign.cli import main
+    from tests.conftest import ffprobe_frame_times
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    media = clips / "silent.mp4"
+    encode_once(media, "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-t", "2", "-c:v", "libx264", "-g", "10")
+    pts = ffprobe_frame_times(media)
+    assert main(["measure", str(media), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["video"]["num_frames"] == len(pts) == 50
+    assert record["audio"]["num_samples"] == 0 and record["audio"]["sample_rate"] is None
+    assert record["aligned"]["num_samples"] == 0
+    assert record["aligned"]["start_seconds"] == 0.0 and record["aligned"]["stop_seconds"] == 2.0  # 50 frames at 25 fps
+
+    out = tmp_path / "out"
+    assert main(["preprocess", str(clips), str(out), "--no-progress", "--timeout", "0"]) == 0
+    capsys.readouterr()
+    rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert [(r["key"], r["num_frames"], r["num_samples"], r["duration"]) for r in rows] == [("silent", 50, 0, 2.0)]
