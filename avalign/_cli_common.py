@@ -61,7 +61,8 @@ def check_local_input(path: str, *, what: str = "input", hint: str = INPUT_HINT,
 
 
 def error_reason(error: BaseException) -> str:
-    """A short code for why a command failed, for ``--json`` error documents.
+    """A short code for why a command failed, for ``--json`` error documents: always a key of
+    ``loaders.errors.REASONS`` (the one vocabulary, with a meaning for each).
 
     The error's own ``reason`` where it carries one from the skip vocabulary (``DecodeError``: ``decode``,
     ``missing_audio``…; ``TranscriptError``: ``transcript``; ``ShardError``: ``open``…); else by type:
@@ -71,8 +72,10 @@ def error_reason(error: BaseException) -> str:
     """
     import errno
 
+    from avcore import REASONS
+
     reason = getattr(error, "reason", None)
-    if isinstance(reason, str) and reason:
+    if isinstance(reason, str) and reason in REASONS:
         return reason
     if isinstance(error, FileNotFoundError):
         return "not_found"
@@ -94,7 +97,7 @@ def error_document(command: str, *, file: "str | None", reason: str, message: st
                    "exit_code": 2}}
 
     ``file`` is the input the failure is about (the media, the transcript, a shard; None when none is),
-    ``reason`` a code from :func:`error_reason`, ``message`` what stderr says.
+    ``reason`` a code from :func:`error_reason` (a key of ``loaders.errors.REASONS``), ``message`` what stderr says.
     """
     import json
 

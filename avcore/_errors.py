@@ -39,8 +39,18 @@ REASONS: dict[str, str] = {
     "read": "preprocess: a member's bytes could not be read back (I/O error)",
     "unknown_extension": "report: a stray file in a media directory (listed, never raised)",
     "error": "an unexpected error (a bug: logged with its traceback)",
+    # commands: why a whole command failed (the "reason" of a --json error document; the codes above apply there too)
+    "invalid": "command: an input or option out of range (a directory given where one file is needed, a value "
+               "outside its limits): a ValueError or IndexError about the request, not about a file's content",
+    "not_found": "command: an input file or directory does not exist",
+    "disk_full": "command: the disk (or a file-size limit) filled up while writing the output",
+    "missing_dependency": "command: an optional package it needs is not installed (ray, pocketsphinx)",
+    "usage": "command: the command line does not parse (argparse explains it on stderr)",
+    "interrupted": "command: stopped by Ctrl-C (SIGINT)",
+    "no_sample": "preprocess: nothing was written (the input holds no sample, or every one was skipped)",
 }
-"""Reason code → meaning: the one vocabulary of loader, preprocess and report skips."""
+"""Reason code → meaning: the one vocabulary of loader, preprocess and report skips, and of the ``reason`` of the
+commands' ``--json`` error documents (``avalign._cli_common.error_reason``)."""
 
 
 class DecodeError(ValueError):

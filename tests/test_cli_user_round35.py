@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.conftest import encode_once
 
 # ---------------------------------------------------------------- 1. decord's own FFmpeg log lines on stderr
@@ -120,3 +122,34 @@ def test_video_only_clip_has_no_aligned_samples(tmp_path, capsys):
     capsys.readouterr()
     rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
     assert [(r["key"], r["num_frames"], r["num_samples"], r["duration"]) for r in rows] == [("silent", 50, 0, 2.0)]
+
+
+# ---------------------------------------------------------------- 4. measure's error reasons are documented
+
+
+def test_measure_json_error_reasons_are_documented_reasons(tmp_path, capsys):
+    """Before: ``avalign measure DIR --json`` answered reason ``invalid``, which ``loaders.REASONS`` (the one
+    documented vocabulary) did not list; nor did ``not_found`` or ``usage``. Every reason measure's ``--json``
+    error document gives is a key of REASONS now, with the file it is about."""
+    import json
+
+    from avalign.cli import main
+    from loaders import REASONS
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    (clips / "notes.mp4").write_bytes(b"this is not a video\n" * 10)
+    missing = tmp_path / "missing.mp4"
+    cases = [([str(clips)], "invalid", str(clips), 2),  # a directory where one media file is needed
+             ([str(clips / "notes.mp4")], "decode", str(clips / "notes.mp4"), 2),
+             ([str(missing)], "not_found", str(missing), 2)]
+    for argv, reason, file, exit_code in cases:
+        assert main(["measure", *argv, "--json"]) == exit_code
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["reason"], error["file"], error["command"]) == (reason, file, "measure")
+        assert error["reason"] in REASONS, error
+    with pytest.raises(SystemExit):
+        main(["measure", str(clips / "notes.mp4"), "--json", "--sample-rate", "fast"])
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["reason"] == "usage" and error["reason"] in REASONS
+    assert REASONS["invalid"].startswith("command: an input or option out of range")
