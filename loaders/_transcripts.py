@@ -26,7 +26,7 @@ from loaders._transcript_formats import parse_json, parse_srt, parse_stm, parse_
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TRANSCRIPT_EXTENSIONS", "TranscriptFormat", "is_transcript_json", "pick_transcript", "read_transcript"]
+__all__ = ["TRANSCRIPT_EXTENSIONS", "TranscriptFormat", "decode_text", "is_transcript_json", "pick_transcript", "read_transcript"]
 
 
 TranscriptFormat = Literal["srt", "vtt", "json", "textgrid", "stm"]
@@ -71,8 +71,12 @@ def _read_source(source: TranscriptSource, name: Optional[str]) -> tuple[Union[b
     )
 
 
-def _decode(content: Union[bytes, str], name: str) -> str:
-    """Text from bytes: UTF-8 (BOM optional), or UTF-16 with a BOM (Praat's choice for non-ASCII)."""
+def decode_text(content: Union[bytes, str], name: str, *, what: str = "transcript") -> str:
+    """Text from bytes: UTF-8 (BOM optional), or UTF-16 with a BOM (Praat's choice for non-ASCII).
+
+    Raises:
+        TranscriptError: bytes in neither, naming ``name``, the byte offset and a hint to re-save the ``what`` as UTF-8.
+    """
     if isinstance(content, str):
         return content.lstrip("\ufeff")
     if content.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -82,7 +86,7 @@ def _decode(content: Union[bytes, str], name: str) -> str:
     try:
         return content.decode(encoding)
     except UnicodeDecodeError as error:
-        hint = "re-save the transcript as UTF-8"
+        hint = f"re-save the {what} as UTF-8"
         if b"\0" in content[:4096]:  # text has no NUL bytes: media (or other binary) given as the transcript
             hint = "the file holds NUL bytes: it is binary (media?), not a text transcript, or UTF-16 without a BOM"
         raise TranscriptError(
@@ -156,7 +160,7 @@ def _estimated_cues(text: str, chosen: str) -> int:
     if chosen in ("srt", "vtt"):
         return text.count("-->")
     if chosen == "json":
-        return text.count("{")  # every segment and word is an object
+        return text.count("{")  # every segment and word is an object: a bound on segments + word objects
     if chosen == "stm":
         return text.count("\n") + 1  # one segment per line
     return text.count("\n") // 3  # TextGrid: an interval takes 3 (short format) or 4 (long) lines
@@ -174,20 +178,35 @@ def _count_tokens(text: str, limit: int) -> int:
     return count
 
 
+# Whitespace tokens a word may take, at most, in a file whose text is mostly markup: a pretty-printed WhisperX word
+# object takes 10 (``{ "word": "w", "start": 1.0, "end": 1.3, "score": 0.9 },``) plus its segment's share and the
+# word in the segment's text (12 measured on WhisperX's layout), more with a speaker or other fields; a long-format
+# TextGrid interval 11 (``intervals [1]: xmin = 0 xmax = 1 text = "w"``). The bound before parsing only keeps a
+# pathological file from being parsed; the parsed count is the one that refuses.
+_MARKUP_TOKENS_PER_WORD = {"json": 32, "textgrid": 32}
+
+
 def check_size(text: str, chosen: str, label: str, *, max_cues: int, max_words: int) -> None:
-    """Refuse (``too_large``) a transcript over the limits BEFORE parsing it: cue markers counted with
-    ``str.count``, words as whitespace-separated tokens (minus the 4 tokens of each SRT/VTT timing block and the 5
-    fields heading each STM line)."""
+    """Refuse (``too_large``) a transcript over the limits BEFORE parsing it, from bounds that never exceed what the
+    parse would count: cue markers counted with ``str.count``, words as whitespace-separated tokens (minus the 4
+    tokens of each SRT/VTT timing block and the 5 fields heading each STM line). JSON and TextGrid are mostly
+    markup: a JSON's objects bound its segments plus word objects (refused over ``max_cues + max_words``), and its
+    tokens over :data:`_MARKUP_TOKENS_PER_WORD` per word; the exact counts are checked after the parse."""
     cues = _estimated_cues(text, chosen)
-    if cues > max_cues:
-        raise TranscriptError(f"{label}: about {cues} cues/items, over max_cues={max_cues}; hint: split the transcript "
-                              "or raise max_cues", reason="too_large")
+    cue_limit = max_cues + max_words if chosen == "json" else max_cues
+    if cues > cue_limit:
+        raise TranscriptError(f"{label}: about {cues} cues/items, over max_cues={max_cues}"
+                              + (f" + max_words={max_words} (a JSON object per segment and per word)" if chosen == "json" else "")
+                              + "; hint: split the transcript or raise max_cues", reason="too_large")
     # tokens that are not words: the 4 of each SRT/VTT timing line, the 5 fields before each STM segment's text
     markup = 4 * text.count("-->") if chosen in ("srt", "vtt") else 5 * cues if chosen == "stm" else 0
-    words = _count_tokens(text, max_words + markup) - markup
-    if words > max_words:
-        raise TranscriptError(f"{label}: more than {max_words} words (max_words); hint: split the transcript or "
-                              "raise max_words", reason="too_large")
+    per_word = _MARKUP_TOKENS_PER_WORD.get(chosen, 1)
+    limit = per_word * max_words + markup
+    if _count_tokens(text, limit) > limit:
+        what = (f"more than {max_words} words (max_words)" if per_word == 1 else
+                f"more than {limit} whitespace-separated tokens, over what max_words={max_words} words take in "
+                f"{chosen} ({per_word} tokens per word at most)")
+        raise TranscriptError(f"{label}: {what}; hint: split the transcript or raise max_words", reason="too_large")
 
 
 def read_transcript(
@@ -233,7 +252,7 @@ def read_transcript(
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"{limit_name} must be an int >= 1, got {limit!r}")
     content, label = _read_source(source, name)
-    text = _decode(content, label)
+    text = decode_text(content, label)
     chosen = format or _guess_from_name(label) or sniff_format(text)
     if not text.strip():
         logger.debug("%s: empty transcript", label)
