@@ -440,6 +440,10 @@ def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer
             break  # already hopeless: stop decoding (refused below)
         if limit is not None and written > limit:
             break  # over the limit: refused below, without decoding the rest
+    if start is None and not bad_packets:
+        # Nothing decoded and nothing rejected: the track holds no audio (a stream-copied cut, a screen recording's
+        # muted track). Like a file without an audio stream: a video-only clip to the loader, not a corrupt file.
+        raise DecodeError(f"{label}: the audio stream holds no samples (an empty track)", reason="missing_audio")
     if start is None:
         raise DecodeError(f"{label}: the audio stream decoded to no samples (corrupt or truncated?)")
     if filled > decoded + _GAP_FILL_ALLOWANCE_SECONDS * rate:
@@ -492,7 +496,7 @@ def read_audio(
         AudioClip whose sample ``n`` is presented at ``start_seconds + n / sample_rate``.
 
     Raises:
-        DecodeError: ANY failure caused by the file: no audio stream (``reason`` ``missing_audio``), nothing
+        DecodeError: ANY failure caused by the file: no audio stream or an empty one (``reason`` ``missing_audio``), nothing
             decodable or corrupt timestamps (``decode``), over ``max_duration_seconds`` (``too_large``).
         IndexError: the window lies entirely outside the audio (the message gives the valid range).
         ValueError: bad arguments.
@@ -528,6 +532,8 @@ def read_audio(
         except MemoryError as e:
             raise DecodeError(f"{label}: out of memory decoding the audio ({e})", reason="too_large") from e
         except _audio_torchcodec.NotExact as why:
+            if backend == "torchcodec" and isinstance(why, _audio_torchcodec.NoAudioStream):
+                raise DecodeError(f"{label}: {why}", reason="missing_audio") from why
             if backend == "torchcodec":
                 raise DecodeError(f"{label}: the torchcodec audio backend cannot decode this exactly ({why}); "
                                   f"use backend='pyav' or 'auto'") from why

@@ -51,7 +51,7 @@ from avcore import resample, seconds_to_samples
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NotExact", "TorchcodecAudio", "preload", "read_torchcodec_audio"]
+__all__ = ["NoAudioStream", "NotExact", "TorchcodecAudio", "preload", "read_torchcodec_audio"]
 
 _CHUNK_SECONDS = 2.0
 """Audio per torchcodec call: long enough that a call's overhead (~0.1 ms) is nothing, short enough that the
@@ -73,6 +73,10 @@ _LAST_CHUNK_MARGIN_SECONDS = 1.0
 
 class NotExact(Exception):
     """This backend cannot show that its result equals the PyAV backend's timeline rules (the message says why)."""
+
+
+class NoAudioStream(NotExact):
+    """The file has no audio stream (or not the one asked for): PyAV would say ``missing_audio`` too."""
 
 
 @dataclass(frozen=True)
@@ -403,7 +407,7 @@ def _read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], m
         container = core.get_container_metadata(decoder)
         index = container.best_audio_stream_index if stream_index is None else stream_index
         if index is None or not 0 <= index < len(container.streams):
-            raise NotExact(f"no audio stream {index}")
+            raise NoAudioStream("no audio stream" if index is None else f"no audio stream {index}")
         meta = container.streams[index]
         if not isinstance(meta, core._metadata.AudioStreamMetadata) or not meta.sample_rate:
             raise NotExact(f"stream {index} is not audio with a sample rate")
