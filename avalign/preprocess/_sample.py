@@ -163,6 +163,7 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
             message names the input.
     """
     from loaders.media import call_with_timeout
+    from loaders.pipeline import caption_text
 
     shard = sample.media.path if sample.media.member else ""
     try:
@@ -175,6 +176,8 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         media = data[0]
         transcript_bytes = data[1] if sample.transcript else None
         extras = data[1 + bool(sample.transcript):]
+        # The caption members pass through as they are: refuse here what the loader would refuse at every epoch.
+        caption_text({"__key__": sample.key, **{ext: blob for (ext, _), blob in zip(sample.extras, extras)}})
         reencoded = None
         if options.reencode == "mp4" and options.timeout_seconds:  # PyAV probes the source: in the watchdog child
             reencoded = call_with_timeout(_reencode, media, sample.source, options.timeout_seconds,

@@ -36,7 +36,8 @@ import numpy as np
 
 from aligner import AlignedSpan
 from avcore import CAPTION_EXTENSIONS, BatchItem, TextTokens
-from loaders._transcripts import is_transcript_json
+from avcore import TranscriptError
+from loaders._transcripts import decode_text, is_transcript_json
 
 logger = logging.getLogger(__name__)
 
@@ -57,12 +58,14 @@ preprocessing)."""
 def caption_text(sample: dict) -> Optional[str]:
     """The clip-level caption of a sample (whitespace collapsed), or None when it has none.
 
-    Read from ``txt`` / ``caption`` (the text), else from ``json`` / ``meta.json`` metadata's string ``caption``.
+    Read from ``txt`` / ``caption`` (the text), else from ``json`` / ``meta.json`` metadata's string ``caption``
+    (metadata that is not JSON, or not UTF-8, holds no caption: it is skipped).
 
     Raises:
-        UnicodeDecodeError: a caption member that is not UTF-8.
-        ValueError: a ``txt`` / ``caption`` member over :data:`MAX_CAPTION_BYTES`.
+        TranscriptError: a ``txt`` / ``caption`` member that is not UTF-8 (reason ``transcript``) or is over
+            :data:`MAX_CAPTION_BYTES` (``too_large``); the message names the member (``KEY.txt``).
     """
+    key = sample.get("__key__", "?")
     for ext in _CAPTION_MEMBERS:
         if ext not in sample:
             continue
@@ -70,14 +73,19 @@ def caption_text(sample: dict) -> Optional[str]:
         if ext.endswith("json"):
             if len(raw) > MAX_CAPTION_BYTES or is_transcript_json(raw):
                 continue  # a transcript (read elsewhere), malformed, or too large for a metadata record
-            value = json.loads(raw)
+            try:
+                value = json.loads(raw)
+            except ValueError:  # UnicodeDecodeError is one: metadata without a caption to read
+                continue
             text = value.get("caption") if isinstance(value, dict) else None
             if not isinstance(text, str):
                 continue
         else:
             if len(raw) > MAX_CAPTION_BYTES:
-                raise ValueError(f"caption member {ext!r} has {len(raw)} bytes, over {MAX_CAPTION_BYTES}")
-            text = bytes(raw).decode("utf-8-sig")
+                raise TranscriptError(f"{key}.{ext}: a caption of {len(raw)} bytes, over {MAX_CAPTION_BYTES}; hint: "
+                                      "a long text with times belongs in a transcript (.srt, .vtt, .json)",
+                                      reason="too_large")
+            text = decode_text(bytes(raw), f"{key}.{ext}", what="caption")
         text = " ".join(text.split())
         if not text:
             continue
