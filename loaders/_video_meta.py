@@ -74,10 +74,15 @@ def check_duration(first_seconds: float, end_seconds: float, num_frames: int, la
         )
 
 
-def header_metadata(stream, *, backend: str) -> VideoMetadata:
+def header_metadata(stream, *, backend: str, label: str) -> VideoMetadata:
+    """The stream header's facts. Raises DecodeError (naming ``label``) for a stream whose codec FFmpeg cannot name
+    (no codec context: a damaged or cut header)."""
     time_base = stream.time_base
     rate = stream.average_rate or stream.guessed_rate or stream.base_rate
     ctx = stream.codec_context
+    if ctx is None or not ctx.name:
+        raise DecodeError(f"{label}: FFmpeg cannot identify the video stream's codec (a damaged or unsupported stream "
+                          f"header); hint: `ffprobe {label}` shows codec_name=unknown for such a stream")
     start = ticks_to_seconds(stream.start_time, time_base) if stream.start_time is not None and time_base else 0.0
     duration = ticks_to_seconds(stream.duration, time_base) if stream.duration and time_base else None
     return VideoMetadata(
@@ -165,7 +170,7 @@ def probe_video(source: MediaSource, *, name: str | None = None, stream_index: O
         try:
             stream = pick_stream(container, "video", label, stream_index=stream_index)
             check_time_base(stream, label)
-            header = header_metadata(stream, backend="")
+            header = header_metadata(stream, backend="", label=label)
             index = frame_index(source, container, stream)  # (a scan rewinds the container)
             header = displayed(header, first_frame_rotation(container, stream, label))
         finally:

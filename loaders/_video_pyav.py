@@ -441,7 +441,7 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
     try:
         stream = pick_stream(container, "video", label, stream_index=request.stream_index)
         check_time_base(stream, label)
-        meta = header_metadata(stream, backend="pyav")
+        meta = header_metadata(stream, backend="pyav", label=label)
         if meta.width * meta.height > max_pixels:
             raise DecodeError(
                 f"{label}: {meta.width}x{meta.height} = {meta.width * meta.height} pixels is over max_pixels={max_pixels}; "
