@@ -18,6 +18,7 @@ from typing import Optional
 import numpy as np
 
 from aligner._apply import audio_on_video_clock
+from aligner._av_records import av_abstain as av_abstain_estimate
 from aligner._clock import ClockModel
 from aligner._options import AVOptions, TextMethod, TextOptions
 from aligner._spans import AlignedSpan, map_spans
@@ -194,6 +195,10 @@ def align(
         est = estimate_av_offset(video, audio, options=av_options)
         est_offset, est_drift, av_conf, av_method = est.av_offset_ms, est.drift_ppm, est.confidence, est.method
         av_abstain = est.abstain.to_json() if est.abstain is not None else None
+    elif estimate and video is not None:  # one frame (or none): nothing changes over time, said like any abstention
+        est = av_abstain_estimate("no_visual_events", found=f"{video.num_frames} video frame(s): no change between frames to date",
+                         needed="a video of several frames with visual events (flashes, claps in view)")
+        av_method, av_abstain = est.method, est.abstain.to_json()
     clock = ClockModel(av_offset_ms=est_offset or 0.0, drift_ppm=est_drift or 0.0)
 
     text_how, text_conf, est_text, text_abstain = "none", 0.0, text_offset_ms, None
