@@ -165,7 +165,7 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
     try:
         stream = open_shard(url, pipe_stall_seconds=pipe_stall_seconds)
     except (OSError, ValueError) as e:
-        raise ShardError(f"cannot open shard: {e}", shard=url, reason="open") from e
+        raise ShardError(f"cannot open shard: {_with_cause(e)}", shard=url, reason="open") from e
     stopped_early = False
     try:
         yield from name_pipe_failures(scan_tar(stream, "r|*", _read_bytes, max_member_bytes=max_member_bytes),
@@ -179,6 +179,15 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
                 stream.close()
         else:
             stream.close()
+
+
+def _with_cause(error: BaseException) -> str:
+    """``error``'s message, and its cause's where it has one: fsspec's HTTP filesystem raises a bare
+    ``FileNotFoundError(url)`` from the connection refused, the 404 or the DNS failure that says why."""
+    cause = error.__cause__
+    if cause is None or str(cause) in str(error):
+        return str(error)
+    return f"{error} ({type(cause).__name__}: {cause})"
 
 
 def name_pipe_failures(members: Iterable[TarMember], stream, url: str) -> Iterator[TarMember]:
