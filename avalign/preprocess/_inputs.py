@@ -361,8 +361,19 @@ def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
     return InputPlan(samples=tuple(samples), skipped=tuple(skipped), kind="shards", shard_urls=tuple(urls))
 
 
+def _directory_of_shards(root: str) -> list[str]:
+    """The ``.tar`` files of ``root`` (sorted) when its top level holds them and no media file; else []."""
+    names = sorted(os.listdir(root))
+    if any(n.rpartition(".")[2].lower() in MEDIA_EXTENSIONS for n in names if not n.startswith(".")):
+        return []
+    return [os.path.join(root, n) for n in names
+            if n.lower().endswith(".tar") and not n.startswith(".") and os.path.isfile(os.path.join(root, n))]
+
+
 def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
     """Find the samples of ``source``: a directory, one media file, a tar path, a brace pattern or an fsspec/pipe URL.
+
+    A directory whose top level holds ``.tar`` files and no media file is read as those shards (sorted by name).
 
     One media file (``talks/a.mp4``) is read as a directory holding only it and its same-stem sidecars
     (``talks/a.srt``…): one sample, keyed by its stem (``a``). A transcript or caption file alone is refused.
@@ -387,6 +398,10 @@ def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
     if os.path.isdir(source):
         if not os.access(source, os.R_OK | os.X_OK):
             raise PermissionError(f"input directory {source!r} is not readable; hint: check its permissions")
+        shards = _directory_of_shards(source)
+        if shards:
+            logger.info("%s: no media files, %d .tar shard(s): reading the shards", source, len(shards))
+            return _list_shards(shards, on_error=on_error)
         return _list_directory(source)
     if os.path.isfile(source):
         stem, dot, suffix = os.path.basename(source).rpartition(".")
