@@ -1,0 +1,189 @@
+"""Adversarial round of 2026-12-06 (fifth session) on the training path: what a training run met.
+
+Oracles: members and files built here with known content (a word count, an empty audio track, a non-UTF-8 byte, a
+codec tag FFmpeg does not know, one frame, a closed port), and the loader's and preprocess's documented behaviour
+(README: "Video-only clips load with an empty audio span"; every skip is counted and named).
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import tarfile
+
+import pytest
+
+import loaders
+from avcore import DecodeError, TranscriptError
+from tests.conftest import encode_once
+
+SHARD = "sample_data/shards/shard-000000.tar"
+
+
+def _tar(path, members: list[tuple[str, bytes]]) -> str:
+    with tarfile.open(path, "w") as archive:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+def _skips(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipping")]
+
+
+def _whisperx(num_words: int) -> bytes:
+    words = [{"word": f"w{i}", "start": round(i * 0.36, 3), "end": round(i * 0.36 + 0.3, 3), "score": 0.9}
+             for i in range(num_words)]
+    segments = [{"start": words[i]["start"], "end": words[min(i + 9, num_words - 1)]["end"],
+                 "text": " ".join(w["word"] for w in words[i:i + 10]), "words": words[i:i + 10]}
+                for i in range(0, num_words, 10)]
+    return json.dumps({"segments": segments}, indent=1).encode()  # pretty-printed, as sample_data/clip00.json
+
+
+def test_a_long_word_level_json_is_not_refused_for_its_markup():
+    """Before: 25,000 words refused as "more than 200000 words": the check before parsing counted the JSON's
+    whitespace tokens (about ten per word object) as words."""
+    transcript = loaders.read_transcript(_whisperx(25_000), name="long.json")
+    assert len(transcript.words) == 25_000
+    assert len(transcript.spans) == 2_500
+    with pytest.raises(TranscriptError, match="over max_words=20000") as refused:  # the parsed count still decides
+        loaders.read_transcript(_whisperx(25_000), name="long.json", max_words=20_000)
+    assert refused.value.reason == "too_large"
+
+
+def test_a_long_textgrid_is_not_refused_for_its_markup():
+    intervals = "".join(f'        intervals [{i + 1}]:\n            xmin = {i * 0.4:.1f}\n            xmax = {i * 0.4 + 0.4:.1f}\n'
+                        f'            text = "w{i}"\n' for i in range(3000))
+    text = ('File type = "ooTextFile"\nObject class = "TextGrid"\n\nxmin = 0\nxmax = 1200\ntiers? <exists>\nsize = 1\n'
+            'item []:\n    item [1]:\n        class = "IntervalTier"\n        name = "words"\n        xmin = 0\n'
+            f'        xmax = 1200\n        intervals: size = 3000\n{intervals}')
+    transcript = loaders.read_transcript(text.encode(), name="long.TextGrid", max_words=5_000)
+    assert sum(len(s.words) or len(s.text.split()) for s in transcript.spans) == 3000
+
+
+@pytest.fixture(scope="module")
+def empty_audio_track(tmp_path_factory):
+    out = tmp_path_factory.mktemp("empty_audio") / "a.mkv"
+    encode_once(out, "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25:duration=2", "-f", "lavfi", "-i",
+                "sine=sample_rate=16000", "-map", "0", "-map", "1", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+                "-c:a", "pcm_s16le", "-frames:a", "0", "-t", "2")
+    return out
+
+
+def test_an_empty_audio_track_is_missing_audio_not_a_corrupt_file(empty_audio_track):
+    for backend in ("pyav", "auto"):
+        with pytest.raises(DecodeError, match="holds no samples") as missing:
+            loaders.read_audio(str(empty_audio_track), backend=backend)
+        assert missing.value.reason == "missing_audio"
+
+
+def test_a_video_with_an_empty_audio_track_loads_as_video_only(tmp_path, empty_audio_track, caplog):
+    """Before: skipped as ``decode`` ("the audio stream decoded to no samples"), while a video with no audio stream
+    loads with an empty audio span."""
+    shard = _tar(tmp_path / "s.tar", [("a.mkv", empty_audio_track.read_bytes()), ("a.txt", b"empty audio track")])
+    loader = loaders.make_loader(shard, seed=0, frame_size=(16, 16))
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        batches = list(loader)
+    assert [k for b in batches for k in b.sample_keys] == ["a"]
+    assert loader.stats.skipped == {}
+
+
+def test_torchcodec_says_missing_audio_for_a_file_without_audio(tmp_path):
+    video_only = tmp_path / "v.mp4"
+    encode_once(video_only, "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25:duration=1", "-c:v", "libx264",
+                "-pix_fmt", "yuv420p")
+    with pytest.raises(DecodeError, match="no audio stream") as missing:
+        loaders.read_audio(str(video_only), backend="torchcodec")
+    assert missing.value.reason == "missing_audio"
+
+
+@pytest.fixture(scope="module")
+def small_clip(tmp_path_factory):
+    out = tmp_path_factory.mktemp("small") / "v.mp4"
+    return encode_once(out, "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25:duration=1", "-f", "lavfi", "-i",
+                       "sine=sample_rate=16000:duration=1", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac")
+
+
+def test_a_caption_that_is_not_utf8_is_a_named_skip_in_the_loader_and_in_preprocess(tmp_path, small_clip, caplog):
+    """Before: the loader's skip said a bare "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9", and
+    preprocess kept the sample, which training then skipped at every epoch."""
+    from avalign.cli import main
+
+    members = []
+    for key in ("a", "b", "c"):
+        members += [(f"{key}.mp4", small_clip), (f"{key}.txt", b"caf\xe9 latin-1" if key == "b" else b"fine caption")]
+    shard = _tar(tmp_path / "s-0.tar", members)
+    loader = loaders.make_loader(shard, seed=0, frame_size=(16, 16))
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        keys = sorted(k for b in loader for k in b.sample_keys)
+    assert keys == ["a", "c"] and loader.stats.skipped == {"transcript": 1}
+    (message,) = [m for m in _skips(caplog) if "key='b'" in m]
+    assert "b.txt: byte 3: cannot decode as utf-8" in message and "re-save the caption as UTF-8" in message
+
+    out = tmp_path / "out"
+    assert main(["preprocess", shard, str(out), "--no-progress"]) == 0
+    names = tarfile.open(out / "shard-000000.tar").getnames()
+    assert "b.txt" not in names and "b.mp4" not in names and "a.txt" in names
+    rows = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
+    assert [(r["key"], r["reason"]) for r in rows] == [("b", "transcript")]
+
+
+def test_metadata_that_is_not_json_holds_no_caption():
+    from loaders.pipeline import caption_text
+
+    assert caption_text({"__key__": "k", "json": b"\xff\xfe not json"}) is None
+    assert caption_text({"__key__": "k", "json": b"{broken", "txt": b"the caption"}) == "the caption"
+
+
+def test_a_video_stream_ffmpeg_cannot_identify_is_a_decode_error_naming_the_file(tmp_path, small_clip):
+    """Before: "AttributeError: 'NoneType' object has no attribute 'name'" (PyAV gives no codec context)."""
+    unknown = tmp_path / "zzzz.mp4"
+    unknown.write_bytes(small_clip.replace(b"avc1", b"zzzz"))  # the sample entry's codec tag (and a brand)
+    with pytest.raises(DecodeError, match="cannot identify the video stream's codec") as refused:
+        loaders.read_video(str(unknown), backend="pyav")
+    assert str(unknown) in str(refused.value) and "NoneType" not in str(refused.value)
+    with pytest.raises(DecodeError, match="cannot identify the video stream's codec"):
+        loaders.probe_video(str(unknown))
+
+
+def test_measure_on_a_one_frame_clip_says_why_there_is_no_av_offset(tmp_path, capsys):
+    """Before: ``av_offset_ms`` null with ``av_abstain`` null and ``av_method`` "none"."""
+    from avalign.cli import main
+
+    clip = tmp_path / "one.mkv"
+    encode_once(clip, "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-f", "lavfi", "-i",
+                "sine=f=440:sample_rate=16000", "-t", "0.0001", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+                "-c:a", "pcm_s16le")
+    assert main(["measure", str(clip), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["video"]["num_frames"] == 1 and record["audio"]["num_samples"] > 0
+    assert record["av_offset_ms"] is None and record["av_method"] == "abstain:no_visual_events"
+    assert record["av_abstain"]["reason"] == "no_visual_events" and "1 video frame" in record["av_abstain"]["found"]
+
+
+def test_an_http_shard_that_cannot_be_fetched_says_why(caplog):
+    """Before: "cannot open shard: http://127.0.0.1:9/x.tar" (fsspec's FileNotFoundError without its cause)."""
+    loader = loaders.make_loader([SHARD, "http://127.0.0.1:9/x.tar"], seed=0, frame_size=(16, 16))
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        keys = [k for b in loader for k in b.sample_keys]
+    assert len(keys) == 3 and loader.stats.skipped == {"open": 1}
+    (message,) = [m for m in _skips(caplog) if "127.0.0.1:9" in m]
+    assert "ClientConnectorError" in message and "Cannot connect to host 127.0.0.1:9" in message
+
+
+def test_preprocess_reads_a_directory_of_shards(tmp_path):
+    """Before: the .tar files were "ignored, not media" and the command failed with "no samples found"."""
+    import shutil
+
+    from avalign.cli import main
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    shutil.copy(SHARD, shards / "shard-000000.tar")
+    out = tmp_path / "out"
+    assert main(["preprocess", str(shards), str(out), "--no-progress"]) == 0
+    keys = sorted({n.split(".")[0] for n in tarfile.open(out / "shard-000000.tar").getnames()})
+    expected = sorted({n.split(".")[0] for n in tarfile.open(SHARD).getnames()})
+    assert keys == expected and len(keys) == 3
