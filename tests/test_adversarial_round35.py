@@ -187,3 +187,17 @@ def test_preprocess_reads_a_directory_of_shards(tmp_path):
     keys = sorted({n.split(".")[0] for n in tarfile.open(out / "shard-000000.tar").getnames()})
     expected = sorted({n.split(".")[0] for n in tarfile.open(SHARD).getnames()})
     assert keys == expected and len(keys) == 3
+
+
+def test_a_directory_with_media_below_it_stays_a_directory_of_media(tmp_path, small_clip):
+    """Shards at the top and media in a subdirectory: the media are the samples (the .tar is said to be ignored)."""
+    import shutil
+
+    from avalign.preprocess import list_inputs
+
+    root = tmp_path / "raw"
+    (root / "clips").mkdir(parents=True)
+    shutil.copy(SHARD, root / "old.tar")
+    (root / "clips" / "c1.mp4").write_bytes(small_clip)
+    plan = list_inputs(str(root))
+    assert [s.key for s in plan.samples] == ["clips/c1"]

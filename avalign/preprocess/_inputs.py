@@ -362,18 +362,24 @@ def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
 
 
 def _directory_of_shards(root: str) -> list[str]:
-    """The ``.tar`` files of ``root`` (sorted) when its top level holds them and no media file; else []."""
-    names = sorted(os.listdir(root))
-    if any(n.rpartition(".")[2].lower() in MEDIA_EXTENSIONS for n in names if not n.startswith(".")):
-        return []
-    return [os.path.join(root, n) for n in names
+    """The ``.tar`` files of ``root``'s top level (sorted) when it holds some and no media file anywhere below it
+    (a media file would be a sample of the directory: nothing is dropped); else []."""
+    tars = [os.path.join(root, n) for n in sorted(os.listdir(root))
             if n.lower().endswith(".tar") and not n.startswith(".") and os.path.isfile(os.path.join(root, n))]
+    if not tars:
+        return []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        if any(n.rpartition(".")[2].lower() in MEDIA_EXTENSIONS for n in filenames if not n.startswith(".")):
+            return []
+    return tars
 
 
 def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
     """Find the samples of ``source``: a directory, one media file, a tar path, a brace pattern or an fsspec/pipe URL.
 
-    A directory whose top level holds ``.tar`` files and no media file is read as those shards (sorted by name).
+    A directory whose top level holds ``.tar`` files, and that holds no media file at any depth, is read as those
+    shards (sorted by name).
 
     One media file (``talks/a.mp4``) is read as a directory holding only it and its same-stem sidecars
     (``talks/a.srt``…): one sample, keyed by its stem (``a``). A transcript or caption file alone is refused.
