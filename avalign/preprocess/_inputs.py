@@ -29,6 +29,7 @@ import dataclasses
 import logging
 import os
 import re
+import stat
 import tarfile
 from dataclasses import dataclass, field
 from typing import IO, Iterator, Literal, Optional
@@ -128,11 +129,6 @@ def _clean_key(key: str) -> str:
     return "/".join(_KEY_CHARS.sub("_", p) for p in parts if p)
 
 
-def _file_stamp(path: str) -> str:
-    st = os.stat(path)
-    return f"{st.st_size}:{st.st_mtime_ns}"
-
-
 def _holds_whisper_transcript(data: bytes) -> bool:
     """Whether a ``json`` member is a video2dataset record holding its Whisper subsampler's ``whisper_transcript``
     (read as the transcript, and kept as ``meta.json`` too: its url, status and caption)."""
@@ -201,11 +197,20 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(os.path.join(dirpath, stem), root)
             key = _clean_key(rel)
+            try:
+                status = os.stat(path)
+            except OSError as e:  # a broken symbolic link, a file removed while listing
+                _skip(skipped, path, key, "read", f"{path}: cannot read it ({e.strerror}"
+                      + ("; a symbolic link whose target is missing" if os.path.islink(path) else "") + ")")
+                continue
+            if not stat.S_ISREG(status.st_mode):  # opening a FIFO blocks until a writer comes: never open one
+                _skip(skipped, path, key, "read", f"{path}: not a regular file (a named pipe, socket or device); not read")
+                continue
             group = groups.setdefault(key, {})
             if ext in group or origin.setdefault(key, rel) != rel:
                 _skip(skipped, path, key, "duplicate_key", f"{path}: key {key!r} already used by {origin[key]!r}; rename one of them")
                 continue
-            group[ext] = Locator(path=path, stamp=_file_stamp(path))
+            group[ext] = Locator(path=path, stamp=f"{status.st_size}:{status.st_mtime_ns}")
 
     if +ignored:  # not media, transcripts or captions: not samples, but said (a .mxf folder must not look empty)
         logger.warning("%s: %d file(s) ignored, not media, transcripts or captions: %s; media extensions: %s", root,
@@ -418,6 +423,10 @@ def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
             raise ValueError(
                 f"input {source!r} is a transcript or caption file, not media; hint: give the media file (its "
                 "same-stem transcript is picked up), a directory of media files, or WebDataset shards")
+    if os.path.exists(source) and not os.path.isfile(source):  # a FIFO, socket, device: opening may block forever
+        raise ValueError(f"input {source!r} is not a regular file or a directory (a named pipe, socket or device); "
+                         "hint: give a directory of media files, a media file or WebDataset shards; a shard from a stream as "
+                         "'pipe:COMMAND' (preprocess reads a shard twice, which standard input cannot give)")
     urls = expand_shard_urls(source)
     for url in urls:
         local = url[len("file://"):] if url.startswith("file://") else url
