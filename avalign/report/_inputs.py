@@ -88,9 +88,14 @@ def _is_shard_spec(path: str) -> bool:
     return path.endswith((".tar", ".tar.gz", ".tgz")) or "{" in path or "::" in path or path.startswith("pipe:") or "://" in path
 
 
+_PREPROCESS_FILES = ("state.jsonl", "manifest.jsonl", "skipped.jsonl")
+"""Files ``avalign preprocess`` writes next to its shards: a directory holding one is its output, even with no shard."""
+
+
 def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
     """Clips (or skip records) of ``path``: a media directory, a single media file, a directory of ``.tar``
-    shards, or a shard spec (path, brace pattern, fsspec URL, ``pipe:``).
+    shards (with preprocess's ``skipped.jsonl``: preprocess output, read even when it holds no shard), or a shard
+    spec (path, brace pattern, fsspec URL, ``pipe:``).
 
     Args:
         path: the input.
@@ -104,8 +109,9 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
     if os.path.isdir(path):
         tars = sorted(glob.glob(os.path.join(path, "*.tar")) + glob.glob(os.path.join(path, "*.tar.gz")))
         media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
-        if tars and not media:
-            yield from _shard_inputs(tars, on_error=on_error)
+        preprocessed = any(os.path.isfile(os.path.join(path, name)) for name in _PREPROCESS_FILES)
+        if (tars or preprocessed) and not media:  # shards, or preprocess output whose every sample was skipped
+            yield from _shard_inputs(tars, on_error=on_error) if tars else ()
             yield from preprocess_skips(path)
         else:
             yield from _directory_inputs(path)

@@ -195,6 +195,10 @@ def run_report(
         raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels <= 0:
         raise ValueError(f"max_pixels must be a positive int (width x height), got {max_pixels = !r}; try {DEFAULT_MAX_PIXELS}")
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
+        raise ValueError(f"--sample-rate must be a positive int (Hz), got {sample_rate!r}; try 16000")
+    if isinstance(clip_pages, bool) or not isinstance(clip_pages, int) or clip_pages < 0:
+        raise ValueError(f"--clip-pages must be an int >= 0 (0: no clip pages), got {clip_pages!r}")
     truth = load_truth(truth_path) if truth_path else None
     check_gate_options(fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain)  # before any work
     _make_out_dir(out_dir)  # also before any work: a bad --out must not fail after every clip was measured
@@ -211,7 +215,7 @@ def run_report(
         "skipped": [s.to_json() for s in skipped],
         "summary": summarize(rows, skipped, gate_check),
     }
-    files = _write_clip_pages(input_path, out_dir, [r for r, _ in flagged[:max(clip_pages, 0)]], sample_rate=sample_rate,
+    files = _write_clip_pages(input_path, out_dir, [r for r, _ in flagged[:clip_pages]], sample_rate=sample_rate,
                               max_pixels=max_pixels, progress=progress)
     report["summary"]["num_flagged"] = len(flagged)
     report["summary"]["num_clip_pages"] = sum(1 for r in rows if r.get("page"))
