@@ -201,3 +201,71 @@ def test_a_directory_with_media_below_it_stays_a_directory_of_media(tmp_path, sm
     (root / "clips" / "c1.mp4").write_bytes(small_clip)
     plan = list_inputs(str(root))
     assert [s.key for s in plan.samples] == ["clips/c1"]
+
+
+# ------------------------------------------------------------------ the offline tools (second helper of the round)
+
+
+def test_preprocess_skips_a_named_pipe_and_a_broken_link_and_writes_the_rest(tmp_path, small_clip):
+    """Before: a FIFO named ``pipe.mp4`` hung the run forever (its open() blocks, outside ``--timeout``), and one
+    broken symbolic link aborted the whole run (``os.stat`` while planning)."""
+    import os
+    import subprocess
+    import sys
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "good.mp4").write_bytes(small_clip)
+    os.mkfifo(src / "pipe.mp4")
+    os.symlink(tmp_path / "gone.mp4", src / "gone.mp4")
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "avalign", "preprocess", str(src), str(out), "--no-progress",
+                           "--timeout", "30"], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(n for n in tarfile.open(out / "shard-000000.tar").getnames() if n.endswith(".mp4")) == ["good.mp4"]
+    rows = {r["key"]: r for r in map(json.loads, (out / "skipped.jsonl").read_text().splitlines())}
+    assert sorted(rows) == ["gone", "pipe"] and {r["reason"] for r in rows.values()} == {"read"}
+    assert "not a regular file" in rows["pipe"]["message"]
+    assert "symbolic link whose target is missing" in rows["gone"]["message"]
+
+
+def test_preprocess_refuses_a_named_pipe_given_as_the_input(tmp_path):
+    import os
+
+    from avalign.preprocess import list_inputs
+
+    fifo = tmp_path / "s.tar"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file or a directory.*pipe:COMMAND"):
+        list_inputs(str(fifo))
+
+
+def test_report_on_preprocess_output_with_every_sample_skipped_lists_the_skips(tmp_path, capsys):
+    """Before: no shard (every sample skipped), so ``report`` took the output for a media directory: its
+    state/manifest/skipped files became ``unknown_extension`` inputs and the two decode skips were lost."""
+    from avalign.cli import main
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for key in ("a", "b"):
+        (src / f"{key}.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 not a movie at all")
+    out = tmp_path / "out"
+    main(["preprocess", str(src), str(out), "--no-progress"])
+    assert list(out.glob("*.tar")) == []
+    capsys.readouterr()
+    main(["report", str(out), "--out", str(tmp_path / "rep"), "--no-progress"])
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    skipped = report["skipped"]
+    assert sorted((s["key"], s["reason"]) for s in skipped) == [("a", "decode"), ("b", "decode")]
+
+
+@pytest.mark.parametrize("option, value, message", [("--sample-rate", "0", "--sample-rate must be a positive int"),
+                                                     ("--sample-rate", "-8000", "--sample-rate must be a positive int"),
+                                                     ("--clip-pages", "-1", "--clip-pages must be an int >= 0")])
+def test_report_refuses_out_of_range_options_before_any_work(tmp_path, capsys, option, value, message):
+    """Before: ``--sample-rate 0`` made every clip a ``decode`` skip and exited 0; ``--clip-pages -1`` was 0."""
+    from avalign.cli import main
+
+    assert main(["report", "sample_data", "--out", str(tmp_path / "rep"), "--no-progress", option, value]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "rep" / "report.json").exists()
