@@ -66,7 +66,8 @@ def error_reason(error: BaseException) -> str:
 
     The error's own ``reason`` where it carries one from the skip vocabulary (``DecodeError``: ``decode``,
     ``missing_audio``…; ``TranscriptError``: ``transcript``; ``ShardError``: ``open``…); else by type:
-    ``not_found`` (FileNotFoundError), ``disk_full`` (ENOSPC / EFBIG / EDQUOT), ``read`` (another OSError),
+    ``not_found`` (FileNotFoundError), ``in_use`` (BlockingIOError: an output directory locked by another run),
+    ``disk_full`` (ENOSPC / EFBIG / EDQUOT), ``read`` (another OSError),
     ``interrupted`` (KeyboardInterrupt), ``invalid`` (ValueError, IndexError: an input or option out of range),
     ``missing_dependency`` (ImportError), else ``error`` (a bug).
     """
@@ -79,6 +80,8 @@ def error_reason(error: BaseException) -> str:
         return reason
     if isinstance(error, FileNotFoundError):
         return "not_found"
+    if isinstance(error, BlockingIOError):
+        return "in_use"
     if isinstance(error, OSError):
         return "disk_full" if error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) else "read"
     if isinstance(error, KeyboardInterrupt):

@@ -215,11 +215,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 141
     except (OSError, ValueError, IndexError) as e:  # OSError: a full disk (ENOSPC/EFBIG), a read-only output…
         full = isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
-        hint = "; hint: the disk (or a file-size limit) is full: what was written is incomplete; free space and rerun" if full else ""
+        hinted = "free space" in str(e).lower()  # the writer's own message already says what to do
+        hint = "; hint: the disk (or a file-size limit) is full: what was written is incomplete; free space and rerun" \
+            if full and not hinted else ""
         message = f"{cli_message(str(e))}{hint}"
         print(f"avalign {args.command}: error: {message}", file=sys.stderr)
         if json_out:  # detaches stdout itself if stdout is what failed
-            _print_json_error(args.command, failed_file(args, e), error_reason(e), message, 2)
+            about_output = full or isinstance(e, BlockingIOError)  # the output is full, or locked by another run
+            output = getattr(args, "output_dir", None) or getattr(args, "out", None)
+            file = output if about_output and output and not getattr(e, "filename", None) else failed_file(args, e)
+            _print_json_error(args.command, file, error_reason(e), message, 2)
         elif isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
             _detach_stdout()  # stdout may be what failed (`> /dev/full`): do not fail again at exit
         return 2

@@ -44,6 +44,7 @@ REASONS: dict[str, str] = {
                "outside its limits): a ValueError or IndexError about the request, not about a file's content",
     "not_found": "command: an input file or directory does not exist",
     "disk_full": "command: the disk (or a file-size limit) filled up while writing the output",
+    "in_use": "command: the output directory is locked by another run (preprocess's lock file)",
     "missing_dependency": "command: an optional package it needs is not installed (ray, pocketsphinx)",
     "usage": "command: the command line does not parse (argparse explains it on stderr)",
     "interrupted": "command: stopped by Ctrl-C (SIGINT)",

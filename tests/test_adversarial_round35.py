@@ -269,3 +269,44 @@ def test_report_refuses_out_of_range_options_before_any_work(tmp_path, capsys, o
     assert main(["report", "sample_data", "--out", str(tmp_path / "rep"), "--no-progress", option, value]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "rep" / "report.json").exists()
+
+
+def test_preprocess_json_error_for_a_locked_output_names_the_output_and_says_in_use(tmp_path, capsys):
+    """Before: ``file`` was the INPUT and ``reason`` ``read``."""
+    import fcntl
+    import os
+
+    from avalign.cli import main
+    from avcore import REASONS
+
+    out = tmp_path / "out"
+    out.mkdir()
+    fd = os.open(out / ".avalign-preprocess.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another run holds it (flock locks are per open file)
+        os.pwrite(fd, b"4242\n", 0)
+        assert main(["preprocess", "sample_data", str(out), "--no-progress", "--json"]) == 2
+    finally:
+        os.close(fd)
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["file"], error["reason"]) == (str(out), "in_use") and "in_use" in REASONS
+    assert "pid 4242" in error["message"]
+
+
+def test_a_disk_full_error_names_the_output_and_hints_once(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import avalign.preprocess._run as run
+    from avalign.cli import main
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "disk full while writing 'x.tar' (...); the partial file was removed, completed "
+                                    "shards are kept. Hint: free space (or choose another output directory) and rerun")
+
+    monkeypatch.setattr(run, "preprocess", full)
+    out = tmp_path / "out"
+    assert main(["preprocess", "sample_data", str(out), "--no-progress", "--json"]) == 2
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)["error"]
+    assert (error["file"], error["reason"]) == (str(out), "disk_full")
+    assert error["message"].lower().count("free space") == 1 and captured.err.lower().count("free space") == 1
