@@ -33,6 +33,21 @@ def cli_message(message: str) -> str:
     return message.replace("pass format= one of", "pass --transcript-format, one of")
 
 
+def finite_float(text: str) -> float:
+    """argparse ``type`` for a number option: a finite float, else argparse's usage error naming the option
+    (``nan`` and ``inf`` parse as floats but mean nothing as a time, an offset or a share)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
 INPUT_HINT = "give a media directory, a media file, a .tar shard or a brace pattern such as 'data-{000..009}.tar'"
 """What ``preprocess`` and ``report`` take as INPUT (the default hint of :func:`check_local_input`)."""
 MEDIA_HINT = "give one video or audio file (e.g. clip.mp4, talk.mkv, speech.m4a)"

@@ -11,7 +11,7 @@ import traceback
 from typing import Optional, Sequence
 
 from avalign._cli_common import (DEFAULT_MAX_PIXELS, MEDIA_HINT, TRANSCRIPT_FORMATS, check_local_input, cli_message,
-                                 display_path, error_document, error_reason)
+                                 display_path, error_document, error_reason, finite_float)
 from avalign._progress import Progress, format_eta
 
 __all__ = [
@@ -144,10 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--text-method", choices=("auto", "energy", "forced"), default="auto",
                          help="transcript offset: speech energy, pocketsphinx forced alignment, or auto = energy, then "
                               "forced alignment when energy abstains (default auto; forced needs avalign[align])")
-    measure.add_argument("--av-offset-ms", type=float, default=None,
+    measure.add_argument("--av-offset-ms", type=finite_float, default=None,
                          help="known A/V offset (ms, > 0: audio lags): used instead of estimating it (e.g. when the "
                               "estimator abstains on a talking head)")
-    measure.add_argument("--max-offset-ms", type=float, default=500.0,
+    measure.add_argument("--max-offset-ms", type=finite_float, default=500.0,
                          help="search range ±MS of the A/V and transcript offset estimators (default 500)")
     measure.set_defaults(func=_cmd_measure)
 

@@ -310,3 +310,19 @@ def test_a_disk_full_error_names_the_output_and_hints_once(tmp_path, capsys, mon
     error = json.loads(captured.out)["error"]
     assert (error["file"], error["reason"]) == (str(out), "disk_full")
     assert error["message"].lower().count("free space") == 1 and captured.err.lower().count("free space") == 1
+
+
+@pytest.mark.parametrize("argv", [["measure", "sample_data/clip00.mp4", "--av-offset-ms", "nan"],
+                                  ["measure", "sample_data/clip00.mp4", "--max-offset-ms", "inf"],
+                                  ["report", "sample_data", "--out", "unused", "--fail-over-ms", "nan"],
+                                  ["preprocess", "sample_data", "unused", "--timeout", "nan"]])
+def test_number_options_refuse_nan_and_inf_by_their_flag(argv, capsys):
+    """Before: ``--av-offset-ms nan`` failed later with "av_offset_ms must be a finite number, got av_offset_ms = nan"
+    (the Python name, no usage)."""
+    from avalign.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    flag = argv[-2]
+    assert f"argument {flag}: '{argv[-1]}' is not a finite number" in capsys.readouterr().err

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input
+from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input, finite_float
 
 logger = logging.getLogger(__name__)
 
@@ -62,10 +62,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("input", help="preprocessed or raw shards (path, dir of .tar, brace pattern) or a media directory")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    parser.add_argument("--fail-over-ms", type=float, metavar="X", help="gate: exit 1 when any clip's |offset| exceeds X ms, or when the input holds no media, nothing was "
+    parser.add_argument("--fail-over-ms", type=finite_float, metavar="X", help="gate: exit 1 when any clip's |offset| exceeds X ms, or when the input holds no media, nothing was "
                              "measured, or more than --max-abstain of the clips abstained")
     parser.add_argument("--gate-on", choices=["av", "text", "any"], default="any", help="offsets the gate checks (default any)")
-    parser.add_argument("--max-abstain", type=float, default=0.5, metavar="SHARE",
+    parser.add_argument("--max-abstain", type=finite_float, default=0.5, metavar="SHARE",
                         help="the gate fails when more than this share (0-1) of gated clips abstained (default 0.5)")
     parser.add_argument("--clip-pages", type=int, default=50, metavar="N",
                         help="a page per flagged clip (over the gate, outside EBU R37, or abstained), worst first, "
