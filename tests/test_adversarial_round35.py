@@ -316,13 +316,35 @@ def test_a_disk_full_error_names_the_output_and_hints_once(tmp_path, capsys, mon
                                   ["measure", "sample_data/clip00.mp4", "--max-offset-ms", "inf"],
                                   ["report", "sample_data", "--out", "unused", "--fail-over-ms", "nan"],
                                   ["preprocess", "sample_data", "unused", "--timeout", "nan"]])
-def test_number_options_refuse_nan_and_inf_by_their_flag(argv, capsys):
+def test_number_options_refuse_nan_and_inf_by_their_flag(argv, capsys, tmp_path):
     """Before: ``--av-offset-ms nan`` failed later with "av_offset_ms must be a finite number, got av_offset_ms = nan"
     (the Python name, no usage)."""
     from avalign.cli import main
+
+    argv = [str(tmp_path / "unused") if a == "unused" else a for a in argv]
 
     with pytest.raises(SystemExit) as stopped:
         main(argv)
     assert stopped.value.code == 2
     flag = argv[-2]
     assert f"argument {flag}: '{argv[-1]}' is not a finite number" in capsys.readouterr().err
+
+
+def test_linked_directories_are_read_once_by_preprocess_and_report(tmp_path, small_clip):
+    """Before: preprocess skipped a linked directory without a word (``os.walk`` does not follow links)."""
+    import os
+
+    from avalign.preprocess import list_inputs
+    from avalign.report import ClipInput, iter_inputs
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "b.mp4").write_bytes(small_clip)
+    root = tmp_path / "raw"
+    root.mkdir()
+    (root / "a.mp4").write_bytes(small_clip)
+    os.symlink(elsewhere, root / "part2")
+    os.symlink(root, elsewhere / "back")  # a loop: each real directory is read once
+    assert sorted(s.key for s in list_inputs(str(root)).samples) == ["a", "part2/b"]
+    clips = sorted(os.path.relpath(item.media, root) for item in iter_inputs(str(root)) if isinstance(item, ClipInput))
+    assert clips == ["a.mp4", "part2/b.mp4"]

@@ -34,6 +34,7 @@ import tarfile
 from dataclasses import dataclass, field
 from typing import IO, Iterator, Literal, Optional
 
+from avalign._walk import walk
 from avcore import AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS
 from loaders.shards import (
     DEFAULT_MAX_MEMBER_BYTES,
@@ -183,10 +184,9 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
     origin: dict[str, str] = {}
     skipped: list[dict] = _Skipped()
     ignored: collections.Counter = collections.Counter()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+    for dirpath, dirnames, filenames in walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".") and only_stem is None]
-        for name in sorted(filenames):
+        for name in filenames:
             stem, dot, suffix = name.rpartition(".")
             ext = suffix.lower()
             if only_stem is not None and stem != only_stem:
@@ -373,7 +373,7 @@ def _directory_of_shards(root: str) -> list[str]:
             if n.lower().endswith(".tar") and not n.startswith(".") and os.path.isfile(os.path.join(root, n))]
     if not tars:
         return []
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         if any(n.rpartition(".")[2].lower() in MEDIA_EXTENSIONS for n in filenames if not n.startswith(".")):
             return []

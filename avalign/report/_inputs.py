@@ -21,6 +21,7 @@ import tarfile
 from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
+from avalign._walk import walk
 from avcore import ALIGN_JSON, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, SampleError, read_align_json
 from loaders.media import MediaSource
 from loaders.shards import expand_shard_urls
@@ -192,9 +193,8 @@ def _ext(path: str) -> str:
 
 def _files(directory: str) -> list[str]:
     out = []
-    for root, dirs, names in os.walk(directory):
-        dirs.sort()
-        out.extend(os.path.join(root, n) for n in sorted(names))
+    for root, _, names in walk(directory):
+        out.extend(os.path.join(root, n) for n in names)
     return out
 
 
