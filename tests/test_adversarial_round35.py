@@ -293,23 +293,24 @@ def test_preprocess_json_error_for_a_locked_output_names_the_output_and_says_in_
     assert "pid 4242" in error["message"]
 
 
-def test_a_disk_full_error_names_the_output_and_hints_once(tmp_path, capsys, monkeypatch):
-    import errno
+def test_a_disk_full_error_names_the_output_and_hints_once(tmp_path):
+    """A real write failure: a file-size limit (RLIMIT_FSIZE, EFBIG) under the first shard's size."""
+    import resource
+    import signal
+    import subprocess
+    import sys
 
-    import avalign.preprocess._run as run
-    from avalign.cli import main
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
 
-    def full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "disk full while writing 'x.tar' (...); the partial file was removed, completed "
-                                    "shards are kept. Hint: free space (or choose another output directory) and rerun")
-
-    monkeypatch.setattr(run, "preprocess", full)
     out = tmp_path / "out"
-    assert main(["preprocess", "sample_data", str(out), "--no-progress", "--json"]) == 2
-    captured = capsys.readouterr()
-    error = json.loads(captured.out)["error"]
+    proc = subprocess.run([sys.executable, "-m", "avalign", "preprocess", "sample_data", str(out), "--no-progress",
+                           "--json"], capture_output=True, text=True, preexec_fn=limited, timeout=300)
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)["error"]
     assert (error["file"], error["reason"]) == (str(out), "disk_full")
-    assert error["message"].lower().count("free space") == 1 and captured.err.lower().count("free space") == 1
+    assert error["message"].lower().count("free space") == 1 and proc.stderr.lower().count("free space") == 1
 
 
 @pytest.mark.parametrize("argv", [["measure", "sample_data/clip00.mp4", "--av-offset-ms", "nan"],
