@@ -341,7 +341,7 @@ def forced_align_scored(
         return (), None
     # The span's samples (half-open, the project's rounding rule), mono, at 16 kHz, as int16.
     first, last = sample_range(lo - audio.start_seconds, hi - audio.start_seconds, audio.sample_rate)
-    signal = mono(audio.samples)[first:last]
+    signal = mono(audio.samples[..., first:last])  # the span only: a per-caption call must not convert the clip
     if audio.sample_rate != ALIGN_SAMPLE_RATE:
         from avcore import resample
 
@@ -352,7 +352,7 @@ def forced_align_scored(
     aligned_passes, fits = [], []
     context = sample_range(max(lo - _FLOOR_CONTEXT_SECONDS, audio.start_seconds) - audio.start_seconds,
                            min(hi + _FLOOR_CONTEXT_SECONDS, audio.stop_seconds) - audio.start_seconds, audio.sample_rate)
-    around = mono(audio.samples)[context[0]:context[1]]
+    around = mono(audio.samples[..., context[0]:context[1]])
     gap_db = floor_gap_db(around, audio.sample_rate)
     # In digital silence the fit is judged with a recording's noise floor added (module docstring).
     floor_rms = _fit_floor_rms(around, audio.sample_rate) if gap_db > DIGITAL_SILENCE_DB else 0.0
