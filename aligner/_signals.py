@@ -227,7 +227,10 @@ def log_energy(
     num_frames = signal.size // hop_samples
     if num_frames == 0:
         return np.zeros(0, dtype=np.float64), hop_samples / sample_rate
-    cumulative = np.concatenate([[0.0], np.cumsum(np.square(signal))])
+    cumulative = np.empty(signal.size + 1)  # [0, running sum of squares]: one array, not three (long clips)
+    cumulative[0] = 0.0
+    np.square(signal, out=cumulative[1:])
+    np.cumsum(cumulative[1:], out=cumulative[1:])
     centres = np.arange(num_frames) * hop_samples
     lo = np.clip(centres - window_samples // 2, 0, signal.size)
     hi = np.clip(centres - window_samples // 2 + window_samples, 0, signal.size)

@@ -23,7 +23,7 @@ Peak choice and confidence::
     confidence = clip((psr − 4.5) / 5.5, 0, 1) · clip(2·(1 − rival), 0, 1)
 
 Noise and music beds: when the full-band pass abstains on a word-level transcript, a second pass uses
-band-SNR energy (``_band_snr_level``: 7 bands from 100 Hz to 6 kHz at 16 kHz, each band's power over
+band-SNR energy (``_band_snr_levels``: 7 bands from 100 Hz to 6 kHz at 16 kHz, each band's power over
 its own 20th percentile, minus 1, summed): a stationary bed sets each band's floor and speech counts
 where it rises above it. Captions (span-level) get no retry: a beep alone in one band can outweigh a few
 caption edges. Measurements: BENCHMARKS.md, "Lab notes".
@@ -48,7 +48,7 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -100,7 +100,7 @@ def speech_features(
 ) -> SpeechFeatures:
     """Compute :class:`SpeechFeatures` (fine-grid log energy, rise and activity) of mono/multi-channel audio.
 
-    With ``band_snr`` the energy is :func:`_band_snr_level` (each band against its own floor: robust to
+    With ``band_snr`` the energy is :func:`_band_snr_levels` (each band against its own floor: robust to
     noise and music beds) instead of the full-band log energy.
     """
     signal = mono(samples)
@@ -111,9 +111,8 @@ def speech_features(
 
             signal = resample(signal[None, :].astype(np.float32), sample_rate, _BAND_RATE)[0]
             sample_rate = _BAND_RATE
-        bands = _speech_bands(signal, sample_rate)
-        level, hop = _band_snr_level(bands, sample_rate, hop_seconds=hop_seconds, window_seconds=onset_window)
-        vad_level, _ = _band_snr_level(bands, sample_rate, hop_seconds=hop_seconds, window_seconds=0.020)
+        (level, hop), (vad_level, _) = _band_snr_levels(signal, sample_rate, hop_seconds=hop_seconds,
+                                                        windows_seconds=(onset_window, 0.020))
     else:
         level, hop = log_energy(signal, sample_rate, hop_seconds=hop_seconds, window_seconds=onset_window)
         vad_level, _ = log_energy(signal, sample_rate, hop_seconds=hop_seconds, window_seconds=0.020)
@@ -140,9 +139,10 @@ _EXCESS_OVER_FLOOR = 1.0
 _BAND_RATE = 16000
 
 
-def _speech_bands(signal: np.ndarray, sample_rate: int) -> list[np.ndarray]:
+def _speech_bands(signal: np.ndarray, sample_rate: int) -> Iterator[np.ndarray]:
     """``signal`` split into the bands of :data:`_BAND_EDGES_HZ` (FFT masks; bands above Nyquist dropped), each as
-    long as ``signal``.
+    long as ``signal``, one at a time: a band is computed when the previous one has been used (a 2 h clip's seven
+    bands at once held about 6 GB).
 
     The transform runs on ``signal`` zero-padded to the next 5-smooth length (``scipy.fft.next_fast_len``): a
     decoded clip's sample count often has a large prime factor, and an FFT of such a length is 10-20x slower.
@@ -150,34 +150,46 @@ def _speech_bands(signal: np.ndarray, sample_rate: int) -> list[np.ndarray]:
     from scipy.fft import next_fast_len
 
     size = next_fast_len(signal.size, real=True)
-    spectrum = np.fft.rfft(signal.astype(np.float64), n=size)
-    freqs = np.fft.rfftfreq(size, 1.0 / sample_rate)
-    out = []
+    spectrum = np.fft.rfft(signal.astype(np.float64, copy=False), n=size)
+    step_hz = 1.0 / (size * (1.0 / sample_rate))  # bin k is at k * step_hz, as np.fft.rfftfreq computes it
+
+    def first_bin(hz: float) -> int:  # the first k with k * step_hz >= hz
+        k = max(0, int(hz / step_hz))
+        while k * step_hz < hz:
+            k += 1
+        while k > 0 and (k - 1) * step_hz >= hz:
+            k -= 1
+        return min(k, spectrum.size)
+
+    masked = np.zeros_like(spectrum)  # one buffer for every band's masked spectrum
     for lo, hi in zip(_BAND_EDGES_HZ, _BAND_EDGES_HZ[1:]):
         if lo >= sample_rate / 2:
             break
-        mask = (freqs >= lo) & (freqs < hi)
-        out.append(np.fft.irfft(np.where(mask, spectrum, 0.0), n=size)[: signal.size])
-    return out
+        a, b = first_bin(lo), first_bin(hi)
+        masked[a:b] = spectrum[a:b]
+        yield np.fft.irfft(masked, n=size)[: signal.size]
+        masked[a:b] = 0.0
 
 
-def _band_snr_level(bands: list[np.ndarray], sample_rate: int, *, hop_seconds: float,
-                    window_seconds: float) -> tuple[np.ndarray, float]:
-    """Level (dB) of the sum over bands of each band's power relative to its own floor (its 20th percentile).
+def _band_snr_levels(signal: np.ndarray, sample_rate: int, *, hop_seconds: float,
+                     windows_seconds: tuple[float, ...]) -> list[tuple[np.ndarray, float]]:
+    """``(level, hop)`` for each of ``windows_seconds``: the level (dB) of the sum over bands of each band's power
+    relative to its own floor (its 20th percentile).
 
     A stationary bed (noise, a held chord) sets each band's floor; speech counts where it rises above
     the bed in that band, so a bed 10 dB below the speech no longer hides speech onsets and pauses.
     """
-    total, hop = None, hop_seconds
-    for band in bands:
-        level, hop = log_energy(band, sample_rate, hop_seconds=hop_seconds, window_seconds=window_seconds)
-        power = 10.0 ** (level / 10.0)
-        floor = max(float(np.percentile(power, _BAND_FLOOR_PERCENTILE)), 1e-12)
-        ratio = np.maximum(power / floor - _EXCESS_OVER_FLOOR, 0.0)
-        total = ratio if total is None else total + ratio
-    if total is None:
-        return np.zeros(0), hop
-    return 10.0 * np.log10(total + 1e-12), hop
+    totals: list = [None] * len(windows_seconds)
+    hops = [hop_seconds] * len(windows_seconds)
+    for band in _speech_bands(signal, sample_rate):
+        for i, window_seconds in enumerate(windows_seconds):
+            level, hops[i] = log_energy(band, sample_rate, hop_seconds=hop_seconds, window_seconds=window_seconds)
+            power = 10.0 ** (level / 10.0)
+            floor = max(float(np.percentile(power, _BAND_FLOOR_PERCENTILE)), 1e-12)
+            ratio = np.maximum(power / floor - _EXCESS_OVER_FLOOR, 0.0)
+            totals[i] = ratio if totals[i] is None else totals[i] + ratio
+    return [(np.zeros(0), hop) if total is None else (10.0 * np.log10(total + 1e-12), hop)
+            for total, hop in zip(totals, hops)]
 
 
 def _gather(curve: np.ndarray, positions: np.ndarray) -> np.ndarray:
