@@ -196,8 +196,9 @@ def align(
         est_offset, est_drift, av_conf, av_method = est.av_offset_ms, est.drift_ppm, est.confidence, est.method
         av_abstain = est.abstain.to_json() if est.abstain is not None else None
     elif estimate and video is not None:  # one frame (or none): nothing changes over time, said like any abstention
-        est = av_abstain_estimate("no_visual_events", found=f"{video.num_frames} video frame(s): no change between frames to date",
-                         needed="a video of several frames with visual events (flashes, claps in view)")
+        est = av_abstain_estimate("no_visual_events",
+                                  found=f"{video.num_frames} video frame(s): no change between frames to date",
+                                  needed="a video of several frames with visual events (flashes, claps in view)")
         av_method, av_abstain = est.method, est.abstain.to_json()
     clock = ClockModel(av_offset_ms=est_offset or 0.0, drift_ppm=est_drift or 0.0)
 
