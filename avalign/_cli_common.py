@@ -5,12 +5,13 @@ read them would load torch, PyAV and numpy before a single argument is parsed.
 """
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import re
 
 __all__ = ["DEFAULT_MAX_PIXELS", "INPUT_HINT", "MEDIA_HINT", "TRANSCRIPT_FORMATS", "check_local_input", "cli_message",
-           "display_path", "error_document",
-           "error_reason"]
+           "display_path", "error_document", "error_reason", "finite_float"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
 """= ``loaders.media.DEFAULT_MAX_PIXELS`` (frames larger than this are skipped as ``too_large``)."""
@@ -36,9 +37,6 @@ def cli_message(message: str) -> str:
 def finite_float(text: str) -> float:
     """argparse ``type`` for a number option: a finite float, else argparse's usage error naming the option
     (``nan`` and ``inf`` parse as floats but mean nothing as a time, an offset or a share)."""
-    import argparse
-    import math
-
     try:
         value = float(text)
     except ValueError:
