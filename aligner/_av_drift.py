@@ -27,11 +27,12 @@ from aligner._stats import line_fit_theil_sen
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MATCH_SECONDS", "DriftFit", "MatchedPairs", "dating_sigma_seconds", "drift_line", "fit_drift", "matched_pairs"]
+__all__ = ["MATCH_SECONDS", "MIN_PAIRS_FOR_DRIFT", "DriftFit", "MatchedPairs", "dating_sigma_seconds", "drift_line", "fit_drift", "matched_pairs"]
 
 MATCH_SECONDS = 0.008
 """A visual event is matched when an audio event lies within this of the best line."""
-_MIN_PAIRS_FOR_DRIFT = 4
+MIN_PAIRS_FOR_DRIFT = 4
+"""Matched A/V events a drift line needs (fewer: ``event_match`` with no drift)."""
 # Dating precision of an audio event: sqrt(sigma0^2 + (k * rise)^2); measurements in BENCHMARKS.md ("Lab notes").
 _DATING_SIGMA0_SECONDS = 0.00075
 _DATING_RISE_FACTOR = 0.45
@@ -103,7 +104,7 @@ def drift_line(t: np.ndarray, r: np.ndarray, sigma: np.ndarray) -> Optional[tupl
     inliers = np.abs(residuals) <= max(0.003, 3.0 * 1.4826 * float(np.median(np.abs(residuals))))
     t_in, r_in, w = t[inliers], r[inliers], 1.0 / np.square(sigma[inliers])
     n = int(t_in.size)
-    if n < _MIN_PAIRS_FOR_DRIFT:
+    if n < MIN_PAIRS_FOR_DRIFT:
         return None
     t_bar = float(np.sum(w * t_in) / np.sum(w))
     sxx = float(np.sum(w * np.square(t_in - t_bar)))
@@ -143,7 +144,7 @@ def fit_drift(pairs: MatchedPairs, options: AVOptions) -> DriftFit:
     """
     t_m, a_m = pairs.video_seconds, pairs.audio_seconds
     unresolved = DriftFit(pairs.offset_ms, None, None, 0.0, "event_match")
-    if pairs.num_matched < _MIN_PAIRS_FOR_DRIFT or not float(np.ptp(t_m)) >= options.min_drift_span_seconds \
+    if pairs.num_matched < MIN_PAIRS_FOR_DRIFT or not float(np.ptp(t_m)) >= options.min_drift_span_seconds \
             or float(np.ptp(t_m)) <= 0:
         return unresolved
     line = drift_line(t_m, a_m - t_m, pairs.dating_sigma_seconds)

@@ -22,7 +22,7 @@ Forced alignment (optional extra ``[align]``)
 Signals
     :func:`mono`.
 """
-from aligner._av_drift import DriftFit, MatchedPairs, dating_sigma_seconds, drift_line, fit_drift, matched_pairs
+from aligner._av_drift import MIN_PAIRS_FOR_DRIFT, DriftFit, MatchedPairs, dating_sigma_seconds, drift_line, fit_drift, matched_pairs
 from aligner._av_events import VisualEvents, detect_visual_events, onset_ranks, onset_weights
 from aligner._av_match import LagDriftMatch, match_lag_drift
 from aligner._av_records import confidence_from_score
@@ -59,6 +59,7 @@ __all__ = [
     "MAX_ALIGN_SECONDS",
     "MAX_ALIGN_WORDS",
     "MAX_WORDS_PER_SECOND",
+    "MIN_PAIRS_FOR_DRIFT",
     "MIN_WORD_FIT",
     "MatchedPairs",
     "NULL_THRESHOLD",

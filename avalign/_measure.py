@@ -289,6 +289,7 @@ def _drift_note(record: dict) -> str:
     if record.get("av_abstain"):
         return "abstained with the A/V offset: see why below"
     from aligner import AVOptions
+    from aligner.estimators import MIN_PAIRS_FOR_DRIFT
 
     options = AVOptions()
     if method == "given":
@@ -297,7 +298,7 @@ def _drift_note(record: dict) -> str:
         return (f"abstained: drift_unresolved: the matched events do not pin the slope down, its standard error is over "
                 f"{options.max_drift_se_ppm:g} ppm; 0 ppm applied; hint: a longer clip with more events spread over it")
     if method.startswith("event_match"):
-        return (f"abstained: too_few_matched_events: a drift line needs at least 4 matched A/V events spread over at "
+        return (f"abstained: too_few_matched_events: a drift line needs at least {MIN_PAIRS_FOR_DRIFT} matched A/V events spread over at "
                 f"least {options.min_drift_span_seconds:g} s; 0 ppm applied; hint: a longer clip with more events "
                 "spread over it")
     return "not estimated; 0 ppm applied"
