@@ -131,6 +131,7 @@ def test_a_caption_that_is_not_utf8_is_a_named_skip_in_the_loader_and_in_preproc
 
 
 def test_metadata_that_is_not_json_holds_no_caption():
+    """A guard, not a fix (it held before): broken metadata never becomes a caption, nor hides the ``txt`` one."""
     from loaders.pipeline import caption_text
 
     assert caption_text({"__key__": "k", "json": b"\xff\xfe not json"}) is None

@@ -59,7 +59,8 @@ def caption_text(sample: dict) -> Optional[str]:
     """The clip-level caption of a sample (whitespace collapsed), or None when it has none.
 
     Read from ``txt`` / ``caption`` (the text), else from ``json`` / ``meta.json`` metadata's string ``caption``
-    (metadata that is not JSON, or not UTF-8, holds no caption: it is skipped).
+    (metadata that is not JSON holds no caption: :func:`~loaders._transcripts.is_transcript_json` takes it for a
+    transcript, which the transcript reader reports).
 
     Raises:
         TranscriptError: a ``txt`` / ``caption`` member that is not UTF-8 (reason ``transcript``) or is over
@@ -72,11 +73,8 @@ def caption_text(sample: dict) -> Optional[str]:
         raw = sample[ext]
         if ext.endswith("json"):
             if len(raw) > MAX_CAPTION_BYTES or is_transcript_json(raw):
-                continue  # a transcript (read elsewhere), malformed, or too large for a metadata record
-            try:
-                value = json.loads(raw)
-            except ValueError:  # UnicodeDecodeError is one: metadata without a caption to read
-                continue
+                continue  # a transcript (read elsewhere), malformed (is_transcript_json says so), or too large
+            value = json.loads(raw)
             text = value.get("caption") if isinstance(value, dict) else None
             if not isinstance(text, str):
                 continue
