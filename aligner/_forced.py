@@ -52,7 +52,8 @@ gives: espeak-ng speech in digital silence fitted at -20 to -43 with its own tex
 ``MIN_WORD_FIT`` (BENCHMARKS.md, "Few caption edges in digital silence"). In digital silence the first pass is
 therefore aligned a second time with white noise :data:`FIT_FLOOR_BELOW_DB` under the span's loud level added (the
 quietest floor of the real recordings above), and the fit is that alignment's; the word times stay those of the span
-as it is (a floor brings the aligner's lead, which digital silence does not correct). In digital silence only, this
+as it is (a floor brings the aligner's lead, which digital silence does not correct), unless the span as it is does
+not align at all, when the floored alignment's times are used. In digital silence only, this
 costs one more alignment per span.
 
 Memory and time grow with words x frames; a span is refused (empty result, a warning naming the
@@ -310,7 +311,8 @@ def forced_align_scored(
     -14; espeak-ng speech under the wild generator's nuisances -14 to -36; another clip's text -40 to -65.
 
     In digital silence the fit is that of the first pass aligned with a recording's noise floor added
-    (:data:`FIT_FLOOR_BELOW_DB`, module docstring); the word times are those of the span as it is.
+    (:data:`FIT_FLOOR_BELOW_DB`, module docstring); the word times are those of the span as it is (the floored
+    alignment's where the span as it is does not align).
 
     Arguments, words, errors: as :func:`forced_align_words` (which returns ``words`` alone).
     """

@@ -72,7 +72,9 @@ _LOW, _HIGH = 0.2, 0.5  # rising-edge levels (fractions of the event's peak exce
 MIN_DETECTION_SPREAD = 1.0
 """Least robust spread (1.4826 × MAD, in dB × bins) the detection's z-scores divide by: a guard against a MAD of
 0, below every recording with a noise floor. White noise at any level gives 5.3-5.6; the 384 clips of 16 wild
-sets (codec low-passes included) 3.6-16.4, so none is affected. Without it, digital silence or a steady tone had
+sets (codec low-passes included) 3.6-16.4 and 12 real recordings (Big Buck Bunny, PsychoPy's talking heads,
+praatio's and parselmouth's speech, LibriVox) 8.7-29.5, so none is affected; of ``sample_data``, clip05 (0: digital
+silence) is. Without it, digital silence or a steady tone had
 a MAD of 0 and every codec ripple scored z ≈ 1e10 (a 440 Hz tone in 16 kbit/s AAC: 31 events, weighed like
 claps). A floor of 5 (white noise) was tried: it changed 4 wild clips with codec-narrowed spreads (3.6-3.9) and
 their null pairings, one more of which answered on REPORT31 and FRESH each."""
