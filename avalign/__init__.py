@@ -8,7 +8,7 @@ The library lives in two packages, ``loaders`` (shards, decoding, packing, colla
 
 Here too: ``avalign measure``'s library function (:func:`measure`: one media file → the measure JSON), the
 flow it shares with preprocess and report (:func:`measure_media`), and its parts (:func:`measure_sample`,
-:func:`format_measurement`, :func:`read_video_for_estimation`). The CLI tools are the subpackages ``avalign.preprocess``, ``avalign.report``, ``avalign.bench``, ``avalign.synth``;
+:func:`format_measurement`, :func:`read_video_for_estimation` and its :data:`ESTIMATION_MAX_WIDTH`). The CLI tools are the subpackages ``avalign.preprocess``, ``avalign.report``, ``avalign.bench``, ``avalign.synth``;
 the command's shared helpers are in ``avalign.cli``.
 
 Everything is imported on first use (PEP 562), so that ``avalign --help`` does not load torch.
@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 
 _PACKAGES = ("aligner", "loaders")
 _EXPORTS = {
+    "ESTIMATION_MAX_WIDTH": "avalign._measure",
     "Measurement": "avalign._measure",
     "count_words": "avalign._measure",
     "format_measurement": "avalign._measure",

@@ -98,6 +98,6 @@ def test_estimation_decode_is_small_and_keeps_times(tmp_path):
     clip = tmp_path / "wide.mp4"
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=640x360:rate=25", "-t", "1", "-c:v", "libx264", str(clip))
     small, index = read_video_for_estimation(clip, name="wide.mp4")
-    assert small.frames.shape[1:] == (144, 256, 3)
+    assert small.frames.shape[1:] == (36, 64, 3)  # ESTIMATION_MAX_WIDTH, aspect kept
     assert small.metadata.width == 640  # metadata describes the stream, not the scaled frames
     assert small.pts_seconds.tolist() == index.pts_seconds.tolist()

@@ -208,19 +208,19 @@ def test_av_offset_of_a_turned_clip_is_the_unturned_clips(tmp_path):
 
 def test_the_estimation_reader_scales_the_displayed_frame(tmp_path):
     """``read_video_for_estimation`` keeps the aspect of what is displayed: a 640x360 stream turned by 90 degrees is
-    360 wide, scaled to 256 wide x 456 high (even sizes), the same as ffmpeg's turned frames scaled so."""
+    360 wide, scaled to 64 wide x 114 high (even sizes), the same as ffmpeg's turned frames scaled so."""
     from avalign import read_video_for_estimation
 
     plain, turned = tmp_path / "wide.mp4", tmp_path / "wide_rotate90.mp4"
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=640x360:rate=25", "-t", "0.4", "-c:v", "libx264", str(plain))
     ffmpeg("-i", str(plain), "-c", "copy", "-metadata:s:v:0", "rotate=90", str(turned))
     small, index = read_video_for_estimation(turned, name="wide_rotate90.mp4")
-    assert tuple(small.frames.shape[1:]) == (456, 256, 3)
+    assert tuple(small.frames.shape[1:]) == (114, 64, 3)
     assert (small.metadata.width, small.metadata.height, small.metadata.rotation_degrees) == (360, 640, 90)
     np.testing.assert_array_equal(small.pts_seconds.numpy(), index.pts_seconds)
-    ffmpeg_scaled = ffmpeg_rgb24(turned, "scale=256:456:flags=area")
+    ffmpeg_scaled = ffmpeg_rgb24(turned, "scale=64:114:flags=area")
     plain_error = np.abs(read_video_for_estimation(plain, name="wide.mp4")[0].frames.numpy().astype(int)
-                         - ffmpeg_rgb24(plain, "scale=256:144:flags=area")).mean()
+                         - ffmpeg_rgb24(plain, "scale=64:36:flags=area")).mean()
     assert np.abs(small.frames.numpy().astype(int) - ffmpeg_scaled).mean() <= 1.25 * plain_error
 
 

@@ -100,7 +100,7 @@ def _one_core():
 
 
 def wild_features(records: dict[str, dict], clip_dir: Path) -> dict[str, tuple[WildFeatures, Any, Any]]:
-    """``{key: (features, video, audio)}``: decode each clip (frames at most 256 wide) and compute its features."""
+    """``{key: (features, video, audio)}``: decode each clip (frames at most ``ESTIMATION_MAX_WIDTH`` wide, as ``measure``) and compute its features."""
     import loaders
     from aligner.estimators import audio_onsets, visual_change_events
     from avalign._measure import read_video_for_estimation

@@ -32,6 +32,7 @@ _ENVELOPE_COLUMNS = 1200
 _MAX_EVENT_FRAMES = 6
 _MAX_WORD_FRAMES = 6
 _THUMB_WIDTH = 160
+"""Thumbnails are this wide: the page decodes its frames at this width (``measure`` decodes narrower)."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,8 @@ def gather_clip_view(clip: ClipInput, record: dict) -> ClipView:
 
     notes: list[str] = []
     av_offset_ms, drift_ppm = record.get("av_offset_ms"), record.get("drift_ppm")
-    video, _, audio, video_only = decode_for_measure(clip.media, name=clip.media_name)  # measure's decode rule
+    # measure's decode rule, frames wide enough for thumbnails
+    video, _, audio, video_only = decode_for_measure(clip.media, name=clip.media_name, max_width=_THUMB_WIDTH)
     if video_only:
         notes.append("video-only media: no audio, no waveform and no A/V lag curve")
     mono = audio.samples.numpy().mean(axis=0)
