@@ -116,6 +116,37 @@ def attach_words(spans: Sequence[Span], words: Sequence[Word], *, name: str) -> 
     return merged + orphans
 
 
+def carried_lines(lines: Sequence[str], previous: Sequence[str], *, start_seconds: float,
+                  previous_stop_seconds: Optional[float]) -> int:
+    """How many of a cue's leading lines are the previous cue still on screen (roll-up captions), to drop.
+
+    Roll-up captions (YouTube's automatic captions, CEA-608 roll-up converted to SRT/WebVTT) show the previous
+    line above the new one; each cue repeats the line(s) already spoken::
+
+        00:00:01.000 --> 00:00:03.000        " "            / "seven bright lamps"    spoken 1.0-3.0
+        00:00:03.000 --> 00:00:03.010        "seven bright lamps" / " "             (nothing new: dropped)
+        00:00:03.010 --> 00:00:05.000        "seven bright lamps" / "glow above"    only "glow above" is new
+
+    A cue of two lines or more (blank ones included) that starts no later than 1 ms after the previous cue ends, and
+    whose first non-blank lines equal the previous cue's last non-blank lines, carries those lines over. Returns the
+    number of leading ``lines`` (blank lines among them included) to drop; 0 when nothing is carried.
+
+    Args:
+        lines: the cue's lines as plain text (markup removed), in order.
+        previous: the previous cue's lines (as plain text), in file order.
+        start_seconds: the cue's start.
+        previous_stop_seconds: the previous cue's stop; None for the first cue.
+    """
+    if previous_stop_seconds is None or len(lines) < 2 or start_seconds > previous_stop_seconds + _CONTAINS_TOLERANCE_SECONDS:
+        return 0
+    shown = [_clean(line) for line in previous if _clean(line)]
+    mine = [(k, _clean(line)) for k, line in enumerate(lines) if _clean(line)]
+    for count in range(min(len(shown), len(mine)), 0, -1):
+        if [text for _, text in mine[:count]] == shown[-count:]:
+            return mine[count - 1][0] + 1
+    return 0
+
+
 # ----------------------------------------------------------------------------------------------- SRT
 
 
@@ -152,10 +183,22 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
     if not events and text.strip():
         raise TranscriptError(f"{name}: no SRT cues found (no line with '-->'); hint: is this really SubRip?")
     spans = []
+    previous: tuple[list[str], Optional[float]] = ([], None)
     for event, line_number in zip(events, timing_lines):
         where = f"{name}: line {line_number}"
-        text = _clean(html.unescape(event.plaintext))  # entities as in WebVTT: "Tom &amp; Jerry" -> "Tom & Jerry"
-        spans.append(make_span(text, event.start / 1000.0, event.end / 1000.0, (), where=where))
+        lines = event.plaintext.split("\n")
+        start, stop = event.start / 1000.0, event.end / 1000.0
+        carried = carried_lines(lines, previous[0], start_seconds=start, previous_stop_seconds=previous[1])
+        previous = (lines, stop)
+        # entities as in WebVTT: "Tom &amp; Jerry" -> "Tom & Jerry"
+        text = _clean(html.unescape("\n".join(lines[carried:])))
+        if carried and not text:
+            logger.debug("%s: the cue repeats the previous one's last line(s) only (roll-up): dropped", where)
+            continue
+        spans.append(make_span(text, start, stop, (), where=where))
+    if len(spans) < len(events):
+        logger.info("%s: %d roll-up cue(s) that only repeat the previous cue's line(s) dropped", name,
+                    len(events) - len(spans))
     return spans
 
 
@@ -297,14 +340,26 @@ def parse_vtt(text: str, *, name: str) -> list[Span]:
             "hint: cues must be separated by blank lines and NOTE blocks must not contain '-->'"
         )
     spans = []
+    previous: tuple[list[str], Optional[float]] = ([], None)
     for caption, line_number in zip(captions, timing_lines):
         where = f"{name}: line {line_number}"
         start = caption.start_time.in_milliseconds() / 1000.0
         stop = caption.end_time.in_milliseconds() / 1000.0
-        text = _clean(html.unescape(caption.text))
+        raw_lines = caption.raw_text.split("\n")
+        plain = [html.unescape(_VTT_TAG.sub("", line)) for line in raw_lines]
+        carried = carried_lines(plain, previous[0], start_seconds=start, previous_stop_seconds=previous[1])
+        previous = (plain, stop)
+        raw_text = "\n".join(raw_lines[carried:]) if carried else caption.raw_text
+        text = _clean(" ".join(plain[carried:])) if carried else _clean(html.unescape(caption.text))
         make_span(text, start, stop, (), where=where)  # stop < start, before reading inline stamps
-        words = _vtt_words(caption.raw_text, start, stop, where=where)
+        if carried and not text:
+            logger.debug("%s: the cue repeats the previous one's last line(s) only (roll-up): dropped", where)
+            continue
+        words = _vtt_words(raw_text, start, stop, where=where)
         spans.append(make_span(text, start, stop, words, where=where))
+    if len(spans) < len(captions):
+        logger.info("%s: %d roll-up cue(s) that only repeat the previous cue's line(s) dropped", name,
+                    len(captions) - len(spans))
     return spans
 
 
@@ -421,8 +476,9 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     normalised ``{"spans": [{"text", "start_seconds", "stop_seconds", "words": [...]}]}``.
 
     Segments have ``start``, ``end`` (or ``stop``), ``text`` and optional ``words`` (``word``, ``start``,
-    ``end``, ``score`` or ``probability``). When segments carry no words, a top-level ``word_segments``
-    list is distributed over them. A video2dataset ``KEY.json`` record whose Whisper subsampler wrote its
+    ``end``, ``score`` or ``probability``). When segments carry no words, a top-level ``word_segments`` list
+    (WhisperX), else a top-level ``words`` list (OpenAI's ``verbose_json`` with word timestamps, which has no
+    ``segments`` unless they were asked for too), is distributed over them. A video2dataset ``KEY.json`` record whose Whisper subsampler wrote its
     transcript under ``whisper_transcript`` (WhisperX's ``{"segments": …}``) is read from there.
     """
     try:
@@ -444,10 +500,14 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     elif isinstance(document, dict):
         # "spans" (with start_seconds/stop_seconds) is avalign's normalised form, written by `avalign preprocess`.
         segments = document.get("segments", document.get("spans"))
-        word_segments = document.get("word_segments")
+        # WhisperX's word list is "word_segments"; OpenAI's transcription API (verbose_json with word timestamps)
+        # puts it at the top level as "words", with "segments" only when segment timestamps were asked for too.
+        words_key = "word_segments" if document.get("word_segments") is not None else "words"
+        word_segments = document.get(words_key)
         if segments is None and word_segments is None:
             raise TranscriptError(
-                f"{name}: segments: missing; hint: expected WhisperX/whisper JSON with a 'segments' list "
+                f"{name}: segments: missing; hint: expected WhisperX/whisper JSON with a 'segments' list (or a word list, "
+                "WhisperX's 'word_segments' or OpenAI's 'words') "
                 f"(top-level keys are {sorted(map(str, document))[:10]})"
             )
         if segments is not None and not isinstance(segments, list):
@@ -458,7 +518,7 @@ def parse_json(text: str, *, name: str) -> list[Span]:
         ]
         if word_segments is not None and not any(s.words for s in spans):
             last_stop = max((s.stop_seconds for s in spans), default=0.0)
-            loose = _json_words(word_segments, 0.0, last_stop, where=f"{name}: word_segments", counter=counter)
+            loose = _json_words(word_segments, 0.0, last_stop, where=f"{name}: {words_key}", counter=counter)
             spans = attach_words(spans, loose, name=name)
     else:
         raise TranscriptError(

@@ -118,7 +118,7 @@ def sniff_format(text: str) -> Optional[str]:
 
 def is_transcript_json(data: Union[bytes, str]) -> bool:
     """Whether a ``.json`` member is a transcript (Whisper/WhisperX ``segments``, avalign ``spans``, a list of
-    ``{text, start, end}``) rather than metadata, e.g. video2dataset's ``key.json`` (url, caption, status…); a
+    ``{text, start, end}``, OpenAI's ``verbose_json`` whose ``words`` are ``{word, start, end}``) rather than metadata, e.g. video2dataset's ``key.json`` (url, caption, status…); a
     video2dataset record that holds its Whisper subsampler's ``whisper_transcript`` (``{"segments": …}``) is one.
 
     Malformed JSON counts as a transcript, so that the transcript reader reports it with its line.
@@ -133,7 +133,12 @@ def is_transcript_json(data: Union[bytes, str]) -> bool:
         nested = value.get("whisper_transcript")
         if isinstance(nested, dict) and "segments" in nested:
             return True
-        return any(k in value for k in ("segments", "spans", "word_segments"))
+        if any(k in value for k in ("segments", "spans", "word_segments")):
+            return True
+        words = value.get("words")  # OpenAI's verbose_json with word timestamps only: {"text", "words": [...]}
+        return isinstance(words, list) and bool(words) and all(
+            isinstance(w, dict) and ("word" in w or "text" in w) and any(k in w for k in ("start", "start_seconds"))
+            for w in words)
     if isinstance(value, list):
         return all(
             isinstance(v, dict) and "text" in v and any(k in v for k in ("start", "start_seconds"))
