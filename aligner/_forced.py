@@ -124,16 +124,34 @@ _QUIET_BELOW_LOUD_DB = 25.0
 _FLOOR_CONTEXT_SECONDS = 2.0  # the noise floor is judged on the span and this much audio on each side
 _NON_WORDS = {"<s>", "</s>", "<sil>", "[NOISE]", "[SPEECH]"}
 _WORD = re.compile(r"\S+")
+# What captions and ASR output write that nobody says: sound tags in brackets or parentheses ("[Music]", "(applause)",
+# Whisper's "[BLANK_AUDIO]", WhisperX's "[SPEAKER_00]:"), and a speaker label (a name in capitals and a colon: "JOHN:",
+# "DR. SMITH:", "MAN #2:") opening the text or a dialogue turn ("- ", ">> ").
+_ANNOTATION = re.compile(r"\[[^\]]*\]|\([^)]*\)")
+_SPEAKER_LABEL = re.compile(r"(^\s*|(?:^|\s)[-\u2013\u2014]\s*|>>\s*)[A-Z][A-Z0-9.'#_ -]{0,30}?:(?=\s|$)")
+
+
+def spoken_text(text: str) -> str:
+    """``text`` without what captions and ASR output write that nobody says: sound tags in brackets or parentheses
+    (``"[Music]"``, ``"(applause)"``) and speaker labels (``"JOHN:"``, ``"- MARY:"``) opening the text or a dialogue
+    turn, each replaced by a space.
+
+    Example:
+        >>> " ".join(spoken_text("- JOHN: (sighs) Hello. [door closes]").split())
+        '- Hello.'
+    """
+    return _SPEAKER_LABEL.sub(r"\1 ", _ANNOTATION.sub(" ", text))
 
 
 def normalise_words(text: str, *, limit: Optional[int] = None) -> list[str]:
-    """Lowercase ``text`` and split it into words without punctuation (``"Don't!"`` → ``["don't"]``).
+    """The spoken words of ``text`` (:func:`spoken_text`), lowercased and without punctuation
+    (``"Don't!"`` → ``["don't"]``, ``"JOHN: Hi! [laughs]"`` → ``["hi"]``).
 
     With ``limit``, stop after ``limit + 1`` words (enough to tell that there are too many) without
     splitting the rest of the text.
     """
     words = []
-    for match in _WORD.finditer(text):
+    for match in _WORD.finditer(spoken_text(text)):
         token = re.sub(r"[^\w']", "", match.group(0).lower()).strip("'")
         if token:
             words.append(token)
