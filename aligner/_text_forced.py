@@ -48,7 +48,10 @@ Segment-only transcripts (SRT/WebVTT captions, no word times) are compared span 
 word start.
 
 Captions out of silence. A caption that starts at least 80 ms after everything before it ends
-(the first one always) starts at an onset out of silence, a place any captioner and the aligner agree on. A caption
+(the first one always), by its stamps or as forced alignment placed its words (its first word at least 80 ms after the
+previous caption's last word: Whisper-style segments whose ends run to the next start abut by their stamps while the
+speaker paused; BENCHMARKS.md, "Transcripts as real ASR and subtitle files come"), starts at an onset out of silence, a
+place any captioner and the aligner agree on. A caption
 that abuts the previous one starts inside connected speech, at the word boundary where it was cut, and where a
 boundary inside speech lies is a convention that differs between captioners and the aligner by tens of ms either
 way (BENCHMARKS.md: -20.3 ms on espeak-ng captions, the opposite sign on human-timed words). For captions, the
@@ -149,6 +152,9 @@ class _Placed:
     """The words' acoustic fit per frame (``forced_align_scored``); None when the chunk held no dictionary word."""
     words: int = 0
     """Dictionary words placed (those of the items in ``differences``)."""
+    pause_before: frozenset[int] = frozenset()
+    """Indices in chunk of the items whose first word starts at least 80 ms after the previous item's last word ends,
+    as aligned (the chunk's first placed item is not judged here)."""
 
 
 def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], margin: float,
@@ -174,12 +180,16 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
     aligned, fit = forced_align_scored(audio, text, lo, hi, decoder=decoder, passes=1, stop_lead=False)
     if not aligned:
         return None
-    out, position = {}, 0
+    out, position, bounds = {}, 0, {}
     for index, ((_, start, _), item_tokens) in enumerate(zip(chunk, tokens)):
         if item_tokens:
             out[index] = start - aligned[position].start_seconds
+            bounds[index] = (aligned[position].start_seconds, aligned[position + len(item_tokens) - 1].stop_seconds)
             position += len(item_tokens)
-    return _Placed(out, fit, sum(len(t) for t in tokens))
+    placed = sorted(bounds)
+    paused = after_pause(np.array([bounds[k][0] for k in placed]), np.array([bounds[k][1] for k in placed]))
+    pause_before = frozenset(k for k, after in zip(placed[1:], paused[1:]) if after)
+    return _Placed(out, fit, sum(len(t) for t in tokens), pause_before)
 
 
 def estimate_text_offset_forced(
@@ -262,7 +272,7 @@ def estimate_text_offset_forced(
             else:
                 placed_words += placed.words
             differences += list(kept.values())
-            post_pause += [diff for k, diff in kept.items() if out_of_silence[start + k]]
+            post_pause += [diff for k, diff in kept.items() if out_of_silence[start + k] or k in placed.pause_before]
             # Items without a dictionary word get no verdict and are left out; the others were aligned or not placed.
             per_item += [(text, round(kept[k] * 1000.0, 3) if k in kept else None)
                          for k, (text, _, _) in enumerate(part) if k in kept or _in_dictionary(text, decoder)]
