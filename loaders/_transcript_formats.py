@@ -137,7 +137,8 @@ def carried_lines(lines: Sequence[str], previous: Sequence[str], *, start_second
         start_seconds: the cue's start.
         previous_stop_seconds: the previous cue's stop; None for the first cue.
     """
-    if previous_stop_seconds is None or len(lines) < 2 or start_seconds > previous_stop_seconds + _CONTAINS_TOLERANCE_SECONDS:
+    if (previous_stop_seconds is None or len(lines) < 2
+            or start_seconds > previous_stop_seconds + _CONTAINS_TOLERANCE_SECONDS):
         return 0
     shown = [_clean(line) for line in previous if _clean(line)]
     mine = [(k, _clean(line)) for k, line in enumerate(lines) if _clean(line)]
@@ -478,8 +479,9 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     Segments have ``start``, ``end`` (or ``stop``), ``text`` and optional ``words`` (``word``, ``start``,
     ``end``, ``score`` or ``probability``). When segments carry no words, a top-level ``word_segments`` list
     (WhisperX), else a top-level ``words`` list (OpenAI's ``verbose_json`` with word timestamps, which has no
-    ``segments`` unless they were asked for too), is distributed over them. A video2dataset ``KEY.json`` record whose Whisper subsampler wrote its
-    transcript under ``whisper_transcript`` (WhisperX's ``{"segments": …}``) is read from there.
+    ``segments`` unless they were asked for too), is distributed over them. A video2dataset ``KEY.json`` record
+    whose Whisper subsampler wrote its transcript under ``whisper_transcript`` (WhisperX's ``{"segments": …}``) is
+    read from there.
     """
     try:
         document = json.loads(text)
@@ -506,8 +508,8 @@ def parse_json(text: str, *, name: str) -> list[Span]:
         word_segments = document.get(words_key)
         if segments is None and word_segments is None:
             raise TranscriptError(
-                f"{name}: segments: missing; hint: expected WhisperX/whisper JSON with a 'segments' list (or a word list, "
-                "WhisperX's 'word_segments' or OpenAI's 'words') "
+                f"{name}: segments: missing; hint: expected WhisperX/whisper JSON with a 'segments' list "
+                "(or a word list, WhisperX's 'word_segments' or OpenAI's 'words') "
                 f"(top-level keys are {sorted(map(str, document))[:10]})"
             )
         if segments is not None and not isinstance(segments, list):

@@ -118,8 +118,9 @@ def sniff_format(text: str) -> Optional[str]:
 
 def is_transcript_json(data: Union[bytes, str]) -> bool:
     """Whether a ``.json`` member is a transcript (Whisper/WhisperX ``segments``, avalign ``spans``, a list of
-    ``{text, start, end}``, OpenAI's ``verbose_json`` whose ``words`` are ``{word, start, end}``) rather than metadata, e.g. video2dataset's ``key.json`` (url, caption, status…); a
-    video2dataset record that holds its Whisper subsampler's ``whisper_transcript`` (``{"segments": …}``) is one.
+    ``{text, start, end}``, OpenAI's ``verbose_json`` whose ``words`` are ``{word, start, end}``) rather than
+    metadata, e.g. video2dataset's ``key.json`` (url, caption, status…); a video2dataset record that holds its
+    Whisper subsampler's ``whisper_transcript`` (``{"segments": …}``) is one.
 
     Malformed JSON counts as a transcript, so that the transcript reader reports it with its line.
     """

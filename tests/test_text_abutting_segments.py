@@ -1,8 +1,8 @@
 """Whisper-style segments whose ends run to the next segment's start: by their stamps no segment after the first
 starts after a pause, so "the captions out of silence" that date forced alignment's caption answer
-(``aligner._text_forced``) were the first segment alone, and ``auto`` answered 52-72 ms off on 10 of 34 such
-transcripts over white noise (BENCHMARKS.md, "Transcripts as real ASR and subtitle files come"). A caption whose first
-word forced alignment places at least 80 ms after the previous caption's last word now counts as out of silence too.
+(``aligner._text_forced``) were the first segment alone. Of 36 such transcripts over white noise ``auto`` answered 34,
+10 of them 52-72 ms off (BENCHMARKS.md, "Transcripts as real ASR and subtitle files come"). A caption whose first word
+forced alignment places at least 80 ms after the previous caption's last word now counts as out of silence too.
 
 Oracle: espeak-ng speech at known samples over white noise (``tests.espeak_clips``), a known offset; stamps rounded to
 Whisper's 20 ms.
