@@ -26,7 +26,10 @@ is as narrow as the dating error (a few ms) and stands above its neighbourhood a
 
 Both kernel widths σ = 2.5 ms and 6 ms are tried and the larger significance wins (events dated a few ms
 apart earn it at 6 ms, paying for its higher chance rate; the null threshold is calibrated on this maximum).
-The sidelobe is the most events matched at any lag outside ±(20 ms + max_drift·span/2) of the peak.
+The sidelobe is the most events matched at any lag outside ±(20 ms + max_drift·span/2) of the peak, and at the
+peak's lag shifted by any interval between consecutive visual events, in or out of the range (recurring events
+match one period off as well: a true offset of +700 ms with a light blinking every second has its alias at
+−300 ms, inside ±500 ms).
 """
 from __future__ import annotations
 
@@ -73,7 +76,9 @@ class LagDriftMatch:
     peak_matches: float
     """``c`` at the best cell (visual events matched, weighted and counted fuzzily)."""
     sidelobe_matches: float
-    """Most events matched outside the peak's neighbourhood (any drift); 0 when no lag is outside it."""
+    """Most events matched outside the peak's neighbourhood (any drift), or at the peak's lag shifted by an interval
+    between consecutive visual events (best drift, even outside the search range: the alias of a recurring event);
+    0 when there is no such lag."""
     chance_matches: float
     """What chance gives: the larger of the mean of ``c`` over all cells and over the peak's ring
     (:data:`LOCAL_CHANCE_RING_SECONDS`)."""
@@ -156,6 +161,32 @@ def _surface(events: VisualEvents, grid: np.ndarray, grid_lo: float, lags: np.nd
     return surface
 
 
+def _alias_matches(events: VisualEvents, onset_t: np.ndarray, onset_w: np.ndarray, lag: float, drift: float,
+                   centre_t: float, sigma: float, min_shift: float) -> float:
+    """The most events matched (``c``, computed on the onsets directly) at the best lag shifted by the interval
+    between any two consecutive visual events (if over ``min_shift``, the peak's neighbourhood), either way, at the
+    best drift, whether or not the shifted lag lies in the search range; 0 when there is no such interval.
+
+    Events that recur with a period P (a blinking light, a metronome, cuts on the beat) match at L ± P as well as
+    at L: the true offset may be L ± P, outside the range searched, with L its alias inside it. For events that do
+    not recur, a shift by one of their intervals is one more unrelated lag."""
+    event_t, event_w = events.times_seconds, events.weights
+    shifts = np.unique(np.round(np.diff(event_t), 3))
+    shifts = shifts[shifts > min_shift]
+    if shifts.size == 0:
+        return 0.0
+    order = np.argsort(onset_t)
+    onset_t, onset_w = onset_t[order], onset_w[order]
+    alias_lags = lag + np.concatenate([-shifts, shifts])
+    predicted = (event_t + drift * (event_t - centre_t))[None, :] + alias_lags[:, None]
+    nearest = np.searchsorted(onset_t, predicted)
+    best = np.zeros(predicted.shape)
+    for offset in (-2, -1, 0, 1):
+        index = np.clip(nearest + offset, 0, onset_t.size - 1)
+        best = np.maximum(best, onset_w[index] * np.exp(-0.5 * np.square((predicted - onset_t[index]) / sigma)))
+    return float((best @ event_w).max())
+
+
 def match_lag_drift(events: VisualEvents, onsets: AudioOnsets, options: AVOptions) -> LagDriftMatch:
     """Search lag × drift for the line that puts the most visual events on audio events (module diagram).
 
@@ -193,11 +224,13 @@ def match_lag_drift(events: VisualEvents, onsets: AudioOnsets, options: AVOption
         chance_here = max(float(surface.mean()), _local_chance(surface[cell[0]], int(cell[1]), step))
         curve_here = _significance(surface[cell[0]], weight_total, chance_here, surface.size / (6.0 * sigma / step))
         if best is None or curve_here[cell[1]] > best[0]:
-            best = (float(curve_here[cell[1]]), surface, cell, chance_here, curve_here)
-    score, surface, (best_d, best_l), chance, curve = best
+            best = (float(curve_here[cell[1]]), surface, cell, chance_here, curve_here, sigma)
+    score, surface, (best_d, best_l), chance, curve, best_sigma = best
     exclusion = int(math.ceil((_SIDELOBE_EXCLUSION_SECONDS + options.max_drift_ppm * 1e-6 * half_span) / step))
     outside = np.abs(np.arange(lags.size) - best_l) > exclusion
     sidelobe = float(surface[:, outside].max()) if outside.any() else 0.0
+    sidelobe = max(sidelobe, _alias_matches(events, onsets.times_seconds, weights, float(lags[best_l]),
+                                            float(drifts[best_d]), centre_t, best_sigma, exclusion * step))
     return LagDriftMatch(lags_seconds=lags, lag_index=int(best_l), drift=float(drifts[best_d]), centre_seconds=centre_t,
                          score=score, curve_score=curve, peak_matches=float(surface[best_d, best_l]),
                          sidelobe_matches=sidelobe, chance_matches=chance, weight_total=weight_total)
