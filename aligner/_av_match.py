@@ -27,9 +27,9 @@ is as narrow as the dating error (a few ms) and stands above its neighbourhood a
 Both kernel widths σ = 2.5 ms and 6 ms are tried and the larger significance wins (events dated a few ms
 apart earn it at 6 ms, paying for its higher chance rate; the null threshold is calibrated on this maximum).
 The sidelobe is the most events matched at any lag outside ±(20 ms + max_drift·span/2) of the peak, and at the
-peak's lag shifted by any interval between consecutive visual events, in or out of the range (recurring events
-match one period off as well: a true offset of +700 ms with a light blinking every second has its alias at
-−300 ms, inside ±500 ms).
+peak's lag shifted by the interval between a visual event and one of its next four, in or out of the range
+(recurring events match one period off as well: a true offset of +700 ms with a light blinking every second has
+its alias at −300 ms, inside ±500 ms).
 """
 from __future__ import annotations
 
@@ -52,6 +52,10 @@ LAG_STEP_SECONDS = 0.001
 _SIGMA_SECONDS = 0.0025  # sets the drift step
 _SIGMAS_SECONDS = (0.0025, 0.006)
 _SIDELOBE_EXCLUSION_SECONDS = 0.02
+# The alias check shifts the peak's lag by the interval from each visual event to each of its next this many
+# events: recurring events on a lattice skip some of its points (cuts on some beats; a light every 0.6 s against
+# drums every 0.5 s coincides again after two of its intervals, 3 s).
+_ALIAS_NEIGHBOURS = 4
 LOCAL_CHANCE_RING_SECONDS = (0.02, 0.1)
 """Lags this far from the peak (inner, outer), at its drift, give the peak's local chance level (module diagram;
 chosen on the tune set: BENCHMARKS.md, "A/V significance against the clip's own neighbourhood")."""
@@ -77,8 +81,8 @@ class LagDriftMatch:
     """``c`` at the best cell (visual events matched, weighted and counted fuzzily)."""
     sidelobe_matches: float
     """Most events matched outside the peak's neighbourhood (any drift), or at the peak's lag shifted by an interval
-    between consecutive visual events (best drift, even outside the search range: the alias of a recurring event);
-    0 when there is no such lag."""
+    between visual events (best drift, even outside the search range: the alias of a recurring event); 0 when there
+    is no such lag."""
     chance_matches: float
     """What chance gives: the larger of the mean of ``c`` over all cells and over the peak's ring
     (:data:`LOCAL_CHANCE_RING_SECONDS`)."""
@@ -164,27 +168,34 @@ def _surface(events: VisualEvents, grid: np.ndarray, grid_lo: float, lags: np.nd
 def _alias_matches(events: VisualEvents, onset_t: np.ndarray, onset_w: np.ndarray, lag: float, drift: float,
                    centre_t: float, sigma: float, min_shift: float) -> float:
     """The most events matched (``c``, computed on the onsets directly) at the best lag shifted by the interval
-    between any two consecutive visual events (if over ``min_shift``, the peak's neighbourhood), either way, at the
-    best drift, whether or not the shifted lag lies in the search range; 0 when there is no such interval.
+    from a visual event to one of its next :data:`_ALIAS_NEIGHBOURS` events (if over ``min_shift``, the peak's
+    neighbourhood), either way, at the best drift, whether or not the shifted lag lies in the search range; 0 when
+    there is no such interval.
 
     Events that recur with a period P (a blinking light, a metronome, cuts on the beat) match at L ± P as well as
     at L: the true offset may be L ± P, outside the range searched, with L its alias inside it. For events that do
     not recur, a shift by one of their intervals is one more unrelated lag."""
     event_t, event_w = events.times_seconds, events.weights
-    shifts = np.unique(np.round(np.diff(event_t), 3))
+    intervals = [event_t[step:] - event_t[:-step] for step in range(1, min(_ALIAS_NEIGHBOURS, event_t.size - 1) + 1)]
+    shifts = np.unique(np.round(np.concatenate(intervals), 3)) if intervals else np.zeros(0)
     shifts = shifts[shifts > min_shift]
     if shifts.size == 0:
         return 0.0
     order = np.argsort(onset_t)
     onset_t, onset_w = onset_t[order], onset_w[order]
     alias_lags = lag + np.concatenate([-shifts, shifts])
-    predicted = (event_t + drift * (event_t - centre_t))[None, :] + alias_lags[:, None]
-    nearest = np.searchsorted(onset_t, predicted)
-    best = np.zeros(predicted.shape)
-    for offset in (-2, -1, 0, 1):
-        index = np.clip(nearest + offset, 0, onset_t.size - 1)
-        best = np.maximum(best, onset_w[index] * np.exp(-0.5 * np.square((predicted - onset_t[index]) / sigma)))
-    return float((best @ event_w).max())
+    on_line = event_t + drift * (event_t - centre_t)
+    most = 0.0
+    chunk = max(1, 500_000 // event_t.size)
+    for start in range(0, alias_lags.size, chunk):
+        predicted = on_line[None, :] + alias_lags[start:start + chunk, None]
+        nearest = np.searchsorted(onset_t, predicted)
+        best = np.zeros(predicted.shape)
+        for offset in (-2, -1, 0, 1):
+            index = np.clip(nearest + offset, 0, onset_t.size - 1)
+            best = np.maximum(best, onset_w[index] * np.exp(-0.5 * np.square((predicted - onset_t[index]) / sigma)))
+        most = max(most, float((best @ event_w).max()))
+    return most
 
 
 def match_lag_drift(events: VisualEvents, onsets: AudioOnsets, options: AVOptions) -> LagDriftMatch:

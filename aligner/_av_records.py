@@ -53,8 +53,8 @@ _HINTS = {
                             "out chance (another clip's audio reaches this score in 1 % of tries); best_guess_ms may be "
                             "right but is not trusted. Events hidden under loud speech or music, or flashes without a "
                             "sound, cause this. " + _KNOWN,
-    "ambiguous_peak": "two lags match the events almost equally well (periodic flashes or sounds?); "
-                      "best_guess_ms may be off by the period. " + _KNOWN,
+    "ambiguous_peak": "two lags match the events almost equally well (periodic flashes or sounds?), the other one "
+                      "possibly outside the range searched; best_guess_ms may be off by the period. " + _KNOWN,
     "too_few_matches": "fewer than 3 visual events have an audio event at the best lag; check that the events make a "
                        "sound. " + _KNOWN,
     "ordinary_sounds": "the visual events line up with sounds at one lag, but with ordinary ones (syllables, notes), "
@@ -98,7 +98,8 @@ class AVEstimate:
     peak_matches: float = 0.0
     """Visual events matched at the best (lag, drift), counted fuzzily (an event 1σ off counts 0.61)."""
     sidelobe_matches: float = 0.0
-    """The most events matched at any lag outside the peak's neighbourhood (any drift)."""
+    """The most events matched at any lag outside the peak's neighbourhood (any drift), or at the best lag shifted by
+    an interval between visual events, even outside the search range (recurring events: ``LagDriftMatch``)."""
     chance_matches: float = 0.0
     """Events matched on average over all (lag, drift) tried: what chance gives."""
     lag_curve_ms: tuple[float, ...] = ()

@@ -73,16 +73,31 @@ def test_events_that_do_not_recur_still_answer() -> None:
         times = np.concatenate([ticks, bed])
         strength = np.concatenate([np.full(ticks.size, 12.0), rng.uniform(3.0, 6.0, bed.size)])
         order = np.argsort(times)
-        est = estimate_av_offset_from_features(visual, pts, AudioOnsets(times[order], strength[order], SPAN_SECONDS + 2))
+        onsets = AudioOnsets(times[order], strength[order], SPAN_SECONDS + 2.0)
+        est = estimate_av_offset_from_features(visual, pts, onsets)
         assert not est.abstained and abs(est.av_offset_ms - offset_ms) <= 3.0, (est.av_offset_ms, offset_ms)
+
+
+def _encode(tmp_path, frames: np.ndarray, audio: np.ndarray, rate: int, name: str):
+    """An MP4 (H.264, AAC) of ``frames`` ``[T, H, W, 3]`` uint8 at 30 fps and mono ``audio`` at ``rate``."""
+    import subprocess
+
+    (tmp_path / "v.rgb").write_bytes(np.ascontiguousarray(frames).tobytes())
+    (tmp_path / "a.f32").write_bytes(audio.astype("<f4").tobytes())
+    media = tmp_path / name
+    height, width = frames.shape[1:3]
+    subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s",
+                    f"{width}x{height}", "-r", "30", "-i", str(tmp_path / "v.rgb"), "-f", "f32le", "-ar", str(rate),
+                    "-ac", "1", "-i", str(tmp_path / "a.f32"), "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac",
+                    str(media)], check=True, capture_output=True)
+    return media
+
 
 
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg needed")
 def test_measure_abstains_on_a_blinking_light_heard_700_ms_late(tmp_path) -> None:
     """A 64x48 clip (9 s, 30 fps): a square lights up for 2 frames every second, a 2 kHz tick 700 ms after each.
     ``measure`` answered -300 ms (the alias) before; now it abstains, best guess -300 ms."""
-    import subprocess
-
     from avalign import measure
 
     rate, seconds = 16000, 9.0
@@ -98,14 +113,48 @@ def test_measure_abstains_on_a_blinking_light_heard_700_ms_late(tmp_path) -> Non
     for t in flashes:
         i = int(round((round(t * FPS) / FPS + 0.7) * rate))
         audio[i:i + tick.size] += tick[:max(0, audio.size - i)]
-    (tmp_path / "v.rgb").write_bytes(frames.tobytes())
-    (tmp_path / "a.f32").write_bytes(audio.astype("<f4").tobytes())
-    media = tmp_path / "blink.mp4"
-    subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "64x48",
-                    "-r", "30", "-i", str(tmp_path / "v.rgb"), "-f", "f32le", "-ar", str(rate), "-ac", "1",
-                    "-i", str(tmp_path / "a.f32"), "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac",
-                    str(media)], check=True, capture_output=True)
-    record = measure(str(media))
+    record = measure(str(_encode(tmp_path, frames, audio, rate, "blink.mp4")))
     assert record["av_offset_ms"] is None, record["av_offset_ms"]
     assert record["av_abstain"]["reason"] == "ambiguous_peak"
     assert abs(record["av_abstain"]["best_guess_ms"] - (-300.0)) <= 1000.0 / FPS
+
+
+@pytest.mark.parametrize("phase_seconds", [0.0, 0.025, 0.05])
+def test_a_light_on_a_0_6_s_lattice_does_not_answer_a_0_5_s_drum_pattern(phase_seconds) -> None:
+    """Null pairing: a light on every other or third tick of a 0.6 s metronome (intervals 1.2 s and 1.8 s) against
+    another song's drum pattern (five hits every 0.5 s). The events fall in two phases of the pattern, 0.2 s apart,
+    and at the lag where the pattern has hits 0.2 s apart every event matches: the binomial chance model counts
+    them as independent (score 2.7, answered before the alias check); shifted by 1.2 s they match as well."""
+    rng = np.random.default_rng(1)
+    pts = np.arange(int(SPAN_SECONDS * FPS)) / FPS
+    visual = rng.uniform(0.0, 0.3, pts.size)
+    frames = np.round(0.6 * np.array([1, 3, 6, 8, 11, 13, 16, 18]) * FPS).astype(int)
+    visual[frames] = 150.0
+    pattern, pattern_strength = np.array([0.035, 0.239, 0.289, 0.355, 0.435]), np.array([10.0, 8.0, 12.0, 7.0, 8.0])
+    bars = np.arange(-1.0, SPAN_SECONDS + 1.0, 0.5) + phase_seconds
+    times = (bars[:, None] + pattern[None, :]).ravel() + rng.normal(0.0, 0.001, bars.size * pattern.size)
+    strength = np.tile(pattern_strength, bars.size)
+    order = np.argsort(times)
+    est = estimate_av_offset_from_features(visual, pts, AudioOnsets(times[order], strength[order], SPAN_SECONDS + 2.0))
+    assert est.abstained and est.abstain.reason == "ambiguous_peak", (est.av_offset_ms, est.method)
+
+
+def test_events_that_recur_every_two_intervals_are_ambiguous() -> None:
+    """A light on ticks 1, 3, 6, 8, 11, 13, 16, 18 of a 0.6 s metronome (intervals 1.2 s and 1.8 s alternate: it
+    recurs every 3 s) against another song's 1 s kick-snare cycle with hits at 0, 0.2, 0.5 and 0.75 s of it. At
+    +400 ms every event meets a hit; no other lag in range matches more than half of them, nor does a shift by 1.2 s
+    or 1.8 s, but a shift by 3 s (two intervals) matches all of them again: the lag is known modulo 3 s only.
+    Answered +400 ms before the alias check, and with the intervals to the next event only."""
+    rng = np.random.default_rng(2)
+    pts = np.arange(int(SPAN_SECONDS * FPS)) / FPS
+    visual = rng.uniform(0.0, 0.3, pts.size)
+    frames = np.round(0.6 * np.array([1, 3, 6, 8, 11, 13, 16, 18]) * FPS).astype(int)
+    visual[frames] = 150.0
+    cycles = np.arange(-2.0, SPAN_SECONDS + 4.0, 1.0)
+    times = (cycles[:, None] + np.array([0.0, 0.2, 0.5, 0.75])[None, :]).ravel()
+    times = times + rng.normal(0.0, 0.001, times.size)
+    strength = np.tile([12.0, 10.0, 12.0, 8.0], cycles.size)
+    order = np.argsort(times)
+    est = estimate_av_offset_from_features(visual, pts, AudioOnsets(times[order], strength[order], SPAN_SECONDS + 6.0))
+    assert est.abstained and est.abstain.reason == "ambiguous_peak", (est.av_offset_ms, est.method)
+    assert abs(est.abstain.best_guess_ms - 400.0) <= 3.0
