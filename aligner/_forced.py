@@ -90,6 +90,7 @@ __all__ = [
     "forced_align_scored",
     "forced_align_words",
     "normalise_words",
+    "spoken_tokens",
 ]
 
 FORCED_LEAD_MS = 22.1
@@ -158,6 +159,34 @@ def normalise_words(text: str, *, limit: Optional[int] = None) -> list[str]:
             if limit is not None and len(words) > limit:
                 break
     return words
+
+
+def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, tuple[str, ...]]]:
+    """The words of :func:`normalise_words`, one entry per written word, each with the words it is spoken as: where
+    forced alignment aligns text and reports its words. A word with digits is spoken as
+    :func:`~aligner._spoken_numbers.spoken_form` says and reported under its written form without the punctuation
+    around it (``"$1,000,"`` → ``("$1,000", ("one", "thousand", "dollars"))``); one that cannot be spoken out, and
+    every other word, is itself (``("paid", ("paid",))``, ``("555-0199", ("5550199",))``; so are all words with
+    digits when ``num2words`` is not installed). Entries and ``limit`` count as :func:`normalise_words`' words do.
+    """
+    from aligner._spoken_numbers import spoken_form, written_label
+
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for match in _WORD.finditer(spoken_text(text)):
+        raw = match.group(0)
+        token = re.sub(r"[^\w']", "", raw.lower()).strip("'")
+        if not token:
+            continue
+        spoken = None
+        if any(c.isdigit() for c in raw):
+            try:
+                spoken = spoken_form(raw)
+            except ImportError:  # num2words (extra [align]) missing: digits stay unspoken, as before it was used
+                spoken = None
+        out.append((written_label(raw), spoken) if spoken else (token, (token,)))
+        if limit is not None and len(out) > limit:
+            break
+    return out
 
 
 def alignment_refusal(num_words: int, duration_seconds: float) -> Optional[str]:
@@ -344,21 +373,23 @@ def forced_align_scored(
             f"{audio.stop_seconds}); pass times on the audio clock"
         )
     lo, hi = max(start_seconds, audio.start_seconds), min(stop_seconds, audio.stop_seconds)
-    words = normalise_words(span_text, limit=MAX_ALIGN_WORDS)
-    if not words:
+    tokens = spoken_tokens(span_text, limit=MAX_ALIGN_WORDS)
+    if not tokens:
         return (), None
-    refusal = alignment_refusal(len(words), hi - lo)
+    refusal = alignment_refusal(len(tokens), hi - lo)
     if refusal is not None:
         logger.info("forced alignment refused (%s): %s%d words in %.2f s", refusal,  # counted: caption_words_failed
-                       "more than " if len(words) > MAX_ALIGN_WORDS else "", len(words), hi - lo)
+                       "more than " if len(tokens) > MAX_ALIGN_WORDS else "", len(tokens), hi - lo)
         return (), None
     decoder = decoder if decoder is not None else new_decoder()
-    known = [w for w in words if decoder.lookup_word(w) is not None]
-    if len(known) < len(words):
-        logger.info("forced alignment: %d word(s) not in the dictionary, left out: %s", len(words) - len(known),
-                    sorted(set(words) - set(known)))
-    if not known:
+    # A written word is aligned as the words it is spoken as (spoken_tokens) and reported under its written form.
+    known_tokens = [(name, spoken) for name, spoken in tokens if all(decoder.lookup_word(w) is not None for w in spoken)]
+    if len(known_tokens) < len(tokens):
+        logger.info("forced alignment: %d word(s) not in the dictionary, left out: %s", len(tokens) - len(known_tokens),
+                    sorted({name for name, _ in tokens} - {name for name, _ in known_tokens}))
+    if not known_tokens:
         return (), None
+    known = [w for _, spoken in known_tokens for w in spoken]
     # The span's samples (half-open, the project's rounding rule), mono, at 16 kHz, as int16.
     first, last = sample_range(lo - audio.start_seconds, hi - audio.start_seconds, audio.sample_rate)
     signal = mono(audio.samples[..., first:last])  # the span only: a per-caption call must not convert the clip
@@ -412,4 +443,8 @@ def forced_align_scored(
     # Clamp into the span, keeping starts non-decreasing and every word non-empty where the span allows.
     starts = np.maximum.accumulate(np.clip(times[:, 0], lo, hi))
     stops = np.clip(np.maximum(times[:, 1], starts), lo, hi)
-    return tuple(Word(name, float(a), float(b)) for name, a, b in zip(known, starts, stops)), float(np.mean(fits))
+    # Back to written words: each spans its spoken words, from the first's start to the last's stop.
+    last = np.cumsum([len(spoken) for _, spoken in known_tokens]) - 1
+    first = np.concatenate([[0], last[:-1] + 1])
+    return (tuple(Word(name, float(a), float(b)) for (name, _), a, b in zip(known_tokens, starts[first], stops[last])),
+            float(np.mean(fits)))

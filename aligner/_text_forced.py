@@ -72,7 +72,7 @@ import numpy as np
 
 from aligner._decoder import new_decoder, shared_decoder
 from aligner._forced import (MAX_ALIGN_SECONDS, MAX_ALIGN_WORDS, MAX_WORDS_PER_SECOND, alignment_refusal,
-                             forced_align_scored, normalise_words)
+                             forced_align_scored, normalise_words, spoken_tokens)
 from aligner._options import TextOptions
 from aligner._text_offset import after_pause
 from aligner._text_records import TextEstimate, text_abstain
@@ -139,7 +139,14 @@ REFUSAL_NEEDED = {
 
 def _in_dictionary(text: str, decoder: Any) -> bool:
     """Whether ``text`` holds a word of the decoder's dictionary (else forced alignment cannot judge it)."""
-    return any(decoder.lookup_word(t) is not None for t in normalise_words(text, limit=MAX_ALIGN_WORDS))
+    return bool(_dictionary_words(text, decoder))
+
+
+def _dictionary_words(text: str, decoder: Any) -> list[str]:
+    """The written words of ``text`` that forced alignment can align: those whose spoken words (``spoken_tokens``:
+    ``"$1,000"`` is spoken ``one thousand dollars``) are all in the decoder's dictionary."""
+    return [name for name, spoken in spoken_tokens(text, limit=MAX_ALIGN_WORDS)
+            if all(decoder.lookup_word(w) is not None for w in spoken)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,8 +178,7 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
         logger.warning("forced alignment refused (%s): %d words in %.2f s", refusal, num_words, hi - lo)
         return _Refused(refusal, num_words, hi - lo)
     # The first dictionary token of each item is dated; items with none are left out.
-    tokens = [[t for t in normalise_words(text, limit=MAX_ALIGN_WORDS) if decoder.lookup_word(t) is not None]
-              for text, _, _ in chunk]
+    tokens = [_dictionary_words(text, decoder) for text, _, _ in chunk]
     text = " ".join(t for item_tokens in tokens for t in item_tokens)
     if not text:
         return _Placed({}, None)

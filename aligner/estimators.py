@@ -17,7 +17,7 @@ Transcript offset
     each estimator run once), :func:`refine_word_times`, :func:`onset_offset_near` (the
     onset evidence near another method's answer).
 Forced alignment (optional extra ``[align]``)
-    :func:`forced_align_words`, :func:`forced_align_scored` (with the words' acoustic fit), :func:`caption_words`, :func:`normalise_words`, :func:`alignment_refusal`,
+    :func:`forced_align_words`, :func:`forced_align_scored` (with the words' acoustic fit), :func:`caption_words`, :func:`normalise_words`, :func:`spoken_tokens`, :func:`alignment_refusal`,
     :func:`new_decoder`, :func:`shared_decoder` and their constants.
 Signals
     :func:`mono`.
@@ -40,6 +40,7 @@ from aligner._forced import (
     forced_align_scored,
     forced_align_words,
     normalise_words,
+    spoken_tokens,
 )
 from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_db
 from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
@@ -98,6 +99,7 @@ __all__ = [
     "onset_weights",
     "refine_word_times",
     "shared_decoder",
+    "spoken_tokens",
     "tonal_boost",
     "tonal_rise_db",
     "visual_change_events",

@@ -18,13 +18,14 @@ SENTENCES = ("Seven bright lamps glow above quiet harbors.", "Every morning Mari
              "Our team painted seven wooden chairs yesterday.", "Cold wind pushed dark clouds across wide hills.")
 
 
-def speech_over_noise(snr_db: float, *, seed: int = 3, pauses_seconds: tuple[float, float] = (0.25, 0.6)):
-    """:data:`SENTENCES` one after another from 1.5 s (pauses drawn from ``pauses_seconds``) over white noise at
+def speech_over_noise(snr_db: float, *, seed: int = 3, pauses_seconds: tuple[float, float] = (0.25, 0.6),
+                      sentences: tuple[str, ...] = SENTENCES):
+    """``sentences`` (default :data:`SENTENCES`) one after another from 1.5 s (pauses drawn from ``pauses_seconds``) over white noise at
     ``snr_db``: ``(audio, sentences)``, each sentence a list of ``(word, start, stop)`` on the audio clock."""
     synth = pytest.importorskip("avalign.synth")
     soxr = pytest.importorskip("soxr")
     try:
-        speeches = [synth.synthesize_speech(s) for s in SENTENCES]
+        speeches = [synth.synthesize_speech(s) for s in sentences]
     except OSError as error:  # libespeak-ng missing
         pytest.skip(f"espeak-ng unavailable: {error}")
     rng = np.random.default_rng(seed)
