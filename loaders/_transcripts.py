@@ -238,7 +238,8 @@ def read_transcript(
             counted before parsing, and the parsed words after.
 
     Returns:
-        A ``Transcript`` whose spans are sorted by start; words belong to the span that contains them.
+        A ``Transcript`` whose spans are sorted by start; words belong to the span that contains them. A cue that
+        repeats an earlier one exactly (same text, start and stop) is read once.
 
     Raises:
         TranscriptError: ANY failure caused by the content: malformed (reason ``transcript``; the message names
@@ -287,5 +288,17 @@ def read_transcript(
     words = sum(len(s.words) or len(s.text.split()) for s in spans)
     if words > max_words:
         raise TranscriptError(f"{label}: {words} words, over max_words={max_words}", reason="too_large")
-    ordered = tuple(sorted(spans, key=lambda s: (s.start_seconds, s.stop_seconds)))
+    ordered = tuple(sorted(_without_repeats(spans, name=label), key=lambda s: (s.start_seconds, s.stop_seconds)))
     return Transcript(spans=ordered, source=label, format=chosen)
+
+
+def _without_repeats(spans: list[Span], *, name: str) -> list[Span]:
+    """``spans`` without exact repeats: a cue with the same text, start, stop (and words) as an earlier one is
+    dropped (logged with a count). Subtitle files merged or exported twice carry every cue twice; read as they stand,
+    each caption's text was aligned twice inside its own audio and the transcript offset was lost (BENCHMARKS.md,
+    "Caption words on real ASR text"). A repeat at other times is kept: people say things twice."""
+    kept = list(dict.fromkeys(spans))
+    if len(kept) < len(spans):
+        logger.info("%s: %d cue(s) that repeat an earlier cue exactly (same text and times) dropped", name,
+                    len(spans) - len(kept))
+    return kept
