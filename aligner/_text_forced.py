@@ -13,8 +13,11 @@ read speech is split between "word start" and "vowel onset" lags and that estima
 Words are aligned in chunks: consecutive words closer than ``2·max_offset + 0.2 s`` share a chunk (at
 most ``TextOptions.max_chunk_seconds`` of stamps each), aligned over ``[first stamp - max_offset,
 last stop + max_offset]`` of the audio, so a chunk's audio holds its own speech for any offset in the
-search range. Words that are not in the dictionary are left out (logged by the aligner); words of a chunk
-whose alignment fails are left out.
+search range. Words that are not in the dictionary are left out (logged by the aligner). A chunk whose alignment fails
+is retried in halves; a chunk (or half) of several items that still fails, or whose words do not fit the audio (below),
+is retried one item at a time, each judged by its own fit: one caption that was never said (Whisper's "Thank you for
+watching." over silence or music) no longer takes the real captions of its chunk down with it (BENCHMARKS.md, "Caption
+words on real ASR text"). Words of an item whose alignment still fails are left out.
 
 Confidence::
 
@@ -198,6 +201,11 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
     return _Placed(out, fit, sum(len(t) for t in tokens), pause_before)
 
 
+def _unfit(result: Optional[_Placed | _Refused]) -> bool:
+    """Whether ``result`` is a placed chunk whose words fit the audio worse than :data:`MIN_WORD_FIT`."""
+    return isinstance(result, _Placed) and result.fit is not None and result.fit < MIN_WORD_FIT
+
+
 def estimate_text_offset_forced(
     audio: AudioClip,
     transcript: Transcript,
@@ -265,6 +273,16 @@ def estimate_text_offset_forced(
                      for part, start in ((chunk[:half], first), (chunk[half:], first + half))]
         else:
             parts = [(chunk, first, found)]
+        # A chunk that fails to align or whose words do not fit may hold one caption that was never said (a
+        # hallucinated "Thank you for watching.") among real ones: retry its items one by one, each judged by its fit.
+        retried = []
+        for part, start, result in parts:
+            if (result is None or _unfit(result)) and len(part) > 1:
+                retried += [([item], start + k, _chunk_differences(audio, [item], margin, decoder))
+                            for k, item in enumerate(part)]
+            else:
+                retried.append((part, start, result))
+        parts = retried
         for part, start, result in parts:
             if isinstance(result, _Refused):
                 refused.append(result)
