@@ -33,6 +33,8 @@ _INTEGER = re.compile(r"\d{1,3}(?:,\d{3})+|\d+")
 _NUMBER = re.compile(rf"(?:{_INTEGER.pattern})(?:\.\d+)?")
 _ORDINAL = re.compile(r"(\d+)(st|nd|rd|th)")
 _DECADE = re.compile(r"(\d{4})'?s")
+_MAX_DIGITS = 15
+"""A token with more digits than this is no number anyone says (an ID, a hash; num2words overflows past 10**300)."""
 _TIME = re.compile(r"(\d{1,2}):(\d{2})\s*([ap])?\.?(?:m\.?)?", re.IGNORECASE)
 
 
@@ -81,7 +83,7 @@ def _time(match: re.Match[str]) -> tuple[str, ...]:
 
 def spoken_form(token: str) -> Optional[tuple[str, ...]]:
     """The words a speaker says for ``token``, a written token with digits (module docstring), lowercased; None when
-    ``token`` has no digit or is not a number, ordinal, year, decimal, percentage, amount of money or time of day
+    ``token`` has no digit, more than 15, or is not a number, ordinal, year, decimal, percentage, amount of money or time of day
     that this function knows how to say.
 
     Raises:
@@ -94,7 +96,8 @@ def spoken_form(token: str) -> Optional[tuple[str, ...]]:
         ('three', 'thirty', 'p', 'm')
     """
     text = written_label(token)
-    if not any(c.isdigit() for c in text):
+    digits = sum(c.isdigit() for c in text)
+    if not digits or digits > _MAX_DIGITS:
         return None
     from num2words import num2words
 
