@@ -71,6 +71,7 @@ import numpy as np
 
 from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder
 from aligner._signals import mono
+from aligner._spoken_numbers import spoken_form, written_label
 from avcore import AudioClip, Word, sample_range
 
 logger = logging.getLogger(__name__)
@@ -169,8 +170,6 @@ def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, 
     every other word, is itself (``("paid", ("paid",))``, ``("555-0199", ("5550199",))``; so are all words with
     digits when ``num2words`` is not installed). Entries and ``limit`` count as :func:`normalise_words`' words do.
     """
-    from aligner._spoken_numbers import spoken_form, written_label
-
     out: list[tuple[str, tuple[str, ...]]] = []
     for match in _WORD.finditer(spoken_text(text)):
         raw = match.group(0)

@@ -21,7 +21,7 @@ clips (BENCHMARKS.md, "Estimation frames 64 wide") with 16x less memory for the 
 
 
 _LAZY_DEPENDENCIES = ("scipy.ndimage", "scipy.signal", "scipy.special", "scipy.stats", "soxr", "av", "torchcodec.decoders",
-                      "pysubs2", "webvtt", "praatio.utilities.textgrid_io", "pocketsphinx")
+                      "pysubs2", "webvtt", "praatio.utilities.textgrid_io", "pocketsphinx", "num2words")
 """Modules that the decoders, transcript readers and estimators import inside the functions that use them."""
 
 

@@ -28,9 +28,10 @@ logger = logging.getLogger(__name__)
 __all__ = ["ESTIMATOR_MODULES", "READER_MODULES", "TAIL_MERGE_MODULES", "preload_for_workers"]
 
 READER_MODULES = ("av", "av.subtitles", "av.subtitles.stream", "av.video.reformatter", "numpy.ma", "soxr", "pysubs2", "webvtt",
-                  "praatio.utilities.textgrid_io", "encodings.utf_8_sig", "pocketsphinx")
+                  "praatio.utilities.textgrid_io", "encodings.utf_8_sig", "pocketsphinx", "num2words")
 """Imported inside the decode, resample, transcript and forced-alignment functions a sample goes through
-(``av.subtitles`` by ``av.open``, ``numpy.ma`` by ``np.median``, ``encodings.utf_8_sig`` by caption decoding)."""
+(``av.subtitles`` by ``av.open``, ``numpy.ma`` by ``np.median``, ``encodings.utf_8_sig`` by caption decoding,
+``num2words`` by forced alignment of a caption with digits)."""
 TAIL_MERGE_MODULES = ("torch.utils.serialization", "encodings.latin_1")
 """Imported by ``torch.save`` / ``torch.load`` (``encodings.latin_1``: its unpickler), with which DataLoader workers
 hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
