@@ -53,3 +53,15 @@ def srt(cues, offset_ms: float) -> bytes:
         return f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
     return "\n".join(f"{i}\n{stamp(a)} --> {stamp(b)}\n{text}\n" for i, (text, a, b) in enumerate(cues, 1)).encode()
 
+
+def caption_offset_estimate(cues_of, offset_ms: float, *, snr_db: float = 12.0, name: str = "captions.srt", **speech):
+    """``aligner.estimate_transcript_offset`` of :func:`speech_over_noise` at ``snr_db`` (``speech``: its other
+    options) and an SRT of ``cues_of(placed)`` (``(text, start, stop)`` cues from the placed words), every stamp
+    ``offset_ms`` late."""
+    import aligner
+    import loaders
+
+    audio, placed = speech_over_noise(snr_db, **speech)
+    transcript = loaders.read_transcript(srt(cues_of(placed), offset_ms), name=name)
+    return aligner.estimate_transcript_offset(audio, transcript)
+

@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import aligner
 import loaders
 from aligner.estimators import caption_words, normalise_words
-from tests.espeak_clips import SENTENCES, speech_over_noise, srt
+from tests.espeak_clips import SENTENCES, caption_offset_estimate, speech_over_noise, srt
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -43,9 +42,7 @@ def _labelled(placed):
 @pytest.mark.parametrize("offset_ms", [0.0, 200.0])
 def test_labelled_captions_over_noise_are_answered(offset_ms):
     pytest.importorskip("pocketsphinx")
-    audio, placed = speech_over_noise(12.0)
-    transcript = loaders.read_transcript(srt(_labelled(placed), offset_ms), name="labelled.srt")
-    estimate = aligner.estimate_transcript_offset(audio, transcript)
+    estimate = caption_offset_estimate(_labelled, offset_ms, name="labelled.srt")
     # measured: -2.6 ms off at both offsets (before: abstained, low_confidence and words_not_heard)
     assert estimate.text_offset_ms == pytest.approx(offset_ms, abs=10.0), estimate
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-import aligner
-import loaders
-from tests.espeak_clips import SENTENCES, speech_over_noise, srt
+from tests.espeak_clips import SENTENCES, caption_offset_estimate
 
 _NEVER_SAID = ("Thank you.", "Thank you for watching.")
 
@@ -25,16 +23,13 @@ def _with_hallucinations(placed, texts=SENTENCES):
 @pytest.mark.parametrize("offset_ms", [0.0, 150.0])
 def test_real_captions_next_to_a_hallucination_are_answered(offset_ms):
     pytest.importorskip("pocketsphinx")
-    audio, placed = speech_over_noise(12.0)
-    transcript = loaders.read_transcript(srt(_with_hallucinations(placed), offset_ms), name="whisper.srt")
-    estimate = aligner.estimate_transcript_offset(audio, transcript)
+    estimate = caption_offset_estimate(_with_hallucinations, offset_ms, name="whisper.srt")
     # before: abstained (low_confidence); measured after: 2.4 ms off
     assert estimate.text_offset_ms == pytest.approx(offset_ms, abs=10.0), estimate
 
 
 def test_another_clips_transcript_with_hallucinations_abstains():
     pytest.importorskip("pocketsphinx")
-    audio, placed = speech_over_noise(12.0)
     others = SENTENCES[4:] + SENTENCES[:4]  # other sentences at these times, as another clip's captions would be
-    transcript = loaders.read_transcript(srt(_with_hallucinations(placed, others), 0.0), name="other.srt")
-    assert aligner.estimate_transcript_offset(audio, transcript).text_offset_ms is None
+    estimate = caption_offset_estimate(lambda placed: _with_hallucinations(placed, others), 0.0, name="other.srt")
+    assert estimate.text_offset_ms is None, estimate
