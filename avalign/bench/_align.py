@@ -326,12 +326,15 @@ def real_av_shifts(cache_dir: str | Path, *, shifts_ms: Sequence[float] = (-120.
     import aligner
     import loaders
     from aligner.estimators import audio_onsets, estimate_av_offset_from_features, visual_change_events
+    from avalign._measure import read_video_for_estimation
     from avalign._realmedia import inject_av_shift
 
     def run(path: Path) -> tuple[Any, Any, Any, float]:
         """``estimate_av_offset`` at the default threshold and at ``min_confidence=0``, from one computation of
         its features (the same steps as two ``estimate_av_offset`` calls; the first is timed)."""
-        video, audio = loaders.read_video(str(path)), loaders.read_audio(str(path))
+        # Frames as `avalign measure` reads them for estimation (at most ESTIMATION_MAX_WIDTH wide).
+        video, _ = read_video_for_estimation(str(path), name=str(path))
+        audio = loaders.read_audio(str(path))
         t0 = time.perf_counter()
         visual, pts = visual_change_events(video.frames), video.pts_seconds.numpy()
         onsets = audio_onsets(audio.samples, audio.sample_rate, start_seconds=audio.start_seconds)
