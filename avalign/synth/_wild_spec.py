@@ -9,7 +9,7 @@ re-encodes), on the same clock model as DESIGN.md::
     a = t * (1 + drift_ppm * 1e-6) + av_offset_ms / 1000        (video time t → audio time a)
     stamp = a + text_offset_ms / 1000                            (word heard at a → transcript stamp)
 
-Seed ranges: :data:`TUNE_SEEDS` is the only range any estimator parameter or threshold may be tuned on;
+Seed ranges: :data:`TUNE_SEEDS` (and :data:`TUNE2_SEEDS`) are the only ranges any estimator parameter or threshold may be tuned on;
 :data:`HELDOUT_SEEDS` is reported and never tuned on (``avalign bench align`` shows both side by side);
 :data:`FRESH_SEEDS` is a second held-out range for method changes made after the held-out set had been looked at;
 :data:`FINAL_SEEDS` a third, for changes made after FRESH had been reported; :data:`REPORT11_SEEDS` a fourth, for
@@ -25,10 +25,14 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "TUNE2_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
+TUNE2_SEEDS = range(41000, 41048)
+"""Seeds of a second tune set (48 clips, same generator), reserved on 2026-12-06 (seventh session, branch
+``avrate37``) before any of its clips was generated: :data:`TUNE_SEEDS` has too few A/V abstainers (two) to tune the
+answer rate of short bedded clips on. Tune-only like :data:`TUNE_SEEDS`: never reported as held-out."""
 HELDOUT_SEEDS = range(5000, 5024)
 """Seeds of the held-out set (24 clips): reported, never tuned on."""
 FRESH_SEEDS = range(7000, 7024)
