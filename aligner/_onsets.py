@@ -13,7 +13,8 @@ its rising edge back to the floor::
     dating             bins that rose (≥ 6 dB over floor) near the peak; excess amplitude
                        A(m) = Σ_f √max(0, P[f,m] − N[f]);   A_max its maximum just after the peak
                        t20, t50 = last times before the maximum where A crosses 20 % and 50 % of A_max
-                       start    = t20 − (t50 − t20) · 0.2 / 0.3        (line through both, back to A = 0)
+                       start    = t20 − min((t50 − t20) · 0.2 / 0.3, 4 ms)   (line through both, back to A = 0,
+                                                                            at most 4 ms before t20)
 
     amplitude  A_max ┤            ______
                 50 % ┤         _/
@@ -43,7 +44,12 @@ drift fit uses as weights.
 
 Attack-shape dependence of the back-extrapolation (analytic, noise-free, attack length T): linear
 ramp 0, concave exponential ``1 − e^{−4x}`` −0.02·T, raised cosine (Hann) +0.16·T (4.7 ms at T = 30 ms);
-the analysis window makes every rise start earlier by up to about a millisecond. Dating at a fixed
+the analysis window makes every rise start earlier by up to about a millisecond. The line reaches back from t20
+0.14·T (Hann), 0.2·T (linear) or 0.08·T (exponential), so the 4 ms limit dates a linear attack longer than 20 ms late
+by 0.2·T − 4 ms (+2 ms at 30 ms). A longer reach is a bed that swells in the same bins during the event's attack (a
+syllable or a note under it): the excess keeps growing after the event's own rise, its 50 % point comes 9-28 ms after
+the start while its 20 % point is the start, and the unlimited line dated such events 5-19 ms early (tune seeds:
+events more than 5 ms off 50 → 23 of 638; BENCHMARKS.md, "A/V answer rate on short bedded clips"). Dating at a fixed
 threshold instead would give the Hann attack +0.2·T at 10 % and +0.3·T at 20 %. Measured medians per
 attack on the tune set (BENCHMARKS.md has both sets) are within ±2 ms: sharp −1.1, Hann +1.7,
 exponential −0.5, linear −0.4 ms (a 4 ms window gave sharp −1.75 and 73 % instead of 78 % of events
@@ -69,6 +75,10 @@ _HOP = 16  # 1 ms
 _WINDOW = 32  # 2 ms
 _MAX_HZ = 7800.0
 _LOW, _HIGH = 0.2, 0.5  # rising-edge levels (fractions of the event's peak excess amplitude) the line goes through
+# The dating line reaches back from the 20 % point at most this far (module docstring: a clean attack of up to 30 ms
+# reaches back at most 4.1 ms, Hann, or 6 ms, linear; a bed swelling under the event, 6-19 ms). 4 ms of 2-6 ms tried
+# on the tune seeds (TUNE and TUNE2): BENCHMARKS.md, "A/V answer rate on short bedded clips".
+_MAX_BACK_EXTRAPOLATION_MS = 4.0
 MIN_DETECTION_SPREAD = 1.0
 """Least robust spread (1.4826 × MAD, in dB × bins) the detection's z-scores divide by: a guard against a MAD of
 0, below every recording with a noise floor. White noise at any level gives 5.3-5.6; the 384 clips of 16 wild
@@ -219,7 +229,8 @@ def _date_rise(power: np.ndarray, floor: np.ndarray, peak: int) -> Optional[tupl
     t_high = _crossing_back(excess, local_top, _HIGH * top_value)
     if t_low < 0 or t_high < t_low:
         return None
-    return lo + t_low - (t_high - t_low) * (_LOW / (_HIGH - _LOW)), t_high - t_low
+    back = min((t_high - t_low) * (_LOW / (_HIGH - _LOW)), _MAX_BACK_EXTRAPOLATION_MS * _RATE / 1000 / _HOP)
+    return lo + t_low - back, t_high - t_low
 
 
 _TONAL_HOP = 64  # 4 ms
