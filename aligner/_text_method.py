@@ -216,7 +216,7 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
           options: TextOptions, decoder: Optional[Any]) -> TextEstimate:
     """``method="auto"`` (module diagram) from the energy estimate, and forced alignment's when the caller has it
     (else computed here when needed)."""
-    has_floor = floor_gap_db(mono(audio.samples), audio.sample_rate) <= DIGITAL_SILENCE_DB
+    has_floor = floor_gap_db(mono(audio.samples, keep_float32=True), audio.sample_rate) <= DIGITAL_SILENCE_DB
     if not energy.abstained and transcript.words and not has_floor:
         return energy
     if forced is None:

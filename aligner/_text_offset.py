@@ -23,7 +23,7 @@ Peak choice and confidence::
     confidence = clip((psr − 4.5) / 5.5, 0, 1) · clip(2·(1 − rival), 0, 1)
 
 Noise and music beds: when the full-band pass abstains on a word-level transcript, a second pass uses
-band-SNR energy (``_band_snr_levels``: 7 bands from 100 Hz to 6 kHz at 16 kHz, each band's power over
+band-SNR energy (``band_snr_levels``: 7 bands from 100 Hz to 6 kHz at 16 kHz, each band's power over
 its own 20th percentile, minus 1, summed): a stationary bed sets each band's floor and speech counts
 where it rises above it. Captions (span-level) get no retry: a beep alone in one band can outweigh a few
 caption edges. Measurements: BENCHMARKS.md, "Lab notes".
@@ -48,20 +48,20 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from aligner._options import TextOptions
-from aligner._signals import log_energy, mono
+from aligner._signals import frame_bounds, log_energy, mono, window_mean_square
 from aligner._stats import parabolic_peak, robust_z, standardise
 from aligner._text_records import TextEstimate, text_abstain
 from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SpeechFeatures", "after_pause", "caption_edges", "estimate_text_offset", "onset_offset_near", "refine_word_times",
-           "speech_features"]
+__all__ = ["SpeechFeatures", "after_pause", "band_snr_levels", "caption_edges", "estimate_text_offset", "onset_offset_near",
+           "refine_word_times", "speech_features"]
 
 _PSR_NOISE = 4.5
 _PSR_FULL = 10.0
@@ -100,18 +100,18 @@ def speech_features(
 ) -> SpeechFeatures:
     """Compute :class:`SpeechFeatures` (fine-grid log energy, rise and activity) of mono/multi-channel audio.
 
-    With ``band_snr`` the energy is :func:`_band_snr_levels` (each band against its own floor: robust to
+    With ``band_snr`` the energy is :func:`band_snr_levels` (each band against its own floor: robust to
     noise and music beds) instead of the full-band log energy.
     """
-    signal = mono(samples)
+    signal = mono(samples, keep_float32=True)  # float32 audio stays float32: log_energy converts a block at a time
     onset_window = 0.005
     if band_snr:
         if sample_rate > _BAND_RATE:  # the bands end at 6 kHz: 16 kHz is enough, and 3x cheaper than 48 kHz
             from avcore import resample
 
-            signal = resample(signal[None, :].astype(np.float32), sample_rate, _BAND_RATE)[0]
+            signal = resample(signal[None, :].astype(np.float32, copy=False), sample_rate, _BAND_RATE)[0]
             sample_rate = _BAND_RATE
-        (level, hop), (vad_level, _) = _band_snr_levels(signal, sample_rate, hop_seconds=hop_seconds,
+        (level, hop), (vad_level, _) = band_snr_levels(signal, sample_rate, hop_seconds=hop_seconds,
                                                         windows_seconds=(onset_window, 0.020))
     else:
         level, hop = log_energy(signal, sample_rate, hop_seconds=hop_seconds, window_seconds=onset_window)
@@ -137,21 +137,17 @@ _BAND_EDGES_HZ = (100.0, 300.0, 600.0, 1000.0, 1600.0, 2500.0, 4000.0, 6000.0)
 _BAND_FLOOR_PERCENTILE = 20.0
 _EXCESS_OVER_FLOOR = 1.0
 _BAND_RATE = 16000
+# The band masks run block by block, one FFT of at most _BAND_BLOCK_SAMPLES (65 s at 16 kHz) each, of which
+# _BAND_MARGIN_SECONDS at either end only feed the filter (BENCHMARKS.md, "Band energy blockwise").
+_BAND_BLOCK_SAMPLES = 1 << 20
+_BAND_MARGIN_SECONDS = 8.0
 
 
-def _speech_bands(signal: np.ndarray, sample_rate: int) -> Iterator[np.ndarray]:
-    """``signal`` split into the bands of :data:`_BAND_EDGES_HZ` (FFT masks; bands above Nyquist dropped), each as
-    long as ``signal``, one at a time: a band is computed when the previous one has been used (a 2 h clip's seven
-    bands at once held about 6 GB).
-
-    The transform runs on ``signal`` zero-padded to the next 5-smooth length (``scipy.fft.next_fast_len``): a
-    decoded clip's sample count often has a large prime factor, and an FFT of such a length is 10-20x slower.
-    """
-    from scipy.fft import next_fast_len
-
-    size = next_fast_len(signal.size, real=True)
-    spectrum = np.fft.rfft(signal.astype(np.float64, copy=False), n=size)
+def _band_bins(size: int, sample_rate: int) -> list[tuple[int, int]]:
+    """``[first, stop)`` rfft bins of the bands of :data:`_BAND_EDGES_HZ` below Nyquist, for a transform of ``size``
+    samples: bin ``k`` (at ``k · sample_rate / size`` Hz) is in a band when ``lo <= k · step < hi``."""
     step_hz = 1.0 / (size * (1.0 / sample_rate))  # bin k is at k * step_hz, as np.fft.rfftfreq computes it
+    num_bins = size // 2 + 1
 
     def first_bin(hz: float) -> int:  # the first k with k * step_hz >= hz
         k = max(0, int(hz / step_hz))
@@ -159,37 +155,97 @@ def _speech_bands(signal: np.ndarray, sample_rate: int) -> Iterator[np.ndarray]:
             k += 1
         while k > 0 and (k - 1) * step_hz >= hz:
             k -= 1
-        return min(k, spectrum.size)
+        return min(k, num_bins)
 
-    masked = np.zeros_like(spectrum)  # one buffer for every band's masked spectrum
-    for lo, hi in zip(_BAND_EDGES_HZ, _BAND_EDGES_HZ[1:]):
-        if lo >= sample_rate / 2:
-            break
-        a, b = first_bin(lo), first_bin(hi)
-        masked[a:b] = spectrum[a:b]
-        yield np.fft.irfft(masked, n=size)[: signal.size]
-        masked[a:b] = 0.0
+    return [(first_bin(lo), first_bin(hi)) for lo, hi in zip(_BAND_EDGES_HZ, _BAND_EDGES_HZ[1:]) if lo < sample_rate / 2]
 
 
-def _band_snr_levels(signal: np.ndarray, sample_rate: int, *, hop_seconds: float,
-                     windows_seconds: tuple[float, ...]) -> list[tuple[np.ndarray, float]]:
-    """``(level, hop)`` for each of ``windows_seconds``: the level (dB) of the sum over bands of each band's power
-    relative to its own floor (its 20th percentile).
+def _band_powers(signal: np.ndarray, sample_rate: int, *, hop_samples: int,
+                 windows_samples: Sequence[int]) -> np.ndarray:
+    """float32 ``[bands, windows, M]``: each band's mean power in the frames of :func:`~aligner._signals.log_energy`
+    (``M = N // hop_samples``), one row per window length.
 
-    A stationary bed (noise, a held chord) sets each band's floor; speech counts where it rises above
-    the bed in that band, so a bed 10 dB below the speech no longer hides speech onsets and pauses.
+    A band is the spectrum between two edges of :data:`_BAND_EDGES_HZ` (an FFT mask), taken block by block::
+
+        clip     |..........................................................|
+        block    [ margin |        core         | margin ]                      one FFT of <= _BAND_BLOCK_SAMPLES
+        next                           [ margin |        core         | margin ]
+        kept                |        core         |        core         |       frames whose windows lie in the core
+
+    A mask on the whole clip (the computation before: one transform of the clip, whose wrap-around also carried the
+    clip's end into its start) is a filter whose response decays as ``1/t``; on a block it reaches the ``margin``
+    (:data:`_BAND_MARGIN_SECONDS`, 8 s) either way and wraps within the block beyond it. What it leaves out beyond
+    8 s is 42 dB under a sound's energy in the 200 Hz band (``2 / (π² · 8 s)`` of ``2 · 200 Hz``), less in the wider
+    bands. Zeros stand outside the clip.
+    The transform and band signals are float64 and one block long; only the per-frame powers (float32) are kept
+    for the whole clip.
     """
-    totals: list = [None] * len(windows_seconds)
-    hops = [hop_seconds] * len(windows_seconds)
-    for band in _speech_bands(signal, sample_rate):
-        for i, window_seconds in enumerate(windows_seconds):
-            level, hops[i] = log_energy(band, sample_rate, hop_seconds=hop_seconds, window_seconds=window_seconds)
-            power = 10.0 ** (level / 10.0)
+    from scipy.fft import next_fast_len
+
+    size_in = signal.size
+    num_frames = size_in // hop_samples
+    margin = int(round(_BAND_MARGIN_SECONDS * sample_rate))
+    before = max(w // 2 for w in windows_samples)
+    after = max(w - w // 2 for w in windows_samples)
+    per_block = max(1, (_BAND_BLOCK_SAMPLES - 2 * margin - before - after) // hop_samples)
+    out = np.empty((len(_band_bins(_BAND_BLOCK_SAMPLES, sample_rate)), len(windows_samples), num_frames),
+                   dtype=np.float32)
+    for first in range(0, num_frames, per_block):
+        stop = min(first + per_block, num_frames)
+        core_lo, core_hi = max(first * hop_samples - before, 0), min((stop - 1) * hop_samples + after, size_in)
+        begin, end = core_lo - margin, core_hi + margin  # may reach outside the clip: zeros there
+        size = next_fast_len(end - begin, real=True)  # <= _BAND_BLOCK_SAMPLES; a short clip: one block of its own
+        block = np.zeros(size)
+        block[max(begin, 0) - begin : min(end, size_in) - begin] = signal[max(begin, 0) : min(end, size_in)]
+        spectrum = np.fft.rfft(block)
+        del block
+        masked = np.zeros_like(spectrum)  # one buffer for every band's masked spectrum
+        bounds = [frame_bounds(first, stop, hop_samples, w, size_in) for w in windows_samples]
+        for j, (a, b) in enumerate(_band_bins(size, sample_rate)):
+            masked[a:b] = spectrum[a:b]
+            band = np.fft.irfft(masked, n=size)[core_lo - begin : core_hi - begin]
+            masked[a:b] = 0.0
+            for i, (w, (lo, hi)) in enumerate(zip(windows_samples, bounds)):
+                out[j, i, first:stop] = window_mean_square(band, lo - core_lo, hi - core_lo, w)
+            del band
+        del spectrum, masked  # before the next block's: one block's arrays alive at a time
+    return out
+
+
+def band_snr_levels(samples: np.ndarray, sample_rate: int, *, hop_seconds: float,
+                    windows_seconds: Sequence[float]) -> list[tuple[np.ndarray, float]]:
+    """Band-SNR energy: ``(level_db, hop_seconds)`` for each of ``windows_seconds``, on the grid of
+    :func:`~aligner._signals.log_energy` (frame ``m`` centred on ``m * hop``, float64 ``[N // hop_samples]``).
+
+    The level is that of the sum over the bands of :data:`_BAND_EDGES_HZ` (100 Hz to 6 kHz, those below Nyquist) of
+    each band's power relative to its own floor (its 20th percentile over the clip), minus 1, clamped at 0. A
+    stationary bed (noise, a held chord) sets each band's floor; speech counts where it rises above the bed in that
+    band, so a bed 10 dB below the speech no longer hides speech onsets and pauses.
+
+    Memory: one block at a time (:func:`_band_powers`) plus the per-frame powers, float32, of every band and
+    window: at 16 kHz and a 2.5 ms hop, 0.35x the float32 audio for two windows (BENCHMARKS.md, "Band energy
+    blockwise").
+    """
+    if not sample_rate > 0:
+        raise ValueError(f"sample_rate must be > 0, got {sample_rate = }")
+    signal = mono(samples, keep_float32=True)
+    hop_samples = max(1, int(round(hop_seconds * sample_rate)))
+    hop = hop_samples / sample_rate
+    windows_samples = [max(1, int(round(w * sample_rate))) for w in windows_seconds]
+    if signal.size // hop_samples == 0 or sample_rate <= 2 * _BAND_EDGES_HZ[0]:
+        return [(np.zeros(0), hop) for _ in windows_samples]
+    powers = _band_powers(signal, sample_rate, hop_samples=hop_samples, windows_samples=windows_samples)
+    out = []
+    for i in range(len(windows_samples)):
+        total = np.zeros(powers.shape[2])
+        for band in powers[:, i]:
+            power = band.astype(np.float64) + 1e-12  # as the level 10·log10(power + 1e-12) of log_energy
             floor = max(float(np.percentile(power, _BAND_FLOOR_PERCENTILE)), 1e-12)
-            ratio = np.maximum(power / floor - _EXCESS_OVER_FLOOR, 0.0)
-            totals[i] = ratio if totals[i] is None else totals[i] + ratio
-    return [(np.zeros(0), hop) if total is None else (10.0 * np.log10(total + 1e-12), hop)
-            for total, hop in zip(totals, hops)]
+            power /= floor
+            power -= _EXCESS_OVER_FLOOR
+            total += np.maximum(power, 0.0, out=power)
+        out.append((10.0 * np.log10(total + 1e-12), hop))
+    return out
 
 
 def _gather(curve: np.ndarray, positions: np.ndarray) -> np.ndarray:

@@ -20,7 +20,8 @@ Forced alignment (optional extra ``[align]``)
     :func:`forced_align_words`, :func:`forced_align_scored` (with the words' acoustic fit), :func:`caption_words`, :func:`normalise_words`, :func:`spoken_tokens`, :func:`alignment_refusal`,
     :func:`new_decoder`, :func:`shared_decoder` and their constants.
 Signals
-    :func:`mono`.
+    :func:`mono`, :func:`log_energy` (per-frame level), :func:`band_snr_levels` (each speech band over its own floor;
+    block by block).
 """
 from aligner._av_drift import MIN_PAIRS_FOR_DRIFT, DriftFit, MatchedPairs, dating_sigma_seconds, drift_line, fit_drift, matched_pairs
 from aligner._av_events import VisualEvents, detect_visual_events, onset_ranks, onset_weights
@@ -44,10 +45,10 @@ from aligner._forced import (
 )
 from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_db
 from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
-from aligner._signals import VisualFeature, audio_onset_envelope, mono, visual_change_events
+from aligner._signals import VisualFeature, audio_onset_envelope, log_energy, mono, visual_change_events
 from aligner._text_method import estimate_transcript_offsets, heard_items
 from aligner._text_forced import CAPTION_MARGIN_SECONDS, MIN_WORD_FIT, caption_words, estimate_text_offset_forced
-from aligner._text_offset import caption_edges, estimate_text_offset, onset_offset_near, refine_word_times
+from aligner._text_offset import band_snr_levels, caption_edges, estimate_text_offset, onset_offset_near, refine_word_times
 
 __all__ = [
     "ALIGN_SAMPLE_RATE",
@@ -74,6 +75,7 @@ __all__ = [
     "alignment_refusal",
     "audio_onset_envelope",
     "audio_onsets",
+    "band_snr_levels",
     "caption_edges",
     "caption_words",
     "confidence_from_score",
@@ -89,6 +91,7 @@ __all__ = [
     "forced_align_scored",
     "forced_align_words",
     "heard_items",
+    "log_energy",
     "match_lag_drift",
     "matched_pairs",
     "mono",

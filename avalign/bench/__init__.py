@@ -40,6 +40,7 @@ _EXPORTS = {
     "reversed_onsets": "avalign.bench._wild",
     "wild_features": "avalign.bench._wild",
     "wild_records": "avalign.bench._wild",
+    "wild_set": "avalign.bench._wild",
 }
 __all__ = sorted(_EXPORTS)
 
