@@ -153,7 +153,7 @@ def compare(before_path: Path, after_path: Path) -> None:
     print(f"align(): {len(moved)} of {len(rows_before)} text answers differ by more than 1e-6 ms or in method")
     print("\n".join(moved))
     for part in ("est", "bands", "near"):
-        if part not in next(iter(before["direct"].values())):
+        if any(part not in next(iter(d["direct"].values())) for d in (before, after)):
             continue
         pairs = [(before["direct"][k][part], after["direct"][k][part], before["direct"][k]["truth"]) for k in before["direct"]]
         if part == "near":
