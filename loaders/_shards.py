@@ -272,6 +272,11 @@ def scan_tar(
                                 f"tar header after member {reading!r} is damaged ({why}; {size} of {tarfile.BLOCKSIZE} "
                                 f"bytes, name field {partial!r}); the members after it are lost")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
+        if not reading:  # nothing read: not "after member ''" but a file that does not start as a tar
+            yield TarMember("", b"", "truncated",
+                            f"not a tar archive: its start is no tar header ({e}); a shard is a tar of KEY.EXT members, "
+                            "optionally gzip/bz2/xz-compressed (a media file, an error page or an empty download is not)")
+            return
         yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}")
 
 
@@ -305,7 +310,8 @@ def group_by_key(
     def drop(key: str, reason: str, message: str) -> None:
         if on_error == "raise":
             raise ShardError(message, shard=url, key=key, reason=reason)
-        line = f"shard {url}: sample {key!r} dropped ({reason}): {message}"
+        line = (f"shard {url}: sample {key!r} dropped ({reason}): {message}" if key
+                else f"shard {url}: dropped ({reason}): {message}")  # no sample had started (e.g. not a tar)
         if skip_log is None:
             logger.warning("%s", line)
         else:

@@ -31,6 +31,7 @@ import os
 import re
 import stat
 import tarfile
+import unicodedata
 from dataclasses import dataclass, field
 from typing import IO, Iterator, Literal, Optional
 
@@ -63,7 +64,10 @@ __all__ = [
 
 _PASS_THROUGH = tuple(ext for ext in CAPTION_EXTENSIONS if ext not in TRANSCRIPT_EXTENSIONS)
 """Members copied as they are (video2dataset's caption: ``txt``, ``caption``)."""
-_KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-]")
+_KEY_CHARS = re.compile(r"[^\w\-]")
+"""Replaced by ``_`` in keys: anything but letters and digits of any script, ``_`` and ``-`` (dots split WebDataset
+keys, spaces and punctuation break shell globs). ``日本.mkv`` is key ``日本``: an ASCII-only rule turned every
+CJK-named clip into ``__`` and skipped all but one of a directory as duplicate_key."""
 _READ_CHUNK_BYTES = 1 << 20
 OnError = Literal["skip", "raise"]
 
@@ -126,7 +130,7 @@ class InputPlan:
 
 
 def _clean_key(key: str) -> str:
-    parts = key.replace("\\", "/").split("/")
+    parts = unicodedata.normalize("NFC", key).replace("\\", "/").split("/")  # NFC: macOS's NFD é is one letter too
     return "/".join(_KEY_CHARS.sub("_", p) for p in parts if p)
 
 
@@ -318,7 +322,8 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
         detail = details.get(key, "the key (or one of its extensions) appears again: the first copy is kept without "
                                   "the later members; a sample's members must be adjacent in the tar (`tar --sort=name`)")
         what = "repeated" if key not in details and reason == "duplicate_key" else "dropped"
-        _skip(skipped, shard, key, reason, f"{shard}: sample {key!r} {what} ({reason}): {detail}", log=False)
+        sample = f"sample {key!r} " if key else ""  # no key: no sample had started (a file that is not a tar)
+        _skip(skipped, shard, key, reason, f"{shard}: {sample}{what} ({reason}): {detail}", log=False)
 
     known = MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH
     with stream:

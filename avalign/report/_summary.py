@@ -248,9 +248,12 @@ def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
     ]
     for s in summary["standards"].values():
         lines.append(f"{s['name']:<28} within {s['within']}, outside {s['outside']}, unknown {s['unknown']}")
-    if summary["residuals"]:
-        r = summary["residuals"]["av_offset_ms"]
-        lines.append(f"vs truth    A/V residual {fmt(r, ' ms')}")
+    if summary["residuals"]:  # A/V always; drift and text where a residual exists (a truth file may not give them)
+        for field, name, unit in (("av_offset_ms", "A/V", " ms"), ("drift_ppm", "drift", " ppm"),
+                                  ("text_offset_ms", "text", " ms")):
+            r = summary["residuals"][field]
+            if field == "av_offset_ms" or r["count"]:
+                lines.append(f"vs truth    {name} residual {fmt(r, unit)}")
     for w in summary["worst"][:3]:
         lines.append(f"worst       {w['key']}  {w['offset_ms']} ms  ({w['shard']})")
     g = summary["gate"]

@@ -1,0 +1,138 @@
+"""A fresh-eyes user's defects (round 37): each test runs what the user ran and checks the output against an oracle
+(the names the test gave its files, the bytes it wrote, the truth file it wrote and the report's own rows)."""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import tarfile
+from pathlib import Path
+
+from tests.conftest import REPO
+
+SAMPLE = REPO / "sample_data"
+
+# ---------------------------------------------------------------- 1. a file that is not a tar, given as a shard
+
+
+def test_a_shard_that_is_not_a_tar_is_named_so(tmp_path, caplog):
+    """Before: a media file (or an empty download) passed as a shard was reported as "tar stream ended early or is
+    corrupt after member '': bad checksum", as "sample '' dropped": as if a tar had been cut short after a member
+    named ''. Now: "not a tar archive", no empty sample name. A tar really cut short keeps naming the member it
+    was reading (oracle: the name of the member the test cut)."""
+    from loaders.shards import tar_members
+
+    mkv = tmp_path / "clip-000.tar"
+    shutil.copy(SAMPLE / "clip01.mkv", mkv)
+    empty = tmp_path / "empty-000.tar"
+    empty.write_bytes(b"")
+    for path, why in ((mkv, "bad checksum"), (empty, "empty file")):
+        members = list(tar_members(str(path)))
+        assert [(m.name, m.problem) for m in members] == [("", "truncated")], members
+        assert members[0].message.startswith("not a tar archive: its start is no tar header"), members[0].message
+        assert why in members[0].message
+        assert "after member" not in members[0].message
+
+    # A real tar cut inside its second member: the message names the member being read (the oracle: "b.txt").
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, size in (("a.txt", 600), ("b.txt", 5000)):
+            info = tarfile.TarInfo(name)
+            info.size = size
+            tar.addfile(info, io.BytesIO(b"x" * size))
+    cut = tmp_path / "cut-000.tar"
+    cut.write_bytes(buf.getvalue()[:3000])
+    members = list(tar_members(str(cut)))
+    assert [m.name for m in members] == ["a.txt", "b.txt"]
+    assert members[1].problem == "truncated" and "not a tar archive" not in members[1].message
+
+    # What the user sees from preprocess: skipped.jsonl says "dropped", not "sample '' dropped".
+    from avalign.cli import main
+
+    out = tmp_path / "out"
+    assert main(["preprocess", str(mkv), str(out), "--no-progress"]) == 1  # nothing written: exit 1 (--help)
+    rows = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
+    assert [(r["key"], r["reason"]) for r in rows] == [("", "truncated")]
+    assert rows[0]["message"].startswith(f"{mkv}: dropped (truncated): not a tar archive"), rows[0]["message"]
+    assert "sample ''" not in rows[0]["message"]
+
+
+# ---------------------------------------------------------------- 2. non-ASCII file names in a media directory
+
+
+def test_preprocess_keeps_non_ascii_names_as_keys(tmp_path, capsys):
+    """Before: every character outside A-Z a-z 0-9 _ - became "_", so 日本.mkv and 中国.mkv were both key "__": the
+    second was skipped as duplicate_key (a directory of CJK-named clips lost all but one). Now the key is the
+    stem with letters of any script kept (NFC, so a macOS NFD "é" is one letter); dots and spaces still become
+    "_". Oracle: the stems the test gave, and the word counts of the transcripts it wrote; the loader reads the
+    samples back under those keys."""
+    import loaders
+    from avalign.cli import main
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    names = {"日本": ("clip01.mkv", "clip01.srt"), "中国": ("clip05.mp4", "clip05.srt"),
+             "cafe\u0301 talk": ("clip02.webm", "clip02.vtt")}  # NFD é, a space
+    for stem, (media, transcript) in names.items():
+        shutil.copy(SAMPLE / media, clips / f"{stem}.{media.rsplit('.', 1)[1]}")
+        shutil.copy(SAMPLE / transcript, clips / f"{stem}.{transcript.rsplit('.', 1)[1]}")
+    out = tmp_path / "out"
+    assert main(["preprocess", str(clips), str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    manifest = {r["key"]: r for r in map(json.loads, (out / "manifest.jsonl").read_text().splitlines())}
+    assert sorted(manifest) == sorted(["日本", "中国", "caf\u00e9_talk"])
+    assert (out / "skipped.jsonl").read_text() == ""
+
+    def words(path: Path) -> int:  # the cue text words of an SRT / WebVTT file, counted here
+        lines = [line for line in path.read_text().splitlines()
+                 if line.strip() and "-->" not in line and not line.strip().isdigit() and line.strip() != "WEBVTT"]
+        return sum(len(re.findall(r"[\w'$%:,.-]+", line)) for line in lines)
+
+    assert manifest["日本"]["num_words"] == words(SAMPLE / "clip01.srt")
+    assert manifest["中国"]["num_words"] == words(SAMPLE / "clip05.srt")
+    assert manifest["caf\u00e9_talk"]["num_words"] == words(SAMPLE / "clip02.vtt")
+
+    loader = loaders.make_loader(str(out / "shard-000000.tar"), seed=0, window_seconds=2.0, frame_size=(32, 32))
+    keys = {key.split("@")[0] for batch in loader for key in batch.sample_keys}
+    assert keys == set(manifest)
+    assert loader.stats.skipped == {}
+
+
+# ---------------------------------------------------------------- 3. report --truth: the text residual on the terminal
+
+
+def test_report_terminal_prints_the_text_residual_the_truth_gives(tmp_path):
+    """Before: with ``--truth`` giving ``text_offset_ms``, report.json had the text residuals but the terminal
+    summary printed the A/V residual only. Oracle: a truth file written here (each clip's true text offset 10 ms
+    below what the report measured, so every residual is +10 ms, and A/V ones -5 ms)."""
+    from avalign.report import run_report
+
+    first = run_report(str(SAMPLE / "shards" / "shard-000000.tar"), out_dir=str(tmp_path / "r1"), clip_pages=0)
+    rows = first.report["clips"]
+    truth = {"clips": {}}
+    for row in rows:
+        entry = {}
+        if row["av_offset_ms"] is not None:
+            entry["av_offset_ms"] = row["av_offset_ms"] + 5.0
+        if row["text_offset_ms"] is not None:
+            entry["text_offset_ms"] = row["text_offset_ms"] - 10.0
+        truth["clips"][row["key"]] = entry
+    n_text = sum("text_offset_ms" in e for e in truth["clips"].values())
+    n_av = sum("av_offset_ms" in e for e in truth["clips"].values())
+    assert n_text >= 1 and n_av >= 1, rows
+    truth_path = tmp_path / "truth.json"
+    truth_path.write_text(json.dumps(truth))
+
+    result = run_report(str(SAMPLE / "shards" / "shard-000000.tar"), out_dir=str(tmp_path / "r2"), clip_pages=0,
+                        truth_path=str(truth_path))
+    lines = result.terminal_summary.splitlines()
+    text_line = [line for line in lines if line.startswith("vs truth    text residual")]
+    av_line = [line for line in lines if line.startswith("vs truth    A/V residual")]
+    assert len(text_line) == 1, result.terminal_summary
+    assert len(av_line) == 1, result.terminal_summary
+    median = float(re.search(r"median (-?[\d.]+) ms", text_line[0]).group(1))
+    assert abs(median - 10.0) < 2e-3, text_line
+    assert f"({n_text} clips," in text_line[0]
+    assert abs(float(re.search(r"median (-?[\d.]+) ms", av_line[0]).group(1)) + 5.0) < 2e-3, av_line
+    assert not any(line.startswith("vs truth    drift") for line in lines)  # no drift truth: no drift line
