@@ -472,6 +472,61 @@ def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
     return make_span(_clean(text), start, stop, words, where=where)
 
 
+def _cpp_seconds(value: Any, *, where: str) -> float:
+    """whisper.cpp's ``timestamps`` string ``"HH:MM:SS,mmm"`` (``.`` accepted) in seconds."""
+    match = re.fullmatch(r"\s*(\d+):(\d{1,2}):(\d{1,2}(?:[.,]\d+)?)\s*", value) if isinstance(value, str) else None
+    if match is None:
+        raise TranscriptError(f"{where}: expected a time 'HH:MM:SS,mmm', got {value!r:.40}")
+    hours, minutes, seconds = match.groups()
+    return int(hours) * 3600 + int(minutes) * 60 + float(seconds.replace(",", "."))
+
+
+def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
+    """whisper.cpp's ``-oj`` JSON (``{"transcription": [{"offsets": {"from", "to"} (ms), "timestamps", "text"}]}``)
+    and the Hugging Face ASR pipeline's ``{"text", "chunks": [{"timestamp": [start, end], "text"}]}`` as the
+    ``{"segments": [...]}`` that :func:`parse_json` reads (each item a segment; words by forced alignment). Any
+    other document is returned as it is. Before this, a ``KEY.json`` in either layout was taken for metadata and
+    its sample loaded with no transcript, silently."""
+    if not isinstance(document, dict) or any(k in document for k in ("segments", "spans", "word_segments")):
+        return document, name
+    items = document.get("transcription")
+    if isinstance(items, list):
+        segments = []
+        for i, item in enumerate(items):
+            where = f"{name}: transcription[{i}]"
+            if not isinstance(item, dict):
+                raise TranscriptError(f"{where}: expected an object with 'offsets' and 'text', got {item!r:.80}")
+            offsets, stamps = item.get("offsets"), item.get("timestamps")
+            if isinstance(offsets, dict) and "from" in offsets and "to" in offsets:
+                bounds = [_json_number(offsets[k], where=f"{where}.offsets.{k}") / 1000.0 for k in ("from", "to")]
+            elif isinstance(stamps, dict) and "from" in stamps and "to" in stamps:
+                bounds = [_cpp_seconds(stamps[k], where=f"{where}.timestamps.{k}") for k in ("from", "to")]
+            else:
+                raise TranscriptError(f"{where}: 'offsets' or 'timestamps' with 'from' and 'to': missing")
+            segments.append({"start": bounds[0], "end": bounds[1], "text": item.get("text", "")})
+        return {"segments": segments}, f"{name} (whisper.cpp)"
+    chunks = document.get("chunks")
+    if isinstance(chunks, list):
+        segments = []
+        for i, chunk in enumerate(chunks):
+            where = f"{name}: chunks[{i}]"
+            stamp = chunk.get("timestamp") if isinstance(chunk, dict) else None
+            if not isinstance(stamp, (list, tuple)) or len(stamp) != 2:
+                raise TranscriptError(f"{where}: expected an object with 'timestamp': [start, end] and 'text'")
+            if stamp[1] is None:  # the pipeline leaves the last chunk open when the audio ends inside it
+                raise TranscriptError(f"{where}.timestamp: end is null (the pipeline's last chunk, cut by the end of "
+                                      "the audio?); hint: set it to the audio's duration")
+            segments.append({"start": stamp[0], "end": stamp[1], "text": chunk.get("text", "")})
+        return {"segments": segments}, f"{name} (chunks)"
+    return document, name
+
+
+def _json_number(value: Any, *, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TranscriptError(f"{where}: expected a number, got {value!r:.40}")
+    return float(value)
+
+
 def parse_json(text: str, *, name: str) -> list[Span]:
     """WhisperX / faster-whisper / OpenAI-whisper ``{"segments": [...]}``, a plain list of segments, or avalign's
     normalised ``{"spans": [{"text", "start_seconds", "stop_seconds", "words": [...]}]}``.
@@ -481,7 +536,8 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     (WhisperX), else a top-level ``words`` list (OpenAI's ``verbose_json`` with word timestamps, which has no
     ``segments`` unless they were asked for too), is distributed over them. A video2dataset ``KEY.json`` record
     whose Whisper subsampler wrote its transcript under ``whisper_transcript`` (WhisperX's ``{"segments": …}``) is
-    read from there.
+    read from there. whisper.cpp's ``-oj`` JSON and the Hugging Face ASR pipeline's ``chunks`` are read as
+    segments (:func:`_other_whisper_layouts`).
     """
     try:
         document = json.loads(text)
@@ -497,6 +553,7 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     if (isinstance(document, dict) and isinstance(document.get("whisper_transcript"), dict)
             and not any(k in document for k in ("segments", "spans", "word_segments"))):
         document, name = document["whisper_transcript"], f"{name}: whisper_transcript"  # video2dataset's record
+    document, name = _other_whisper_layouts(document, name=name)
     if isinstance(document, list):
         spans = [_json_segment(item, where=f"{name}: [{i}]", counter=counter) for i, item in enumerate(document)]
     elif isinstance(document, dict):

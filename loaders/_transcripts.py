@@ -118,7 +118,8 @@ def sniff_format(text: str) -> Optional[str]:
 
 def is_transcript_json(data: Union[bytes, str]) -> bool:
     """Whether a ``.json`` member is a transcript (Whisper/WhisperX ``segments``, avalign ``spans``, a list of
-    ``{text, start, end}``, OpenAI's ``verbose_json`` whose ``words`` are ``{word, start, end}``) rather than
+    ``{text, start, end}``, OpenAI's ``verbose_json`` whose ``words`` are ``{word, start, end}``, whisper.cpp's
+    ``transcription``, the Hugging Face ASR pipeline's ``chunks``) rather than
     metadata, e.g. video2dataset's ``key.json`` (url, caption, status…); a video2dataset record that holds its
     Whisper subsampler's ``whisper_transcript`` (``{"segments": …}``) is one.
 
@@ -135,6 +136,13 @@ def is_transcript_json(data: Union[bytes, str]) -> bool:
         if isinstance(nested, dict) and "segments" in nested:
             return True
         if any(k in value for k in ("segments", "spans", "word_segments")):
+            return True
+        items = value.get("transcription")  # whisper.cpp's -oj JSON
+        if isinstance(items, list) and items and all(
+                isinstance(v, dict) and ("offsets" in v or "timestamps" in v) for v in items):
+            return True
+        chunks = value.get("chunks")  # the Hugging Face ASR pipeline's output with return_timestamps
+        if isinstance(chunks, list) and chunks and all(isinstance(v, dict) and "timestamp" in v for v in chunks):
             return True
         words = value.get("words")  # OpenAI's verbose_json with word timestamps only: {"text", "words": [...]}
         return isinstance(words, list) and bool(words) and all(

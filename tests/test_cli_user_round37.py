@@ -136,3 +136,89 @@ def test_report_terminal_prints_the_text_residual_the_truth_gives(tmp_path):
     assert f"({n_text} clips," in text_line[0]
     assert abs(float(re.search(r"median (-?[\d.]+) ms", av_line[0]).group(1)) + 5.0) < 2e-3, av_line
     assert not any(line.startswith("vs truth    drift") for line in lines)  # no drift truth: no drift line
+
+
+# ---------------------------------------------------------------- 4. whisper.cpp and Hugging Face pipeline JSON
+
+
+def _srt_cues(path: Path) -> list[tuple[float, float, str]]:
+    """(start, stop, text) of each cue of an SRT file, parsed here (the oracle for the JSON layouts below)."""
+    def seconds(stamp: str) -> float:
+        h, m, s = stamp.replace(",", ".").split(":")
+        return int(h) * 3600 + int(m) * 60 + float(s)
+
+    cues = []
+    for block in path.read_text().strip().split("\n\n"):
+        lines = block.splitlines()
+        start, stop = lines[1].split(" --> ")
+        cues.append((seconds(start), seconds(stop), " ".join(lines[2:])))
+    return cues
+
+
+def _whisper_cpp(cues) -> dict:
+    def stamp(t: float) -> str:
+        ms = round(t * 1000)
+        return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+    return {"systeminfo": "AVX = 1", "model": {"type": "base"}, "params": {"model": "ggml-base.en.bin"},
+            "result": {"language": "en"},
+            "transcription": [{"timestamps": {"from": stamp(a), "to": stamp(b)},
+                               "offsets": {"from": round(a * 1000), "to": round(b * 1000)}, "text": f" {t}"}
+                              for a, b, t in cues]}
+
+
+def _hf_chunks(cues) -> dict:
+    return {"text": " ".join(t for _, _, t in cues), "chunks": [{"timestamp": [a, b], "text": f" {t}"} for a, b, t in cues]}
+
+
+def test_whisper_cpp_and_hf_pipeline_json_are_read_as_transcripts(tmp_path):
+    """Before: whisper.cpp's ``-oj`` JSON and the Hugging Face ASR pipeline's ``{"text", "chunks"}`` were not
+    transcripts to ``is_transcript_json``, so a ``KEY.json`` in either layout was taken for video2dataset metadata
+    and the sample trained with no words, with no warning (``read_transcript`` refused them: "segments: missing").
+    Oracle: the cues of the SRT each JSON was written from, and the words the loader yields for the SRT itself."""
+    import loaders
+    from loaders.transcripts import is_transcript_json
+
+    cues = _srt_cues(SAMPLE / "clip05.srt")
+    layouts = {"cpp": _whisper_cpp(cues), "hf": _hf_chunks(cues)}
+    for label, document in layouts.items():
+        path = tmp_path / f"{label}.json"
+        path.write_text(json.dumps(document))
+        assert is_transcript_json(path.read_bytes()), label
+        spans = loaders.read_transcript(str(path)).spans
+        assert [(round(s.start_seconds, 3), round(s.stop_seconds, 3), s.text) for s in spans] == \
+               [(round(a, 3), round(b, 3), t) for a, b, t in cues], label
+    # whisper.cpp without "offsets": its "timestamps" strings are enough.
+    only_stamps = _whisper_cpp(cues)
+    for item in only_stamps["transcription"]:
+        del item["offsets"]
+    assert [s.start_seconds for s in loaders.read_transcript(json.dumps(only_stamps).encode(), format="json").spans] \
+        == [round(a, 3) for a, _, _ in cues]
+    # The HF pipeline's open last chunk is refused by name, not read as a zero-length or endless cue.
+    open_end = _hf_chunks(cues)
+    open_end["chunks"][-1]["timestamp"][1] = None
+    try:
+        loaders.read_transcript(json.dumps(open_end).encode(), format="json")
+        raise AssertionError("an open last chunk was read")
+    except loaders.TranscriptError as e:
+        assert "chunks[1].timestamp: end is null" in str(e), e
+    assert not is_transcript_json(json.dumps({"url": "http://x/a.mp4", "caption": "a dog", "status": "success"}))
+
+    # In shards: the same words reach the batch from KEY.json (either layout) as from KEY.srt.
+    def shard(path: Path, ext: str, data: bytes) -> str:
+        with tarfile.open(path, "w") as tar:
+            for name, blob in (("a.mp4", (SAMPLE / "clip05.mp4").read_bytes()), (f"a.{ext}", data)):
+                info = tarfile.TarInfo(name)
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
+        return str(path)
+
+    def words(url: str) -> list[str]:
+        loader = loaders.make_loader(url, seed=0, window_seconds=2.0, frame_size=(32, 32))
+        found = [w for batch in loader for w in batch.word_texts]
+        assert loader.stats.skipped == {}
+        return sorted(found)  # a word across a window boundary is in both windows: compared as a multiset
+
+    expected = words(shard(tmp_path / "srt.tar", "srt", (SAMPLE / "clip05.srt").read_bytes()))
+    assert set(expected) == {w.lower() for _, _, t in cues for w in t.split()}
+    for label, document in layouts.items():
+        assert words(shard(tmp_path / f"{label}.tar", "json", json.dumps(document).encode())) == expected, label
