@@ -9,7 +9,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.conftest import REPO, ffmpeg
 
 SAMPLE = REPO / "sample_data"
 
@@ -222,3 +222,36 @@ def test_whisper_cpp_and_hf_pipeline_json_are_read_as_transcripts(tmp_path):
     assert set(expected) == {w.lower() for _, _, t in cues for w in t.split()}
     for label, document in layouts.items():
         assert words(shard(tmp_path / f"{label}.tar", "json", json.dumps(document).encode())) == expected, label
+
+
+# ---------------------------------------------------------------- 5. two media files with one stem
+
+
+def test_a_second_media_file_of_one_stem_is_listed_in_skipped_jsonl(tmp_path, capsys):
+    """Before: ``talk.mp4`` and ``talk.mov`` in one directory gave one sample (the mp4) and a log line; the mov
+    was in neither manifest.jsonl nor skipped.jsonl, so the output's lists did not account for every input file.
+    Oracle: the files the test wrote (every media file is in the manifest or in skipped.jsonl, once); a video's
+    ``KEY.wav`` companion (video2dataset's separate audio) is passed through, not listed as skipped."""
+    from avalign.cli import main
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    shutil.copy(SAMPLE / "clip05.mp4", clips / "talk.mp4")
+    shutil.copy(SAMPLE / "clip03.mov", clips / "talk.mov")
+    shutil.copy(SAMPLE / "clip05.srt", clips / "talk.srt")
+    shutil.copy(SAMPLE / "clip01.mkv", clips / "solo.mkv")
+    ffmpeg("-i", str(SAMPLE / "clip01.mkv"), "-vn", "-c:a", "pcm_s16le", str(clips / "solo.wav"))
+    out = tmp_path / "out"
+    assert main(["preprocess", str(clips), str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    manifest = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    skipped = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
+    assert sorted(r["source"] for r in manifest) == sorted([str(clips / "talk.mp4"), str(clips / "solo.mkv")])
+    assert [(r["input"], r["key"], r["reason"]) for r in skipped] == [(str(clips / "talk.mov"), "talk", "duplicate_key")]
+    assert "its mp4 is measured, this mov is not in the output" in skipped[0]["message"]
+    with tarfile.open(out / "shard-000000.tar") as tar:
+        assert "solo.wav" in tar.getnames()  # the video's audio companion: carried, not skipped
+    # A rerun reuses the shard and lists the same skip (the plan is the same).
+    assert main(["preprocess", str(clips), str(out), "--no-progress"]) == 0
+    assert "0 written, 1 reused" in capsys.readouterr().out
+    assert [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()] == skipped

@@ -169,6 +169,12 @@ def _assemble(
     if len(media) > 1:
         logger.warning("%s: several media for key %r (%s); measuring %s%s", source, key, media, media[0],
                        f" (and passing {audio_member} through)" if audio_member else "")
+        for ext in media[1:]:  # neither measured nor carried: listed, as a file the output lacks must be
+            if ext != audio_member:
+                where = found[ext]
+                _skip(skipped, f"{where.path}:{where.member}" if where.member else where.path, key, "duplicate_key",
+                      f"key {key!r} has several media ({', '.join(media)}): its {media[0]} is measured, this "
+                      f"{ext} is not in the output; rename it to keep it as a sample of its own", log=False)
     extras.extend((ext, found[ext]) for ext in _PASS_THROUGH if ext in found)
     return InputSample(
         key=key,
