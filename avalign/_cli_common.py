@@ -66,7 +66,11 @@ def check_local_input(path: str, *, what: str = "input", hint: str = INPUT_HINT,
             raise ValueError(f"{what} {path!r} is not a local file; hint: {hint}{more}")
         return
     if not os.path.exists(path):
-        error = FileNotFoundError(f"{what} not found: {path!r}; hint: {hint}")
+        glob_note = ""  # a quoted glob: the commands take one input, so the shell cannot expand it for them either
+        if any(c in os.path.basename(path) for c in "*?["):
+            glob_note = " (a glob is not expanded: " + ("give one file)" if file_only else
+                                                        "give the directory that holds the files, or a brace pattern)")
+        error = FileNotFoundError(f"{what} not found: {path!r}{glob_note}; hint: {hint}")
         error.path = path  # the file a --json error document names (``filename`` would change str(error))
         raise error
     if file_only and os.path.isdir(path):

@@ -255,3 +255,28 @@ def test_a_second_media_file_of_one_stem_is_listed_in_skipped_jsonl(tmp_path, ca
     assert main(["preprocess", str(clips), str(out), "--no-progress"]) == 0
     assert "0 written, 1 reused" in capsys.readouterr().out
     assert [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()] == skipped
+
+
+# ---------------------------------------------------------------- 6. a quoted glob
+
+
+def test_a_quoted_glob_is_said_to_be_unexpanded(tmp_path, capsys):
+    """Before: ``avalign preprocess 'shards/train-*.tar' out/`` (quoted, as the README quotes brace patterns) said
+    only "input not found", while ``make_loader`` says "a glob ... is not expanded". Oracle: the shards exist (the
+    glob would match them), so "not found" alone is misleading; the brace pattern for the same files works."""
+    from avalign.cli import main
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for name in ("shard-000000.tar", "shard-000001.tar"):
+        shutil.copy(SAMPLE / "shards" / name, shards / f"train-{name[6:]}")
+    note = "(a glob is not expanded: give the directory that holds the files, or a brace pattern)"
+    assert main(["preprocess", str(shards / "train-*.tar"), str(tmp_path / "out"), "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["reason"] == "not_found" and note in error["message"]
+    assert main(["report", str(shards / "train-*.tar"), "--out", str(tmp_path / "rep")]) == 2
+    assert note in capsys.readouterr().err
+    assert main(["measure", str(shards / "*.mkv"), "--json"]) == 2
+    assert "(a glob is not expanded: give one file)" in json.loads(capsys.readouterr().out)["error"]["message"]
+    assert main(["preprocess", str(shards / "train-{000000..000001}.tar"), str(tmp_path / "out"), "--dry-run"]) == 0
+    assert "6 sample(s)" in capsys.readouterr().out
