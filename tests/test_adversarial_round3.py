@@ -386,6 +386,13 @@ _LEFT_MID_EPOCH: list = []
 
 def _leave_a_loader_mid_epoch(urls: list[str], out: str) -> None:
     """The script's body: take one batch and keep the iterator (``it = iter(loader); next(it)`` at module level)."""
+    import torch
+
+    # A forked child cannot run a parallel torch op once its parent's OpenMP pool has run one (libgomp is not
+    # fork-safe: `torch.zeros(1 << 24).add_(1)` in the parent, then any such op in a fork child, hangs without
+    # avalign). An earlier test of this file decoding in-process (the common containers) started that pool, so the
+    # child hung in the collate's first `zero_()`, not at exit: one thread here, as a DataLoader worker has.
+    torch.set_num_threads(1)
     loader = loaders.make_loader(urls, seed=0, num_workers=2, buffer_size=3, **OPTIONS)
     it = iter(loader)
     _LEFT_MID_EPOCH.append(it)
