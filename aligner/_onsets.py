@@ -74,6 +74,7 @@ _RATE = 16000
 _HOP = 16  # 1 ms
 _WINDOW = 32  # 2 ms
 _MAX_HZ = 7800.0
+_BINS = int(_MAX_HZ / (_RATE / _WINDOW))  # 500 Hz bins 1.._BINS (DC left out)
 _LOW, _HIGH = 0.2, 0.5  # rising-edge levels (fractions of the event's peak excess amplitude) the line goes through
 # The dating line reaches back from the 20 % point at most this far (module docstring: a clean attack of up to 30 ms
 # reaches back at most 4.1 ms, Hann, or 6 ms, linear; a bed swelling under the event, 6-19 ms). 4 ms of 2-6 ms tried
@@ -130,30 +131,64 @@ def _to_16k(signal: np.ndarray, sample_rate: int) -> np.ndarray:
     return scipy.signal.resample_poly(signal, _RATE // g, int(sample_rate) // g)
 
 
-def _power(signal: np.ndarray) -> np.ndarray:
-    """``P[m, f]``: power of the 2 ms Hann frame centred on sample ``m * hop`` (zero padded)."""
-    padded = np.pad(signal, (_WINDOW // 2, _WINDOW // 2))
-    num_frames = signal.size // _HOP
-    frames = np.lib.stride_tricks.sliding_window_view(padded, _WINDOW)[::_HOP][:num_frames]
+def _power(signal: np.ndarray, first: int, last: int) -> np.ndarray:
+    """``P[m, f]`` for frames ``first <= m < last``: power (+1e-12) of the 2 ms Hann frame centred on sample
+    ``m * hop``, signal zero padded. Frames are independent, so any range gives the rows of the whole clip's."""
+    lo, hi = first * _HOP - _WINDOW // 2, last * _HOP  # frame m reads samples [m·hop − 16, m·hop + 16)
+    padded = np.pad(signal[max(0, lo): min(signal.size, hi)], (max(0, -lo), max(0, hi - signal.size)))
+    frames = np.lib.stride_tricks.sliding_window_view(padded, _WINDOW)[::_HOP][: last - first]
     spectrum = np.fft.rfft(frames * np.hanning(_WINDOW + 2)[1:-1], axis=1)
-    keep = int(_MAX_HZ / (_RATE / _WINDOW)) + 1
-    return np.square(np.abs(spectrum[:, 1:keep]))
+    return np.square(np.abs(spectrum[:, 1: _BINS + 1])) + 1e-12
 
 
-def _trailing_floor(power: np.ndarray) -> np.ndarray:
-    """30th percentile of the previous 300 ms of power, per bin, on a 10 ms grid held for 10 ms."""
+# Frames per block of the detection pass (a multiple of 10, the floor's grid): 20 s, some 20-30 MB of temporaries.
+_BLOCK_FRAMES = 20_000
+# Frames read before a block: the floor of frame m is the 30th percentile of the 30 rows of 10 ms ending at row
+# m // 10 − 1 (the last rows' floor is held from row num_rows − 2), and the rise compares frame m with m − 4.
+_HISTORY_FRAMES = 320
+
+
+def _floor_row(frame: int, num_rows: int) -> int:
+    """Row of the 10 ms floor grid that frame ``frame`` uses: the previous row, held (:func:`_floor_rows`)."""
+    return max(0, min(frame // 10, num_rows - 1) - 1)
+
+
+def _floor_rows(power: np.ndarray) -> np.ndarray:
+    """30th percentile of the previous 300 ms of power, per bin, on a 10 ms grid: row ``i`` from the means of
+    rows ``[i − 29, i]`` (trailing: a sound does not raise its own floor; before the first row, the first row);
+    frame ``m`` uses row ``m // 10 − 1`` (:func:`_floor_row`). ``power`` starts on the grid."""
     import scipy.ndimage
 
     num = power.shape[0] // 10
-    if num < 2:
-        return np.broadcast_to(np.percentile(power, 30, axis=0), power.shape).copy()
     coarse = power[: num * 10].reshape(num, 10, -1).mean(axis=1)
-    floor = scipy.ndimage.percentile_filter(coarse, 30, size=(30, 1), origin=(14, 0), mode="nearest")
-    # origin 14: the window [i-29, i] (trailing); held over the next 10 ms (a sound does not raise its own floor).
-    held = np.repeat(np.vstack([floor[:1], floor[:-1]]), 10, axis=0)
-    if held.shape[0] < power.shape[0]:
-        held = np.vstack([held, np.repeat(held[-1:], power.shape[0] - held.shape[0], axis=0)])
-    return held
+    return scipy.ndimage.percentile_filter(coarse, 30, size=(30, 1), origin=(14, 0), mode="nearest")
+
+
+def _rise_sums(signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(Σ_f rise[m, f], floor rows)`` (module docstring): the detection's per-frame sum of dB rises over the
+    bins above their floor, and the floor on its 10 ms grid ``[num_frames // 10, bins]``. Block by block
+    (``_BLOCK_FRAMES`` frames, each with ``_HISTORY_FRAMES`` before it): memory is one block's spectrogram, not
+    the clip's (BENCHMARKS.md, "Audio onsets blockwise"), and every value is the one the whole clip at once gives."""
+    num_frames = signal.size // _HOP
+    num_rows = num_frames // 10
+    sums = np.zeros(num_frames)
+    floor_rows = np.empty((num_rows, _BINS))
+    for first in range(0, num_frames, _BLOCK_FRAMES):
+        last = min(num_frames, first + _BLOCK_FRAMES)
+        begin = max(0, first - _HISTORY_FRAMES)  # on the 10 ms grid, as first is
+        power = _power(signal, begin, last)
+        floor = _floor_rows(power)  # rows begin // 10 ...; exact from row begin // 10 + 29 (or all, from 0)
+        row0 = begin // 10
+        floor_rows[first // 10: row0 + floor.shape[0]] = floor[first // 10 - row0:]
+        rows = np.maximum(0, np.minimum(np.arange(first, last) // 10, num_rows - 1) - 1) - row0  # _floor_row
+        level_db = 10.0 * np.log10(power)
+        above = level_db[first - begin:] > 10.0 * np.log10(floor[rows]) + 6.0
+        rise = np.zeros((last - first, power.shape[1]))
+        lead = max(0, 4 - first)  # rise of frames 0..3 is 0
+        m = first - begin + lead
+        rise[lead:] = np.maximum(level_db[m:] - level_db[m - 4: level_db.shape[0] - 4], 0.0) * above[lead:]
+        sums[first:last] = rise.sum(axis=1)
+    return sums, floor_rows
 
 
 def _crossing_back(amplitude: np.ndarray, top: int, level: float) -> float:
@@ -211,16 +246,20 @@ def tonal_boost(tonality_db: np.ndarray) -> np.ndarray:
                     / _TONAL_DOUBLING_DB)
 
 
-def _date_rise(power: np.ndarray, floor: np.ndarray, peak: int) -> Optional[tuple[float, float]]:
+def _date_rise(signal: np.ndarray, floor_rows: np.ndarray, peak: int) -> Optional[tuple[float, float]]:
     """``(start, rise)`` in 1 ms frames of the event detected at frame ``peak``: the line through the 20 % and 50 %
     points of its rising edge, back to the floor (module docstring); ``rise`` is the 20 % → 50 % time. None when
-    nothing rose."""
-    lo, hi = max(0, peak - 60), min(power.shape[0], peak + 40)
-    reference = floor[max(0, peak - 5)]
-    rose = (power[peak:hi].max(axis=0) > 4.0 * reference) if hi > peak else np.zeros(0, bool)
+    nothing rose. Reads the power of frames ``[peak − 60, peak + 40)`` only."""
+    num_frames = signal.size // _HOP
+    lo, hi = max(0, peak - 60), min(num_frames, peak + 40)
+    if hi <= peak:
+        return None
+    power = _power(signal, lo, hi)
+    reference = floor_rows[_floor_row(max(0, peak - 5), floor_rows.shape[0])]
+    rose = power[peak - lo:].max(axis=0) > 4.0 * reference
     if not rose.any():
         return None
-    excess = np.sqrt(np.maximum(power[lo:hi, rose] - reference[rose], 0.0)).sum(axis=1)
+    excess = np.sqrt(np.maximum(power[:, rose] - reference[rose], 0.0)).sum(axis=1)
     local_top = peak - lo + int(np.argmax(excess[peak - lo: min(hi - lo, peak - lo + 30)]))
     top_value = float(excess[local_top])
     if top_value <= 0:
@@ -297,18 +336,15 @@ def audio_onsets(
 
     if not sample_rate > 0:
         raise ValueError(f"sample_rate must be > 0, got {sample_rate = }")
-    signal = _to_16k(mono(samples), int(sample_rate))
+    signal = mono(samples, keep_float32=True)  # float32 at 16 kHz stays float32: every product below is float64
+    if int(sample_rate) != _RATE:
+        signal = _to_16k(signal.astype(np.float64, copy=False), int(sample_rate))
     duration = signal.size / _RATE
     empty = AudioOnsets(np.zeros(0), np.zeros(0), duration)
     if signal.size < 20 * _WINDOW or not np.any(signal):
         return empty
-    power = _power(signal) + 1e-12
-    floor = _trailing_floor(power)
-    level_db = 10.0 * np.log10(power)
-    above = level_db > 10.0 * np.log10(floor) + 6.0
-    rise = np.zeros_like(level_db)
-    rise[4:] = np.maximum(level_db[4:] - level_db[:-4], 0.0) * above[4:]
-    detection = np.convolve(rise.sum(axis=1), np.ones(3) / 3.0, mode="same")
+    sums, floor_rows = _rise_sums(signal)
+    detection = np.convolve(sums, np.ones(3) / 3.0, mode="same")
     centre = float(np.median(detection))
     spread = max(1.4826 * float(np.median(np.abs(detection - centre))), MIN_DETECTION_SPREAD)
     z = (detection - centre) / spread
@@ -320,7 +356,7 @@ def audio_onsets(
             found.append(candidate)
     times, strengths, rises, tonal = [], [], [], []
     for peak in found:
-        dated = _date_rise(power, floor, peak)
+        dated = _date_rise(signal, floor_rows, peak)
         if dated is None:
             continue
         start_frame, rise_frames = dated
