@@ -513,8 +513,9 @@ TEXT_LATE_SECONDS = 0.05
 @pytest.fixture(scope="module")
 def clip_page_report(tmp_path_factory):
     """late100.mp4's pictures and beeps (audio 100 ms late) in digital silence, with words stamped at the first three
-    beeps' audio times + 50 ms. Digital silence: beeps are not speech, so over a noise floor ``auto`` would want
-    forced alignment to confirm the words (``unconfirmed``); in digital silence an onset is exact and energy stands."""
+    beeps' audio times + 50 ms. Beeps are not speech: the words are no dictionary words ("beepone"), so forced
+    alignment gives no verdict and energy's answer stands (in digital silence an onset is exact); English words would be
+    judged not heard there (``words_not_heard``), over a noise floor not confirmed (``unconfirmed``)."""
     d = tmp_path_factory.mktemp("clip_page_in")
     video = f"color=c=0x202020:size=160x120:rate=25,drawbox=x=0:y=0:w=160:h=120:color=white:t=fill:enable='{_between(EVENT_SECONDS, 0.079)}'"
     audio = f"aevalsrc='0.5*sin(2*PI*1000*t)*({_between(EVENT_SECONDS, 0.08)})':s=16000"
@@ -524,8 +525,8 @@ def clip_page_report(tmp_path_factory):
            "-map", "0:v", "-map", "1:a", "-c", "copy", str(d / "late.mp4"))
     (d / "synced_silent.mp4").unlink()
     words = [{"word": w, "start": t + DELAY_SECONDS + TEXT_LATE_SECONDS, "end": t + DELAY_SECONDS + TEXT_LATE_SECONDS + 0.08}
-             for w, t in zip(("one", "two", "three"), EVENT_SECONDS)]
-    segment = {"text": "one two three", "start": words[0]["start"], "end": words[-1]["end"], "words": words}
+             for w, t in zip(("beepone", "beeptwo", "beepthree"), EVENT_SECONDS)]
+    segment = {"text": "beepone beeptwo beepthree", "start": words[0]["start"], "end": words[-1]["end"], "words": words}
     (d / "late.json").write_text(json.dumps({"segments": [segment]}))
     out = tmp_path_factory.mktemp("clip_page_out")
     return run_report(str(d), out_dir=str(out), fail_over_ms=50.0, gate_on="av")
