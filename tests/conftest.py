@@ -83,6 +83,31 @@ def shared_dir(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
     return path
 
 
+def random_spec_clips(tmp_path_factory, seed: int, count: int, prefix: str, keys: tuple[str, ...]):
+    """Clips of ``avalign.synth.random_specs(seed, count, prefix=prefix)`` whose keys are in ``keys``, generated once per
+    run (:func:`shared_dir`); returns ``get(key) -> (record, audio, transcript)`` (the generator's record is the oracle).
+    Skips the test when the generator's tools (libespeak-ng, ffmpeg) are missing."""
+    import loaders
+
+    def build(d):
+        from avalign.synth import make_clip, random_specs
+
+        records = {spec.key: make_clip(spec, d) for spec in random_specs(seed, count, prefix=prefix) if spec.key in keys}
+        (d / "records.json").write_text(json.dumps(records))
+
+    try:
+        directory = shared_dir(tmp_path_factory, f"{prefix}{seed}", build)
+    except OSError as e:  # libespeak-ng or ffmpeg missing
+        pytest.skip(f"generator unavailable: {e}")
+    records = json.loads((directory / "records.json").read_text())
+
+    def get(key):
+        r = records[key]
+        return r, loaders.read_audio(str(directory / r["media"])), loaders.read_transcript(str(directory / r["transcript"]))
+
+    return get
+
+
 def pytest_addoption(parser):
     parser.addoption("--video-backend", default=None, choices=("pyav", "torchcodec"),
                      help="make read_video's backend='auto' use this backend for every kind of read, with the decord "

@@ -14,11 +14,8 @@ on two other seeds).
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 
-import loaders
 from aligner.estimators import FIT_FLOOR_BELOW_DB, estimate_transcript_offsets, new_decoder
 from avcore import Transcript
 
@@ -29,25 +26,9 @@ NEEDED = ("ds0001", "ds0006", "ds0010", "ds0021")
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    from conftest import shared_dir
+    from conftest import random_spec_clips
 
-    def build(d):
-        from avalign.synth import make_clip, random_specs
-
-        records = {spec.key: make_clip(spec, d) for spec in random_specs(33033, 30, prefix="ds") if spec.key in NEEDED}
-        (d / "records.json").write_text(json.dumps(records))
-
-    try:
-        directory = shared_dir(tmp_path_factory, "ds33033", build)
-    except OSError as e:  # libespeak-ng or ffmpeg missing
-        pytest.skip(f"generator unavailable: {e}")
-    records = json.loads((directory / "records.json").read_text())
-
-    def get(key):
-        r = records[key]
-        return r, loaders.read_audio(str(directory / r["media"])), loaders.read_transcript(str(directory / r["transcript"]))
-
-    return get
+    return random_spec_clips(tmp_path_factory, 33033, 30, "ds", NEEDED)
 
 
 def _auto(audio, transcript):

@@ -11,11 +11,8 @@ word-level digital-silence tune set of BENCHMARKS.md ("Word times in digital sil
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 
-import loaders
 from aligner.estimators import estimate_transcript_offsets, new_decoder
 
 pytest.importorskip("pocketsphinx")
@@ -25,25 +22,9 @@ NEEDED = ("tw0003", "tw0009", "tw0024")
 
 @pytest.fixture(scope="module")
 def tw(tmp_path_factory):
-    from conftest import shared_dir
+    from conftest import random_spec_clips
 
-    def build(d):
-        from avalign.synth import make_clip, random_specs
-
-        records = {spec.key: make_clip(spec, d) for spec in random_specs(33033, 40, prefix="tw") if spec.key in NEEDED}
-        (d / "records.json").write_text(json.dumps(records))
-
-    try:
-        directory = shared_dir(tmp_path_factory, "tw33033", build)
-    except OSError as e:  # libespeak-ng or ffmpeg missing
-        pytest.skip(f"generator unavailable: {e}")
-    records = json.loads((directory / "records.json").read_text())
-
-    def get(key):
-        r = records[key]
-        return r, loaders.read_audio(str(directory / r["media"])), loaders.read_transcript(str(directory / r["transcript"]))
-
-    return get
+    return random_spec_clips(tmp_path_factory, 33033, 40, "tw", NEEDED)
 
 
 def _estimates(audio, transcript):
