@@ -473,12 +473,14 @@ def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
 
 
 def _cpp_seconds(value: Any, *, where: str) -> float:
-    """whisper.cpp's ``timestamps`` string ``"HH:MM:SS,mmm"`` (``.`` accepted) in seconds."""
-    match = re.fullmatch(r"\s*(\d+):(\d{1,2}):(\d{1,2}(?:[.,]\d+)?)\s*", value) if isinstance(value, str) else None
+    """whisper.cpp's ``timestamps`` string ``"HH:MM:SS,mmm"`` (``.`` accepted; an SRT time) in seconds."""
+    match = re.fullmatch(rf"\s*{_SRT_TIMESTAMP}\s*", value) if isinstance(value, str) else None
     if match is None:
         raise TranscriptError(f"{where}: expected a time 'HH:MM:SS,mmm', got {value!r:.40}")
-    hours, minutes, seconds = match.groups()
-    return int(hours) * 3600 + int(minutes) * 60 + float(seconds.replace(",", "."))
+    try:
+        return _vtt_seconds(match.groups())
+    except ValueError as error:
+        raise TranscriptError(f"{where}: bad time {value!r}: {error}") from None
 
 
 def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
@@ -498,7 +500,7 @@ def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
                 raise TranscriptError(f"{where}: expected an object with 'offsets' and 'text', got {item!r:.80}")
             offsets, stamps = item.get("offsets"), item.get("timestamps")
             if isinstance(offsets, dict) and "from" in offsets and "to" in offsets:
-                bounds = [_json_number(offsets[k], where=f"{where}.offsets.{k}") / 1000.0 for k in ("from", "to")]
+                bounds = [_milliseconds(offsets[k], where=f"{where}.offsets.{k}") for k in ("from", "to")]
             elif isinstance(stamps, dict) and "from" in stamps and "to" in stamps:
                 bounds = [_cpp_seconds(stamps[k], where=f"{where}.timestamps.{k}") for k in ("from", "to")]
             else:
@@ -521,10 +523,14 @@ def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
     return document, name
 
 
-def _json_number(value: Any, *, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TranscriptError(f"{where}: expected a number, got {value!r:.40}")
-    return float(value)
+def _milliseconds(value: Any, *, where: str) -> float:
+    """A JSON number of milliseconds in seconds, checked as every stamp is (:func:`check_seconds`)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            value = value / 1000.0
+        except OverflowError:  # an int too large for a float
+            value = math.inf
+    return check_seconds(value, where=where)
 
 
 def parse_json(text: str, *, name: str) -> list[Span]:
