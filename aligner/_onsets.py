@@ -148,9 +148,10 @@ _BLOCK_FRAMES = 20_000
 _HISTORY_FRAMES = 320
 
 
-def _floor_row(frame: int, num_rows: int) -> int:
-    """Row of the 10 ms floor grid that frame ``frame`` uses: the previous row, held (:func:`_floor_rows`)."""
-    return max(0, min(frame // 10, num_rows - 1) - 1)
+def _floor_row(frame, num_rows: int):
+    """Row of the 10 ms floor grid that frame ``frame`` (an int or an int array) uses: the previous row, held
+    (:func:`_floor_rows`)."""
+    return np.maximum(0, np.minimum(frame // 10, num_rows - 1) - 1)
 
 
 def _floor_rows(power: np.ndarray) -> np.ndarray:
@@ -180,7 +181,7 @@ def _rise_sums(signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         floor = _floor_rows(power)  # rows begin // 10 ...; exact from row begin // 10 + 29 (or all, from 0)
         row0 = begin // 10
         floor_rows[first // 10: row0 + floor.shape[0]] = floor[first // 10 - row0:]
-        rows = np.maximum(0, np.minimum(np.arange(first, last) // 10, num_rows - 1) - 1) - row0  # _floor_row
+        rows = _floor_row(np.arange(first, last), num_rows) - row0
         level_db = 10.0 * np.log10(power)
         above = level_db[first - begin:] > 10.0 * np.log10(floor[rows]) + 6.0
         rise = np.zeros((last - first, power.shape[1]))
