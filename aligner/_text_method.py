@@ -137,7 +137,8 @@ def estimate_transcript_offset(
     can give confident energy evidence; forced alignment's words then agree at chance); a confirmed caption answer
     with at least 3 caption starts after a pause is then read from the band-SNR onset evidence within 30 ms of forced
     alignment's guess (``span_onsets+activity+near_forced``; answers already ``+matched`` are kept) where that
-    evidence peaks inside the window.
+    evidence peaks inside the window. In digital silence an energy answer on word times stands only where forced
+    alignment hears at least 70 % of the words within 60 ms of where it puts them (else ``words_not_heard``).
     When energy abstained and forced alignment answered, the answer is read from
     the band-SNR onset evidence within 30 ms of forced alignment's (``forced_words+onsets`` / ``forced_spans+onsets``)
     where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
