@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT37_SEEDS", "TUNE2_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT37_SEEDS", "REPORT39_SEEDS", "TUNE2_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -104,6 +104,10 @@ REPORT37_SEEDS = range(37000, 37024)
 of its clips was generated, for one untouched report of main after the session's changes (audio events dated at most
 4 ms before their 20 % rise, band energy blockwise): A/V, transcript offset, words, true and null pairings; run once,
 after the changes to the aligner were final; never tuned on."""
+REPORT39_SEEDS = range(39000, 39024)
+"""Seeds of a seventeenth held-out set (24 clips, same generator), reserved on 2026-12-06 (eighth session) before any
+of its clips was generated, for one untouched report of main after the session's changes: A/V, transcript offset,
+words, true and null pairings; run once, after the changes to the aligner were final; never tuned on."""
 
 AttackShape = Literal["sharp", "hann", "exponential", "linear"]
 SoundKind = Literal["beep", "clap", "knock"]
