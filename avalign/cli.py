@@ -135,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     measure.add_argument("media", help="video or audio file")
-    measure.add_argument("--transcript", help="SRT, WebVTT, Whisper/WhisperX JSON, TextGrid or NIST STM file")
+    measure.add_argument("--transcript", help="SRT, WebVTT, Whisper/WhisperX JSON (also whisper.cpp -oj/-ojf and the "
+                         "Hugging Face ASR pipeline's chunks, word-level ones as words), TextGrid or NIST STM file")
     measure.add_argument("--transcript-format", choices=TRANSCRIPT_FORMATS, default=None,
                          help="the transcript's format when its name does not tell (default: from the suffix, "
                               "else from the content)")

@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import re
+import unicodedata
 from typing import Any, Optional, Sequence
 
 from avcore import Span, TranscriptError, Word
@@ -483,12 +484,130 @@ def _cpp_seconds(value: Any, *, where: str) -> float:
         raise TranscriptError(f"{where}: bad time {value!r}: {error}") from None
 
 
+def _cpp_bounds(item: dict, *, where: str) -> Optional[list[float]]:
+    """``[from, to]`` seconds of a whisper.cpp segment or token: its ``offsets`` (ms), else its ``timestamps``
+    (``"HH:MM:SS,mmm"``); None when it has neither (whisper.cpp writes a token's times only when it has them)."""
+    offsets, stamps = item.get("offsets"), item.get("timestamps")
+    if isinstance(offsets, dict) and "from" in offsets and "to" in offsets:
+        return [_milliseconds(offsets[k], where=f"{where}.offsets.{k}") for k in ("from", "to")]
+    if isinstance(stamps, dict) and "from" in stamps and "to" in stamps:
+        return [_cpp_seconds(stamps[k], where=f"{where}.timestamps.{k}") for k in ("from", "to")]
+    return None
+
+
+# whisper.cpp's special tokens as ``-ojf`` writes them: ``[_BEG_]``, ``[_TT_123]``, ``[_SOT_]``, ``<|endoftext|>``.
+_CPP_SPECIAL_TOKEN = re.compile(r"^\s*(\[_[^\]]*\]|<\|[^|]*\|>)\s*$")
+
+
+def _is_punctuation(text: str) -> bool:
+    """Whether ``text`` (not blank) is punctuation only (Unicode category P*: ``,`` ``.`` ``?`` ``...`` ``»``)."""
+    return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
+
+
+def _cpp_token_words(tokens: Any, *, where: str) -> list[dict]:
+    """Words (``{"word", "start", "end", "score"}``, as :func:`_json_words` reads them) of one whisper.cpp
+    ``-ojf`` segment's ``tokens``::
+
+        tokens  [_BEG_]  " Hel"  "lo"  ","  " world"  "."  [_TT_150]
+        words            "Hello,"           "world."
+                         from " Hel" to ","  from " world" to "."
+
+    Special tokens are skipped; a token whose text starts with a space begins a word, any other continues the
+    current one (a word piece), as does a token of punctuation only (a leading one is kept for the next word);
+    a word runs from its first timed token's ``from`` to its last's ``to`` (a word with no timed token gets times
+    interpolated by :func:`_json_words`); its score is its tokens' mean ``p``.
+    """
+    if not isinstance(tokens, list):
+        raise TranscriptError(f"{where}: expected a list of tokens, got {type(tokens).__name__}")
+    words: list[dict] = []
+    current: Optional[dict] = None
+    prefix = ""  # punctuation before the segment's first word (an opening quote, "¿")
+    for j, token in enumerate(tokens):
+        at = f"{where}[{j}]"
+        if not isinstance(token, dict) or not isinstance(token.get("text"), str):
+            raise TranscriptError(f"{at}: expected an object with a 'text' string, got {token!r:.80}")
+        text = token["text"]
+        if _CPP_SPECIAL_TOKEN.match(text):
+            continue
+        bounds = _cpp_bounds(token, where=at)
+        p = token.get("p")
+        piece = text.strip()
+        if not piece:  # a lone space: the next token begins a word
+            current = None
+            continue
+        punctuation = _is_punctuation(piece)
+        if punctuation and not words:
+            prefix += piece
+            continue
+        if not punctuation and (current is None or text[:1].isspace()):
+            current = {"word": prefix + piece, "start": None, "end": None, "p": []}
+            prefix = ""
+            words.append(current)
+        else:  # a word piece, or punctuation (joins the previous word)
+            current = current or words[-1]
+            current["word"] += piece
+        if bounds is not None:
+            current["start"] = bounds[0] if current["start"] is None else current["start"]
+            current["end"] = bounds[1] if current["end"] is None else max(current["end"], bounds[1])
+        if isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p):
+            current["p"].append(float(p))
+    return [{"word": w["word"], "start": w["start"], "end": w["end"],
+             "score": sum(w["p"]) / len(w["p"]) if w["p"] else None} for w in words]
+
+
+def _hf_chunks(chunks: list, *, name: str) -> tuple[dict, str]:
+    """The Hugging Face ASR pipeline's ``chunks`` as segments: each chunk a segment, or, when every chunk's text is
+    one word (``return_timestamps="word"``), each chunk a word (its own segment, as a TextGrid word tier's)::
+
+        [{"text": " Hello", "timestamp": [0.5, 0.8]}, {"text": " world.", "timestamp": [0.8, 1.2]}]   words
+        [{"text": " Hello world.", "timestamp": [0.5, 1.2]}, {"text": " Yes.", "timestamp": [1.4, 1.6]}]  segments
+
+    Mixed input (some chunks of several words) is read as segments, every chunk: sentence-level output has
+    one-word sentences too. Chunks with empty text do not count either way (and make no word). The pipeline leaves
+    the last chunk's end null when the audio ends inside it: a last word then lasts the median duration of the
+    other words (logged); an open segment, or an open chunk before the last, is refused.
+    """
+    parsed = []
+    for i, chunk in enumerate(chunks):
+        where = f"{name}: chunks[{i}]"
+        stamp = chunk.get("timestamp") if isinstance(chunk, dict) else None
+        if not isinstance(stamp, (list, tuple)) or len(stamp) != 2:
+            raise TranscriptError(f"{where}: expected an object with 'timestamp': [start, end] and 'text'")
+        text = chunk.get("text") or ""
+        if not isinstance(text, str):
+            raise TranscriptError(f"{where}.text: expected a string, got {text!r:.40} ({type(text).__name__})")
+        parsed.append((where, stamp[0], stamp[1], text))
+    texts = [t.split() for _, _, _, t in parsed if t.strip()]
+    as_words = bool(texts) and all(len(t) == 1 for t in texts)
+    for k, (where, _, stop, _) in enumerate(parsed):
+        if stop is None and not (as_words and k == len(parsed) - 1):
+            raise TranscriptError(f"{where}.timestamp: end is null (the pipeline's last chunk, cut by the end of "
+                                  "the audio?); hint: set it to the audio's duration")
+    if not as_words:
+        return {"segments": [{"start": a, "end": b, "text": t} for _, a, b, t in parsed]}, f"{name} (chunks)"
+    timed = [(check_seconds(a, where=f"{w}.timestamp[0]"), check_seconds(b, where=f"{w}.timestamp[1]"), t)
+             for w, a, b, t in parsed if b is not None and t.strip()]
+    segments = [{"start": a, "end": b, "text": t, "words": [{"word": t, "start": a, "end": b}]} for a, b, t in timed]
+    where, start, stop, text = parsed[-1]
+    if stop is None and text.strip():
+        start = check_seconds(start, where=f"{where}.timestamp[0]")
+        durations = sorted(b - a for a, b, _ in timed)
+        median = 0.0 if not durations else 0.5 * (durations[(len(durations) - 1) // 2] + durations[len(durations) // 2])
+        logger.warning("%s.timestamp: end is null (the pipeline's last word, cut by the end of the audio): it lasts "
+                       "the median word duration, %.3f s", where, median)
+        segments.append({"start": start, "end": start + median, "text": text,
+                         "words": [{"word": text, "start": start, "end": start + median}]})
+    return {"segments": segments}, f"{name} (word chunks)"
+
+
 def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
-    """whisper.cpp's ``-oj`` JSON (``{"transcription": [{"offsets": {"from", "to"} (ms), "timestamps", "text"}]}``)
-    and the Hugging Face ASR pipeline's ``{"text", "chunks": [{"timestamp": [start, end], "text"}]}`` as the
-    ``{"segments": [...]}`` that :func:`parse_json` reads (each item a segment; words by forced alignment). Any
-    other document is returned as it is. Before this, a ``KEY.json`` in either layout was taken for metadata and
-    its sample loaded with no transcript, silently."""
+    """whisper.cpp's ``-oj`` / ``-ojf`` JSON (``{"transcription": [{"offsets": {"from", "to"} (ms), "timestamps",
+    "text", "tokens"?}]}``) and the Hugging Face ASR pipeline's ``{"text", "chunks": [{"timestamp": [start, end],
+    "text"}]}`` as the ``{"segments": [...]}`` that :func:`parse_json` reads. whisper.cpp's segments keep their words
+    when ``-ojf`` (``--output-json-full``) gave their ``tokens`` (:func:`_cpp_token_words`), else words come from
+    forced alignment; the pipeline's chunks are words or segments (:func:`_hf_chunks`). Any other document is
+    returned as it is. Before this, a ``KEY.json`` in either layout was taken for metadata and its sample loaded
+    with no transcript, silently."""
     if not isinstance(document, dict) or any(k in document for k in ("segments", "spans", "word_segments")):
         return document, name
     items = document.get("transcription")
@@ -498,28 +617,17 @@ def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
             where = f"{name}: transcription[{i}]"
             if not isinstance(item, dict):
                 raise TranscriptError(f"{where}: expected an object with 'offsets' and 'text', got {item!r:.80}")
-            offsets, stamps = item.get("offsets"), item.get("timestamps")
-            if isinstance(offsets, dict) and "from" in offsets and "to" in offsets:
-                bounds = [_milliseconds(offsets[k], where=f"{where}.offsets.{k}") for k in ("from", "to")]
-            elif isinstance(stamps, dict) and "from" in stamps and "to" in stamps:
-                bounds = [_cpp_seconds(stamps[k], where=f"{where}.timestamps.{k}") for k in ("from", "to")]
-            else:
+            bounds = _cpp_bounds(item, where=where)
+            if bounds is None:
                 raise TranscriptError(f"{where}: 'offsets' or 'timestamps' with 'from' and 'to': missing")
-            segments.append({"start": bounds[0], "end": bounds[1], "text": item.get("text", "")})
+            segment = {"start": bounds[0], "end": bounds[1], "text": item.get("text", "")}
+            if item.get("tokens") is not None:
+                segment["words"] = _cpp_token_words(item["tokens"], where=f"{where}.tokens")
+            segments.append(segment)
         return {"segments": segments}, f"{name} (whisper.cpp)"
     chunks = document.get("chunks")
     if isinstance(chunks, list):
-        segments = []
-        for i, chunk in enumerate(chunks):
-            where = f"{name}: chunks[{i}]"
-            stamp = chunk.get("timestamp") if isinstance(chunk, dict) else None
-            if not isinstance(stamp, (list, tuple)) or len(stamp) != 2:
-                raise TranscriptError(f"{where}: expected an object with 'timestamp': [start, end] and 'text'")
-            if stamp[1] is None:  # the pipeline leaves the last chunk open when the audio ends inside it
-                raise TranscriptError(f"{where}.timestamp: end is null (the pipeline's last chunk, cut by the end of "
-                                      "the audio?); hint: set it to the audio's duration")
-            segments.append({"start": stamp[0], "end": stamp[1], "text": chunk.get("text", "")})
-        return {"segments": segments}, f"{name} (chunks)"
+        return _hf_chunks(chunks, name=name)
     return document, name
 
 
@@ -542,8 +650,8 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     (WhisperX), else a top-level ``words`` list (OpenAI's ``verbose_json`` with word timestamps, which has no
     ``segments`` unless they were asked for too), is distributed over them. A video2dataset ``KEY.json`` record
     whose Whisper subsampler wrote its transcript under ``whisper_transcript`` (WhisperX's ``{"segments": …}``) is
-    read from there. whisper.cpp's ``-oj`` JSON and the Hugging Face ASR pipeline's ``chunks`` are read as
-    segments (:func:`_other_whisper_layouts`).
+    read from there. whisper.cpp's ``-oj`` / ``-ojf`` JSON (words from ``-ojf``'s tokens) and the Hugging Face ASR
+    pipeline's ``chunks`` (words when every chunk is one word) are read too (:func:`_other_whisper_layouts`).
     """
     try:
         document = json.loads(text)
