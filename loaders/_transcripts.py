@@ -10,12 +10,14 @@ video timeline. Every span and word is a half-open interval ``[start_seconds, st
 
 Empty input (no bytes, or only whitespace) is a valid transcript with zero spans, as is a valid
 document with zero cues (``WEBVTT`` alone, ``{"segments": []}``, ``[]``, a TextGrid without intervals).
-Anything else that cannot be read (bytes that are not UTF-8/UTF-16, a malformed line or field, a
+Bytes that are not UTF-8 (or UTF-16 with a BOM) are read as cp1252, with a warning (:func:`decode_text`).
+Anything else that cannot be read (binary bytes, UTF-8 with broken bytes, a malformed line or field, a
 negative, NaN or infinite time, a stop before its start) raises ``TranscriptError`` naming the file
 (or ``name=``) and the line or field.
 """
 from __future__ import annotations
 
+import codecs
 import logging
 import os
 import re
@@ -71,28 +73,67 @@ def _read_source(source: TranscriptSource, name: Optional[str]) -> tuple[Union[b
     )
 
 
-def decode_text(content: Union[bytes, str], name: str, *, what: str = "transcript") -> str:
-    """Text from bytes: UTF-8 (BOM optional), or UTF-16 with a BOM (Praat's choice for non-ASCII).
+# cp1252 (Windows Western European, what "ANSI" subtitle editors and DVD rips write; a superset of Latin-1's letters)
+# with Latin-1 for the five bytes cp1252 leaves undefined (0x81 0x8D 0x8F 0x90 0x9D): a table for codecs.charmap_decode.
+_CP1252_TABLE = "".join(bytes([b]).decode("cp1252", errors="ignore") or chr(b) for b in range(256))
+# One well-formed UTF-8 sequence of two to four bytes (Unicode Table 3-7). A file that holds one is UTF-8 with some
+# broken bytes (whisper.cpp splitting a character between tokens), not cp1252: "é" in cp1252 is one byte, never
+# followed by the continuation byte UTF-8 needs, while a cp1252 pair such as "Ã©" is itself mojibake.
+_UTF8_MULTIBYTE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}"
+                             rb"|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}"
+                             rb"|\xf4[\x80-\x8f][\x80-\xbf]{2}")
 
-    Raises:
-        TranscriptError: bytes in neither, naming ``name``, the byte offset and a hint to re-save the ``what`` as UTF-8.
-    """
+
+def _decode(content: Union[bytes, str], name: str, *, what: str) -> tuple[str, Optional[str]]:
+    """``(text, fallback)``: the text of :func:`decode_text`, and ``"cp1252"`` when it was read as such (else None).
+    Logs nothing; raises as :func:`decode_text` does."""
     if isinstance(content, str):
-        return content.lstrip("\ufeff")
+        return content.lstrip("\ufeff"), None
     if content.startswith((b"\xff\xfe", b"\xfe\xff")):
         encoding = "utf-16"
     else:
         encoding = "utf-8-sig"
+    bom = 3 if encoding == "utf-8-sig" and content.startswith(codecs.BOM_UTF8) else 0
     try:
-        return content.decode(encoding)
+        return content[bom:].decode(encoding), None
     except UnicodeDecodeError as error:
-        hint = f"re-save the {what} as UTF-8"
-        if b"\0" in content[:4096]:  # text has no NUL bytes: media (or other binary) given as the transcript
-            hint = "the file holds NUL bytes: it is binary (media?), not a text transcript, or UTF-16 without a BOM"
-        raise TranscriptError(
-            f"{name}: byte {error.start}: cannot decode as {encoding.replace('-sig', '')} ({error.reason}, "
-            f"bytes {content[error.start:error.start + 4]!r}); hint: {hint}"
-        ) from None
+        failed = error
+    binary = b"\0" in content  # text has no NUL bytes: media (or other binary) given as the transcript
+    hint = f"re-save the {what} as UTF-8"
+    if binary:
+        hint = "the file holds NUL bytes: it is binary (media?), not a text transcript, or UTF-16 without a BOM"
+    elif bom:
+        hint += "; it is not read as cp1252 because it starts with a UTF-8 byte order mark"
+    elif encoding == "utf-8-sig" and _UTF8_MULTIBYTE.search(content):
+        hint += "; it is not read as cp1252 because it holds valid UTF-8 too (a UTF-8 file with broken bytes)"
+    elif encoding == "utf-8-sig":
+        return codecs.charmap_decode(content, "strict", _CP1252_TABLE)[0], "cp1252"
+    at = bom + failed.start
+    raise TranscriptError(
+        f"{name}: byte {at}: cannot decode as {encoding.replace('-sig', '')} ({failed.reason}, "
+        f"bytes {content[at:at + 4]!r}); hint: {hint}"
+    ) from None
+
+
+def decode_text(content: Union[bytes, str], name: str, *, what: str = "transcript") -> str:
+    """Text from bytes: UTF-8 (BOM optional), UTF-16 with a BOM (Praat's choice for non-ASCII), else cp1252.
+
+    Bytes that are not UTF-8 are read as cp1252 (Latin-1 for the five bytes it leaves undefined), with a warning
+    naming ``name`` and the encoding: a Latin-1 / Windows-1252 SRT from a European DVD rip (``Caf\\xe9``) loads.
+    Valid UTF-8 never takes that path, nor does a file that holds any well-formed multi-byte UTF-8 sequence (UTF-8
+    with some broken bytes: refused, not turned into mojibake), starts with a UTF-8 BOM, or holds a NUL byte.
+
+    Raises:
+        TranscriptError: bytes that are none of these, naming ``name``, the byte offset and a hint (re-save the
+            ``what`` as UTF-8; a NUL byte: binary, not text).
+    """
+    text, fallback = _decode(content, name, what=what)
+    if fallback is not None:
+        first = re.search(rb"[\x80-\xff]", bytes(content))  # not UTF-8, so there is a non-ASCII byte
+        at = first.start() if first else 0
+        logger.warning("%s: not UTF-8 (byte %d is %r): read as %s (Windows-1252, Latin-1 for its undefined bytes); "
+                       "hint: re-save the %s as UTF-8", name, at, bytes(content)[at:at + 1], fallback, what)
+    return text
 
 
 def _guess_from_name(name: str) -> Optional[str]:
@@ -128,8 +169,9 @@ def is_transcript_json(data: Union[bytes, str]) -> bool:
     import json
 
     try:
-        value = json.loads(data)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        text = data if isinstance(data, str) else bytes(data)
+        value = json.loads(_decode(text, "", what="transcript")[0])  # cp1252 metadata is metadata (decode_text)
+    except (ValueError, TranscriptError, RecursionError):
         return True
     if isinstance(value, dict):
         nested = value.get("whisper_transcript")

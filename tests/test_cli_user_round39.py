@@ -11,7 +11,7 @@ from tests.conftest import REPO
 
 SAMPLE = REPO / "sample_data"
 
-# ---------------------------------------------------------------- 1. word-level ASR JSON (HF pipeline, whisper.cpp -ojf)
+# ---------------------------------------------------------------- 1. word-level ASR JSON (HF, whisper.cpp -ojf)
 
 # The Hugging Face ASR pipeline with return_timestamps="word": one chunk per word (leading space, punctuation kept),
 # the last one left open (end null) because the audio ends inside it.
@@ -122,3 +122,70 @@ def test_measure_lists_the_words_of_word_level_json(tmp_path, capsys):
         assert main(["measure", str(SAMPLE / "clip05.mp4"), "--transcript", str(path), "--json"]) == 0
         record = json.loads(capsys.readouterr().out)
         assert [w["text"] for w in record["words"]] == [t for t, _, _ in expected], label
+
+
+# ---------------------------------------------------------------- 3. captions that are not UTF-8
+
+# A subtitle as a European DVD rip's "ANSI" SRT holds it: cp1252 bytes, CRLF; 0xe9 é, 0x93/0x94 curly quotes, 0x80 €,
+# 0x81 (undefined in cp1252: Latin-1's U+0081).
+CP1252_SRT = (b"1\r\n00:00:00,545 --> 00:00:01,921\r\nCaf\xe9 \x93cr\xe8me\x94\r\n\r\n"
+              b"2\r\n00:00:01,921 --> 00:00:02,954\r\n5 \x80 \xe0 emporter\x81\r\n")
+CP1252_TEXTS = ["Caf\u00e9 \u201ccr\u00e8me\u201d", "5 \u20ac \u00e0 emporter\u0081"]
+
+
+def test_a_cp1252_caption_file_loads_with_a_warning(tmp_path, caplog):
+    """Before: refused ("cannot decode as utf-8 ...; hint: re-save the transcript as UTF-8"). Now read as cp1252,
+    with a warning naming the file and the encoding; every reader takes its text from the one decoder (SRT,
+    WebVTT, JSON here). UTF-8 never goes that way (the same text as UTF-8 reads the same, with no warning), nor does
+    UTF-8 with a broken byte, a UTF-8 BOM before cp1252 bytes, or binary. Oracle: the bytes the test wrote."""
+    import loaders
+
+    path = tmp_path / "dvd.srt"
+    path.write_bytes(CP1252_SRT)
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        transcript = loaders.read_transcript(str(path))
+    assert [(s.text, s.start_seconds, s.stop_seconds) for s in transcript.spans] == \
+        [(CP1252_TEXTS[0], 0.545, 1.921), (CP1252_TEXTS[1], 1.921, 2.954)]
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith(f"{path}: not UTF-8 (byte 37 is b'\\xe9'): read as cp1252"), warning
+
+    vtt = "WEBVTT\n\n00:00.545 --> 00:01.921\nCaf\u00e9 \u201ccr\u00e8me\u201d\n".encode("cp1252")
+    assert [s.text for s in loaders.read_transcript(vtt, name="dvd.vtt").spans] == [CP1252_TEXTS[0]]
+    as_json = json.dumps({"segments": [{"start": 0.5, "end": 1.9, "text": "Caf\u00e9"}]}, ensure_ascii=False)
+    assert [s.text for s in loaders.read_transcript(as_json.encode("cp1252"), name="w.json").spans] == ["Caf\u00e9"]
+
+    caplog.clear()
+    utf8 = CP1252_SRT.decode("cp1252", errors="ignore").replace("emporter", "emporter\u0081").encode("utf-8")
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        assert [s.text for s in loaders.read_transcript(utf8, name="u.srt").spans] == CP1252_TEXTS
+        assert [s.text for s in loaders.read_transcript(b"\xef\xbb\xbf" + utf8, name="u.srt").spans] == CP1252_TEXTS
+    assert not caplog.records
+    for content, match in ((utf8 + b"\xe9\r\n", r"b\.srt: byte \d+: cannot decode as utf-8 .*holds valid UTF-8 too"),
+                           (b"\xef\xbb\xbf" + CP1252_SRT, r"b\.srt: byte \d+: .*starts with a UTF-8 byte order mark"),
+                           (CP1252_SRT + b"\0\0", r"b\.srt: byte \d+: .*holds NUL bytes: it is binary")):
+        with pytest.raises(loaders.TranscriptError, match=match):
+            loaders.read_transcript(content, name="b.srt")
+
+
+def test_cp1252_captions_reach_the_batch(tmp_path):
+    """Before: a video2dataset ``KEY.txt`` caption in cp1252 was a skipped sample, and a cp1252 ``KEY.json``
+    metadata caption was taken for a broken transcript (skipped too). Oracle: the captions the test wrote."""
+    import io
+    import tarfile
+
+    import loaders
+
+    clip = (SAMPLE / "clip05.mp4").read_bytes()
+    members = [("a.mp4", clip), ("a.txt", "Caf\u00e9 cr\u00e8me".encode("cp1252")), ("b.mp4", clip),
+               ("b.json", json.dumps({"url": "http://x/b.mp4", "caption": "Cr\u00e8me br\u00fbl\u00e9e \u20ac5"},
+                                     ensure_ascii=False).encode("cp1252"))]
+    shard = tmp_path / "s-000.tar"
+    with tarfile.open(shard, "w") as tar:
+        for name, blob in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    loader = loaders.make_loader(str(shard), seed=0, frame_size=(16, 16))
+    texts = {key: text for batch in loader for key, text in zip(batch.sample_keys, batch.segment_texts)}
+    assert loader.stats.skipped == {}
+    assert texts == {"a": "Caf\u00e9 cr\u00e8me", "b": "Cr\u00e8me br\u00fbl\u00e9e \u20ac5"}

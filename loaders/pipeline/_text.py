@@ -63,7 +63,8 @@ def caption_text(sample: dict) -> Optional[str]:
     transcript, which the transcript reader reports).
 
     Raises:
-        TranscriptError: a ``txt`` / ``caption`` member that is not UTF-8 (reason ``transcript``) or is over
+        TranscriptError: a ``txt`` / ``caption`` member that is binary or broken UTF-8 (reason ``transcript``;
+            cp1252 text is read as such, with a warning: :func:`~loaders._transcripts.decode_text`) or is over
             :data:`MAX_CAPTION_BYTES` (``too_large``); the message names the member (``KEY.txt``).
     """
     key = sample.get("__key__", "?")
@@ -74,7 +75,8 @@ def caption_text(sample: dict) -> Optional[str]:
         if ext.endswith("json"):
             if len(raw) > MAX_CAPTION_BYTES or is_transcript_json(raw):
                 continue  # a transcript (read elsewhere), malformed (is_transcript_json says so), or too large
-            value = json.loads(raw)
+            data = raw if isinstance(raw, str) else bytes(raw)
+            value = json.loads(decode_text(data, f"{key}.{ext}", what="metadata"))
             text = value.get("caption") if isinstance(value, dict) else None
             if not isinstance(text, str):
                 continue
