@@ -40,11 +40,13 @@ class AlignmentReport:
     drift_ppm: Optional[float]
     """Estimated or given drift; None when unknown (0 was applied)."""
     av_confidence: float
-    """Confidence of the A/V estimate in [0, 1]; 1.0 for given values."""
+    """Confidence of the A/V estimate in [0, 1]; 1.0 for given values. Beside an abstention (``av_offset_ms`` None)
+    it is the best lag's match strength, not a confidence in the abstention (``ambiguous_peak`` abstains at 1.0)."""
     text_offset_ms: Optional[float]
     """Estimated or given transcript offset; None without transcript or when the estimator abstained."""
     text_confidence: float
-    """Confidence of the text estimate in [0, 1]."""
+    """Confidence of the text estimate in [0, 1]; beside an abstention, a figure of the methods tried (see
+    ``text_abstain``), not a confidence in the abstention."""
     clock: ClockModel
     """The clock model actually applied (abstentions applied as 0)."""
     av_method: str = ""

@@ -310,11 +310,19 @@ def _drift_note(record: dict) -> str:
 
 def format_measurement(record: dict) -> str:
     """A readable table of a ``measure`` record."""
-    def show(value, unit=""):
-        return "n/a (abstained)" if value is None else f"{value}{unit}"
+    def offset(value, abstain: "dict | None") -> str:
+        if value is not None:
+            return f"{value} ms"
+        return f"n/a (abstained: {abstain['reason']})" if abstain else "n/a (abstained)"
 
-    def confidence(value) -> str:  # None where nothing was estimated (a missing stream)
-        return "n/a" if value is None else str(value)
+    def confidence(value, answered: bool, method: str, *, av: bool) -> str:
+        """``confidence X, method`` for an answer. Beside an abstention the figure is no confidence in it (an
+        ``ambiguous_peak`` abstains at 1.0: the best lag matches well, and so does another): the A/V one is shown as
+        what it is, the best lag's match strength; the text one, which mixes the methods' figures, not at all (the
+        ``why`` line gives each method's). ``--json`` keeps both under their keys."""
+        if answered or value is None:  # None: nothing was estimated (a missing stream)
+            return f"confidence {'n/a' if value is None else value}, {method}"
+        return f"best lag's match strength {value}, not a confidence" if av else "no confidence: see why"
 
     v, a = record.get("video"), record["audio"] or {}
     lines = [f"media       {record.get('media')}"]
@@ -330,7 +338,9 @@ def format_measurement(record: dict) -> str:
     else:
         lines.append(f"audio       {a['sample_rate']} Hz, first sample at {a['start_seconds']} s, {a['num_samples']} samples")
     lines += [
-        f"A/V offset  {show(record['av_offset_ms'], ' ms')}  (confidence {confidence(record['av_confidence'])}, {record['av_method']}; > 0: audio lags)",
+        f"A/V offset  {offset(record['av_offset_ms'], record.get('av_abstain'))}  ("
+        f"{confidence(record['av_confidence'], record['av_offset_ms'] is not None, record['av_method'], av=True)}"
+        "; > 0: audio lags)",
         f"drift       {record['drift_ppm']} ppm" if record.get("drift_ppm") is not None else
         f"drift       n/a ({_drift_note(record)})",
     ]
@@ -341,8 +351,9 @@ def format_measurement(record: dict) -> str:
                   f"  hint: {why['hint']}"]
     if record.get("transcript"):
         lines.append(
-            f"text offset {show(record['text_offset_ms'], ' ms')}  (confidence {confidence(record['text_confidence'])}, "
-            f"{record['text_method']}; > 0: stamps late)"
+            f"text offset {offset(record['text_offset_ms'], record.get('text_abstain'))}  ("
+            f"{confidence(record['text_confidence'], record['text_offset_ms'] is not None, record['text_method'], av=False)}; "
+            "> 0: stamps late)"
         )
         why = record.get("text_abstain")
         if why:

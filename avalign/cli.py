@@ -125,7 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Decode MEDIA with real timestamps, estimate the A/V offset and clock drift from its content and the "
             "transcript's offset from speech activity, and print the words on the video timeline with their "
-            "frame and sample ranges. Estimates below the confidence threshold are reported as null."
+            "frame and sample ranges. Estimates below the confidence threshold are reported as null (abstained, with the "
+            "reason); beside an A/V abstention, --json's av_confidence is the best lag's match strength, not a "
+            "confidence in the abstention."
         ),
         epilog=(
             "examples:\n  avalign measure clip.mp4\n  avalign measure clip.mkv --transcript clip.vtt --json\n"

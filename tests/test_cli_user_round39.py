@@ -124,6 +124,64 @@ def test_measure_lists_the_words_of_word_level_json(tmp_path, capsys):
         assert [w["text"] for w in record["words"]] == [t for t, _, _ in expected], label
 
 
+# ---------------------------------------------------------------- 2. measure's table beside an abstention
+
+
+def _blinking_clip(tmp_path):
+    """A 64x48 clip (9 s, 30 fps): a square lit for 2 frames every second, a 2 kHz tick 700 ms after each: the
+    tick matches the flash one period away as well (-300 ms), so the A/V estimate abstains ``ambiguous_peak``."""
+    import numpy as np
+
+    from tests.test_av_periodic_alias import FPS, _encode
+
+    rate, seconds = 16000, 9.0
+    frames = np.full((int(seconds * FPS), 48, 64, 3), 80, np.uint8)
+    flashes = np.arange(0.7, seconds - 0.3, 1.0)
+    for t in flashes:
+        frames[int(round(t * FPS)):int(round(t * FPS)) + 2, 8:24, 8:24] = 250
+    audio = np.random.default_rng(0).normal(0.0, 0.002, int(seconds * rate))
+    tick_t = np.arange(int(0.05 * rate)) / rate
+    tick = 0.5 * np.sin(2 * np.pi * 2000.0 * tick_t) * np.exp(-tick_t / 0.008)
+    for t in flashes:
+        i = int(round((round(t * FPS) / FPS + 0.7) * rate))
+        audio[i:i + tick.size] += tick[:max(0, audio.size - i)]
+    return _encode(tmp_path, frames, audio, rate, "blink.mp4")
+
+
+def test_measure_table_names_no_confidence_beside_an_abstention(tmp_path, capsys):
+    """Before: "A/V offset  n/a (abstained)  (confidence 1.0, abstain:ambiguous_peak; ...)": the best lag's match
+    strength printed as a confidence, which read as certainty in the abstention. Now the reason is named beside
+    the null and the figure under what it is; ``--json`` keeps its keys and values (a public contract). Oracle: the
+    clip's flashes recur every second, so two lags match (``ambiguous_peak``), and ``--json``'s own values."""
+    from avalign.cli import main
+
+    clip = str(_blinking_clip(tmp_path))
+    assert main(["measure", clip, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["av_offset_ms"] is None and record["av_abstain"]["reason"] == "ambiguous_peak"
+    strength = record["av_confidence"]
+    assert strength == 1.0 and record["av_method"] == "abstain:ambiguous_peak"
+    assert main(["measure", clip]) == 0
+    table = capsys.readouterr().out
+    (line,) = [line for line in table.splitlines() if line.startswith("A/V offset")]
+    assert line == (f"A/V offset  n/a (abstained: ambiguous_peak)  (best lag's match strength {strength}, not a "
+                    "confidence; > 0: audio lags)"), line
+
+    # An answer keeps its confidence; a text abstention shows none (its figure mixes the methods': see "why").
+    srt = tmp_path / "one.srt"
+    srt.write_text("1\n00:00:00,545 --> 00:00:01,921\nJack found golden keys\n")
+    media = str(SAMPLE / "clip05.mp4")
+    assert main(["measure", media, "--transcript", str(srt), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["av_offset_ms"] is not None and record["text_offset_ms"] is None, record["text_abstain"]
+    assert main(["measure", media, "--transcript", str(srt)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"(confidence {record['av_confidence']}, {record['av_method']}; > 0: audio lags)" in lines[3], lines[3]
+    (text_line,) = [line for line in lines if line.startswith("text offset")]
+    assert text_line == (f"text offset n/a (abstained: {record['text_abstain']['reason']})  (no confidence: see why; "
+                         "> 0: stamps late)"), text_line
+
+
 # ---------------------------------------------------------------- 3. captions that are not UTF-8
 
 # A subtitle as a European DVD rip's "ANSI" SRT holds it: cp1252 bytes, CRLF; 0xe9 é, 0x93/0x94 curly quotes, 0x80 €,
