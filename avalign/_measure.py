@@ -350,11 +350,10 @@ def format_measurement(record: dict) -> str:
         lines += [f"  A/V abstained: {why['reason']}: found {why['found']}; needed {why['needed']}; best guess {guess}",
                   f"  hint: {why['hint']}"]
     if record.get("transcript"):
-        lines.append(
-            f"text offset {offset(record['text_offset_ms'], record.get('text_abstain'))}  ("
-            f"{confidence(record['text_confidence'], record['text_offset_ms'] is not None, record['text_method'], av=False)}; "
-            "> 0: stamps late)"
-        )
+        figure = confidence(record["text_confidence"], record["text_offset_ms"] is not None, record["text_method"],
+                            av=False)
+        lines.append(f"text offset {offset(record['text_offset_ms'], record.get('text_abstain'))}  ({figure}; "
+                     "> 0: stamps late)")
         why = record.get("text_abstain")
         if why:
             guess = "none" if why["best_guess_ms"] is None else f"{why['best_guess_ms']} ms"

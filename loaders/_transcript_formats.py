@@ -563,7 +563,9 @@ def _hf_chunks(chunks: list, *, name: str) -> tuple[dict, str]:
         [{"text": " Hello world.", "timestamp": [0.5, 1.2]}, {"text": " Yes.", "timestamp": [1.4, 1.6]}]  segments
 
     Mixed input (some chunks of several words) is read as segments, every chunk: sentence-level output has
-    one-word sentences too. Chunks with empty text do not count either way (and make no word). The pipeline leaves
+    one-word sentences too. Chunks with empty text do not count either way (and make no word). Sentence chunks of a
+    script written without spaces (Chinese, Japanese) look like one word each and are read as words: the same spans,
+    listed as words too (forced alignment would not split them either). The pipeline leaves
     the last chunk's end null when the audio ends inside it: a last word then lasts the median duration of the
     other words (logged); an open segment, or an open chunk before the last, is refused.
     """
