@@ -66,6 +66,9 @@ def mono(samples: torch.Tensor | np.ndarray, *, keep_float32: bool = False) -> n
     return array.astype(np.float64, copy=False)
 
 
+_BLOCK_LUMA_CHUNK_BYTES = 4 << 20
+
+
 def _block_luma(tensor: torch.Tensor) -> np.ndarray:
     """``[T, rows, cols]`` mean luma of an 8-column grid of square blocks, each averaged over a lattice of
     about 8 x 8 pixels (a moving texture averages out inside a block instead of aliasing; the full-size
@@ -77,12 +80,21 @@ def _block_luma(tensor: torch.Tensor) -> np.ndarray:
     per_block = int(within.numel())
     row_index = (torch.arange(rows)[:, None] * side + within[None, :]).reshape(-1)
     col_index = (torch.arange(cols)[:, None] * side + within[None, :]).reshape(-1)
-    lattice = tensor.index_select(1, row_index).index_select(2, col_index)
-    if lattice.ndim == 3:
-        lattice = lattice[..., None]
-    lattice = lattice[..., :3].contiguous()
-    num, channels = int(lattice.shape[0]), int(lattice.shape[-1])
-    sums = lattice.view(num, rows, per_block, cols, per_block, channels).sum(dim=(2, 4), dtype=torch.int32)
+    num = int(tensor.shape[0])
+    channels = min(3, int(tensor.shape[3])) if tensor.ndim == 4 else 1
+    # Frames in chunks of about _BLOCK_LUMA_CHUNK_BYTES (4 MB) of lattice: the int32 sum works on a widened copy of its
+    # input (4x the uint8 lattice), 1.5 GB for 2 h of 64x48 frames at 5 fps taken whole (BENCHMARKS.md, "Long media:
+    # the video buffer and the visual events"). Integer sums per frame: the result does not depend on the chunking.
+    step = max(1, _BLOCK_LUMA_CHUNK_BYTES // max(1, int(row_index.numel()) * int(col_index.numel()) * channels))
+    sums = torch.empty((num, rows, cols, channels), dtype=torch.int32)
+    for first in range(0, num, step):
+        lattice = tensor[first:first + step].index_select(1, row_index).index_select(2, col_index)
+        if lattice.ndim == 3:
+            lattice = lattice[..., None]
+        lattice = lattice[..., :3].contiguous()
+        count = int(lattice.shape[0])
+        sums[first:first + count] = lattice.view(count, rows, per_block, cols, per_block, channels).sum(
+            dim=(2, 4), dtype=torch.int32)
     means = sums.double().numpy() / float(per_block * per_block)
     if channels >= 3:
         return means @ np.asarray(_LUMA_WEIGHTS)

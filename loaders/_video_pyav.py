@@ -95,7 +95,10 @@ class _FrameBuffer:
 
     Measured: ``np.stack`` of per-frame arrays doubles the memory traffic of a full 720p decode
     (a second 830 MB allocation and copy for 10 s); writing into a buffer sized from the header does not.
-    The header's count is only a hint, capped, since a hostile header may claim billions of frames.
+    The header's count is only a hint, capped, since a hostile header may claim billions of frames. A count from a
+    frame index (``trusted``: one entry per packet read from the file, so bounded by its size) sizes the buffer
+    uncapped: a 2 h decode at estimation size otherwise doubles its way to up to twice the result (36,000 frames in
+    a 65,536-frame buffer, 604 MB for 330 MB) and leaves the outgrown buffers idle in the result pool.
     The tensor comes from :data:`loaders._result_pool.result_pool` (memory of freed large results is reused).
     With ``populate``, fresh memory is populated ahead of the writer by a :class:`PagePopulator`
     (a writer calls :meth:`wait_ready` before writing a slot; :meth:`close` when done).
@@ -103,8 +106,9 @@ class _FrameBuffer:
 
     _MAX_HINT_FRAMES = 2048
 
-    def __init__(self, hint: Optional[int], height: int, width: int, *, populate: bool = True) -> None:
-        capacity = min(max(int(hint or 0), 16), self._MAX_HINT_FRAMES)
+    def __init__(self, hint: Optional[int], height: int, width: int, *, populate: bool = True,
+                 trusted: bool = False) -> None:
+        capacity = max(int(hint or 0), 16) if trusted else min(max(int(hint or 0), 16), self._MAX_HINT_FRAMES)
         self._populate = populate
         self._frame_bytes = height * width * 3
         self._populator: Optional[PagePopulator] = None
@@ -347,16 +351,17 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float,
 
 
 def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int],
-                       rgb: "_RGB", bad_packets: Optional[list] = None, label: str = ""):
+                       rgb: "_RGB", bad_packets: Optional[list] = None, label: str = "", *, trusted_hint: bool = False):
     """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3]),
-    as displayed (``rgb`` learns the rotation from the first frame)."""
+    as displayed (``rgb`` learns the rotation from the first frame). ``hint``: the expected frame count, from a frame
+    index when ``trusted_hint`` (:class:`_FrameBuffer`)."""
     if index is None:
         frames = _timed(_decode_packets(container, stream, None, bad_packets), stream)
     else:
         frames = _frames_from(container, stream, index, start, bad_packets=bad_packets)
     pts_out: list[float] = []
     height, width = rgb.size or (stream.codec_context.height, stream.codec_context.width)
-    buffer = _FrameBuffer(hint, height, width)
+    buffer = _FrameBuffer(hint, height, width, trusted=trusted_hint)
     writer = _RGBWriter(buffer, rgb, label=label)
     try:
         for t, frame in frames:
@@ -468,13 +473,15 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
             check_window_overlaps(lo, hi, first, end, label=label, what="video")
         if whole:
             hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
-            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, rgb, bad_packets, label)
+            pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, rgb, bad_packets, label,
+                                             trusted_hint=request.index is not None)
         elif fps is None:
             a, b = np.searchsorted(index.pts_seconds, [lo, hi], side="left")
             pts, frames = (
                 ([], _stack([], *(size or (meta.height, meta.width))))
                 if hi <= lo
-                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), rgb, bad_packets, label)
+                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), rgb, bad_packets, label,
+                                        trusted_hint=True)
             )
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))
