@@ -12,6 +12,7 @@ import argparse
 import importlib.util
 import io
 import json
+import re
 import subprocess
 import tarfile
 from html.parser import HTMLParser
@@ -807,3 +808,22 @@ def test_caption_only_transcript_boxes_move_by_the_measured_offsets(clips_dir):
     column_seconds = view.envelope_seconds[1] - view.envelope_seconds[0]
     first_sample = view.envelope_seconds[0] - column_seconds / 2  # column times are their centres
     assert first_sample == pytest.approx(ffprobe_audio_start(clips_dir / "synced.mp4") - 0.040, abs=1e-3)  # audio moved 40 ms earlier
+
+
+def test_an_abstention_shows_no_confidence_beside_it(tmp_path, monkeypatch):
+    """An ``ambiguous_peak`` abstains with av_confidence 1.0 (the best lag's match strength: another lag matches as
+    well). The HTML table shows a dash there, the figure named in its title; an answer shows its confidence; report.json
+    keeps both figures (its contract)."""
+    _record_plots(monkeypatch)
+    abstained = json.loads(_align_record(None))
+    abstained.update(av_confidence=1.0, av_method="abstain:ambiguous_peak")
+    shard = _tar(tmp_path / "shard-000000.tar", {"answered.align.json": _align_record(12.0),
+                                                 "ambiguous.align.json": json.dumps(abstained).encode()})
+    assert _cli(["report", str(shard), "--out", str(tmp_path / "out"), "--no-progress", "--clip-pages", "0"]) == 0
+    rows = {r["key"]: r for r in json.loads((tmp_path / "out" / "report.json").read_text())["clips"]}
+    assert rows["ambiguous"]["av_confidence"] == 1.0 and rows["answered"]["av_confidence"] == 0.9
+    html = (tmp_path / "out" / "report.html").read_text()
+    cells = {key: re.search(rf">{key}</[a-z]+></td>(.*?)</tr>", html).group(1) for key in rows}
+    conf = {key: re.findall(r"<td[^>]*>(.*?)</td>", cells[key])[1] for key in rows}
+    assert conf["answered"] == "0.9"
+    assert conf["ambiguous"].endswith(">–</span>") and "match strength 1.0, not a confidence" in conf["ambiguous"]

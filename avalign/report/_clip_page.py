@@ -163,13 +163,24 @@ img{display:block;max-width:100%;border:1px solid #eee} .na{color:#888}
 """
 
 
+def _confidence_fact(row: dict, which: str) -> tuple[str, object]:
+    """``(label, value)`` of an estimate's confidence; beside an abstention the figure is named for what it is (an
+    ``ambiguous_peak`` abstains at A/V confidence 1.0: the best lag's match strength, not a confidence)."""
+    value = row.get(f"{which}_confidence")
+    if row.get(f"{which}_offset_ms") is not None or value is None:
+        return f"{which} confidence", value
+    if which == "av":
+        return "av best lag's match strength (abstained: not a confidence)", value
+    return "text figure (abstained: not a confidence; see abstain reasons)", value
+
+
 def _facts_table(row: dict) -> str:
     c = row.get("container") or {}
     items = [
         ("why flagged", "; ".join(row.get("flags", [])) or "–"),
-        ("av_offset_ms (> 0 audio late)", row.get("av_offset_ms")), ("av confidence", row.get("av_confidence")),
+        ("av_offset_ms (> 0 audio late)", row.get("av_offset_ms")), _confidence_fact(row, "av"),
         ("av method", row.get("av_method")), ("drift_ppm", row.get("drift_ppm")),
-        ("text_offset_ms (> 0 stamps late)", row.get("text_offset_ms")), ("text confidence", row.get("text_confidence")),
+        ("text_offset_ms (> 0 stamps late)", row.get("text_offset_ms")), _confidence_fact(row, "text"),
         ("text method", row.get("text_method")),
         ("abstain reasons", ", ".join(f"{k}: {v}" for k, v in (row.get("abstain_reasons") or {}).items()) or "–"),
         ("duration s", row.get("duration_seconds")), ("words", row.get("num_words")),

@@ -129,6 +129,16 @@ def _flag_tags(flags: Sequence[str]) -> str:
     return ", ".join(tags)
 
 
+def _confidence_cell(row: dict, which: str) -> str:
+    """The confidence of an answer; beside an abstention a dash (the figure is no confidence in the abstention: an
+    ``ambiguous_peak`` abstains at A/V confidence 1.0, the best lag's match strength), kept in the cell's title."""
+    value = row[f"{which}_confidence"]
+    if row[f"{which}_offset_ms"] is not None or value is None:
+        return _num(value)
+    what = "the best lag's match strength" if which == "av" else "the methods' figure"
+    return f'<span class="na" title="abstained; {_e(what)} {_e(value)}, not a confidence">–</span>'
+
+
 def _clip_rows(rows: Sequence[dict], with_truth: bool) -> list[list[str]]:
     ranked = sorted(rows, key=lambda r: -(badness_ms(r) if badness_ms(r) is not None else -1.0))
     out = []
@@ -141,8 +151,8 @@ def _clip_rows(rows: Sequence[dict], with_truth: bool) -> list[list[str]]:
             key = f'<span title="{_e(r["shard"])}">{key}</span>'
         reasons = r.get("abstain_reasons") or {}
         out.append([
-            key, _num(r["av_offset_ms"]), _num(r["av_confidence"]), _num(r["drift_ppm"]),
-            _num(r["text_offset_ms"]), _num(r["text_confidence"]),
+            key, _num(r["av_offset_ms"]), _confidence_cell(r, "av"), _num(r["drift_ppm"]),
+            _num(r["text_offset_ms"]), _confidence_cell(r, "text"),
             *[_verdict(r["lipsync"][t.key]) for t in STANDARDS],
             _e(", ".join(f"{'av' if f.startswith('av') else 'text'}: {v}" for f, v in reasons.items())) or "–",
             *([_num(residual.get("av_offset_ms")), _num(residual.get("text_offset_ms"))] if with_truth else []),
