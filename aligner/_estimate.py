@@ -101,7 +101,9 @@ def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: Mat
          f"score {options.null_threshold:.2f} (reached by 1 % of wrong-audio pairings; confidence "
          f"{options.min_confidence:.2f})"),
         (sidelobe > _AMBIGUOUS_RATIO * peak, "ambiguous_peak",
-         f"{peak:.1f} events matched at the best lag, {sidelobe:.1f} at another",
+         f"the most significant lag{'' if guess is None else f' ({guess:+.0f} ms)'} matches {peak:.1f} visual "
+         f"events (weighted), another lag (away from its neighbourhood, or one interval between recurring events "
+         f"off) {sidelobe:.1f}: periodic or repeated events",
          f"a best lag matching at least {1 / _AMBIGUOUS_RATIO:.2f}x more events than any other"),
         (num_matched < MIN_EVENTS, "too_few_matches", f"{num_matched} of {num_events} visual events matched an audio event",
          f"{MIN_EVENTS} matched events"),

@@ -46,6 +46,9 @@ def test_an_offset_outside_the_range_is_not_answered_by_its_alias_inside(period_
     assert est.abstain.reason == "ambiguous_peak"
     assert abs(est.abstain.best_guess_ms - alias_ms) <= 1000.0 / FPS  # the alias it answered before
     assert est.sidelobe_matches >= 0.8 * est.peak_matches
+    # the reason names the guess it did not take and both match counts, the other lag's as "another lag"
+    assert f"({est.abstain.best_guess_ms:+.0f} ms) matches {est.peak_matches:.1f}" in est.abstain.found
+    assert "another lag" in est.abstain.found and f"{est.sidelobe_matches:.1f}" in est.abstain.found
 
 
 @pytest.mark.parametrize(("period_seconds", "offset_ms"), [(1.0, 0.0), (1.0, 120.0), (0.8, -230.0), (0.5, 40.0)])
