@@ -115,7 +115,7 @@ def _decode(content: Union[bytes, str], name: str, *, what: str) -> tuple[str, O
     ) from None
 
 
-def decode_text(content: Union[bytes, str], name: str, *, what: str = "transcript") -> str:
+def decode_text(content: Union[bytes, str], name: str, *, what: str = "transcript", warn: bool = True) -> str:
     """Text from bytes: UTF-8 (BOM optional), UTF-16 with a BOM (Praat's choice for non-ASCII), else cp1252.
 
     Bytes that are not UTF-8 are read as cp1252 (Latin-1 for the five bytes it leaves undefined), with a warning
@@ -123,12 +123,14 @@ def decode_text(content: Union[bytes, str], name: str, *, what: str = "transcrip
     Valid UTF-8 never takes that path, nor does a file that holds any well-formed multi-byte UTF-8 sequence (UTF-8
     with some broken bytes: refused, not turned into mojibake), starts with a UTF-8 BOM, or holds a NUL byte.
 
+    ``warn=False``: no warning (a caller that only looks inside the text; the reader of the same bytes warns).
+
     Raises:
         TranscriptError: bytes that are none of these, naming ``name``, the byte offset and a hint (re-save the
             ``what`` as UTF-8; a NUL byte: binary, not text).
     """
     text, fallback = _decode(content, name, what=what)
-    if fallback is not None:
+    if fallback is not None and warn:
         first = re.search(rb"[\x80-\xff]", bytes(content))  # not UTF-8, so there is a non-ASCII byte
         at = first.start() if first else 0
         logger.warning("%s: not UTF-8 (byte %d is %r): read as %s (Windows-1252, Latin-1 for its undefined bytes); "

@@ -251,6 +251,26 @@ def test_video2dataset_shards(clips, tmp_path):
     assert not is_transcript_json(b'{"url": "u", "key": "00000"}')
 
 
+def test_video2dataset_record_in_cp1252_keeps_its_metadata(clips, tmp_path):
+    """A video2dataset record holding its Whisper transcript, written in cp1252 (``Caf\xe9``): read as the transcript
+    (the readers fall back to cp1252) and kept as ``meta.json`` too, as its UTF-8 twin is; before, the record was not
+    recognised as holding a transcript (``json.loads`` of the bytes failed) and its metadata was dropped."""
+    src = tmp_path / "v2d"
+    src.mkdir()
+    record = {"url": "http://x/caf\u00e9.mp4", "caption": "Caf\u00e9 au lait", "status": "success",
+              "whisper_transcript": WHISPER}
+    meta = json.dumps(record, ensure_ascii=False).encode("cp1252")
+    assert b"Caf\xe9" in meta
+    _tar(src / "00000.tar", {"00000.mp4": (clips / "c0.mp4").read_bytes(), "00000.json": meta})
+    out = tmp_path / "out"
+    result = preprocess(str(src / "00000.tar"), str(out), progress=False, timeout_seconds=None)
+    assert result.num_samples == 1 and result.num_skipped == 0
+    with tarfile.open(out / "shard-000000.tar") as tar:
+        assert "00000.meta.json" in tar.getnames() and tar.extractfile("00000.meta.json").read() == meta
+        words = [w["text"] for w in json.loads(tar.extractfile("00000.align.json").read())["words"]]
+    assert words == ["hi", "you"]
+
+
 def test_errors_are_clear(clips, tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         preprocess(str(tmp_path / "missing.tar"), str(tmp_path / "o"), progress=False)

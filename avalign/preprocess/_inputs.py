@@ -139,9 +139,12 @@ def _holds_whisper_transcript(data: bytes) -> bool:
     (read as the transcript, and kept as ``meta.json`` too: its url, status and caption)."""
     import json
 
-    try:
-        value = json.loads(data)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+    from loaders.errors import TranscriptError
+    from loaders.transcripts import decode_text
+
+    try:  # the transcript reader's decoding (cp1252 records too); it warns when it reads the transcript
+        value = json.loads(decode_text(data, "", warn=False))
+    except (ValueError, TranscriptError, RecursionError):
         return False
     return isinstance(value, dict) and isinstance(value.get("whisper_transcript"), dict) and "segments" not in value
 
