@@ -44,6 +44,10 @@ human-timed speech"):
 - **Stop-initial words.** A word whose first phone is a stop (P B T D K G) is dated 20-25 ms earlier than the
   others, relative to the annotation, on espeak-ng caption words and on praatio's real words alike:
   :data:`STOP_LEAD_MS` is added to its start on top of the lead (``stop_lead=False``: one lead for every word).
+- **Context.** Pocketsphinx dates a word boundary inside connected speech about 15 ms later, relative to the
+  annotation, than a word start after a pause, in both voices measured (real and espeak-ng): a word that abuts the
+  previous one as aligned gets :data:`CONNECTED_LEAD_MS` on top of the lead (its boundary, so the previous word's stop
+  too), a word after a pause :data:`AFTER_PAUSE_LEAD_MS` (``context_lead=False``: one lead for every word).
 
 How well the text fits the audio (:func:`forced_align_scored`): pocketsphinx scores each frame relative to that frame's
 best senone, so the aligned words' mean score per frame is near 0 where the audio says the text and falls where it
@@ -77,7 +81,9 @@ from avcore import AudioClip, Word, sample_range
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "AFTER_PAUSE_LEAD_MS",
     "ALIGN_SAMPLE_RATE",
+    "CONNECTED_LEAD_MS",
     "DIGITAL_SILENCE_DB",
     "FIT_FLOOR_BELOW_DB",
     "FORCED_LEAD_MS",
@@ -105,6 +111,24 @@ caption's first: stops -11.7 ms signed median, n=142, fricatives +12.6, vowels +
 (-10.8 ms), rounded; the other words are left on the one lead, which real speech needs (BENCHMARKS.md, "Caption words:
 a lead for stop-initial words"). Like the lead, not added in digital silence."""
 _STOPS = frozenset(("P", "B", "T", "D", "K", "G"))
+CONNECTED_LEAD_MS = -7.0
+"""Added on top of :data:`FORCED_LEAD_MS` to a word boundary inside connected speech: the start of a word that begins
+less than :data:`PAUSE_SECONDS` after the previous word's aligned stop, and that stop (the first word of a span not
+padded before, which starts inside speech, counts as connected). With :data:`AFTER_PAUSE_LEAD_MS` it undoes the ~15 ms
+by which pocketsphinx dates boundaries inside connected speech later than starts after a pause, relative to where the
+words start, with the one lead (signed medians, connected vs after a pause): praatio's and North Wind's real words
++4.8 ms (n=14) vs -10.2 ms (n=4); the wild generator's TUNE caption words +11.7 ms (n=379) vs -5.1 ms (n=87). The pair
+(-7, +3) was chosen on TUNE and praatio's 12 words alone: of shifts (after pause 0-7 ms, connected 0-15 ms earlier) the
+largest TUNE caption-word median gain that leaves praatio's |error| median and |signed median| no worse than with the
+one lead (BENCHMARKS.md, "Caption words: a lead by context"). The two voices still differ by ~6 ms in the level of
+each group (espeak-ng's connected words are later than real ones), which no shared constant removes. Like the lead, not
+added in digital silence."""
+AFTER_PAUSE_LEAD_MS = 3.0
+"""Added on top of :data:`FORCED_LEAD_MS` to the start of a word after a pause (at least :data:`PAUSE_SECONDS` after
+the previous word's aligned stop, or the first word of a span padded before): see :data:`CONNECTED_LEAD_MS`."""
+PAUSE_SECONDS = 0.08
+"""A word that starts at least this long after the previous word's aligned stop starts after a pause (the project's
+pause, as in the transcript-offset estimators)."""
 DIGITAL_SILENCE_DB = 70.0
 """A span whose quiet level (10th percentile of 10 ms frames) is this far below its loud level (95th) has
 no noise floor (digital silence): pocketsphinx shows no lead there, and :data:`FORCED_LEAD_MS` is not added."""
@@ -256,6 +280,29 @@ def _first_phone(decoder: Any, word: str) -> str:
     return pronunciation.split()[0] if pronunciation else ""
 
 
+def _context_shifts_seconds(raw: np.ndarray, *, padded_before: bool) -> np.ndarray:
+    """``[W, 2]`` shifts (s) of the words' start/stop times by context (:data:`CONNECTED_LEAD_MS`,
+    :data:`AFTER_PAUSE_LEAD_MS`), from the raw aligned times ``raw`` (``[W, 2]``, seconds from the span's first sample)::
+
+        raw        [w0 )    [w1 )[w2  )      pause >= PAUSE_SECONDS before w1; w2 abuts w1
+        shift      +after   +after            starts after a pause (w0: the span was padded before)
+                                 |<-connected: w2's start and w1's stop move together (one boundary)
+
+    The first word of a span not padded before starts inside speech (connected), unless pocketsphinx put it on the
+    span's first frame: that start is the cut, not a boundary the aligner chose (no shift, as for the stop lead)."""
+    shifts = np.zeros_like(raw)
+    gaps = np.empty(len(raw))
+    gaps[0] = np.inf if padded_before else 0.0
+    gaps[1:] = raw[1:, 0] - raw[:-1, 1]
+    after_pause = gaps >= PAUSE_SECONDS
+    shifts[:, 0] = np.where(after_pause, AFTER_PAUSE_LEAD_MS, CONNECTED_LEAD_MS) / 1000.0
+    connected = ~after_pause
+    shifts[:-1, 1] = np.where(connected[1:], shifts[1:, 0], 0.0)  # a connected word's boundary is the previous stop
+    if not padded_before and raw[0, 0] <= _HALF_FRAME_SECONDS:
+        shifts[0, 0] = 0.0  # on the cut
+    return shifts
+
+
 def _align_pass(decoder: Any, pcm: np.ndarray, text: str, expected: list[str]) -> Optional[tuple[np.ndarray, float]]:
     """``([W, 2]`` start/stop seconds (from the first sample of ``pcm``) of the words, their acoustic fit per frame
     (:func:`forced_align_scored`)``)``, or None on failure."""
@@ -295,6 +342,7 @@ def forced_align_words(
     start_is_word_boundary: bool = False,
     pad_start: Optional[bool] = None,
     stop_lead: bool = True,
+    context_lead: bool = True,
 ) -> tuple[Word, ...]:
     """Split one caption span into words with times, by forced alignment of ``span_text`` to
     ``audio[start_seconds, stop_seconds)``.
@@ -315,6 +363,9 @@ def forced_align_words(
             speech it holds (a caption window widened by a margin), however loud the bed there; False never.
         stop_lead: add :data:`STOP_LEAD_MS` to the start of each word whose first phone is a stop (where the lead
             applies); False keeps every word on the one lead (the transcript-offset estimator's choice).
+        context_lead: add :data:`CONNECTED_LEAD_MS` to each boundary inside connected speech and
+            :data:`AFTER_PAUSE_LEAD_MS` to each start after a pause (where the lead applies); False keeps every word
+            on the one lead (the transcript-offset estimator's choice: its answers on real speech moved ~6 ms with it).
 
     Returns:
         The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the
@@ -332,7 +383,7 @@ def forced_align_words(
     """
     return forced_align_scored(audio, span_text, start_seconds, stop_seconds, decoder=decoder, passes=passes,
                                start_is_word_boundary=start_is_word_boundary, pad_start=pad_start,
-                               stop_lead=stop_lead)[0]
+                               stop_lead=stop_lead, context_lead=context_lead)[0]
 
 
 def forced_align_scored(
@@ -346,6 +397,7 @@ def forced_align_scored(
     start_is_word_boundary: bool = False,
     pad_start: Optional[bool] = None,
     stop_lead: bool = True,
+    context_lead: bool = True,
 ) -> tuple[tuple[Word, ...], Optional[float]]:
     """:func:`forced_align_words`, with how well the words fit the audio: ``(words, fit)``.
 
@@ -437,6 +489,8 @@ def forced_align_scored(
         # A first word put on the first frame of an unpadded span starts at the cut, not where the aligner chose.
         is_stop[0] &= pad_before or raw[0, 0] > _HALF_FRAME_SECONDS
         times[is_stop, 0] += STOP_LEAD_MS / 1000.0
+    if context_lead and lead_ms:
+        times += _context_shifts_seconds(raw, padded_before=pad_before)
     if start_is_word_boundary and not pad_before and raw[0, 0] <= _HALF_FRAME_SECONDS:
         times[0, 0] = origin + max(raw[0, 0], 0.0)
     # Clamp into the span, keeping starts non-decreasing and every word non-empty where the span allows.

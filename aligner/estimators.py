@@ -30,6 +30,8 @@ from aligner._av_records import confidence_from_score
 from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder, shared_decoder
 from aligner._estimate import estimate_av_offset_from_arrays, estimate_av_offset_from_features
 from aligner._forced import (
+    AFTER_PAUSE_LEAD_MS,
+    CONNECTED_LEAD_MS,
     FIT_FLOOR_BELOW_DB,
     FORCED_LEAD_MS,
     MAX_ALIGN_SECONDS,
@@ -51,9 +53,11 @@ from aligner._text_forced import CAPTION_MARGIN_SECONDS, MIN_WORD_FIT, caption_w
 from aligner._text_offset import band_snr_levels, caption_edges, estimate_text_offset, onset_offset_near, refine_word_times
 
 __all__ = [
+    "AFTER_PAUSE_LEAD_MS",
     "ALIGN_SAMPLE_RATE",
     "AudioOnsets",
     "CAPTION_MARGIN_SECONDS",
+    "CONNECTED_LEAD_MS",
     "DriftFit",
     "FIT_FLOOR_BELOW_DB",
     "FORCED_LEAD_MS",
