@@ -490,7 +490,9 @@ def forced_align_scored(
         is_stop[0] &= pad_before or raw[0, 0] > _HALF_FRAME_SECONDS
         times[is_stop, 0] += STOP_LEAD_MS / 1000.0
     if context_lead and lead_ms:
-        times += _context_shifts_seconds(raw, padded_before=pad_before)
+        shifts = _context_shifts_seconds(raw, padded_before=pad_before)
+        shifts[times[:, 0] < lo, 0] = 0.0  # a start put in the padding stays clamped to the span start
+        times += shifts
     if start_is_word_boundary and not pad_before and raw[0, 0] <= _HALF_FRAME_SECONDS:
         times[0, 0] = origin + max(raw[0, 0], 0.0)
     # Clamp into the span, keeping starts non-decreasing and every word non-empty where the span allows.
