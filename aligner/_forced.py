@@ -118,11 +118,11 @@ padded before, which starts inside speech, counts as connected). With :data:`AFT
 by which pocketsphinx dates boundaries inside connected speech later than starts after a pause, relative to where the
 words start, with the one lead (signed medians, connected vs after a pause): praatio's and North Wind's real words
 +4.8 ms (n=14) vs -10.2 ms (n=4); the wild generator's TUNE caption words +11.7 ms (n=379) vs -5.1 ms (n=87). The pair
-(-7, +3) was chosen on TUNE and praatio's 12 words alone: of shifts (after pause 0-7 ms, connected 0-15 ms earlier) the
-largest TUNE caption-word median gain that leaves praatio's |error| median and |signed median| no worse than with the
-one lead (BENCHMARKS.md, "Caption words: a lead by context"). The two voices still differ by ~6 ms in the level of
-each group (espeak-ng's connected words are later than real ones), which no shared constant removes. Like the lead, not
-added in digital silence."""
+(-7, +3) was chosen on TUNE and praatio's 12 words alone: of a grid (after a pause 0 to +10 ms, connected +5 to -15 ms)
+the largest TUNE caption-word median gain that leaves praatio's |error| median and |signed median| no worse than with the
+one lead (BENCHMARKS.md, "Caption words: a lead by context"). The two voices still differ in the level of each group
+(espeak-ng's boundaries 5-26 ms later than real ones), which no shared constant removes. Like the lead, not added in
+digital silence."""
 AFTER_PAUSE_LEAD_MS = 3.0
 """Added on top of :data:`FORCED_LEAD_MS` to the start of a word after a pause (at least :data:`PAUSE_SECONDS` after
 the previous word's aligned stop, or the first word of a span padded before): see :data:`CONNECTED_LEAD_MS`."""
@@ -365,7 +365,7 @@ def forced_align_words(
             applies); False keeps every word on the one lead (the transcript-offset estimator's choice).
         context_lead: add :data:`CONNECTED_LEAD_MS` to each boundary inside connected speech and
             :data:`AFTER_PAUSE_LEAD_MS` to each start after a pause (where the lead applies); False keeps every word
-            on the one lead (the transcript-offset estimator's choice: its answers on real speech moved ~6 ms with it).
+            on the one lead (the transcript-offset estimator's choice: its answer on real speech moved 7 ms with it).
 
     Returns:
         The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the

@@ -186,7 +186,7 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
     if not text:
         return _Placed({}, None)
     # A median needs no half frames; one lead for every word (the offset estimator was measured without stop_lead;
-    # with context_lead its answers on real speech moved ~6 ms: BENCHMARKS.md, "Caption words: a lead by context").
+    # with context_lead its answer on real speech moved 7 ms: BENCHMARKS.md, "Caption words: a lead by context").
     aligned, fit = forced_align_scored(audio, text, lo, hi, decoder=decoder, passes=1, stop_lead=False,
                                        context_lead=False)
     if not aligned:
