@@ -119,10 +119,10 @@ by which pocketsphinx dates boundaries inside connected speech later than starts
 words start, with the one lead (signed medians, connected vs after a pause): praatio's and North Wind's real words
 +4.8 ms (n=14) vs -10.2 ms (n=4); the wild generator's TUNE caption words +11.7 ms (n=379) vs -5.1 ms (n=87). The pair
 (-7, +3) was chosen on TUNE and praatio's 12 words alone: of a grid (after a pause 0 to +10 ms, connected +5 to -15 ms)
-the largest TUNE caption-word median gain that leaves praatio's |error| median and |signed median| no worse than with the
-one lead (BENCHMARKS.md, "Caption words: a lead by context"). The two voices still differ in the level of each group
-(espeak-ng's boundaries 5-26 ms later than real ones), which no shared constant removes. Like the lead, not added in
-digital silence."""
+the largest TUNE caption-word median gain that leaves praatio's |error| median and |signed median| no worse than with
+the one lead (BENCHMARKS.md, "Caption words: a lead by context"). The two voices still differ in the level of each
+group (espeak-ng's boundaries 5-26 ms later than real ones), which no shared constant removes. Like the lead, not added
+in digital silence."""
 AFTER_PAUSE_LEAD_MS = 3.0
 """Added on top of :data:`FORCED_LEAD_MS` to the start of a word after a pause (at least :data:`PAUSE_SECONDS` after
 the previous word's aligned stop, or the first word of a span padded before): see :data:`CONNECTED_LEAD_MS`."""
@@ -282,7 +282,8 @@ def _first_phone(decoder: Any, word: str) -> str:
 
 def _context_shifts_seconds(raw: np.ndarray, *, padded_before: bool) -> np.ndarray:
     """``[W, 2]`` shifts (s) of the words' start/stop times by context (:data:`CONNECTED_LEAD_MS`,
-    :data:`AFTER_PAUSE_LEAD_MS`), from the raw aligned times ``raw`` (``[W, 2]``, seconds from the span's first sample)::
+    :data:`AFTER_PAUSE_LEAD_MS`), from the raw aligned times ``raw`` (``[W, 2]``, seconds from the span's first
+    sample)::
 
         raw        [w0 )    [w1 )[w2  )      pause >= PAUSE_SECONDS before w1; w2 abuts w1
         shift      +after   +after            starts after a pause (w0: the span was padded before)

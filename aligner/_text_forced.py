@@ -57,9 +57,10 @@ speaker paused; BENCHMARKS.md, "Transcripts as real ASR and subtitle files come"
 place any captioner and the aligner agree on. A caption
 that abuts the previous one starts inside connected speech, at the word boundary where it was cut, and where a
 boundary inside speech lies is a convention that differs between captioners and the aligner by tens of ms either
-way (BENCHMARKS.md: -20.3 ms on espeak-ng captions, the opposite sign on human-timed words). For captions, the
-offset is therefore the median over the captions out of silence where that median lies within ``agree_ms`` of the
-median over all; confidence is still judged on all of them, and ``method="auto"`` confirms energy answers and runs its
+way (BENCHMARKS.md: with the one lead pocketsphinx dates abutting espeak-ng captions 20.3 ms late, human-timed words
+inside speech 0.9 ms late and human starts after a pause 25 ms early; "Caption words: a lead by context"). For
+captions, the offset is therefore the median over the captions out of silence where that median lies within
+``agree_ms`` of the median over all; confidence is still judged on all of them, and ``method="auto"`` confirms energy answers and runs its
 heard check against the median over all (``aligner._text_method``). Word-level transcripts keep the median over all words
 (most words abut; their few starts out of silence are too few to date a transcript). Chosen on TUNE alone (forced
 alignment's caption answers: |error| median 11.5 -> 7.0 ms, max 35.6 -> 24.9 ms), reported on eleven other sets in

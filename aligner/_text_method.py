@@ -327,7 +327,7 @@ def _dated_by_energy_peak(answer: TextEstimate, forced: TextEstimate, energy: Te
     whole search range, lies within :data:`_FEW_EDGES_AGREE_MS` of forced alignment's answer, the answer takes that
     guess (method ``+energy_peak``, forced alignment's confidence kept). Energy abstained because rival peaks elsewhere
     stood nearly as high; forced alignment chooses among them, and the one it chooses dates the onsets without the
-    aligner's lead, which varies from item to item (an item inside connected speech comes 11-20 ms earlier than one
+    aligner's lead, which varies from item to item (an item inside connected speech is aligned 11-20 ms later than one
     after a pause on the wild generator's speech; BENCHMARKS.md, "A/V on three sets never used for A/V, and where forced
     alignment's transcript answers lose precision"). The agreement window is the one a few-edge energy answer needs
     from forced alignment. On TUNE the guesses within it were 0.3-3.6 ms from the truth where forced alignment was 0.1-20.3

@@ -4,7 +4,8 @@ pause theirs (``AFTER_PAUSE_LEAD_MS``).
 Oracle: the wild generator's truth (``avalign.synth.make_wild_clip``) on TUNE seed 1000: SRT/VTT captions of espeak-ng
 speech over a noise bed (a floor, so the lead applies), 58 words, 43 of them after a caption's first word (inside
 connected speech: espeak-ng leaves no pause inside a caption). With one lead for every word pocketsphinx dated those
-late: signed median +13.7 ms, all words' |error| median 13.1 ms (main at 33a5092); with the context lead +6.7 and 9.3 ms.
+late: signed median +13.7 ms, all words' |error| median 13.1 ms (main at 33a5092); with the context lead +6.7 and
+9.3 ms.
 The lead was chosen on TUNE and praatio's human-timed words (BENCHMARKS.md, "Caption words: a lead by context").
 """
 from __future__ import annotations
