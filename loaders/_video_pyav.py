@@ -96,9 +96,11 @@ class _FrameBuffer:
     Measured: ``np.stack`` of per-frame arrays doubles the memory traffic of a full 720p decode
     (a second 830 MB allocation and copy for 10 s); writing into a buffer sized from the header does not.
     The header's count is only a hint, capped, since a hostile header may claim billions of frames. A count from a
-    frame index (``trusted``: one entry per packet read from the file, so bounded by its size) sizes the buffer
-    uncapped: a 2 h decode at estimation size otherwise doubles its way to up to twice the result (36,000 frames in
-    a 65,536-frame buffer, 604 MB for 330 MB) and leaves the outgrown buffers idle in the result pool.
+    frame index (``trusted``: one entry per packet of the file) is where the buffer grows to when it first fills (then
+    doubling again): a 2 h decode at estimation size otherwise doubles its way to up to twice the result (36,000
+    frames in a 65,536-frame buffer, 604 MB for 330 MB) and leaves the outgrown buffers idle in the result pool. The
+    first allocation stays capped, so an index of another, longer file (a caller's mistake) costs nothing on a
+    short clip.
     The tensor comes from :data:`loaders._result_pool.result_pool` (memory of freed large results is reused).
     With ``populate``, fresh memory is populated ahead of the writer by a :class:`PagePopulator`
     (a writer calls :meth:`wait_ready` before writing a slot; :meth:`close` when done).
@@ -108,7 +110,8 @@ class _FrameBuffer:
 
     def __init__(self, hint: Optional[int], height: int, width: int, *, populate: bool = True,
                  trusted: bool = False) -> None:
-        capacity = max(int(hint or 0), 16) if trusted else min(max(int(hint or 0), 16), self._MAX_HINT_FRAMES)
+        capacity = min(max(int(hint or 0), 16), self._MAX_HINT_FRAMES)
+        self._grow_to = int(hint or 0) if trusted else 0
         self._populate = populate
         self._frame_bytes = height * width * 3
         self._populator: Optional[PagePopulator] = None
@@ -135,8 +138,10 @@ class _FrameBuffer:
         return self._count == self._data.shape[0]
 
     def grow(self) -> None:
-        """Double the capacity (no write may be in flight: views of the old storage become stale)."""
-        grown = self._allocate(2 * self._data.shape[0], *self._data.shape[1:3])
+        """Grow to the trusted count if the buffer is smaller, else double (no write may be in flight: views of the
+        old storage become stale)."""
+        capacity = int(self._data.shape[0])
+        grown = self._allocate(self._grow_to if self._grow_to > capacity else 2 * capacity, *self._data.shape[1:3])
         self.wait_ready(self._count)
         grown[: self._count] = self._data[: self._count]
         self._data = grown
@@ -350,6 +355,22 @@ def _frames_from(container, stream, index: FrameIndex, seconds: float,
     return iter(())
 
 
+def _index_fits_stream(index: Optional[FrameIndex], meta) -> bool:
+    """Whether a caller's frame index plausibly belongs to this stream, so that its count may size the decode buffer
+    (:class:`_FrameBuffer`): its span within a factor 1.5 (and 1 s) of the header's duration, else its count within a
+    factor 1.5 of the header's frame count; with neither in the header, trusted. An index of another, longer file then
+    leaves the buffer to grow by doubling."""
+    if index is None or not index.num_frames:
+        return False
+    span = index.end_seconds - float(index.pts_seconds[0])
+    duration, count = meta.duration_seconds_from_header, meta.num_frames_from_header
+    if duration:
+        return span <= 1.5 * duration + 1.0 and duration <= 1.5 * span + 1.0
+    if count:
+        return index.num_frames <= 1.5 * count and count <= 1.5 * index.num_frames
+    return True
+
+
 def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int],
                        rgb: "_RGB", bad_packets: Optional[list] = None, label: str = "", *, trusted_hint: bool = False):
     """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3]),
@@ -474,14 +495,14 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
         if whole:
             hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
             pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, rgb, bad_packets, label,
-                                             trusted_hint=request.index is not None)
+                                             trusted_hint=_index_fits_stream(request.index, meta))
         elif fps is None:
             a, b = np.searchsorted(index.pts_seconds, [lo, hi], side="left")
             pts, frames = (
                 ([], _stack([], *(size or (meta.height, meta.width))))
                 if hi <= lo
                 else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), rgb, bad_packets, label,
-                                        trusted_hint=True)
+                                        trusted_hint=_index_fits_stream(index, meta))
             )
         else:
             count = max(0, math.ceil((hi - lo) * fps - 1e-9))

@@ -86,3 +86,32 @@ def test_visual_events_add_less_than_the_frames_at_their_peak():
     assert result.returncode == 0, result.stderr[-2000:]
     added = float(result.stdout.split()[-1])
     assert added < 2.0, added  # RSS-based: glibc and huge pages move it by +-0.2x between runs
+
+
+_STALE_INDEX_SCRIPT = textwrap.dedent("""
+    import resource, sys
+    import numpy as np
+    import loaders, loaders.media as media
+    path = sys.argv[1]
+    loaders.read_video(path)  # imports and first-call allocations before the limit
+    def kib(key):
+        return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(key))
+    limit = kib("VmSize:") * 1024 + (1 << 30)  # 1 GiB more address space than now
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    n = 2_000_000  # another, 111 h long file's index: 2 M frames of 32x24 would be 4.6 GB
+    stale = media.FrameIndex(pts_seconds=np.arange(n) / 5.0, is_keyframe=np.ones(n, bool), end_seconds=n / 5.0)
+    clip = loaders.read_video(path, frame_index=stale)
+    print(clip.num_frames)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/status")
+def test_an_index_of_another_file_costs_nothing_on_a_short_clip(long_small_video):
+    """A caller's mistake: the index of a much longer file passed with a short clip. The buffer's first allocation stays
+    capped (2,048 frames); the index only says where the buffer grows to once it fills. The whole decode reads the
+    file's own frames (ffprobe's count) inside 1 GiB more address space; sized from the stale index it needed 4.6 GB."""
+    result = subprocess.run([sys.executable, "-c", _STALE_INDEX_SCRIPT, str(long_small_video)], capture_output=True,
+                            text=True, timeout=300,
+                            env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert int(result.stdout.split()[-1]) == len(ffprobe_frame_times(long_small_video)) == NUM_FRAMES
