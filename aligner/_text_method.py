@@ -506,7 +506,10 @@ def _heard(answer: TextEstimate, forced: TextEstimate, *, centre_ms: Optional[fl
     return text_abstain("words_not_heard", confidence=answer.confidence, best_guess_ms=answer.text_offset_ms,
                         num_words_aligned=forced.num_words_aligned, item_differences_ms=forced.item_differences_ms,
                         found=f"{'forced alignment' if centre_ms is None else 'speech energy'} ({answer.method}) says "
-                              f"{centre:+.0f} ms, but only {heard} "
-                              f"of {total} transcript item(s) are heard within ±{_HEARD_MS:g} ms of where that puts "
-                              f"them; not heard there: {shown}{more}",
+                              f"{answer.text_offset_ms:+.0f} ms"
+                              + (f" (its items centre on {centre:+.0f} ms)" if round(centre) != round(answer.text_offset_ms)
+                                 else "")
+                              + f", but only {heard} of {total} transcript item(s) are heard within ±{_HEARD_MS:g} ms of "
+                              f"{'there' if round(centre) == round(answer.text_offset_ms) else 'their centre'}; "
+                              f"not heard there: {shown}{more}",
                         needed=f"at least {min_fraction:.0%} of the items heard there")

@@ -80,6 +80,8 @@ def test_partly_shared_transcript_abstains_words_not_heard(wild_seed) -> None:
     record = estimate.abstain_record()
     guess = record["best_guess_ms"]
     assert guess is not None and record["hint"] and record["needed"]
+    said = re.search(r"says ([+-]\d+) ms", record["found"])  # the answer it names is the best guess it keeps
+    assert said and int(said.group(1)) == round(guess), (record["found"], guess)
     named = re.findall(r"'([^']*)'", record["found"].split("not heard there:")[1])
     assert named
     words = {w.text.strip(".,"): w for w in transcript.words}
