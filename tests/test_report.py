@@ -827,3 +827,28 @@ def test_an_abstention_shows_no_confidence_beside_it(tmp_path, monkeypatch):
     conf = {key: re.findall(r"<td[^>]*>(.*?)</td>", cells[key])[1] for key in rows}
     assert conf["answered"] == "0.9"
     assert conf["ambiguous"].endswith(">–</span>") and "match strength 1.0, not a confidence" in conf["ambiguous"]
+
+
+def test_clip_page_says_why_an_estimate_abstained(clips_dir, tmp_path, late100_record, monkeypatch):
+    """An abstention's found / needed / best guess / hint from align.json reach report.json (``abstain_details``) and
+    the clip page: its lag curve alone can read as an answer (an ``ambiguous_peak``'s rival lag may lie outside the
+    plotted range)."""
+    import copy
+    import html as html_lib
+
+    _record_plots(monkeypatch)
+    record = copy.deepcopy(late100_record)
+    why = {"reason": "ambiguous_peak", "found": "the most significant lag (+99 ms) matches 8.0 visual events, another "
+                                               "lag 7.0: periodic or repeated events",
+           "needed": "a best lag matching at least 1.25x more events than any other", "best_guess_ms": 99.4,
+           "hint": "events that recur at one interval cannot date the audio; add an irregular event"}
+    record.update(av_offset_ms=None, av_confidence=1.0, av_method="abstain:ambiguous_peak", av_abstain=why)
+    shard = _tar(tmp_path / "shard-000000.tar", {"periodic.align.json": json.dumps(record).encode(),
+                                                 "periodic.mp4": (clips_dir / "late100.mp4").read_bytes()})
+    result = run_report(str(shard), out_dir=str(tmp_path / "out"))
+    (row,) = result.report["clips"]
+    assert row["abstain_details"] == {"av_offset_ms": {k: why[k] for k in ("found", "needed", "best_guess_ms", "hint")}}
+    page = html_lib.unescape((tmp_path / "out" / row["page"]).read_text())
+    for key in ("found", "needed", "hint"):
+        assert why[key] in page, key
+    assert "99.4" in page and "best lag's match strength (abstained: not a confidence)" in page

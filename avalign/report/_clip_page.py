@@ -174,6 +174,19 @@ def _confidence_fact(row: dict, which: str) -> tuple[str, object]:
     return "text figure (abstained: not a confidence; see abstain reasons)", value
 
 
+def _abstain_facts(row: dict) -> list[tuple[str, object]]:
+    """Per abstention, what the estimator found, what it needed, its best guess and what to do (``abstain_details``;
+    a plot's curve alone can read as an answer: an ``ambiguous_peak``'s rival lag may lie outside the plotted range)."""
+    facts = []
+    for field, detail in (row.get("abstain_details") or {}).items():
+        which = field.split("_")[0]
+        for key, label in (("found", "found"), ("needed", "needed"), ("best_guess_ms", "best guess ms"),
+                           ("hint", "what to do")):
+            if detail.get(key) is not None:
+                facts.append((f"{which} abstained: {label}", detail[key]))
+    return facts
+
+
 def _facts_table(row: dict) -> str:
     c = row.get("container") or {}
     items = [
@@ -183,6 +196,7 @@ def _facts_table(row: dict) -> str:
         ("text_offset_ms (> 0 stamps late)", row.get("text_offset_ms")), _confidence_fact(row, "text"),
         ("text method", row.get("text_method")),
         ("abstain reasons", ", ".join(f"{k}: {v}" for k, v in (row.get("abstain_reasons") or {}).items()) or "–"),
+        *_abstain_facts(row),
         ("duration s", row.get("duration_seconds")), ("words", row.get("num_words")),
         ("video start s", c.get("video_start_seconds")), ("audio start s", c.get("audio_start_seconds")),
         ("priming ms", c.get("priming_ms")), ("codec delay ms", c.get("codec_delay_ms")),

@@ -143,6 +143,7 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
         "has_video": has_video,
         "num_words": _num_words(clip, record, problems),
         "abstain_reasons": abstain_reasons,
+        "abstain_details": {field: _abstain_detail(record, field.split("_")[0]) for field in abstain_reasons},
         "duration_seconds": container.get("video_duration_seconds") or container.get("audio_duration_seconds"),
         "av_offset_ms": av_offset,
         "av_confidence": record.get("av_confidence"),
@@ -167,6 +168,14 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
             row["truth"] = true
             row["residual"] = {f: residual(row[f], true.get(f)) for f in _MEASURED_FIELDS}
     return row
+
+
+def _abstain_detail(record: dict, prefix: str) -> dict:
+    """What the measure record says about a ``prefix`` (``av`` / ``text``) abstention: ``found``, ``needed``,
+    ``best_guess_ms`` and ``hint`` (each None where the record does not carry it, e.g. an older align.json)."""
+    detail = record.get(f"{prefix}_abstain")
+    detail = detail if isinstance(detail, dict) else {}
+    return {k: detail.get(k) for k in ("found", "needed", "best_guess_ms", "hint")}
 
 
 def abstain_reason(record: dict, prefix: str) -> Optional[str]:
