@@ -7,7 +7,8 @@ A row (``report.json["clips"][i]``)::
     spans_outside, standard_offset_ms (+ = audio early), lipsync {bt1359_detectability, …: bool | None},
     container {video/audio start, priming, codec delay, durations and their mismatch, frame counts, fps, vfr},
     truth {…} | None, residual {av_offset_ms, drift_ppm, text_offset_ms: measured − true | None} | None,
-    problems [str]
+    abstain_reasons {av_offset_ms | text_offset_ms: reason}, abstain_details {same keys: {found, needed,
+    best_guess_ms, hint}}, problems [str]
 
 Offsets keep avalign's signs (DESIGN.md): ``av_offset_ms > 0`` audio lags video; ``text_offset_ms > 0``
 transcript stamps are late. A null offset means the estimator abstained (or there is no transcript).
