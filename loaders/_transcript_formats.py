@@ -508,20 +508,24 @@ def _cpp_token_words(tokens: Any, *, where: str) -> list[dict]:
     """Words (``{"word", "start", "end", "score"}``, as :func:`_json_words` reads them) of one whisper.cpp
     ``-ojf`` segment's ``tokens``::
 
-        tokens  [_BEG_]  " Hel"  "lo"  ","  " world"  "."  [_TT_150]
-        words            "Hello,"           "world."
-                         from " Hel" to ","  from " world" to "."
+        tokens  [_BEG_]  " He"  " said"  ' "'  "hel"  "lo"  '"'  " ("  "tw"  "ice"  ")."  [_TT_150]
+        words            "He"   "said"   '"hello"'                  "(twice)."
 
-    Special tokens are skipped; a token whose text starts with a space begins a word, any other continues the
-    current one (a word piece), as does a token of punctuation only (a leading one is kept for the next word);
-    a word runs from its first timed token's ``from`` to its last's ``to`` (a word with no timed token gets times
+    Special tokens are skipped. A token whose text starts with a space begins a word, any other continues the
+    current one (a word piece), as whisper.cpp itself splits words (``whisper.cpp``'s ``split_on_word``: a token
+    starting with ``' '``). A token of punctuation only that starts with a space (an opening quote or bracket,
+    ``¿``, ``«``, a dash), or that comes before the segment's first word, opens the next word: it is held, with any
+    punctuation token right after it, until that word's first other token (OpenAI whisper's
+    ``prepend_punctuations`` do the same); a punctuation token without a space (``,`` ``.`` ``"`` ``)``) joins the
+    previous word, as does a held prefix that no word follows. A word runs from its first timed token's ``from``
+    (a held prefix's, when it has one) to its tokens' latest ``to`` (a word with no timed token gets times
     interpolated by :func:`_json_words`); its score is its tokens' mean ``p``.
     """
     if not isinstance(tokens, list):
         raise TranscriptError(f"{where}: expected a list of tokens, got {type(tokens).__name__}")
     words: list[dict] = []
     current: Optional[dict] = None
-    prefix = ""  # punctuation before the segment's first word (an opening quote, "¿")
+    held: Optional[dict] = None  # opening punctuation waiting for its word
     for j, token in enumerate(tokens):
         at = f"{where}[{j}]"
         if not isinstance(token, dict) or not isinstance(token.get("text"), str):
@@ -535,24 +539,38 @@ def _cpp_token_words(tokens: Any, *, where: str) -> list[dict]:
         if not piece:  # a lone space: the next token begins a word
             current = None
             continue
-        punctuation = _is_punctuation(piece)
-        if punctuation and not words:
-            prefix += piece
-            continue
-        if not punctuation and (current is None or text[:1].isspace()):
-            current = {"word": prefix + piece, "start": None, "end": None, "p": []}
-            prefix = ""
-            words.append(current)
-        else:  # a word piece, or punctuation (joins the previous word)
-            current = current or words[-1]
+        spaced = text[:1].isspace()
+        if _is_punctuation(piece) and (spaced or current is None or held is not None):
+            target = held = held or {"word": "", "start": None, "end": None, "p": []}
+            target["word"] += piece
+        elif _is_punctuation(piece) or not (spaced or current is None or held is not None):
+            target = current  # a word piece, or closing punctuation: the current word goes on
+            target["word"] += piece
+        else:
+            target = current = held or {"word": "", "start": None, "end": None, "p": []}
             current["word"] += piece
-        if bounds is not None:
-            current["start"] = bounds[0] if current["start"] is None else current["start"]
-            current["end"] = bounds[1] if current["end"] is None else max(current["end"], bounds[1])
-        if isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p):
-            current["p"].append(float(p))
+            held = None
+            words.append(current)
+        _cpp_add_times(target, bounds, p)
+    if held is not None and words:  # punctuation that no word follows: it closes the last word
+        last = words[-1]
+        last["word"] += held["word"]
+        last["start"] = held["start"] if last["start"] is None else last["start"]
+        if held["end"] is not None:
+            last["end"] = held["end"] if last["end"] is None else max(last["end"], held["end"])
+        last["p"] += held["p"]
     return [{"word": w["word"], "start": w["start"], "end": w["end"],
              "score": sum(w["p"]) / len(w["p"]) if w["p"] else None} for w in words]
+
+
+def _cpp_add_times(word: dict, bounds: Optional[list[float]], p: Any) -> None:
+    """Add one token's times (``[from, to]`` or None) and ``p`` to ``word``: its start stays its first timed
+    token's ``from``; its end is the latest ``to``."""
+    if bounds is not None:
+        word["start"] = bounds[0] if word["start"] is None else word["start"]
+        word["end"] = bounds[1] if word["end"] is None else max(word["end"], bounds[1])
+    if isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p):
+        word["p"].append(float(p))
 
 
 def _hf_chunks(chunks: list, *, name: str) -> tuple[dict, str]:

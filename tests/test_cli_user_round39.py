@@ -46,7 +46,7 @@ CPP_FULL = {"systeminfo": "AVX = 1", "model": {"type": "base"}, "params": {"mode
         _cpp_token(" soft", 2200, 2500), _cpp_token(" moss", 2600, 2900), _cpp_token(".\"", 2900, 2950),
         {"text": "<|endoftext|>", "id": 50256, "p": 1.0, "t_dtw": -1}]}]}
 CPP_WORD_TIMES = [("Jack", 0.56, 0.84), ("found", 0.84, 1.2), ("golden", 1.2, 1.5), ("keys,", 1.5, 1.92),
-                  ("\"under", 1.93, 2.2), ("soft", 2.2, 2.5), ("moss.\"", 2.6, 2.95)]
+                  ("\"under", 1.92, 2.2), ("soft", 2.2, 2.5), ("moss.\"", 2.6, 2.95)]
 CPP_SEGMENTS = [("Jack found golden keys,", 0.5, 1.92), ("\"under soft moss.\"", 1.92, 2.95)]
 
 
@@ -87,7 +87,7 @@ def test_whisper_cpp_full_json_tokens_become_words():
     """Before: only ``-ojf``'s segments were read; its tokens (with their times) were ignored, and forced alignment
     re-placed words whisper.cpp had timed. Oracle: the token times the test wrote (a word from its first token's
     ``from`` to its last's ``to``; word pieces and punctuation joined; special tokens skipped; a leading quote
-    kept with the next word) and the tokens' ``p`` (a word's score: their mean)."""
+    kept with the next word, from the quote's ``from``) and the tokens' ``p`` (a word's score: their mean)."""
     import loaders
 
     transcript = loaders.read_transcript(json.dumps(CPP_FULL).encode(), name="talk.json")
