@@ -291,13 +291,21 @@ def _overshoot(items: list[BatchItem], options: SampleOptions, columns: tuple[in
     return max(pack_lengths(item)[j] / options.limits[j] for item in items for j in columns)
 
 
+_LIMITS = (("frames", "budgets[0]"), ("samples", "budgets[1]"), ("tokens", "budgets[2]"), ("items", "max_items"),
+           ("words", "max_words"), ("segments", "max_segments"))
+"""Each column of ``SampleOptions.limits``: what it counts and the option that sets it (named by ``over_budget``)."""
+
+
 def _check_budgets(items: list[BatchItem], options: SampleOptions, url: str) -> None:
     for item in items:
         lengths = pack_lengths(item)
         if first_over_budget(lengths, options.limits) is not None:
+            over = [j for j, (length, limit) in enumerate(zip(lengths, options.limits)) if length > limit]
+            what = ", ".join(f"{lengths[j]} {_LIMITS[j][0]} > {_LIMITS[j][1]}={options.limits[j]}" for j in over)
+            names = " and ".join(_LIMITS[j][1] for j in over)
             hint = ("a clip-level text or a segment longer than the budget, or a clip that would need windows "
-                    "shorter than 10 ms, cannot be cut; raise the budgets"
-                    if options.window_seconds == AUTO else "set window_seconds (or 'auto') or raise the budgets")
+                    f"shorter than 10 ms, cannot be cut; raise {names}"
+                    if options.window_seconds == AUTO else f"set window_seconds (or 'auto') or raise {names}")
             raise SampleError(
                 f"item {item.key!r} has (frames, samples, tokens, items, words, segments) = {lengths} over the "
-                f"limits {options.limits}; {hint}", shard=url, key=item.key, reason="over_budget")
+                f"limits {options.limits} ({what}); {hint}", shard=url, key=item.key, reason="over_budget")
