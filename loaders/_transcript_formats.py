@@ -573,19 +573,74 @@ def _cpp_add_times(word: dict, bounds: Optional[list[float]], p: Any) -> None:
         word["p"].append(float(p))
 
 
-def _hf_chunks(chunks: list, *, name: str) -> tuple[dict, str]:
-    """The Hugging Face ASR pipeline's ``chunks`` as segments: each chunk a segment, or, when every chunk's text is
-    one word (``return_timestamps="word"``), each chunk a word (its own segment, as a TextGrid word tier's)::
+# How the Hugging Face pipeline's word chunks are grouped into segments (:func:`_hf_word_segments`).
+HF_SEGMENT_PAUSE_SECONDS = 2.0
+"""A silence this long between two word chunks ends a segment: faster-whisper's VAD ends a speech chunk at a
+silence of 2 s (``VadOptions.min_silence_duration_ms=2000``); shorter pauses (breaths, commas) stay inside one, as
+they do inside a Whisper segment."""
+HF_SEGMENT_MAX_WORDS = 32
+"""Words per segment at most (about 10 s of speech at 3 words/s, a long Whisper segment): unpunctuated output (a CTC
+model's, lower-case Whisper's) still makes segments short enough to window, not one segment per clip."""
+HF_SEGMENT_MAX_SECONDS = 30.0
+"""A segment spans this long at most: Whisper decodes 30 s windows, and none of its segments is longer."""
+HF_OPEN_WORD_SECONDS = 0.3
+"""How long an open word (end null) lasts when no other word is closed to take a median from: about a spoken
+English word at 160-200 words per minute."""
+# What ends a sentence (so a segment), after any closing quotes and brackets: Latin and CJK full stops, ?, !, …
+_SENTENCE_END = frozenset(".?!\u2026\u3002\uff1f\uff01\uff0e\uff61\u203c\u2047\u2048\u2049")
+
+
+def _ends_sentence(text: str) -> bool:
+    """Whether a word ends a sentence: its last character before closing quotes/brackets is ``.`` ``?`` ``!`` ``…``
+    (or a CJK form: ``。`` ``？`` ``！``)."""
+    stripped = text.rstrip()
+    while stripped and (unicodedata.category(stripped[-1]) in ("Pe", "Pf") or stripped[-1] in "\"'"):
+        stripped = stripped[:-1]
+    return bool(stripped) and stripped[-1] in _SENTENCE_END
+
+
+def _hf_word_segments(words: list[tuple[float, float, str]], separator: str) -> list[dict]:
+    """Word chunks ``(start, stop, text)`` grouped into segments as ASR output is segmented: a segment ends after a
+    word that ends a sentence (:func:`_ends_sentence`), before a pause of ``HF_SEGMENT_PAUSE_SECONDS`` or more, and
+    before it would hold more than ``HF_SEGMENT_MAX_WORDS`` words or span more than ``HF_SEGMENT_MAX_SECONDS``. Its
+    text is its chunks' texts joined by ``separator`` (as the pipeline's ``text`` joins them); it runs from its
+    earliest word's start to its latest word's stop."""
+    groups: list[list[tuple[float, float, str]]] = []
+    group: list[tuple[float, float, str]] = []
+    for word in words:
+        if group and (word[0] - max(w[1] for w in group) >= HF_SEGMENT_PAUSE_SECONDS
+                      or len(group) >= HF_SEGMENT_MAX_WORDS
+                      or word[1] - min(w[0] for w in group) > HF_SEGMENT_MAX_SECONDS):
+            groups.append(group)
+            group = []
+        group.append(word)
+        if _ends_sentence(word[2]):
+            groups.append(group)
+            group = []
+    if group:
+        groups.append(group)
+    return [{"start": min(w[0] for w in g), "end": max(w[1] for w in g),
+             "text": _clean(separator.join(w[2] for w in g)),
+             "words": [{"word": w[2], "start": w[0], "end": w[1]} for w in g]} for g in groups]
+
+
+def _hf_chunks(chunks: list, *, name: str, text: Any = None) -> tuple[dict, str]:
+    """The Hugging Face ASR pipeline's ``chunks`` (``text``: the document's own ``text``) as segments: each chunk a
+    segment, or, when every chunk's text is one word (``return_timestamps="word"``), each chunk a word, the words
+    grouped into segments (:func:`_hf_word_segments`: at sentence ends and long pauses)::
 
         [{"text": " Hello", "timestamp": [0.5, 0.8]}, {"text": " world.", "timestamp": [0.8, 1.2]}]   words
         [{"text": " Hello world.", "timestamp": [0.5, 1.2]}, {"text": " Yes.", "timestamp": [1.4, 1.6]}]  segments
 
     Mixed input (some chunks of several words) is read as segments, every chunk: sentence-level output has
     one-word sentences too. Chunks with empty text do not count either way (and make no word). Sentence chunks of a
-    script written without spaces (Chinese, Japanese) look like one word each and are read as words: the same spans,
-    listed as words too (forced alignment would not split them either). The pipeline leaves
+    script written without spaces (Chinese, Japanese) look like one word each and are read as words (forced
+    alignment would not split them either). A segment's text joins its word chunks as the pipeline's ``text`` does:
+    as they are when they carry their own spaces (Whisper's ``" Hello"``), else with a space when the document's
+    ``text`` has spaces (a CTC model's ``"HELLO"``), else as they are (a script without spaces). The pipeline leaves
     the last chunk's end null when the audio ends inside it: a last word then lasts the median duration of the
-    other words (logged); an open segment, or an open chunk before the last, is refused.
+    other words, or ``HF_OPEN_WORD_SECONDS`` when it is the only word (logged); an open segment, or an open chunk
+    before the last, is refused.
     """
     parsed = []
     for i, chunk in enumerate(chunks):
@@ -593,10 +648,11 @@ def _hf_chunks(chunks: list, *, name: str) -> tuple[dict, str]:
         stamp = chunk.get("timestamp") if isinstance(chunk, dict) else None
         if not isinstance(stamp, (list, tuple)) or len(stamp) != 2:
             raise TranscriptError(f"{where}: expected an object with 'timestamp': [start, end] and 'text'")
-        text = chunk.get("text") or ""
-        if not isinstance(text, str):
-            raise TranscriptError(f"{where}.text: expected a string, got {text!r:.40} ({type(text).__name__})")
-        parsed.append((where, stamp[0], stamp[1], text))
+        chunk_text = chunk.get("text") or ""
+        if not isinstance(chunk_text, str):
+            raise TranscriptError(f"{where}.text: expected a string, got {chunk_text!r:.40} "
+                                  f"({type(chunk_text).__name__})")
+        parsed.append((where, stamp[0], stamp[1], chunk_text))
     texts = [t.split() for _, _, _, t in parsed if t.strip()]
     as_words = bool(texts) and all(len(t) == 1 for t in texts)
     for k, (where, _, stop, _) in enumerate(parsed):
@@ -605,19 +661,21 @@ def _hf_chunks(chunks: list, *, name: str) -> tuple[dict, str]:
                                   "the audio?); hint: set it to the audio's duration")
     if not as_words:
         return {"segments": [{"start": a, "end": b, "text": t} for _, a, b, t in parsed]}, f"{name} (chunks)"
-    timed = [(check_seconds(a, where=f"{w}.timestamp[0]"), check_seconds(b, where=f"{w}.timestamp[1]"), t)
+    words = [(check_seconds(a, where=f"{w}.timestamp[0]"), check_seconds(b, where=f"{w}.timestamp[1]"), t)
              for w, a, b, t in parsed if b is not None and t.strip()]
-    segments = [{"start": a, "end": b, "text": t, "words": [{"word": t, "start": a, "end": b}]} for a, b, t in timed]
-    where, start, stop, text = parsed[-1]
-    if stop is None and text.strip():
+    where, start, stop, last_text = parsed[-1]
+    if stop is None and last_text.strip():
         start = check_seconds(start, where=f"{where}.timestamp[0]")
-        durations = sorted(b - a for a, b, _ in timed)
-        median = 0.0 if not durations else 0.5 * (durations[(len(durations) - 1) // 2] + durations[len(durations) // 2])
+        durations = sorted(b - a for a, b, _ in words)
+        length = (HF_OPEN_WORD_SECONDS if not durations else
+                  0.5 * (durations[(len(durations) - 1) // 2] + durations[len(durations) // 2]))
         logger.warning("%s.timestamp: end is null (the pipeline's last word, cut by the end of the audio): it lasts "
-                       "the median word duration, %.3f s", where, median)
-        segments.append({"start": start, "end": start + median, "text": text,
-                         "words": [{"word": text, "start": start, "end": start + median}]})
-    return {"segments": segments}, f"{name} (word chunks)"
+                       "%s, %.3f s", where, "the median word duration" if durations else "a typical word's length",
+                       length)
+        words.append((start, start + length, last_text))
+    own_spaces = any(t[:1].isspace() for _, _, t in words)
+    separator = "" if own_spaces or (isinstance(text, str) and not text.split()[1:]) else " "
+    return {"segments": _hf_word_segments(words, separator)}, f"{name} (word chunks)"
 
 
 def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
@@ -647,7 +705,7 @@ def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
         return {"segments": segments}, f"{name} (whisper.cpp)"
     chunks = document.get("chunks")
     if isinstance(chunks, list):
-        return _hf_chunks(chunks, name=name)
+        return _hf_chunks(chunks, name=name, text=document.get("text"))
     return document, name
 
 

@@ -64,7 +64,9 @@ def test_hf_word_chunks_are_read_as_words(caplog):
     with caplog.at_level(logging.WARNING, logger="loaders"):
         transcript = loaders.read_transcript(json.dumps(HF_WORDS).encode(), name="talk.json")
     assert _times(transcript.words) == HF_WORD_TIMES
-    assert [len(s.words) for s in transcript.spans] == [1] * 7  # each word its own span, as a TextGrid word tier's
+    # One sentence (no pause of 2 s): one segment, its text the chunks joined as the pipeline's "text" joins them.
+    assert _times(transcript.spans) == [("Jack found golden keys, under soft moss.", 0.56, 2.9)]
+    assert [len(s.words) for s in transcript.spans] == [7]
     assert "talk.json: chunks[6].timestamp: end is null" in caplog.text and "0.300 s" in caplog.text
 
     # Sentence chunks stay segments; so does mixed input (a one-word sentence among longer ones).

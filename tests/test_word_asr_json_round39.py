@@ -3,7 +3,16 @@ punctuation, and Hugging Face word chunks grouped into segments. Each test reads
 checks what avalign makes of it against the times, words and texts written there."""
 from __future__ import annotations
 
+import io
 import json
+import logging
+import tarfile
+
+import pytest
+
+from tests.conftest import REPO
+
+SAMPLE = REPO / "sample_data"
 
 
 def _times(items) -> list[tuple[str, float, float]]:
@@ -50,3 +59,115 @@ def test_whisper_cpp_opening_punctuation_begins_the_next_word():
     assert _times(transcript.words) == CPP_QUOTE_WORDS
     assert [len(s.words) for s in transcript.spans] == [4, 2, 1, 1]
     assert round(transcript.words[2].score, 6) == round((0.5 + 0.9 + 0.7) / 3, 6)  # ' "', 'hello', '"'
+
+
+# The Hugging Face pipeline with return_timestamps="word" (Whisper: each chunk's text has its leading space).
+HF_SENTENCES = {"text": ' Jack found keys. Under moss Then said "yes!" and so on end', "chunks": [
+    {"text": " Jack", "timestamp": [0.5, 0.8]}, {"text": " found", "timestamp": [0.8, 1.1]},
+    {"text": " keys.", "timestamp": [1.1, 1.5]},                                   # a sentence ends
+    {"text": " Under", "timestamp": [1.6, 1.9]}, {"text": " moss", "timestamp": [1.9, 2.2]},
+    {"text": " Then", "timestamp": [4.2, 4.5]},                                    # after a pause of 2.0 s
+    {"text": " said", "timestamp": [4.5, 4.8]}, {"text": ' "yes!"', "timestamp": [4.8, 5.2]},  # ! before a quote
+    {"text": " and", "timestamp": [5.3, 5.5]}, {"text": " so", "timestamp": [5.5, 5.7]},
+    {"text": " on", "timestamp": [7.6, 7.9]},                                      # a pause of 1.9 s: same segment
+    {"text": " end", "timestamp": [8.0, None]}]}                                    # open: the median, 0.3 s
+HF_SENTENCE_SPANS = [("Jack found keys.", 0.5, 1.5), ("Under moss", 1.6, 2.2), ('Then said "yes!"', 4.2, 5.2),
+                     ("and so on end", 5.3, 8.3)]
+
+
+def test_hf_word_chunks_are_grouped_into_segments():
+    """Before: each word chunk was a segment of its own (300 words: 300 segments, where WhisperX's JSON of the same
+    words has 15). Now a segment ends after a sentence-final word (``.`` ``?`` ``!`` ``…``, ``。`` ``？`` ``！``,
+    before closing quotes), before a pause of 2 s or more, and at 32 words or 30 s; its text joins the chunks as the
+    pipeline's ``text`` does. Oracle: the chunks the test wrote."""
+    import loaders
+
+    transcript = loaders.read_transcript(json.dumps(HF_SENTENCES).encode(), name="talk.json")
+    assert _times(transcript.spans) == HF_SENTENCE_SPANS
+    assert [len(s.words) for s in transcript.spans] == [3, 2, 3, 4]
+    assert _times(transcript.words)[-1] == ("end", 8.0, 8.3)
+
+    # A CTC model's word chunks (wav2vec2): no punctuation, no leading spaces, the text spaced: 32 words a segment.
+    ctc = [{"text": f"W{i}", "timestamp": [round(0.1 * i, 3), round(0.1 * i + 0.1, 3)]} for i in range(70)]
+    transcript = loaders.read_transcript(
+        json.dumps({"text": " ".join(c["text"] for c in ctc), "chunks": ctc}).encode(), name="ctc.json")
+    assert _times(transcript.spans) == [(" ".join(f"W{i}" for i in range(0, 32)), 0.0, 3.2),
+                                        (" ".join(f"W{i}" for i in range(32, 64)), 3.2, 6.4),
+                                        (" ".join(f"W{i}" for i in range(64, 70)), 6.4, 7.0)]
+    # Long words with no pause: a segment spans 30 s at most (nine 3.2 s words; a tenth would make 32 s).
+    slow = [{"text": f" w{i}", "timestamp": [round(3.2 * i, 3), round(3.2 * i + 3.2, 3)]} for i in range(12)]
+    transcript = loaders.read_transcript(json.dumps({"text": "", "chunks": slow}).encode(), name="slow.json")
+    assert [(s.start_seconds, round(s.stop_seconds, 6), len(s.words)) for s in transcript.spans] == \
+        [(0.0, 28.8, 9), (28.8, 38.4, 3)]
+    # Chinese: characters' chunks without spaces, joined without them; 。 ends a sentence.
+    zh = {"text": "今天很好。我们走吧", "chunks": [
+        {"text": "今天", "timestamp": [0.0, 0.4]}, {"text": "很好。", "timestamp": [0.4, 1.0]},
+        {"text": "我们", "timestamp": [1.1, 1.5]}, {"text": "走吧", "timestamp": [1.5, 2.0]}]}
+    transcript = loaders.read_transcript(json.dumps(zh, ensure_ascii=False).encode(), name="zh.json")
+    assert _times(transcript.spans) == [("今天很好。", 0.0, 1.0), ("我们走吧", 1.1, 2.0)]
+
+
+def test_a_lone_open_hf_word_lasts_a_typical_word(caplog):
+    """Before: the only chunk, open (end null), lasted the median of no durations: 0 s (frames [15, 15)). Now it
+    lasts 0.3 s (``HF_OPEN_WORD_SECONDS``), logged. Oracle: the chunk the test wrote."""
+    import loaders
+
+    document = {"text": " Hello", "chunks": [{"text": " Hello", "timestamp": [0.5, None]}]}
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        transcript = loaders.read_transcript(json.dumps(document).encode(), name="one.json")
+    assert _times(transcript.words) == [("Hello", 0.5, 0.8)] and _times(transcript.spans) == [("Hello", 0.5, 0.8)]
+    assert "chunks[0].timestamp: end is null" in caplog.text and "0.300 s" in caplog.text
+
+
+def test_hf_word_chunks_count_against_max_words_not_max_cues():
+    """Before: 100,001 word chunks were 100,001 cues, refused as "over max_cues=100000" although the word limit is
+    200,000. Now they are words in ~3,126 segments; ``max_words`` refuses them, by name. Oracle: the counts the test
+    wrote (ceil(100001 / 32) segments of unpunctuated words with no pause)."""
+    import loaders
+
+    def document(n: int) -> bytes:
+        chunks = [{"text": f" w{i}", "timestamp": [round(0.01 * i, 3), round(0.01 * i + 0.008, 3)]} for i in range(n)]
+        return json.dumps({"text": "".join(c["text"] for c in chunks), "chunks": chunks}).encode()
+
+    transcript = loaders.read_transcript(document(100_001), name="big.json")
+    assert len(transcript.words) == 100_001 and len(transcript.spans) == 3126
+    transcript = loaders.read_transcript(document(1001), name="small.json", max_cues=500, max_words=2000)
+    assert len(transcript.words) == 1001 and len(transcript.spans) == 32
+    with pytest.raises(loaders.TranscriptError, match="over max_words=1000") as refused:
+        loaders.read_transcript(document(1001), name="small.json", max_cues=500, max_words=1000)
+    assert refused.value.reason == "too_large"
+
+
+def _shard(tmp_path, document: dict):
+    members = [("a.mp4", (SAMPLE / "clip05.mp4").read_bytes()), ("a.json", json.dumps(document).encode())]
+    shard = tmp_path / "s-000.tar"
+    with tarfile.open(shard, "w") as tar:
+        for name, blob in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    return str(shard)
+
+
+def test_hf_word_chunks_fit_the_segment_budget_and_a_skip_names_it(tmp_path, caplog):
+    """Before: 40 word chunks on a 5 s clip were 40 segments, over ``max_segments=8``: the clip was skipped
+    ``over_budget`` with "set window_seconds (or 'auto') or raise the budgets", naming no budget. Now they are two
+    segments (32 + 8 words) and load; a clip over ``max_segments`` is skipped with a hint naming it. Oracle: the
+    chunks the test wrote (40 unpunctuated words, 0.1 s each from 0.5 s)."""
+    import loaders
+
+    chunks = [{"text": f" w{i}", "timestamp": [round(0.5 + 0.1 * i, 3), round(0.6 + 0.1 * i, 3)]} for i in range(40)]
+    shard = _shard(tmp_path, {"text": "".join(c["text"] for c in chunks), "chunks": chunks})
+    loader = loaders.make_loader(shard, seed=0, frame_size=(16, 16), window_seconds=None, max_segments=8)
+    batches = list(loader)
+    assert loader.stats.skipped == {}
+    assert [text for b in batches for text in b.segment_texts] == [
+        " ".join(f"w{i}" for i in range(32)), " ".join(f"w{i}" for i in range(32, 40))]
+    assert sum(len(b.word_texts) for b in batches) == 40
+
+    loader = loaders.make_loader(shard, seed=0, frame_size=(16, 16), window_seconds=None, max_segments=1,
+                                 allow_empty_epoch=True)
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        assert list(loader) == []
+    assert loader.stats.skipped == {"over_budget": 1}
+    assert "(2 segments > max_segments=1); set window_seconds (or 'auto') or raise max_segments" in caplog.text
