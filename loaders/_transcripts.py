@@ -10,7 +10,8 @@ video timeline. Every span and word is a half-open interval ``[start_seconds, st
 
 Empty input (no bytes, or only whitespace) is a valid transcript with zero spans, as is a valid
 document with zero cues (``WEBVTT`` alone, ``{"segments": []}``, ``[]``, a TextGrid without intervals).
-Bytes that are not UTF-8 (or UTF-16 with a BOM) are read as cp1252, with a warning (:func:`decode_text`).
+Bytes that are not UTF-8 (nor UTF-16/32 with a BOM) are read as cp1252, with a warning, when they are Western
+European text; other encodings and broken UTF-8 are refused with a hint (:func:`decode_text`).
 Anything else that cannot be read (binary bytes, UTF-8 with broken bytes, a malformed line or field, a
 negative, NaN or infinite time, a stop before its start) raises ``TranscriptError`` naming the file
 (or ``name=``) and the line or field.
@@ -18,6 +19,7 @@ negative, NaN or infinite time, a stop before its start) raises ``TranscriptErro
 from __future__ import annotations
 
 import codecs
+import itertools
 import logging
 import os
 import re
@@ -76,12 +78,78 @@ def _read_source(source: TranscriptSource, name: Optional[str]) -> tuple[Union[b
 # cp1252 (Windows Western European, what "ANSI" subtitle editors and DVD rips write; a superset of Latin-1's letters)
 # with Latin-1 for the five bytes cp1252 leaves undefined (0x81 0x8D 0x8F 0x90 0x9D): a table for codecs.charmap_decode.
 _CP1252_TABLE = "".join(bytes([b]).decode("cp1252", errors="ignore") or chr(b) for b in range(256))
-# One well-formed UTF-8 sequence of two to four bytes (Unicode Table 3-7). A file that holds one is UTF-8 with some
-# broken bytes (whisper.cpp splitting a character between tokens), not cp1252: "é" in cp1252 is one byte, never
-# followed by the continuation byte UTF-8 needs, while a cp1252 pair such as "Ã©" is itself mojibake.
-_UTF8_MULTIBYTE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}"
-                             rb"|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}"
-                             rb"|\xf4[\x80-\x8f][\x80-\xbf]{2}")
+# What Western European text (French, German, Spanish, Portuguese, Italian, Dutch, Danish, Norwegian, Swedish, Catalan,
+# English with typographic quotes) holds beyond ASCII when read as cp1252. Left out on purpose: Icelandic ð þ ý (they
+# are what Turkish ğ ş ı in cp1254 read as), Ÿ (Polish ź in cp1250) and the symbols ¹ ³ ¼ ¾ ¶ ¦ ¨ ´ ¸ ¯ ¤ ¬ µ (Polish
+# and Czech letters in cp1250 / ISO-8859-2); BENCHMARKS.md, "Transcripts that are not UTF-8".
+_WESTERN_LETTERS = "àáâãäåæçèéêëìíîïñòóôõöøùúûüÿßœšžÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÑÒÓÔÕÖØÙÚÛÜŒŠŽ"
+_WESTERN_SYMBOLS = ("\u00a0\u00ad¡¿«»‹›‘’‚“”„–—…•·°€£¢¥©®™§ªº±²½×÷†‡‰ˆ˜"
+                    "\x81\x8d\x8f\x90\x9d")  # the five bytes cp1252 leaves undefined, read as Latin-1 (as ever)
+_BEFORE_A_LETTER = "\u00a0\u00ad¡¿«»‹›‘’‚“”„–—…•·°"  # the symbols that may come right before a letter (all may after)
+_LETTER = r"[^\W\d_]"
+_NOT_WESTERN = re.compile(
+    r"(?=[^\x00-\x7f])(?:"  # each starts at a non-ASCII character: the engine skips ASCII fast
+    rf"[^\x00-\x7f{_WESTERN_LETTERS}{_WESTERN_SYMBOLS}]"  # a character Western text does not hold
+    r"|(?<=[a-zß-ÿœšž])[À-ÞŒŠŽ]"  # an accented capital after a small letter: "CafÃ", "ðÒÉ×ÅÔ" (KOI8-R)
+    rf"|[{_WESTERN_SYMBOLS.translate(dict.fromkeys(map(ord, _BEFORE_A_LETTER)))}](?={_LETTER})"  # "£odzi" (Polish Ł)
+    rf"|(?<={_LETTER})[¡¿](?={_LETTER})"  # Spanish ¡ ¿ open a phrase; inside a word they are Polish ż: "Za¿ó"
+    r"|[õÕ](?![eEsS])"  # Portuguese õ comes before e or s (-ões, põe); Hungarian ő in cp1250 reads as õ
+    rf"|(?<![A-ZÀ-Þ])[ÂÃ](?!{_LETTER})"  # Â Ã end a word only in capitals (IRMÃ); alone, a UTF-8 lead byte (0xc2 0xc3)
+    rf"|(?<=[ghijkwyzGHIJKWYZ])[êÊ](?!{_LETTER})"  # Polish ę ends words (się, proszę); Portuguese ê after c d l r v b t
+    rf"|[ìùÌÙ](?={_LETTER})"  # Italian ì ù end words (così, più); in a word, Czech ě ů: "Dìkuji", "pùjdeme"
+    rf"|(?<=[tnmbpvTNMBPV])[ìÌ](?!{_LETTER})|(?<=[mldMLD])[ùÙ](?!{_LETTER})"  # Czech tě mě ně, domů stolů
+    r"|[ñÑ](?![aeiouáéíóúAEIOUÁÉÍÓÚ])"  # Spanish ñ comes before a vowel (año); Polish ń does not: "Gdañsku"
+    r"|(?<![aeiouéèAEIOUÉÈ])[ïÏ]"  # French, Dutch, Catalan ï come after a vowel (naïve); Czech ď does not: "Pojï"
+    rf"|[øØ]{_LETTER}*[áíúÁÍÚ]|[áíúÁÍÚ]{_LETTER}*[øØ])")  # Danish ø never shares a word with á í ú; Czech ř: "poøádku"
+
+# Encodings charset-normalizer names, and the script they are for (the refusal's hint).
+_SCRIPTS = {**dict.fromkeys(("cp1251", "koi8_r", "koi8_u", "mac_cyrillic", "cp866", "cp1125", "iso8859_5"), "Cyrillic"),
+            **dict.fromkeys(("cp1253", "iso8859_7", "mac_greek"), "Greek"),
+            **dict.fromkeys(("cp1250", "iso8859_2", "mac_latin2", "iso8859_16"), "Central European"),
+            **dict.fromkeys(("cp1254", "iso8859_9", "mac_turkish"), "Turkish"),
+            **dict.fromkeys(("cp1257", "iso8859_4", "iso8859_13", "iso8859_10"), "Baltic / Nordic"),
+            **dict.fromkeys(("cp1255", "iso8859_8"), "Hebrew"), **dict.fromkeys(("cp1256", "iso8859_6"), "Arabic"),
+            **dict.fromkeys(("cp932", "shift_jis", "shift_jis_2004", "shift_jisx0213", "euc_jp", "euc_jis_2004",
+                             "euc_jisx0213", "iso2022_jp"), "Japanese"),
+            **dict.fromkeys(("gbk", "gb2312", "gb18030", "hz"), "Chinese, simplified"),
+            **dict.fromkeys(("big5", "big5hkscs", "cp950"), "Chinese, traditional"),
+            **dict.fromkeys(("cp949", "euc_kr", "johab", "iso2022_kr"), "Korean"), "cp1258": "Vietnamese",
+            "cp874": "Thai", "tis_620": "Thai"}
+_SPLIT_CHARACTER = 3  # a character split in two (whisper.cpp) leaves at most 3 stray bytes
+
+
+def _non_ascii_lines(content: bytes, limit: int = 65536) -> bytes:
+    """The lines that hold non-ASCII bytes, up to ``limit`` bytes: what the detector looks at (not the timestamps)."""
+    lines, size = [], 0
+    for match in re.finditer(rb"[^\n]*[\x80-\xff][^\n]*", content):
+        lines.append(match.group())
+        size += len(match.group()) + 1
+        if size >= limit:
+            break
+    return b"\n".join(lines)[:limit]
+
+
+def _is_western(text: str, content: bytes) -> bool:
+    """Whether ``text`` (``content`` read as cp1252) is Western European text rather than another encoding's
+    mojibake: only Western letters and symbols, where such text has them (``_NOT_WESTERN``), and cp1252 passes
+    charset-normalizer's mess check (which Cyrillic, Greek, Hebrew, Arabic and CJK bytes read as cp1252 fail)."""
+    if _NOT_WESTERN.search(text):
+        return False
+    import charset_normalizer
+
+    sample = _non_ascii_lines(content).translate(None, b"\x81\x8d\x8f\x90\x9d")  # undefined: judged above only
+    return charset_normalizer.from_bytes(sample, cp_isolation=["cp1252"]).best() is not None
+
+
+def _guess(content: bytes) -> tuple[str, str]:
+    """charset-normalizer's guesses at the encoding, for a hint: ``("cp1251 (Cyrillic) or koi8_r (Cyrillic)",
+    "CP1251")`` (up to three, best first; the second: the best as iconv names it); ``("", "")`` when none fits."""
+    import charset_normalizer
+
+    names = [m.encoding for m in charset_normalizer.from_bytes(_non_ascii_lines(content))
+             if m.encoding not in ("ascii", "utf_8")][:3]
+    shown = [f"{n} ({_SCRIPTS[n]})" if n in _SCRIPTS else n for n in names]
+    return " or ".join(shown), (names[0].upper().replace("_", "-") if names else "")
 
 
 def _decode(content: Union[bytes, str], name: str, *, what: str) -> tuple[str, Optional[str]]:
@@ -89,7 +157,9 @@ def _decode(content: Union[bytes, str], name: str, *, what: str) -> tuple[str, O
     Logs nothing; raises as :func:`decode_text` does."""
     if isinstance(content, str):
         return content.lstrip("\ufeff"), None
-    if content.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if content.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        encoding = "utf-32"  # before UTF-16: UTF-32 LE's BOM starts with UTF-16 LE's
+    elif content.startswith((b"\xff\xfe", b"\xfe\xff")):
         encoding = "utf-16"
     else:
         encoding = "utf-8-sig"
@@ -98,36 +168,80 @@ def _decode(content: Union[bytes, str], name: str, *, what: str) -> tuple[str, O
         return content[bom:].decode(encoding), None
     except UnicodeDecodeError as error:
         failed = error
-    binary = b"\0" in content  # text has no NUL bytes: media (or other binary) given as the transcript
-    hint = f"re-save the {what} as UTF-8"
-    if binary:
-        hint = "the file holds NUL bytes: it is binary (media?), not a text transcript, or UTF-16 without a BOM"
-    elif bom:
-        hint += "; it is not read as cp1252 because it starts with a UTF-8 byte order mark"
-    elif encoding == "utf-8-sig" and _UTF8_MULTIBYTE.search(content):
-        hint += "; it is not read as cp1252 because it holds valid UTF-8 too (a UTF-8 file with broken bytes)"
-    elif encoding == "utf-8-sig":
-        return codecs.charmap_decode(content, "strict", _CP1252_TABLE)[0], "cp1252"
     at = bom + failed.start
+    where = f"{name}: byte {at}: cannot decode as {encoding.replace('-sig', '')} ({failed.reason}, bytes {content[at:at + 4]!r})"
+    if b"\0" in content or encoding != "utf-8-sig":  # text has no NUL bytes: media (or other binary) as the transcript
+        raise TranscriptError(f"{where}; hint: the file holds NUL bytes: it is binary (media?), not a text "
+                              "transcript, or UTF-16 without a BOM" if b"\0" in content else
+                              f"{where}; hint: it starts with a {encoding.upper()} byte order mark but is not "
+                              f"{encoding.upper()}: re-save the {what} as UTF-8") from None
+    if bom:
+        raise TranscriptError(f"{where}; hint: re-save the {what} as UTF-8; it is not read as cp1252 because it "
+                              "starts with a UTF-8 byte order mark") from None
+    escaped = content.decode("utf-8", errors="surrogateescape")  # a broken byte -> one surrogate U+DC80..U+DCFF
+    broken = len(escaped) - len(content.decode("utf-8", errors="ignore"))
+    whole = len(content.translate(None, bytes(range(128)))) - broken  # bytes of well-formed multi-byte characters
+    text = codecs.charmap_decode(content, "strict", _CP1252_TABLE)[0]
+    if not (whole and broken <= whole) and _is_western(text, content):
+        return text, "cp1252"
+    if (whole and broken <= whole) or (not whole and broken <= _SPLIT_CHARACTER):
+        first = itertools.islice(re.finditer("[\udc80-\udcff]", escaped), 5)
+        listed = ", ".join(str(len(escaped[:m.start()].encode("utf-8", errors="surrogateescape"))) for m in first)
+        listed += ", …" if broken > 5 else ""
+        if b'"transcription"' in content:
+            fix = ("whisper.cpp's JSON splits a character's bytes between tokens (-ojf, whisper.cpp issue #1798) or "
+                   "segments (#438, #3760): write it with -oj and without -ojf, or with a whisper.cpp that fixes it")
+        else:
+            fix = f"repair those bytes, or re-save the {what} as UTF-8 with the program that wrote it"
+        raise TranscriptError(
+            f"{where}; hint: it is UTF-8 with {broken} broken byte{'s' if broken > 1 else ''} (at "
+            f"byte{'s' if broken > 1 else ''} {listed}; {whole} byte{'s' if whole != 1 else ''} of whole characters), not another encoding, so it is not "
+            f"read as cp1252: {fix}") from None
+    guesses, iconv = _guess(content)
+    looks = (f"it may be {guesses} (charset-normalizer's guesses, often wrong on a few lines: check the result)"
+             if guesses else "charset-normalizer finds no encoding that fits (binary?)")
+    shown = _NOT_WESTERN.search(text)
+    garbled = f", which would garble it ({text[max(0, shown.start() - 8):shown.start() + 8]!r})" if shown else ""
     raise TranscriptError(
-        f"{name}: byte {at}: cannot decode as {encoding.replace('-sig', '')} ({failed.reason}, "
-        f"bytes {content[at:at + 4]!r}); hint: {hint}"
-    ) from None
+        f"{where}; hint: not UTF-8 nor Western European text: {looks}; re-save the {what} as UTF-8 from its "
+        f"encoding (e.g. iconv -f {iconv or 'ENCODING'} -t UTF-8); it is not read as cp1252{garbled}") from None
 
 
 def decode_text(content: Union[bytes, str], name: str, *, what: str = "transcript", warn: bool = True) -> str:
-    """Text from bytes: UTF-8 (BOM optional), UTF-16 with a BOM (Praat's choice for non-ASCII), else cp1252.
+    """Text from bytes: UTF-8 (BOM optional), UTF-16 or UTF-32 with a BOM, else Western European cp1252, else refused.
 
-    Bytes that are not UTF-8 are read as cp1252 (Latin-1 for the five bytes it leaves undefined), with a warning
-    naming ``name`` and the encoding: a Latin-1 / Windows-1252 SRT from a European DVD rip (``Caf\\xe9``) loads.
-    Valid UTF-8 never takes that path, nor does a file that holds any well-formed multi-byte UTF-8 sequence (UTF-8
-    with some broken bytes: refused, not turned into mojibake), starts with a UTF-8 BOM, or holds a NUL byte.
+    The one place transcript and caption bytes become text; the contract:
+
+    * **Read**: UTF-8 (a BOM is dropped); UTF-16 and UTF-32 that start with their BOM (Praat writes UTF-16);
+      a ``str`` as it is.
+    * **Read as cp1252, with a warning** naming ``name`` and the first non-ASCII byte (cp1252 is Windows Western
+      European, with Latin-1 for the five bytes it leaves undefined): bytes that are not UTF-8 and read as Western
+      European text, e.g. a French or German "ANSI" SRT from a DVD rip (``Caf\xe9``). Western means: every non-ASCII
+      character is a letter or symbol of French, German, Spanish, Portuguese, Italian, Dutch, Scandinavian or
+      English text, placed as those languages place it (``_NOT_WESTERN``: no "CafÃ", "Za¿ó³æ", "Dìkuji", "Nasýlsýn"),
+      and charset-normalizer's mess check passes cp1252 (Cyrillic, Greek, Hebrew, Arabic and CJK bytes fail it).
+    * **Refused** (``TranscriptError``, never mojibake), with a hint:
+
+      - UTF-8 with broken bytes: more bytes of well-formed multi-byte characters than broken ones, or, with none
+        well-formed, at most 3 broken bytes (one split character): "it is UTF-8 with N broken bytes (at byte …)";
+        for whisper.cpp JSON it names whisper.cpp's bug (a character split between ``-ojf`` tokens or segments)
+        and the fix (``-oj`` without ``-ojf``).
+      - Other encodings (Cyrillic cp1251 / KOI8-R, Greek, Central European cp1250 / ISO-8859-2, Turkish cp1254,
+        Hebrew, Arabic, Shift-JIS, EUC-JP, GBK, Big5, EUC-KR, …): "not UTF-8 nor Western European text: it may be
+        cp1251 (Cyrillic) or … (charset-normalizer's guesses …); re-save the ``what`` as UTF-8 (e.g. iconv -f CP1251
+        -t UTF-8)". They are not decoded with the guess: on one- to five-cue files charset-normalizer names the
+        wrong encoding for up to 10 in 10 (KOI8-R, Hebrew) and a wrong decode is worse than a refusal
+        (BENCHMARKS.md, "Transcripts that are not UTF-8").
+      - A UTF-8 BOM before bytes that are not UTF-8; a NUL byte (binary, or UTF-16 without a BOM); a UTF-16/32
+        BOM before bytes that are not that encoding.
+
+    Limit (measured): a one-line Polish or Czech file whose letters cp1252 also has (``bêdzie``, ``Promiòte``)
+    can still be read as cp1252; from five cues on, none was.
 
     ``warn=False``: no warning (a caller that only looks inside the text; the reader of the same bytes warns).
 
     Raises:
-        TranscriptError: bytes that are none of these, naming ``name``, the byte offset and a hint (re-save the
-            ``what`` as UTF-8; a NUL byte: binary, not text).
+        TranscriptError: the refusals above, naming ``name``, the byte offset, the bytes there and the hint.
     """
     text, fallback = _decode(content, name, what=what)
     if fallback is not None and warn:

@@ -424,8 +424,9 @@ def test_undecodable_bytes_raise_transcript_error() -> None:
     # UTF-8 with one broken byte (0xe9 after a valid "é"): refused, not read as cp1252 (which a file of cp1252
     # bytes only is: tests/test_cli_user_round39.py).
     content = "1\n00:00:01,000 --> 00:00:02,000\ncaf\u00e9 ".encode() + b"\xe9\n"
-    with pytest.raises(TranscriptError, match=r"broken\.srt: byte 38: cannot decode as utf-8 .*hint: re-save the "
-                                              r"transcript as UTF-8; it is not read as cp1252 because it holds valid"):
+    with pytest.raises(TranscriptError, match=r"broken\.srt: byte 38: cannot decode as utf-8 .*hint: it is UTF-8 with "
+                                              r"1 broken byte \(at byte 38; .*not read as cp1252: .*re-save the "
+                                              r"transcript as UTF-8"):
         read_transcript(content, name="broken.srt")
 
 
