@@ -349,6 +349,31 @@ def wild_tune(wild_seed):
     return get
 
 
+@pytest.fixture(scope="module")
+def tune1000_captions(wild_tune):
+    """(truth record, audio, captions) of TUNE seed 1000: SRT/VTT captions of espeak-ng speech over a noise bed (a
+    floor, so forced alignment's leads apply), 58 words; the caption-word lead tests' clip."""
+    record, audio, captions = wild_tune(1000)
+    assert record["transcript_format"] in ("srt", "vtt") and not captions.words and record["bed"] == "noise"
+    return record, audio, captions
+
+
+def word_starts_on_transcript_clock(record: dict):
+    """float64 ``[W]``: the wild generator's word starts (s) where the clip's own transcript stamps them (drift, the
+    A/V offset and the transcript offset applied)."""
+    import numpy as np
+
+    truth = np.array([w["start_seconds"] for w in record["words"]]) * (1 + record["drift_ppm"] * 1e-6)
+    return truth + record["av_offset_ms"] / 1000.0 + record["text_offset_ms"] / 1000.0
+
+
+def caption_audio_window(record: dict, span, margin_seconds: float = 0.25) -> tuple[float, float]:
+    """``(lo, hi)`` seconds of the audio that a caption of the clip's own transcript covers, widened by
+    ``margin_seconds`` each side (the transcript offset removed)."""
+    shift = record["text_offset_ms"] / 1000.0
+    return span.start_seconds - shift - margin_seconds, span.stop_seconds - shift + margin_seconds
+
+
 def spoken_on_audio_clock(record: dict) -> list[tuple[str, float]]:
     """The wild generator's words of ``record`` on its clip's audio clock: (word lowercased without punctuation,
     start seconds). The transcript's stamps are this plus ``record["text_offset_ms"]``."""

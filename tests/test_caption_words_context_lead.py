@@ -15,15 +15,15 @@ import pytest
 
 from aligner.estimators import AFTER_PAUSE_LEAD_MS, CONNECTED_LEAD_MS, caption_words, forced_align_words
 
+from tests.conftest import caption_audio_window, word_starts_on_transcript_clock
+
 pytest.importorskip("pocketsphinx")
 
 
 @pytest.fixture(scope="module")
-def clip(wild_tune):
-    """(truth record, audio, captions) of TUNE seed 1000."""
-    record, audio, captions = wild_tune(1000)
-    assert record["transcript_format"] in ("srt", "vtt") and not captions.words and record["bed"] == "noise"
-    return record, audio, captions
+def clip(tune1000_captions):
+    """(truth record, audio, captions) of TUNE seed 1000 (``conftest.tune1000_captions``)."""
+    return tune1000_captions
 
 
 @pytest.mark.slow
@@ -31,9 +31,7 @@ def test_words_inside_connected_speech_are_not_late(clip) -> None:
     record, audio, captions = clip
     out, failed = caption_words(audio, captions, text_offset_ms=record["text_offset_ms"])
     assert failed == 0 and len(out.words) == len(record["words"])
-    truth = np.array([w["start_seconds"] for w in record["words"]]) * (1 + record["drift_ppm"] * 1e-6)
-    truth = truth + record["av_offset_ms"] / 1000.0 + record["text_offset_ms"] / 1000.0  # transcript clock
-    errors_ms = (np.array([w.start_seconds for w in out.words]) - truth) * 1000.0
+    errors_ms = (np.array([w.start_seconds for w in out.words]) - word_starts_on_transcript_clock(record)) * 1000.0
     first = np.array([k == 0 for span in out.spans for k, _ in enumerate(span.words)])
     assert (~first).sum() >= 40
     # Measured +6.7 ms inside connected speech, 9.3 ms |error| median (one lead for every word: +13.7, 13.1 ms).
@@ -45,8 +43,7 @@ def test_words_inside_connected_speech_are_not_late(clip) -> None:
 def test_context_lead_moves_boundaries_by_context(clip) -> None:
     record, audio, captions = clip
     span = captions.spans[0]
-    lo = span.start_seconds - record["text_offset_ms"] / 1000.0 - 0.25
-    hi = span.stop_seconds - record["text_offset_ms"] / 1000.0 + 0.25
+    lo, hi = caption_audio_window(record, span)
     with_lead = forced_align_words(audio, span.text, lo, hi, pad_start=True)
     without = forced_align_words(audio, span.text, lo, hi, pad_start=True, context_lead=False)
     assert [w.text for w in with_lead] == [w.text for w in without] and len(with_lead) >= 3

@@ -12,15 +12,15 @@ import pytest
 
 from aligner.estimators import STOP_LEAD_MS, caption_words, forced_align_words, shared_decoder
 
+from tests.conftest import caption_audio_window, word_starts_on_transcript_clock
+
 pytest.importorskip("pocketsphinx")
 
 
 @pytest.fixture(scope="module")
-def clip(wild_tune):
-    """(truth record, audio, captions) of TUNE seed 1000."""
-    record, audio, captions = wild_tune(1000)
-    assert record["transcript_format"] in ("srt", "vtt") and not captions.words and record["bed"] == "noise"
-    return record, audio, captions
+def clip(tune1000_captions):
+    """(truth record, audio, captions) of TUNE seed 1000 (``conftest.tune1000_captions``)."""
+    return tune1000_captions
 
 
 def _is_stop(words) -> np.ndarray:
@@ -33,9 +33,7 @@ def test_stop_initial_words_are_not_early(clip) -> None:
     record, audio, captions = clip
     out, failed = caption_words(audio, captions, text_offset_ms=record["text_offset_ms"])
     assert failed == 0 and len(out.words) == len(record["words"])
-    truth = np.array([w["start_seconds"] for w in record["words"]]) * (1 + record["drift_ppm"] * 1e-6)
-    truth = truth + record["av_offset_ms"] / 1000.0 + record["text_offset_ms"] / 1000.0  # transcript clock
-    errors_ms = (np.array([w.start_seconds for w in out.words]) - truth) * 1000.0
+    errors_ms = (np.array([w.start_seconds for w in out.words]) - word_starts_on_transcript_clock(record)) * 1000.0
     stop = _is_stop(out.words)
     assert stop.sum() >= 20
     # Measured -4.6 ms (one lead for every word: -14.6 ms).
@@ -47,8 +45,7 @@ def test_stop_initial_words_are_not_early(clip) -> None:
 def test_stop_lead_moves_only_stop_initial_starts(clip) -> None:
     record, audio, captions = clip
     span = captions.spans[0]
-    lo = span.start_seconds - record["text_offset_ms"] / 1000.0 - 0.25
-    hi = span.stop_seconds - record["text_offset_ms"] / 1000.0 + 0.25
+    lo, hi = caption_audio_window(record, span)
     with_lead = forced_align_words(audio, span.text, lo, hi, pad_start=True)
     without = forced_align_words(audio, span.text, lo, hi, pad_start=True, stop_lead=False)
     assert [w.text for w in with_lead] == [w.text for w in without] and with_lead

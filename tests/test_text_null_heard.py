@@ -37,6 +37,17 @@ def _spoken_where_put(audio_record: dict, text: str, stamp_seconds: float, offse
     return all(_norm(w) in heard for w in text.split() if _norm(w))
 
 
+def _assert_named_words_not_spoken(audio_record: dict, transcript, abstain: dict) -> None:
+    """Every word a ``words_not_heard`` abstention names as not heard is not spoken where its best guess puts it (some
+    instance of it, where the transcript repeats a sentence)."""
+    named = re.findall(r"'([^']*)'", abstain["found"].split("not heard there:")[1])
+    assert named
+    for text in named:
+        instances = [w for w in transcript.words if w.text.strip(".,") == text]
+        assert instances and any(not _spoken_where_put(audio_record, text, w.start_seconds, abstain["best_guess_ms"],
+                                                       w.stop_seconds - w.start_seconds) for w in instances), text
+
+
 @pytest.mark.slow
 def test_true_pairing_answers(wild_tune) -> None:
     record, audio, transcript = wild_tune(1001)
@@ -82,13 +93,7 @@ def test_partly_shared_transcript_abstains_words_not_heard(wild_seed) -> None:
     assert guess is not None and record["hint"] and record["needed"]
     said = re.search(r"says ([+-]\d+) ms", record["found"])  # the answer it names is the best guess it keeps
     assert said and int(said.group(1)) == round(guess), (record["found"], guess)
-    named = re.findall(r"'([^']*)'", record["found"].split("not heard there:")[1])
-    assert named
-    words = {w.text.strip(".,"): w for w in transcript.words}
-    for text in named:
-        word = words[text]
-        assert not _spoken_where_put(audio_record, text, word.start_seconds, guess,
-                                     word.stop_seconds - word.start_seconds), text
+    _assert_named_words_not_spoken(audio_record, transcript, record)
 
 
 @pytest.mark.slow
@@ -107,12 +112,7 @@ def test_confirmed_energy_answer_over_a_floor_needs_its_words_heard(wild_seed) -
     record = estimate.abstain_record()
     guess = record["best_guess_ms"]
     assert guess is not None and "speech energy" in record["found"] and record["hint"]
-    named = re.findall(r"'([^']*)'", record["found"].split("not heard there:")[1])
-    assert named
-    for text in named:  # the transcript repeats sentences: some instance of each named word is not spoken there
-        instances = [w for w in transcript.words if w.text.strip(".,") == text]
-        assert instances and any(not _spoken_where_put(audio_record, text, w.start_seconds, guess,
-                                                       w.stop_seconds - w.start_seconds) for w in instances), text
+    _assert_named_words_not_spoken(audio_record, transcript, record)
     answer = estimate_transcript_offset(audio, own)
     assert abs(answer.text_offset_ms - audio_record["text_offset_ms"]) <= OFFSET_ERROR_MS, answer
 
