@@ -84,7 +84,7 @@ from avcore import AudioClip, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CAPTION_MARGIN_SECONDS", "MIN_WORD_FIT", "REFUSAL_NEEDED", "caption_words", "estimate_text_offset_forced"]
+__all__ = ["CAPTION_MARGIN_SECONDS", "MIN_RETRY_FIT", "MIN_WORD_FIT", "REFUSAL_NEEDED", "caption_words", "estimate_text_offset_forced"]
 
 _FULL_EVIDENCE_WORDS = 8
 _CHUNK_GAP_EXTRA_SECONDS = 0.2
@@ -104,6 +104,18 @@ Human-read speech with its own text fits at -8 to -14 (praatio's examples, the N
 utterances); another utterance's text on it -43 to -60; the telephone-band conversations of
 tests/test_text_conversation.py -26 to -29. Reported on other seeds in BENCHMARKS.md ("Transcript offset: words that do
 not fit the audio")."""
+
+
+MIN_RETRY_FIT = -30.0
+"""An item aligned on its own after its chunk failed or did not fit (:data:`MIN_WORD_FIT`) is evidence only when it
+fits at least this well. The retry exists for one caption that was never said among real ones (a hallucinated "Thank
+you for watching."); but a caption of a few words aligned alone fits other speech more easily than a chunk does: on
+the null pairings of TUNE and TUNE2 (1,352 of them, another clip's transcript), items placed by the retry at -35 or
+better that the audio does not say there fit at -34.4 to -19.2 (multi-word items: median -31 to -32), those it does
+say at -31.0 to -11.3 (median -17 to -23); no true pairing of either set placed an item by the retry. REPORT39's
+wild39021 captions on wild39010's audio were placed at -34.7 and -34.7, 82 ms from where either is spoken, and
+answered. Chosen between the worst fits of right chunks (TUNE -26.4; the telephone-band conversations -26 to -29)
+and the bulk of the unsaid items (BENCHMARKS.md, "Forced alignment: items retried alone")."""
 
 
 def _items(transcript: Transcript) -> tuple[list[tuple[str, float, float]], bool]:
@@ -281,17 +293,16 @@ def estimate_text_offset_forced(
         retried = []
         for part, start, result in parts:
             if (result is None or _unfit(result)) and len(part) > 1:
-                retried += [([item], start + k, _chunk_differences(audio, [item], margin, decoder))
+                retried += [([item], start + k, _chunk_differences(audio, [item], margin, decoder), MIN_RETRY_FIT)
                             for k, item in enumerate(part)]
             else:
-                retried.append((part, start, result))
-        parts = retried
-        for part, start, result in parts:
+                retried.append((part, start, result, MIN_WORD_FIT))
+        for part, start, result, min_fit in retried:
             if isinstance(result, _Refused):
                 refused.append(result)
             placed = result if isinstance(result, _Placed) else _Placed({}, None)
             kept = placed.differences
-            if placed.fit is not None and placed.fit < MIN_WORD_FIT:
+            if placed.fit is not None and placed.fit < min_fit:
                 # The words are not what this audio says there: their places are not evidence (not placed).
                 unfit += list(kept.values())
                 unfit_fits.append(placed.fit)

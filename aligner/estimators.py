@@ -49,7 +49,7 @@ from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_d
 from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
 from aligner._signals import VisualFeature, audio_onset_envelope, log_energy, mono, visual_change_events
 from aligner._text_method import estimate_transcript_offsets, heard_items
-from aligner._text_forced import CAPTION_MARGIN_SECONDS, MIN_WORD_FIT, caption_words, estimate_text_offset_forced
+from aligner._text_forced import CAPTION_MARGIN_SECONDS, MIN_RETRY_FIT, MIN_WORD_FIT, caption_words, estimate_text_offset_forced
 from aligner._text_offset import band_snr_levels, caption_edges, estimate_text_offset, onset_offset_near, refine_word_times
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "MAX_ALIGN_WORDS",
     "MAX_WORDS_PER_SECOND",
     "MIN_PAIRS_FOR_DRIFT",
+    "MIN_RETRY_FIT",
     "MIN_WORD_FIT",
     "MatchedPairs",
     "NULL_THRESHOLD",

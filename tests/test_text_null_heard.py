@@ -117,6 +117,26 @@ def test_confirmed_energy_answer_over_a_floor_needs_its_words_heard(wild_seed) -
     assert abs(answer.text_offset_ms - audio_record["text_offset_ms"]) <= OFFSET_ERROR_MS, answer
 
 
+@pytest.mark.slow
+def test_captions_retried_alone_need_a_closer_fit(wild_seed) -> None:
+    """REPORT39's wild39021 captions ("Quick thinking saved many" / "lives today", a sentence wild39010 never says) on
+    wild39010's audio: as one chunk they fit at -40.5 (not evidence), but each caption retried alone fit at -34.7,
+    just inside MIN_WORD_FIT, 82 ms apart, and main at 7198b96 answered ``forced_spans`` -82.1 ms (confidence 0.75).
+    Items retried alone must fit at MIN_RETRY_FIT (-30): forced alignment places neither, ``auto`` abstains. The clip's
+    own captions (one chunk, fit -22.7) still answer, within the 25 ms target (a bare ``forced_spans`` answer: 9.0 ms)."""
+    from aligner.estimators import MIN_RETRY_FIT, MIN_WORD_FIT, estimate_transcript_offsets
+
+    assert MIN_WORD_FIT < MIN_RETRY_FIT
+    _, audio, _ = wild_seed(39010)
+    own_record, own_audio, transcript = wild_seed(39021)
+    assert [s.text for s in transcript.spans] == ["Quick thinking saved many", "lives today"]
+    by_method = estimate_transcript_offsets(audio, transcript, methods=("forced", "auto"))
+    assert by_method["auto"].abstained and by_method["forced"].abstained, by_method
+    assert all(d is None for _, d in by_method["forced"].item_differences_ms)  # neither caption placed
+    answer = estimate_transcript_offset(own_audio, transcript)
+    assert abs(answer.text_offset_ms - own_record["text_offset_ms"]) <= 25.0, answer
+
+
 def test_heard_items_counts_items_within_the_tolerance() -> None:
     forced = TextEstimate(100.0, 0.5, "forced_spans", item_differences_ms=(
         ("a", 100.0), ("b", 159.0), ("c", 161.0), ("d", None), ("e", 40.5)))
