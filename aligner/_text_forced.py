@@ -323,7 +323,8 @@ def estimate_text_offset_forced(
                                   f"audio at {max(unfit_fits):.1f} per frame (median of their places {guess:+.0f} ms)"
                                   + (f"; {len(refused)} caption(s)/chunk(s) refused by forced alignment" if refused else ""),
                             needed=f"words that fit the audio at >= {MIN_WORD_FIT:g} per frame (forced alignment's "
-                                   f"acoustic fit)")
+                                   f"acoustic fit; >= {MIN_RETRY_FIT:g} for a caption aligned alone after its chunk "
+                                   f"did not fit)")
     if not differences and refused:
         worst = max(refused, key=lambda r: r.num_words)
         return text_abstain(worst.reason, needed=REFUSAL_NEEDED[worst.reason],
