@@ -286,8 +286,14 @@ def is_transcript_json(data: Union[bytes, str]) -> bool:
 
     try:
         text = data if isinstance(data, str) else bytes(data)
-        value = json.loads(_decode(text, "", what="transcript")[0])  # cp1252 metadata is metadata (decode_text)
-    except (ValueError, TranscriptError, RecursionError):
+        try:
+            decoded = _decode(text, "", what="transcript")[0]  # cp1252 metadata is metadata (decode_text)
+        except TranscriptError:
+            # Bytes decode_text refuses (another legacy encoding): their JSON structure, not their text, says what
+            # they are; Latin-1 maps every byte, and JSON's syntax is ASCII. Metadata stays metadata (kept as is).
+            decoded = text.decode("latin-1") if isinstance(text, bytes) else text
+        value = json.loads(decoded)
+    except (ValueError, RecursionError):
         return True
     if isinstance(value, dict):
         nested = value.get("whisper_transcript")
@@ -450,10 +456,12 @@ def read_transcript(
     except Exception as error:  # noqa: BLE001 - a parser library failing on garbage is the content's fault
         raise TranscriptError(f"{label}: the {chosen} parser failed: {type(error).__name__}: {error}") from None
     if len(spans) > max_cues:
-        raise TranscriptError(f"{label}: {len(spans)} cues, over max_cues={max_cues}", reason="too_large")
+        raise TranscriptError(f"{label}: {len(spans)} cues, over max_cues={max_cues}; hint: split the transcript or "
+                              "raise read_transcript's max_cues", reason="too_large")
     words = sum(len(s.words) or len(s.text.split()) for s in spans)
     if words > max_words:
-        raise TranscriptError(f"{label}: {words} words, over max_words={max_words}", reason="too_large")
+        raise TranscriptError(f"{label}: {words} words, over max_words={max_words}; hint: split the transcript or "
+                              "raise read_transcript's max_words", reason="too_large")
     ordered = tuple(sorted(_without_repeats(spans, name=label), key=lambda s: (s.start_seconds, s.stop_seconds)))
     return Transcript(spans=ordered, source=label, format=chosen)
 

@@ -119,3 +119,32 @@ def test_utf32_with_a_bom_is_read(encoding):
     assert data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE))
     assert [s.text for s in loaders.read_transcript(data, name="u.srt").spans] == ["Café crème", "Привет"]
     assert decode_text(data, "u.srt") == text
+
+
+def test_metadata_json_in_another_legacy_encoding_stays_metadata():
+    """A video2dataset ``KEY.json`` record (url, caption, status) written in cp1251: decode_text refuses its text, but
+    its structure is metadata, not a transcript; it was taken for a malformed transcript and its sample skipped. A
+    cp1251 record holding a transcript's ``segments`` is still a transcript (then refused by the reader, naming the
+    encoding)."""
+    import json
+
+    from loaders.transcripts import is_transcript_json
+
+    record = {"url": "http://x/v.mp4", "caption": "Привет, как дела у всех сегодня", "status": "success"}
+    data = json.dumps(record, ensure_ascii=False).encode("cp1251")
+    assert not is_transcript_json(data)
+    segments = {"segments": [{"text": "Привет всем", "start": 0.0, "end": 1.0}]}
+    assert is_transcript_json(json.dumps(segments, ensure_ascii=False).encode("cp1251"))
+    assert is_transcript_json(b'{"segments": [')  # malformed JSON: the reader reports it with its line
+
+
+def test_too_many_cues_or_words_names_the_option_to_raise():
+    """The exact counts after the parse (a JSON passes the pre-parse bound of max_cues + max_words objects) are refused
+    with the option to raise, as the pre-parse bounds already were."""
+    import loaders
+
+    doc = json.dumps({"segments": [{"text": f"word{i} more", "start": i, "end": i + 0.5} for i in range(5)]}).encode()
+    with pytest.raises(loaders.TranscriptError, match="5 cues, over max_cues=3; hint: .*raise read_transcript's max_cues"):
+        loaders.read_transcript(doc, name="a.json", max_cues=3)
+    with pytest.raises(loaders.TranscriptError, match="over max_words=4; hint: .*raise read_transcript's max_words"):
+        loaders.read_transcript(doc, name="a.json", max_words=4)
