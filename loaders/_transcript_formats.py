@@ -682,8 +682,9 @@ def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
     """whisper.cpp's ``-oj`` / ``-ojf`` JSON (``{"transcription": [{"offsets": {"from", "to"} (ms), "timestamps",
     "text", "tokens"?}]}``) and the Hugging Face ASR pipeline's ``{"text", "chunks": [{"timestamp": [start, end],
     "text"}]}`` as the ``{"segments": [...]}`` that :func:`parse_json` reads. whisper.cpp's segments keep their words
-    when ``-ojf`` (``--output-json-full``) gave their ``tokens`` (:func:`_cpp_token_words`), else words come from
-    forced alignment; the pipeline's chunks are words or segments (:func:`_hf_chunks`). Any other document is
+    when ``-ojf`` (``--output-json-full``) gave their ``tokens`` (:func:`_cpp_token_words`); ``-ml 1`` output (every
+    segment one word, no tokens) is read as words grouped into segments (:func:`_hf_word_segments`); else words come
+    from forced alignment; the pipeline's chunks are words or segments (:func:`_hf_chunks`). Any other document is
     returned as it is. Before this, a ``KEY.json`` in either layout was taken for metadata and its sample loaded
     with no transcript, silently."""
     if not isinstance(document, dict) or any(k in document for k in ("segments", "spans", "word_segments")):
@@ -702,6 +703,15 @@ def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
             if item.get("tokens") is not None:
                 segment["words"] = _cpp_token_words(item["tokens"], where=f"{where}.tokens")
             segments.append(segment)
+        texts = [str(seg["text"]).split() for seg in segments if str(seg["text"]).strip()]
+        if len(texts) > 1 and all(len(t) == 1 for t in texts) and not any("words" in seg for seg in segments):
+            # ``-ml 1`` (max segment length 1): a segment per word. Read as words, grouped into segments as the
+            # pipeline's word chunks are (a segment per word fills the loader's segment budget 20x sooner).
+            words = [(check_seconds(seg["start"], where=f"{name}: transcription[{i}]"),
+                      check_seconds(seg["end"], where=f"{name}: transcription[{i}]"), str(seg["text"]))
+                     for i, seg in enumerate(segments) if str(seg["text"]).strip()]
+            separator = "" if any(t[:1].isspace() for _, _, t in words) else " "
+            return {"segments": _hf_word_segments(words, separator)}, f"{name} (whisper.cpp, a word per segment)"
         return {"segments": segments}, f"{name} (whisper.cpp)"
     chunks = document.get("chunks")
     if isinstance(chunks, list):

@@ -171,3 +171,19 @@ def test_hf_word_chunks_fit_the_segment_budget_and_a_skip_names_it(tmp_path, cap
         assert list(loader) == []
     assert loader.stats.skipped == {"over_budget": 1}
     assert "(2 segments > max_segments=1); set window_seconds (or 'auto') or raise max_segments" in caplog.text
+
+
+def test_whisper_cpp_a_word_per_segment_is_grouped_into_sentences():
+    """whisper.cpp ``-ml 1`` (max segment length 1) writes one segment per word: 100 words were 100 segments (the
+    loader's default ``max_segments`` is 256). They are read as words with their own times, grouped into sentences."""
+    import json
+
+    import loaders
+
+    words = [(f" w{i}" + ("." if i % 10 == 9 else ""), 100 + 300 * i, 100 + 300 * i + 250) for i in range(100)]
+    doc = {"transcription": [{"timestamps": {}, "offsets": {"from": a, "to": b}, "text": t} for t, a, b in words]}
+    transcript = loaders.read_transcript(json.dumps(doc).encode(), name="ml1.json")
+    assert len(transcript.spans) == 10
+    assert [w.text for w in transcript.words] == [t.strip() for t, _, _ in words]
+    assert [(w.start_seconds, w.stop_seconds) for w in transcript.words] == [(a / 1000, b / 1000) for _, a, b in words]
+    assert transcript.spans[0].text == " ".join(t.strip() for t, _, _ in words[:10])
