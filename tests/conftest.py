@@ -197,6 +197,19 @@ def tiny_clip(out, seconds: float, *, fps: int, sample_rate: int | None, tone_hz
                        "-c:v", "libx264", "-g", "5", *audio_codec)
 
 
+def write_tar(path: Path, members) -> Path:
+    """A WebDataset shard at ``path`` holding ``members`` (``{name: bytes}`` or ``[(name, bytes), ...]``, in order)."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tar:
+        for name, blob in (members.items() if isinstance(members, dict) else members):
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    return path
+
+
 def start_forked(fn: Callable[..., object], *args: object) -> int:
     """Runs ``fn(*args)`` in a forked child of this test process; returns the child's pid (the caller reaps it:
     ``os.waitpid``). For a process a test kills or orphans: a fork starts at once where a new interpreter imports

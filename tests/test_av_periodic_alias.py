@@ -97,12 +97,9 @@ def _encode(tmp_path, frames: np.ndarray, audio: np.ndarray, rate: int, name: st
 
 
 
-@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg needed")
-def test_measure_abstains_on_a_blinking_light_heard_700_ms_late(tmp_path) -> None:
-    """A 64x48 clip (9 s, 30 fps): a square lights up for 2 frames every second, a 2 kHz tick 700 ms after each.
-    ``measure`` answered -300 ms (the alias) before; now it abstains, best guess -300 ms."""
-    from avalign import measure
-
+def blinking_clip(tmp_path):
+    """A 64x48 clip (9 s, 30 fps): a square lit for 2 frames every second, a 2 kHz tick 700 ms after each: the tick
+    matches the flash one period away as well (-300 ms), so the A/V estimate abstains ``ambiguous_peak``."""
     rate, seconds = 16000, 9.0
     num_frames = int(seconds * FPS)
     frames = np.full((num_frames, 48, 64, 3), 80, np.uint8)
@@ -116,7 +113,16 @@ def test_measure_abstains_on_a_blinking_light_heard_700_ms_late(tmp_path) -> Non
     for t in flashes:
         i = int(round((round(t * FPS) / FPS + 0.7) * rate))
         audio[i:i + tick.size] += tick[:max(0, audio.size - i)]
-    record = measure(str(_encode(tmp_path, frames, audio, rate, "blink.mp4")))
+    return _encode(tmp_path, frames, audio, rate, "blink.mp4")
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg needed")
+def test_measure_abstains_on_a_blinking_light_heard_700_ms_late(tmp_path) -> None:
+    """A 64x48 clip (9 s, 30 fps): a square lights up for 2 frames every second, a 2 kHz tick 700 ms after each.
+    ``measure`` answered -300 ms (the alias) before; now it abstains, best guess -300 ms."""
+    from avalign import measure
+
+    record = measure(str(blinking_clip(tmp_path)))
     assert record["av_offset_ms"] is None, record["av_offset_ms"]
     assert record["av_abstain"]["reason"] == "ambiguous_peak"
     assert abs(record["av_abstain"]["best_guess_ms"] - (-300.0)) <= 1000.0 / FPS

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, write_tar
 
 SAMPLE = REPO / "sample_data"
 
@@ -130,24 +130,11 @@ def test_measure_lists_the_words_of_word_level_json(tmp_path, capsys):
 
 
 def _blinking_clip(tmp_path):
-    """A 64x48 clip (9 s, 30 fps): a square lit for 2 frames every second, a 2 kHz tick 700 ms after each: the
-    tick matches the flash one period away as well (-300 ms), so the A/V estimate abstains ``ambiguous_peak``."""
-    import numpy as np
+    """``tests.test_av_periodic_alias.blinking_clip``: a flash and a tick 700 ms later every second; the A/V estimate
+    abstains ``ambiguous_peak``."""
+    from tests.test_av_periodic_alias import blinking_clip
 
-    from tests.test_av_periodic_alias import FPS, _encode
-
-    rate, seconds = 16000, 9.0
-    frames = np.full((int(seconds * FPS), 48, 64, 3), 80, np.uint8)
-    flashes = np.arange(0.7, seconds - 0.3, 1.0)
-    for t in flashes:
-        frames[int(round(t * FPS)):int(round(t * FPS)) + 2, 8:24, 8:24] = 250
-    audio = np.random.default_rng(0).normal(0.0, 0.002, int(seconds * rate))
-    tick_t = np.arange(int(0.05 * rate)) / rate
-    tick = 0.5 * np.sin(2 * np.pi * 2000.0 * tick_t) * np.exp(-tick_t / 0.008)
-    for t in flashes:
-        i = int(round((round(t * FPS) / FPS + 0.7) * rate))
-        audio[i:i + tick.size] += tick[:max(0, audio.size - i)]
-    return _encode(tmp_path, frames, audio, rate, "blink.mp4")
+    return blinking_clip(tmp_path)
 
 
 def test_measure_table_names_no_confidence_beside_an_abstention(tmp_path, capsys):
@@ -230,21 +217,13 @@ def test_a_cp1252_caption_file_loads_with_a_warning(tmp_path, caplog):
 def test_cp1252_captions_reach_the_batch(tmp_path):
     """Before: a video2dataset ``KEY.txt`` caption in cp1252 was a skipped sample, and a cp1252 ``KEY.json``
     metadata caption was taken for a broken transcript (skipped too). Oracle: the captions the test wrote."""
-    import io
-    import tarfile
-
     import loaders
 
     clip = (SAMPLE / "clip05.mp4").read_bytes()
     members = [("a.mp4", clip), ("a.txt", "Caf\u00e9 cr\u00e8me".encode("cp1252")), ("b.mp4", clip),
                ("b.json", json.dumps({"url": "http://x/b.mp4", "caption": "Cr\u00e8me br\u00fbl\u00e9e \u20ac5"},
                                      ensure_ascii=False).encode("cp1252"))]
-    shard = tmp_path / "s-000.tar"
-    with tarfile.open(shard, "w") as tar:
-        for name, blob in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(blob)
-            tar.addfile(info, io.BytesIO(blob))
+    shard = write_tar(tmp_path / "s-000.tar", members)
     loader = loaders.make_loader(str(shard), seed=0, frame_size=(16, 16))
     texts = {key: text for batch in loader for key, text in zip(batch.sample_keys, batch.segment_texts)}
     assert loader.stats.skipped == {}

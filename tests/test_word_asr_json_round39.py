@@ -3,14 +3,12 @@ punctuation, and Hugging Face word chunks grouped into segments. Each test reads
 checks what avalign makes of it against the times, words and texts written there."""
 from __future__ import annotations
 
-import io
 import json
 import logging
-import tarfile
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, write_tar
 
 SAMPLE = REPO / "sample_data"
 
@@ -140,13 +138,7 @@ def test_hf_word_chunks_count_against_max_words_not_max_cues():
 
 def _shard(tmp_path, document: dict):
     members = [("a.mp4", (SAMPLE / "clip05.mp4").read_bytes()), ("a.json", json.dumps(document).encode())]
-    shard = tmp_path / "s-000.tar"
-    with tarfile.open(shard, "w") as tar:
-        for name, blob in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(blob)
-            tar.addfile(info, io.BytesIO(blob))
-    return str(shard)
+    return str(write_tar(tmp_path / "s-000.tar", members))
 
 
 def test_hf_word_chunks_fit_the_segment_budget_and_a_skip_names_it(tmp_path, caplog):
