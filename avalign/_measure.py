@@ -8,9 +8,14 @@ from typing import Any, Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATION_MAX_WIDTH", "Measurement", "count_words", "format_measurement", "import_measure_dependencies",
+__all__ = ["ESTIMATION_MAX_WIDTH", "FIGURE_BESIDE_ABSTENTION", "Measurement", "count_words", "format_measurement", "import_measure_dependencies",
            "measure", "measure_aligned", "measure_media", "measure_sample", "read_video_for_estimation"]
 
+FIGURE_BESIDE_ABSTENTION = {"av": "best lag's match strength", "text": "figure of the methods tried"}
+"""What a measure record's ``av_confidence`` / ``text_confidence`` is when its offset is null: no confidence in the
+abstention (an ``ambiguous_peak`` abstains at A/V 1.0: the best lag matches well, and so does another). The measure
+table, the report's clip table and its clip pages name it so; ``--json`` and ``report.json`` keep the figure under its
+key."""
 ESTIMATION_MAX_WIDTH = 64
 """Frames are decoded at most this wide for estimation (area-scaled by swscale while converting to RGB). The
 estimators use per-frame luma changes only: ``background_rise`` averages an 8-column grid of blocks over a lattice
@@ -322,7 +327,7 @@ def format_measurement(record: dict) -> str:
         ``why`` line gives each method's). ``--json`` keeps both under their keys."""
         if answered or value is None:  # None: nothing was estimated (a missing stream)
             return f"confidence {'n/a' if value is None else value}, {method}"
-        return f"best lag's match strength {value}, not a confidence" if av else "no confidence: see why"
+        return f"{FIGURE_BESIDE_ABSTENTION['av']} {value}, not a confidence" if av else "no confidence: see why"
 
     v, a = record.get("video"), record["audio"] or {}
     lines = [f"media       {record.get('media')}"]

@@ -24,6 +24,7 @@ from typing import Container, Optional
 
 import numpy as np
 
+from avalign._measure import FIGURE_BESIDE_ABSTENTION
 from avalign.report._clip_view import ClipView
 from avalign.report._files import write_file_group
 
@@ -169,9 +170,7 @@ def _confidence_fact(row: dict, which: str) -> tuple[str, object]:
     value = row.get(f"{which}_confidence")
     if row.get(f"{which}_offset_ms") is not None or value is None:
         return f"{which} confidence", value
-    if which == "av":
-        return "av best lag's match strength (abstained: not a confidence)", value
-    return "text figure (abstained: not a confidence; see abstain reasons)", value
+    return f"{which} {FIGURE_BESIDE_ABSTENTION[which]} (abstained: not a confidence)", value
 
 
 def _abstain_facts(row: dict) -> list[tuple[str, object]]:

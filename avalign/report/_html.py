@@ -9,6 +9,7 @@ import html
 import logging
 from typing import Optional, Sequence
 
+from avalign._measure import FIGURE_BESIDE_ABSTENTION
 from avalign.report._standards import STANDARDS
 from avalign.report._summary import badness_ms
 
@@ -135,7 +136,7 @@ def _confidence_cell(row: dict, which: str) -> str:
     value = row[f"{which}_confidence"]
     if row[f"{which}_offset_ms"] is not None or value is None:
         return _num(value)
-    what = "the best lag's match strength" if which == "av" else "the methods' figure"
+    what = FIGURE_BESIDE_ABSTENTION[which]
     return f'<span class="na" title="abstained; {_e(what)} {_e(value)}, not a confidence">–</span>'
 
 
