@@ -573,15 +573,16 @@ def _cpp_add_times(word: dict, bounds: Optional[list[float]], p: Any) -> None:
         word["p"].append(float(p))
 
 
-# How the Hugging Face pipeline's word chunks are grouped into segments (:func:`_hf_word_segments`).
-HF_SEGMENT_PAUSE_SECONDS = 2.0
+# How words that come without segments (the Hugging Face pipeline's word chunks, whisper.cpp's ``-ml 1``) are
+# grouped into segments (:func:`_word_segments`).
+WORD_SEGMENT_PAUSE_SECONDS = 2.0
 """A silence this long between two word chunks ends a segment: faster-whisper's VAD ends a speech chunk at a
 silence of 2 s (``VadOptions.min_silence_duration_ms=2000``); shorter pauses (breaths, commas) stay inside one, as
 they do inside a Whisper segment."""
-HF_SEGMENT_MAX_WORDS = 32
+WORD_SEGMENT_MAX_WORDS = 32
 """Words per segment at most (about 10 s of speech at 3 words/s, a long Whisper segment): unpunctuated output (a CTC
 model's, lower-case Whisper's) still makes segments short enough to window, not one segment per clip."""
-HF_SEGMENT_MAX_SECONDS = 30.0
+WORD_SEGMENT_MAX_SECONDS = 30.0
 """A segment spans this long at most: Whisper decodes 30 s windows, and none of its segments is longer."""
 HF_OPEN_WORD_SECONDS = 0.3
 """How long an open word (end null) lasts when no other word is closed to take a median from: about a spoken
@@ -599,18 +600,27 @@ def _ends_sentence(text: str) -> bool:
     return bool(stripped) and stripped[-1] in _SENTENCE_END
 
 
-def _hf_word_segments(words: list[tuple[float, float, str]], separator: str) -> list[dict]:
-    """Word chunks ``(start, stop, text)`` grouped into segments as ASR output is segmented: a segment ends after a
-    word that ends a sentence (:func:`_ends_sentence`), before a pause of ``HF_SEGMENT_PAUSE_SECONDS`` or more, and
-    before it would hold more than ``HF_SEGMENT_MAX_WORDS`` words or span more than ``HF_SEGMENT_MAX_SECONDS``. Its
-    text is its chunks' texts joined by ``separator`` (as the pipeline's ``text`` joins them); it runs from its
-    earliest word's start to its latest word's stop."""
+def _one_word_each(texts: Sequence[str]) -> bool:
+    """Whether every non-blank text of ``texts`` is one word (and one is): word-level output written as items."""
+    split = [t.split() for t in texts if t.strip()]
+    return bool(split) and all(len(words) == 1 for words in split)
+
+
+def _word_segments(words: list[tuple[float, float, str]], document_text: Any = None) -> list[dict]:
+    """Words ``(start, stop, text)`` grouped into segments as ASR output is segmented: a segment ends after a
+    word that ends a sentence (:func:`_ends_sentence`), before a pause of ``WORD_SEGMENT_PAUSE_SECONDS`` or more, and
+    before it would hold more than ``WORD_SEGMENT_MAX_WORDS`` words or span more than ``WORD_SEGMENT_MAX_SECONDS``. Its
+    text joins its words as the tool's own text does: as they are when they carry their own spaces (Whisper's
+    ``" Hello"``), else with a space, unless the document's ``document_text`` has none (a script without spaces); it
+    runs from its earliest word's start to its latest word's stop."""
+    own_spaces = any(t[:1].isspace() for _, _, t in words)
+    separator = "" if own_spaces or (isinstance(document_text, str) and not document_text.split()[1:]) else " "
     groups: list[list[tuple[float, float, str]]] = []
     group: list[tuple[float, float, str]] = []
     for word in words:
-        if group and (word[0] - max(w[1] for w in group) >= HF_SEGMENT_PAUSE_SECONDS
-                      or len(group) >= HF_SEGMENT_MAX_WORDS
-                      or word[1] - min(w[0] for w in group) > HF_SEGMENT_MAX_SECONDS):
+        if group and (word[0] - max(w[1] for w in group) >= WORD_SEGMENT_PAUSE_SECONDS
+                      or len(group) >= WORD_SEGMENT_MAX_WORDS
+                      or word[1] - min(w[0] for w in group) > WORD_SEGMENT_MAX_SECONDS):
             groups.append(group)
             group = []
         group.append(word)
@@ -627,7 +637,7 @@ def _hf_word_segments(words: list[tuple[float, float, str]], separator: str) -> 
 def _hf_chunks(chunks: list, *, name: str, text: Any = None) -> tuple[dict, str]:
     """The Hugging Face ASR pipeline's ``chunks`` (``text``: the document's own ``text``) as segments: each chunk a
     segment, or, when every chunk's text is one word (``return_timestamps="word"``), each chunk a word, the words
-    grouped into segments (:func:`_hf_word_segments`: at sentence ends and long pauses)::
+    grouped into segments (:func:`_word_segments`: at sentence ends and long pauses)::
 
         [{"text": " Hello", "timestamp": [0.5, 0.8]}, {"text": " world.", "timestamp": [0.8, 1.2]}]   words
         [{"text": " Hello world.", "timestamp": [0.5, 1.2]}, {"text": " Yes.", "timestamp": [1.4, 1.6]}]  segments
@@ -653,8 +663,7 @@ def _hf_chunks(chunks: list, *, name: str, text: Any = None) -> tuple[dict, str]
             raise TranscriptError(f"{where}.text: expected a string, got {chunk_text!r:.40} "
                                   f"({type(chunk_text).__name__})")
         parsed.append((where, stamp[0], stamp[1], chunk_text))
-    texts = [t.split() for _, _, _, t in parsed if t.strip()]
-    as_words = bool(texts) and all(len(t) == 1 for t in texts)
+    as_words = _one_word_each([t for _, _, _, t in parsed])
     for k, (where, _, stop, _) in enumerate(parsed):
         if stop is None and not (as_words and k == len(parsed) - 1):
             raise TranscriptError(f"{where}.timestamp: end is null (the pipeline's last chunk, cut by the end of "
@@ -673,9 +682,7 @@ def _hf_chunks(chunks: list, *, name: str, text: Any = None) -> tuple[dict, str]
                        "%s, %.3f s", where, "the median word duration" if durations else "a typical word's length",
                        length)
         words.append((start, start + length, last_text))
-    own_spaces = any(t[:1].isspace() for _, _, t in words)
-    separator = "" if own_spaces or (isinstance(text, str) and not text.split()[1:]) else " "
-    return {"segments": _hf_word_segments(words, separator)}, f"{name} (word chunks)"
+    return {"segments": _word_segments(words, text)}, f"{name} (word chunks)"
 
 
 def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
@@ -683,7 +690,7 @@ def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
     "text", "tokens"?}]}``) and the Hugging Face ASR pipeline's ``{"text", "chunks": [{"timestamp": [start, end],
     "text"}]}`` as the ``{"segments": [...]}`` that :func:`parse_json` reads. whisper.cpp's segments keep their words
     when ``-ojf`` (``--output-json-full``) gave their ``tokens`` (:func:`_cpp_token_words`); ``-ml 1`` output (every
-    segment one word, no tokens) is read as words grouped into segments (:func:`_hf_word_segments`); else words come
+    segment one word, no tokens) is read as words grouped into segments (:func:`_word_segments`); else words come
     from forced alignment; the pipeline's chunks are words or segments (:func:`_hf_chunks`). Any other document is
     returned as it is. Before this, a ``KEY.json`` in either layout was taken for metadata and its sample loaded
     with no transcript, silently."""
@@ -703,15 +710,13 @@ def _other_whisper_layouts(document: Any, *, name: str) -> tuple[Any, str]:
             if item.get("tokens") is not None:
                 segment["words"] = _cpp_token_words(item["tokens"], where=f"{where}.tokens")
             segments.append(segment)
-        texts = [str(seg["text"]).split() for seg in segments if str(seg["text"]).strip()]
-        if len(texts) > 1 and all(len(t) == 1 for t in texts) and not any("words" in seg for seg in segments):
+        texts = [str(seg["text"]) for seg in segments]
+        several = sum(bool(t.strip()) for t in texts) > 1
+        if several and _one_word_each(texts) and not any("words" in seg for seg in segments):
             # ``-ml 1`` (max segment length 1): a segment per word. Read as words, grouped into segments as the
             # pipeline's word chunks are (a segment per word fills the loader's segment budget 20x sooner).
-            words = [(check_seconds(seg["start"], where=f"{name}: transcription[{i}]"),
-                      check_seconds(seg["end"], where=f"{name}: transcription[{i}]"), str(seg["text"]))
-                     for i, seg in enumerate(segments) if str(seg["text"]).strip()]
-            separator = "" if any(t[:1].isspace() for _, _, t in words) else " "
-            return {"segments": _hf_word_segments(words, separator)}, f"{name} (whisper.cpp, a word per segment)"
+            words = [(seg["start"], seg["end"], t) for seg, t in zip(segments, texts) if t.strip()]
+            return {"segments": _word_segments(words)}, f"{name} (whisper.cpp, a word per segment)"
         return {"segments": segments}, f"{name} (whisper.cpp)"
     chunks = document.get("chunks")
     if isinstance(chunks, list):
