@@ -488,8 +488,8 @@ def _heard_over_floor(answer: TextEstimate, forced: TextEstimate) -> TextEstimat
 
 def _heard(answer: TextEstimate, forced: TextEstimate, *, centre_ms: Optional[float] = None,
            min_fraction: float = _MIN_HEARD_FRACTION) -> TextEstimate:
-    """Forced alignment's own answer stands only where at least :data:`_MIN_HEARD_FRACTION` of the transcript's
-    items are heard within :data:`_HEARD_MS` of where forced alignment's placed items as a whole put them (their
+    """Forced alignment's own answer stands only where at least ``min_fraction`` (:data:`_MIN_HEARD_FRACTION`) of the
+    transcript's items are heard within :data:`_HEARD_MS` of where forced alignment's placed items as a whole put them (their
     median, :func:`_all_items_ms`; :func:`heard_items`); else abstain (``words_not_heard``, naming some of the items
     not heard, best guess kept). Without per-item differences there is nothing to judge and the answer stands.
 
@@ -503,13 +503,11 @@ def _heard(answer: TextEstimate, forced: TextEstimate, *, centre_ms: Optional[fl
         return answer
     shown = "; ".join(repr(text if len(text) <= 40 else text[:37] + "...") for text in missing[:_NOT_HEARD_SHOWN])
     more = f" and {len(missing) - _NOT_HEARD_SHOWN} more" if len(missing) > _NOT_HEARD_SHOWN else ""
+    elsewhere = round(centre) != round(answer.text_offset_ms)  # forced alignment's answer, dated off its items' median
     return text_abstain("words_not_heard", confidence=answer.confidence, best_guess_ms=answer.text_offset_ms,
                         num_words_aligned=forced.num_words_aligned, item_differences_ms=forced.item_differences_ms,
                         found=f"{'forced alignment' if centre_ms is None else 'speech energy'} ({answer.method}) says "
-                              f"{answer.text_offset_ms:+.0f} ms"
-                              + (f" (its items centre on {centre:+.0f} ms)" if round(centre) != round(answer.text_offset_ms)
-                                 else "")
-                              + f", but only {heard} of {total} transcript item(s) are heard within ±{_HEARD_MS:g} ms of "
-                              f"{'there' if round(centre) == round(answer.text_offset_ms) else 'their centre'}; "
-                              f"not heard there: {shown}{more}",
+                              f"{answer.text_offset_ms:+.0f} ms{f' (its items centre on {centre:+.0f} ms)' * elsewhere}"
+                              f", but only {heard} of {total} transcript item(s) are heard within ±{_HEARD_MS:g} ms of "
+                              f"{'their centre' if elsewhere else 'there'}; not heard there: {shown}{more}",
                         needed=f"at least {min_fraction:.0%} of the items heard there")
