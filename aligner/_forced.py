@@ -76,6 +76,7 @@ import numpy as np
 from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder
 from aligner._signals import mono
 from aligner._spoken_numbers import spoken_form, written_label
+from aligner._text_offset import after_pause
 from avcore import AudioClip, Word, sample_range
 
 logger = logging.getLogger(__name__)
@@ -113,22 +114,20 @@ a lead for stop-initial words"). Like the lead, not added in digital silence."""
 _STOPS = frozenset(("P", "B", "T", "D", "K", "G"))
 CONNECTED_LEAD_MS = -7.0
 """Added on top of :data:`FORCED_LEAD_MS` to a word boundary inside connected speech: the start of a word that begins
-less than :data:`PAUSE_SECONDS` after the previous word's aligned stop, and that stop (the first word of a span not
-padded before, which starts inside speech, counts as connected). With :data:`AFTER_PAUSE_LEAD_MS` it undoes the ~15 ms
-by which pocketsphinx dates boundaries inside connected speech later than starts after a pause, relative to where the
-words start, with the one lead (signed medians, connected vs after a pause): praatio's and North Wind's real words
-+4.8 ms (n=14) vs -10.2 ms (n=4); the wild generator's TUNE caption words +11.7 ms (n=379) vs -5.1 ms (n=87). The pair
-(-7, +3) was chosen on TUNE and praatio's 12 words alone: of a grid (after a pause 0 to +10 ms, connected +5 to -15 ms)
-the largest TUNE caption-word median gain that leaves praatio's |error| median and |signed median| no worse than with
-the one lead (BENCHMARKS.md, "Caption words: a lead by context"). The two voices still differ in the level of each
-group (espeak-ng's boundaries 5-26 ms later than real ones), which no shared constant removes. Like the lead, not added
-in digital silence."""
+less than :func:`~aligner._text_offset.after_pause`'s 80 ms after the previous word's aligned stop, and that stop
+(the first word of a span not padded before, which starts inside speech, counts as connected). With
+:data:`AFTER_PAUSE_LEAD_MS` it undoes the ~15 ms by which pocketsphinx dates boundaries inside connected speech
+later than starts after a pause, relative to where the words start, with the one lead (signed medians, connected vs
+after a pause): praatio's and North Wind's real words +4.8 ms (n=14) vs -10.2 ms (n=4); the wild generator's TUNE
+caption words +11.7 ms (n=379) vs -5.1 ms (n=87). The pair (-7, +3) was chosen on TUNE and praatio's 12 words alone:
+of a grid (after a pause 0 to +10 ms, connected +5 to -15 ms) the largest TUNE caption-word median gain that leaves
+praatio's |error| median and |signed median| no worse than with the one lead (BENCHMARKS.md, "Caption words: a lead
+by context"). The two voices still differ in the level of each group (espeak-ng's boundaries 5-26 ms later than real
+ones), which no shared constant removes. Like the lead, not added in digital silence."""
 AFTER_PAUSE_LEAD_MS = 3.0
-"""Added on top of :data:`FORCED_LEAD_MS` to the start of a word after a pause (at least :data:`PAUSE_SECONDS` after
-the previous word's aligned stop, or the first word of a span padded before): see :data:`CONNECTED_LEAD_MS`."""
-PAUSE_SECONDS = 0.08
-"""A word that starts at least this long after the previous word's aligned stop starts after a pause (the project's
-pause, as in the transcript-offset estimators)."""
+"""Added on top of :data:`FORCED_LEAD_MS` to the start of a word after a pause (at least
+:func:`~aligner._text_offset.after_pause`'s 80 ms after the previous word's aligned stop, or the first word of a
+span padded before): see :data:`CONNECTED_LEAD_MS`."""
 DIGITAL_SILENCE_DB = 70.0
 """A span whose quiet level (10th percentile of 10 ms frames) is this far below its loud level (95th) has
 no noise floor (digital silence): pocketsphinx shows no lead there, and :data:`FORCED_LEAD_MS` is not added."""
@@ -285,19 +284,17 @@ def _context_shifts_seconds(raw: np.ndarray, *, padded_before: bool) -> np.ndarr
     :data:`AFTER_PAUSE_LEAD_MS`), from the raw aligned times ``raw`` (``[W, 2]``, seconds from the span's first
     sample)::
 
-        raw        [w0 )    [w1 )[w2  )      pause >= PAUSE_SECONDS before w1; w2 abuts w1
+        raw        [w0 )    [w1 )[w2  )      a pause (after_pause: >= 80 ms) before w1; w2 abuts w1
         shift      +after   +after            starts after a pause (w0: the span was padded before)
                                  |<-connected: w2's start and w1's stop move together (one boundary)
 
     The first word of a span not padded before starts inside speech (connected), unless pocketsphinx put it on the
     span's first frame: that start is the cut, not a boundary the aligner chose (no shift, as for the stop lead)."""
     shifts = np.zeros_like(raw)
-    gaps = np.empty(len(raw))
-    gaps[0] = np.inf if padded_before else 0.0
-    gaps[1:] = raw[1:, 0] - raw[:-1, 1]
-    after_pause = gaps >= PAUSE_SECONDS
-    shifts[:, 0] = np.where(after_pause, AFTER_PAUSE_LEAD_MS, CONNECTED_LEAD_MS) / 1000.0
-    connected = ~after_pause
+    paused = after_pause(raw[:, 0], raw[:, 1])
+    paused[0] = padded_before  # the span's first word: after a pause only where the span was padded before it
+    shifts[:, 0] = np.where(paused, AFTER_PAUSE_LEAD_MS, CONNECTED_LEAD_MS) / 1000.0
+    connected = ~paused
     shifts[:-1, 1] = np.where(connected[1:], shifts[1:, 0], 0.0)  # a connected word's boundary is the previous stop
     if not padded_before and raw[0, 0] <= _HALF_FRAME_SECONDS:
         shifts[0, 0] = 0.0  # on the cut
