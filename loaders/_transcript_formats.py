@@ -17,6 +17,7 @@ import unicodedata
 from typing import Any, Optional, Sequence
 
 from avcore import Span, TranscriptError, Word
+from loaders._vtt_timestamp_map import TimestampMap, find_timestamp_map
 
 logger = logging.getLogger(__name__)
 
@@ -311,8 +312,20 @@ def _vtt_words(raw_text: str, start_seconds: float, stop_seconds: float, *, wher
     return words
 
 
+def _mapped(span: Span, timestamp_map: TimestampMap, *, where: str) -> Span:
+    """``span`` and its words moved onto the MPEG-TS timeline by the file's ``X-TIMESTAMP-MAP``."""
+    words = [make_word(w.text, timestamp_map.seconds(w.start_seconds, where=where),
+                       timestamp_map.seconds(w.stop_seconds, where=where), w.score, where=where) for w in span.words]
+    return make_span(span.text, timestamp_map.seconds(span.start_seconds, where=where),
+                     timestamp_map.seconds(span.stop_seconds, where=where), words, where=where)
+
+
 def parse_vtt(text: str, *, name: str) -> list[Span]:
-    """WebVTT: cues parsed by webvtt-py; inline ``<hh:mm:ss.mmm>`` stamps become words."""
+    """WebVTT: cues parsed by webvtt-py; inline ``<hh:mm:ss.mmm>`` stamps become words.
+
+    An HLS segment's ``X-TIMESTAMP-MAP=MPEGTS:<ticks>,LOCAL:<time>`` header moves every cue and word time onto the
+    media's MPEG-TS presentation timeline (``seconds = MPEGTS / 90000 + t - LOCAL``, 33-bit wrap as FFmpeg reads
+    it): ``loaders._vtt_timestamp_map`` states the contract. Without a map the times are kept as stamped."""
     import webvtt
 
     timing_lines = []
@@ -332,6 +345,9 @@ def parse_vtt(text: str, *, name: str) -> list[Span]:
             timing_lines.append(number)
     if not text.lstrip("\ufeff").startswith("WEBVTT"):
         raise TranscriptError(f"{name}: line 1: WebVTT must start with 'WEBVTT', got {text[:20]!r}")
+    timestamp_map = find_timestamp_map(text, name=name)
+    if timestamp_map is not None and timestamp_map.is_identity:
+        timestamp_map = None  # MPEGTS:0,LOCAL:00:00:00.000: the times stay exactly as stamped
     try:
         captions = list(webvtt.WebVTT.from_string(text))
     except Exception as error:  # webvtt-py raises MalformedFileError / MalformedCaptionError and built-ins
@@ -358,7 +374,8 @@ def parse_vtt(text: str, *, name: str) -> list[Span]:
             logger.debug("%s: the cue repeats the previous one's last line(s) only (roll-up): dropped", where)
             continue
         words = _vtt_words(raw_text, start, stop, where=where)
-        spans.append(make_span(text, start, stop, words, where=where))
+        span = make_span(text, start, stop, words, where=where)
+        spans.append(span if timestamp_map is None else _mapped(span, timestamp_map, where=where))
     if len(spans) < len(captions):
         logger.info("%s: %d roll-up cue(s) that only repeat the previous cue's line(s) dropped", name,
                     len(captions) - len(spans))
