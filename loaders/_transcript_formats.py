@@ -608,13 +608,50 @@ English word at 160-200 words per minute."""
 _SENTENCE_END = frozenset(".?!\u2026\u3002\uff1f\uff01\uff0e\uff61\u203c\u2047\u2048\u2049")
 
 
+_TITLES = frozenset(("mr", "mrs", "ms", "dr", "prof", "st", "mt", "vs"))
+"""Abbreviations (lower case, without their dot) that come before a name or a noun, never at a sentence's end: Mr.
+Mrs. Ms. Dr. Prof. St. Mt. vs. (``Jr.``, ``etc.``, ``a.m.`` end sentences as often as not: not listed)."""
+_DOTTED = re.compile(r"(?:[^\W\d_]\.){2,}")
+"""Letters each followed by a dot: ``e.g.`` ``i.e.`` ``U.S.`` ``U.K.`` ``a.m.``: an abbreviation."""
+
+
+def _is_abbreviation(word: str) -> bool:
+    """Whether ``word`` (opening quotes and brackets allowed) ends with its abbreviation's dot, so that dot does not
+    end a sentence: a title (:data:`_TITLES`: ``Mr.`` ``Dr.``), dotted letters (``e.g.`` ``U.S.``), or a single
+    capital's initial (``J.``; not ``I.``, the pronoun that ends "…than I."). A closing quote or bracket after the
+    dot (``U.S.)``) is read as a sentence's end."""
+    stripped = word.strip()
+    while stripped and (unicodedata.category(stripped[0]) in ("Ps", "Pi") or stripped[0] in "\"'"):
+        stripped = stripped[1:]
+    if not stripped.endswith(".") or stripped.endswith(".."):
+        return False
+    body = stripped[:-1]
+    if body.lower() in _TITLES or _DOTTED.fullmatch(stripped):
+        return True
+    return len(body) == 1 and body.isalpha() and body.isupper() and body != "I"
+
+
 def _ends_sentence(text: str) -> bool:
     """Whether a word ends a sentence: its last character before closing quotes/brackets is ``.`` ``?`` ``!`` ``…``
-    (or a CJK form: ``。`` ``？`` ``！``)."""
+    (or a CJK form: ``。`` ``？`` ``！``), unless that ``.`` is an abbreviation's (:func:`_is_abbreviation`: ``Mr.``
+    ``e.g.`` ``U.S.`` ``J.``). A sentence that does end with an abbreviation ("in the U.S.") runs on into the next
+    segment: it ends at the next sentence end, pause or word limit instead."""
     stripped = text.rstrip()
     while stripped and (unicodedata.category(stripped[-1]) in ("Pe", "Pf") or stripped[-1] in "\"'"):
         stripped = stripped[:-1]
-    return bool(stripped) and stripped[-1] in _SENTENCE_END
+    return bool(stripped) and stripped[-1] in _SENTENCE_END and not _is_abbreviation(text)
+
+
+def _written_word(group: Sequence[tuple[float, float, str]], own_spaces: bool) -> str:
+    """The last word of ``group`` as written (trailing spaces dropped): with Whisper's own spaces, the items since the
+    last one that starts with a space joined (whisper.cpp ``-ml 1`` writes ``" Mr"`` then ``"."``, ``" e"`` ``"."``
+    ``"g"`` ``"."``); else the last item."""
+    if not own_spaces:
+        return group[-1][2].rstrip()
+    k = len(group) - 1
+    while k > 0 and not group[k][2][:1].isspace():
+        k -= 1
+    return "".join(w[2] for w in group[k:]).rstrip()
 
 
 def _one_word_each(texts: Sequence[str]) -> bool:
@@ -625,7 +662,8 @@ def _one_word_each(texts: Sequence[str]) -> bool:
 
 def _word_segments(words: list[tuple[float, float, str]], document_text: Any = None) -> list[dict]:
     """Words ``(start, stop, text)`` grouped into segments as ASR output is segmented: a segment ends after a
-    word that ends a sentence (:func:`_ends_sentence`), before a pause of ``WORD_SEGMENT_PAUSE_SECONDS`` or more, and
+    word that ends a sentence (:func:`_ends_sentence`: not an abbreviation's dot, ``Mr.`` ``e.g.`` ``U.S.`` ``J.``;
+    a word as written, :func:`_written_word`), before a pause of ``WORD_SEGMENT_PAUSE_SECONDS`` or more, and
     before it would hold more than ``WORD_SEGMENT_MAX_WORDS`` words or span more than ``WORD_SEGMENT_MAX_SECONDS``. Its
     text joins its words as the tool's own text does: as they are when they carry their own spaces (Whisper's
     ``" Hello"``), else with a space, unless the document's ``document_text`` has none (a script without spaces); it
@@ -634,16 +672,16 @@ def _word_segments(words: list[tuple[float, float, str]], document_text: Any = N
     separator = "" if own_spaces or (isinstance(document_text, str) and not document_text.split()[1:]) else " "
     groups: list[list[tuple[float, float, str]]] = []
     group: list[tuple[float, float, str]] = []
-    for word in words:
-        if group and (word[0] - max(w[1] for w in group) >= WORD_SEGMENT_PAUSE_SECONDS
+    written = ""  # the group's last word as written; a sentence end closes the group before the next word, unless
+    for word in words:  # that word goes on with no space after a dot (" e" "." "g" ".": e.g.)
+        ends = _ends_sentence(written) and (word[2][:1].isspace() or not own_spaces or not written.endswith("."))
+        if group and (ends or word[0] - max(w[1] for w in group) >= WORD_SEGMENT_PAUSE_SECONDS
                       or len(group) >= WORD_SEGMENT_MAX_WORDS
                       or word[1] - min(w[0] for w in group) > WORD_SEGMENT_MAX_SECONDS):
             groups.append(group)
             group = []
         group.append(word)
-        if _ends_sentence(word[2]):
-            groups.append(group)
-            group = []
+        written = _written_word(group, own_spaces)
     if group:
         groups.append(group)
     return [{"start": min(w[0] for w in g), "end": max(w[1] for w in g),
