@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -266,10 +267,55 @@ def test_video2dataset_record_in_cp1252_keeps_its_metadata(clips, tmp_path):
     result = preprocess(str(src / "00000.tar"), str(out), progress=False, timeout_seconds=None)
     assert result.num_samples == 1 and result.num_skipped == 0
     with tarfile.open(out / "shard-000000.tar") as tar:
-        assert "00000.meta.json" in tar.getnames() and tar.extractfile("00000.meta.json").read() == meta
+        assert "00000.meta.json" in tar.getnames()
+        assert tar.extractfile("00000.meta.json").read() == meta.decode("cp1252").encode("utf-8")  # written as UTF-8
         words = [w["text"] for w in json.loads(tar.extractfile("00000.align.json").read())["words"]]
     assert words == ["hi", "you"]
 
+
+def test_cp1252_caption_and_metadata_are_written_as_utf8(clips, tmp_path, caplog):
+    """A video2dataset shard whose ``KEY.txt`` caption and ``KEY.json`` metadata are cp1252 (a Windows tool's
+    "ANSI"): the output's ``KEY.txt`` and ``KEY.meta.json`` are UTF-8 with the same characters, each decoded once
+    with the readers' warning naming its input member. Before, both were copied raw, so a UTF-8 reader of the output
+    shards (anything but avalign's own cp1252 fallback) failed or garbled them. Oracle: the strings the test wrote."""
+    caption = "Caf\u00e9 cr\u00e8me \u2013 \u201cna\u00efve\u201d d\u00e9j\u00e0 vu \u20ac5"
+    record = {"url": "http://x/caf\u00e9.mp4", "caption": "Gr\u00fc\u00dfe aus K\u00f6ln", "status": "success"}
+    src = tmp_path / "v2d"
+    src.mkdir()
+    meta = json.dumps(record, ensure_ascii=False).encode("cp1252")
+    _tar(src / "00000.tar", {"00000.mp4": (clips / "c0.mp4").read_bytes(), "00000.json": meta,
+                             "00000.txt": caption.encode("cp1252")})
+    out = tmp_path / "out"
+    with caplog.at_level(logging.WARNING):
+        result = preprocess(str(src / "00000.tar"), str(out), progress=False, timeout_seconds=None)
+    assert result.num_samples == 1 and result.num_skipped == 0
+    with tarfile.open(out / "shard-000000.tar") as tar:
+        assert tar.extractfile("00000.txt").read().decode("utf-8") == caption
+        assert json.loads(tar.extractfile("00000.meta.json").read().decode("utf-8")) == record
+    warnings = [r.getMessage() for r in caplog.records if "read as cp1252" in r.getMessage()]
+    assert sorted(w.split(": not UTF-8")[0] for w in warnings) == [f"{src / '00000.tar'}:00000.json",
+                                                                    f"{src / '00000.tar'}:00000.txt"], warnings
+
+
+def test_metadata_in_another_legacy_encoding_is_refused_naming_the_member(clips, tmp_path):
+    """A ``KEY.json`` record in cp1251 (Cyrillic) beside a UTF-8 caption: before, copied raw (the loader reads the
+    caption first and never decoded it), so the output held bytes no UTF-8 reader takes. Now the sample is a skip
+    (reason ``transcript``, as the loader's decoding refuses it) whose message names the input member and the fix."""
+    src = tmp_path / "v2d"
+    src.mkdir()
+    record = {"url": "http://x/v.mp4", "caption": "\u041f\u0440\u0438\u0432\u0435\u0442, \u043a\u0430\u043a "
+              "\u0434\u0435\u043b\u0430? \u042d\u0442\u043e \u043f\u043e\u0434\u043f\u0438\u0441\u044c.",
+              "status": "success"}
+    _tar(src / "00000.tar", {"00000.mp4": (clips / "c0.mp4").read_bytes(),
+                             "00000.json": json.dumps(record, ensure_ascii=False).encode("cp1251"),
+                             "00000.txt": "a cat".encode()})
+    out = tmp_path / "out"
+    result = preprocess(str(src / "00000.tar"), str(out), progress=False, timeout_seconds=None)
+    assert result.num_samples == 0 and result.num_skipped == 1
+    [row] = map(json.loads, (out / "skipped.jsonl").read_text().splitlines())
+    assert (row["key"], row["reason"]) == ("00000", "transcript")
+    assert f"{src / '00000.tar'}:00000.json: byte " in row["message"], row
+    assert "re-save the metadata as UTF-8" in row["message"] and "iconv -f CP1251 -t UTF-8" in row["message"], row
 
 def test_errors_are_clear(clips, tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="does not exist"):

@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 _PASS_THROUGH = tuple(ext for ext in CAPTION_EXTENSIONS if ext not in TRANSCRIPT_EXTENSIONS)
-"""Members copied as they are (video2dataset's caption: ``txt``, ``caption``)."""
+"""Members passed through (video2dataset's caption: ``txt``, ``caption``), written as UTF-8."""
 _KEY_CHARS = re.compile(r"[^\w\-]")
 """Replaced by ``_`` in keys: anything but letters and digits of any script, ``_`` and ``-`` (dots split WebDataset
 keys, spaces and punctuation break shell globs). ``日本.mkv`` is key ``日本``: an ASCII-only rule turned every
@@ -103,7 +103,8 @@ class InputSample:
     transcript_format: str = ""
     """``json``, ``textgrid``, ``vtt`` or ``srt``."""
     extras: tuple[tuple[str, Locator], ...] = ()
-    """Members passed through unchanged, as ``(output extension, locator)``: ``meta.json``, ``txt``."""
+    """Members passed through, as ``(output extension, locator)``: ``meta.json``, ``txt`` (written as UTF-8 by
+    ``process_sample``), an audio member (as it is)."""
     source: str = ""
     """Human-readable origin for messages and skipped.jsonl (a path, or ``shard.tar:key``)."""
 
@@ -158,7 +159,7 @@ def _assemble(
     extras: list[tuple[str, Locator]] = []
     if "json" in found and (t != "json" and not is_transcript_json(read_json(found["json"]))
                             or t == "json" and _holds_whisper_transcript(read_json(found["json"]))):
-        extras.append(("meta.json", found["json"]))  # video2dataset's metadata (with its transcript), kept as is
+        extras.append(("meta.json", found["json"]))  # video2dataset's metadata (with its transcript), kept (as UTF-8)
     source = source or (found[media[0]].path if media else found[sorted(found)[0]].path)
     if not media:
         _skip(skipped, source, key, "missing_media",

@@ -8,7 +8,9 @@ Output members of a sample (the contract with ``loaders.make_loader``)::
     <key>.frames.json       FrameIndex.to_json(): pts, keyframe indices, end (video only)
     <key>.transcript.json   {"spans": [{"text", "start_seconds", "stop_seconds", "words": [...]}]}
                             on the ORIGINAL transcript clock (align.json holds text_offset_ms)
-    <key>.meta.json, .txt   passed through (video2dataset metadata and caption), when present
+    <key>.meta.json, .txt   passed through (video2dataset metadata and caption), when present, as UTF-8:
+                            decoded as the loader decodes them (``loaders.transcripts.decode_text``: a cp1252
+                            member is read as such, with its warning; another encoding refuses the sample)
 
 JSON is written with sorted keys and no spaces, so equal inputs give equal bytes in every process.
 """
@@ -154,6 +156,25 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
     }
 
 
+_TEXT_MEMBERS = {"txt": "caption", "caption": "caption", "meta.json": "metadata"}
+"""Passed-through members that are text (output extension → what ``decode_text`` calls it): written as UTF-8."""
+
+
+def _as_utf8(ext: str, blob: bytes, *, name: str) -> bytes:
+    """A passed-through member's bytes for the output: a text member (:data:`_TEXT_MEMBERS`) decoded by
+    ``decode_text`` (UTF-8, or UTF-16/32 with a BOM; Western European cp1252 with a warning naming ``name``, the
+    input member) and written as UTF-8 without a BOM; any other member (``KEY.m4a``) as it is.
+
+    Raises:
+        TranscriptError: ``decode_text`` refuses the bytes (another legacy encoding, broken UTF-8, binary): the
+            message names ``name``, the byte offset and a hint (``iconv``).
+    """
+    from loaders.transcripts import decode_text
+
+    what = _TEXT_MEMBERS.get(ext)
+    return blob if what is None else decode_text(bytes(blob), name, what=what).encode("utf-8")
+
+
 def process_sample(sample: InputSample, options: SampleOptions, config: dict) -> tuple[dict[str, bytes], dict]:
     """Output members (``<key>.<ext>`` → bytes) and the manifest row of one sample.
 
@@ -175,8 +196,10 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
     try:
         media = data[0]
         transcript_bytes = data[1] if sample.transcript else None
-        extras = data[1 + bool(sample.transcript):]
-        # The caption members pass through as they are: refuse here what the loader would refuse at every epoch.
+        # Text members (meta.json, txt) are written as UTF-8 (a cp1252 one warns here, once, naming its input).
+        extras = [_as_utf8(ext, blob, name=f"{loc.path}:{loc.member}" if loc.member else loc.path)
+                  for (ext, loc), blob in zip(sample.extras, data[1 + bool(sample.transcript):])]
+        # The caption members pass through: refuse here what the loader would refuse at every epoch.
         caption_text({"__key__": sample.key, **{ext: blob for (ext, _), blob in zip(sample.extras, extras)}})
         reencoded = None
         if options.reencode == "mp4" and options.timeout_seconds:  # PyAV probes the source: in the watchdog child
