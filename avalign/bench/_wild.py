@@ -60,13 +60,14 @@ def wild_records(seeds: Sequence[int], clip_dir: Path) -> dict[str, dict]:
     """Generate each wild clip once (truth cached as ``<key>.truth.json`` beside the media, checked against the spec)."""
     from avalign.synth import make_wild_clip
     from avalign.synth import wild_specs
+    from avalign.synth import spec_record
 
     clip_dir = Path(clip_dir)
     clip_dir.mkdir(parents=True, exist_ok=True)
     records = {}
     for number, spec in enumerate(wild_specs(seeds), start=1):
         cached = clip_dir / f"{spec.key}.truth.json"
-        wanted = json.loads(json.dumps(dataclasses.asdict(spec)))
+        wanted = spec_record(spec)
         if cached.exists():
             record = json.loads(cached.read_text())
             if record.get("spec") == wanted and (clip_dir / record["media"]).exists():

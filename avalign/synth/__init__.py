@@ -11,7 +11,7 @@ from ._espeak import ESPEAK_SAMPLE_RATE, Speech, SpokenWord, synthesize_speech, 
 from ._spec import SENTENCES, ClipSpec, random_specs, sample_specs
 from ._transcript_writers import StampedWord, render_transcript
 from ._wild import attack_envelope, make_wild_clip
-from ._wild_spec import FINAL_SEEDS, FRESH_SEEDS, HELDOUT_SEEDS, REPORT11_SEEDS, REPORT13_SEEDS, REPORT17_SEEDS, REPORT19_SEEDS, REPORT21_SEEDS, REPORT23_SEEDS, REPORT25_SEEDS, REPORT27_SEEDS, REPORT29_SEEDS, REPORT31_SEEDS, REPORT33_SEEDS, REPORT35_SEEDS, REPORT37_SEEDS, REPORT39_SEEDS, TUNE2_SEEDS, TUNE_SEEDS, WildEvent, WildSpec, mouth_speech_specs, wild_specs
+from ._wild_spec import FINAL_SEEDS, FRESH_SEEDS, HELDOUT_SEEDS, REPORT11_SEEDS, REPORT13_SEEDS, REPORT17_SEEDS, REPORT19_SEEDS, REPORT21_SEEDS, REPORT23_SEEDS, REPORT25_SEEDS, REPORT27_SEEDS, REPORT29_SEEDS, REPORT31_SEEDS, REPORT33_SEEDS, REPORT35_SEEDS, REPORT37_SEEDS, REPORT39_SEEDS, REPORT43_SEEDS, SUBFRAME_FROM_SEED, TUNE2_SEEDS, TUNE43_SEEDS, TUNE_SEEDS, WildEvent, WildSpec, mouth_speech_specs, spec_record, wild_specs
 
 __all__ = [
     "BEEP_FREQUENCY_HZ",
@@ -35,11 +35,14 @@ __all__ = [
     "REPORT35_SEEDS",
     "REPORT37_SEEDS",
     "REPORT39_SEEDS",
+    "REPORT43_SEEDS",
+    "SUBFRAME_FROM_SEED",
     "SENTENCES",
     "Speech",
     "SpokenWord",
     "StampedWord",
     "TUNE2_SEEDS",
+    "TUNE43_SEEDS",
     "TUNE_SEEDS",
     "WildEvent",
     "WildSpec",
@@ -51,6 +54,7 @@ __all__ = [
     "render_transcript",
     "sample_specs",
     "synthesize_speech",
+    "spec_record",
     "wild_specs",
     "word_onset_energy_ratios",
     "write_dataset",

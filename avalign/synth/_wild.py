@@ -12,7 +12,9 @@ bursts) start with a third of the sounds; a white noise floor 15-45 dB below the
 
 Truth::
 
-    flash of event k enters at frame f_k (first pts >= requested time): video time t_k = pts[f_k] (real pts)
+    flash of event k enters at frame f_k (first pts >= requested time): video time t_k = pts[f_k] (real pts),
+        or, with the sub-frame stream, t_k = pts[f_k] - phase_k * (pts[f_k] - pts[f_k-1]) (the frame before shows
+        the light in part: the share of its exposure, shutter x interval from its pts, that the light is on)
     its sound starts (attack begins) at audio time a_k = t_k * (1 + drift_ppm*1e-6) + av_offset_ms/1000
     word w heard at audio time a_w: truth start on the video timeline (a_w - av_offset/1000) / (1 + drift)
 
@@ -23,8 +25,6 @@ undone) → mux → decode and verify the audio sits where the clock model says 
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import math
 import subprocess
@@ -38,7 +38,7 @@ from ._clip import (_VFR_SETPTS, _measure_shift_samples, _nominal_pts, _run_ffmp
                     decode_video)
 from ._espeak import synthesize_speech
 from ._transcript_writers import StampedWord, render_transcript
-from ._wild_spec import WildEvent, WildSpec
+from ._wild_spec import WildEvent, WildSpec, spec_record
 
 logger = logging.getLogger(__name__)
 
@@ -159,23 +159,51 @@ class _Scene:
 def _render_video(spec: WildSpec, pts: np.ndarray, flash_frames: list[int], mouth: np.ndarray,
                   rng: np.random.Generator) -> bytes:
     scene = _Scene(spec, rng)
-    flash_of = {}
+    flash_of: dict[int, tuple] = {}
     for event, first in zip(spec.events, flash_frames):
-        for k in range(first, min(first + event.flash_frames, pts.size)):
-            flash_of[k] = event
+        for k, shown in _flash_exposure(spec, event, first, pts).items():
+            flash_of[k] = (event, shown)
     out = bytearray()
     for k, t in enumerate(pts):
         image = scene.frame(k, float(t), float(mouth[k]))
-        event = flash_of.get(k)
-        if event is not None:
+        if k in flash_of:
+            event, shown = flash_of[k]
             x0, y0, x1, y1 = event.flash_area
             colour = np.asarray(event.flash_colour)
             colour = colour / (0.299 * colour[0] + 0.587 * colour[1] + 0.114 * colour[2])
             region = image[int(y0 * spec.height):int(math.ceil(y1 * spec.height)),
                            int(x0 * spec.width):int(math.ceil(x1 * spec.width))]
-            region += event.flash_level * colour
+            region += shown * event.flash_level * colour
         out += np.clip(image, 0, 255).astype(np.uint8).tobytes()
     return bytes(out)
+
+
+def _event_start_seconds(event, first: int, pts: np.ndarray) -> float:
+    """When the event really starts on the clock of ``pts``: its flash frame's pts, or ``phase`` of the frame interval
+    before it (:attr:`WildEvent.phase`)."""
+    if event.phase == 0.0 or first == 0:
+        return float(pts[first])
+    return float(pts[first] - event.phase * (pts[first] - pts[first - 1]))
+
+
+def _flash_exposure(spec: WildSpec, event, first: int, pts: np.ndarray) -> dict[int, float]:
+    """``{frame: fraction of the flash's light it shows}``. On the frame grid (phase 0): 1 on ``flash_frames`` frames
+    from ``first``. Between frames: the light is on for ``flash_frames`` frame intervals from the event's start, and a
+    frame shows the part of its exposure (``shutter`` of its interval, from its pts) that overlaps it."""
+    stop = min(first + event.flash_frames, pts.size)
+    if event.phase == 0.0 or first == 0:
+        return {k: 1.0 for k in range(first, stop)}
+    interval = float(pts[first] - pts[first - 1])
+    on = _event_start_seconds(event, first, pts)
+    off = on + event.flash_frames * interval
+    shown = {}
+    for k in range(first - 1, min(stop + 1, pts.size)):
+        frame_interval = float(pts[k + 1] - pts[k]) if k + 1 < pts.size else interval
+        open_seconds = spec.shutter * frame_interval
+        overlap = min(off, pts[k] + open_seconds) - max(on, pts[k])
+        if overlap > 0:
+            shown[k] = min(1.0, overlap / open_seconds)
+    return shown
 
 
 # ---------------------------------------------------------------------------------------------- audio
@@ -346,7 +374,7 @@ def make_wild_clip(spec: WildSpec, out_dir: Path) -> dict:
             raise RuntimeError(f"{spec.key}: encoder changed the frames ({real_pts.shape[0]} vs {pts.shape[0]})")
         video_pts, shift_samples, source, source_events = real_pts, 0.0, None, None
         for attempt in range(4):
-            event_audio = [float(video_pts[k]) * drift + offset for k in flash_frames]
+            event_audio = [_event_start_seconds(e, k, video_pts) * drift + offset for e, k in zip(spec.events, flash_frames)]
             if event_audio != source_events:  # the mix depends only on these (same seed): made again if the video moved
                 source = _audio(spec, speech, event_audio, np.random.default_rng(spec.seed + 2), work)
                 source_events = event_audio
@@ -380,7 +408,8 @@ def make_wild_clip(spec: WildSpec, out_dir: Path) -> dict:
     transcript = out_dir / f"{spec.key}.{extension}"
     transcript.write_text(render_transcript(stamped, transcript_format=spec.transcript_format,
                                             duration_seconds=spec.duration_seconds * 1.01 + 1))
-    events = [{"frame_index": k, "video_seconds": float(video_pts[k]), "audio_seconds": float(video_pts[k]) * drift + offset,
+    events = [{"frame_index": k, "video_seconds": _event_start_seconds(e, k, video_pts),
+               "audio_seconds": _event_start_seconds(e, k, video_pts) * drift + offset, "phase": e.phase,
                "sound": e.sound, "attack": e.attack, "attack_ms": e.attack_ms, "flash_level": e.flash_level,
                "flash_frames": e.flash_frames, "flash_area": list(e.flash_area)}
               for e, k in zip(spec.events, flash_frames)]
@@ -415,5 +444,5 @@ def make_wild_clip(spec: WildSpec, out_dir: Path) -> dict:
         "reencode_kbps": spec.reencode_kbps,
         "words": words,
         "seed": spec.seed,
-        "spec": json.loads(json.dumps(dataclasses.asdict(spec))),
+        "spec": spec_record(spec),
     }

@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT37_SEEDS", "REPORT39_SEEDS", "TUNE2_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT37_SEEDS", "REPORT39_SEEDS", "REPORT43_SEEDS", "SUBFRAME_FROM_SEED", "TUNE2_SEEDS", "TUNE43_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "spec_record", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -104,6 +104,19 @@ REPORT37_SEEDS = range(37000, 37024)
 of its clips was generated, for one untouched report of main after the session's changes (audio events dated at most
 4 ms before their 20 % rise, band energy blockwise): A/V, transcript offset, words, true and null pairings; run once,
 after the changes to the aligner were final; never tuned on."""
+SUBFRAME_FROM_SEED = 43000
+"""Seeds from this one on also draw the sub-frame stream (:func:`_with_subframe_events`): every event starts between
+two frames (:attr:`WildEvent.phase`) and the clip has a shutter of 0.25-1 of the frame interval. Real flashes and
+claps are not on the camera's frame grid; the ranges below this seed all had their sounds start exactly at a frame's
+pts. Added on 2026-12-06 (ninth session); ranges below keep their clips."""
+TUNE43_SEEDS = range(43000, 43048)
+"""Seeds of a third tune set (48 clips, with the sub-frame stream), reserved on 2026-12-06 (ninth session) before any
+of its clips was generated: the dating of events between frames is chosen on it. Tune-only: never reported as
+held-out."""
+REPORT43_SEEDS = range(45000, 45024)
+"""Seeds of an eighteenth held-out set (24 clips, with the sub-frame stream), reserved on 2026-12-06 (ninth session)
+before any of its clips was generated, for one untouched report of main after the session's changes; run once,
+never tuned on."""
 REPORT39_SEEDS = range(39000, 39024)
 """Seeds of a seventeenth held-out set (24 clips, same generator), reserved on 2026-12-06 (eighth session) before any
 of its clips was generated, for one untouched report of main after the session's changes: A/V, transcript offset,
@@ -149,6 +162,11 @@ class WildEvent:
     """A noise-burst click (6 ms decay) starts with the sound (a beep and a clap at once)."""
     length_ms: float = 0.0
     """Sound length (ms); 0 = the kind's default (beep 90, clap 80, knock 120)."""
+    phase: float = 0.0
+    """When the event really starts, as a fraction of the frame interval before its flash frame's pts, in [0, 1):
+    0 = exactly at that pts (flash and sound on the frame grid); otherwise the light comes on between two frames and
+    the frame before shows it in part (:attr:`WildSpec.shutter`). The sub-frame stream, seeds from
+    :data:`SUBFRAME_FROM_SEED` on."""
 
 
 @dataclass(frozen=True)
@@ -215,6 +233,9 @@ class WildSpec:
     """A white noise floor this far below the bed's RMS (dB; 0 = none; 15-45 when set)."""
     texture_px_per_frame: float = 0.0
     """The texture also scrolls this many pixels per frame (0-4), on top of its slow drift."""
+    shutter: float = 1.0
+    """Exposure of each frame as a fraction of its interval, from its pts (1 = a 360-degree shutter): a frame shows a
+    light by the part of its exposure the light is on. Matters only for events with a :attr:`WildEvent.phase`."""
     width: int = 160
     """Frame width (pixels)."""
     height: int = 120
@@ -310,7 +331,35 @@ def wild_specs(seeds: range | list[int], *, prefix: str = "wild") -> list["WildS
             # A separate stream: the fields above keep the values they had before this one existed.
             mouth_lead_ms=round(random.Random(seed * 104729 + 3).uniform(0.0, 40.0), 1)))
         specs[-1] = _with_overlaid_speech(specs[-1], random.Random(seed * 15485863 + 11), SENTENCES)
+        if seed >= SUBFRAME_FROM_SEED:
+            specs[-1] = _with_subframe_events(specs[-1], random.Random(seed * 32452843 + 5))
     return specs
+
+
+def spec_record(spec: WildSpec) -> dict:
+    """``spec`` as JSON-able dicts (a clip's truth ``spec``), with the sub-frame stream's fields left out at their off
+    values (``shutter`` 1, ``phase`` 0): the records of clips cached before the stream existed stay equal."""
+    import dataclasses
+    import json
+
+    record = json.loads(json.dumps(dataclasses.asdict(spec)))
+    if record.get("shutter") == 1.0:
+        del record["shutter"]
+    for event in record["events"]:
+        if event.get("phase") == 0.0:
+            del event["phase"]
+    return record
+
+
+def _with_subframe_events(spec: WildSpec, rng: random.Random) -> WildSpec:
+    """The third nuisance stream (seeds from :data:`SUBFRAME_FROM_SEED`): each event starts a uniform fraction of a
+    frame interval before its flash frame, and the camera's shutter is open 0.25-1 of each interval. A separate
+    random stream: the fields above keep their values."""
+    import dataclasses
+
+    shutter = round(rng.uniform(0.25, 1.0), 2)
+    events = tuple(dataclasses.replace(e, phase=round(rng.uniform(0.0, 0.999), 3)) for e in spec.events)
+    return dataclasses.replace(spec, events=events, shutter=shutter)
 
 
 def _with_overlaid_speech(spec: WildSpec, rng: random.Random, sentences: tuple[str, ...]) -> WildSpec:
