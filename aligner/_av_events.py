@@ -7,6 +7,17 @@
                                                            (its own ±2 frames left out); the rest is continuous motion
     event k at pts[k], weight w_k = min(1, √(strength_k / max(0.5 · 90th percentile of the event strengths, 30)))
 
+    a light that comes on between two frames:        visual  ▁ ▃ █ ▁      (rise split: share p, then 1 − p)
+                                                     pts     j0 j0+1
+    one event at the rise-weighted mean of its frames' pts: pts[j0] + (1 − p)·interval (a neighbour counts when its
+    rise over the change around it is more than 0.3 of the event frame's)
+
+Dating between frames assumes each frame is exposed for its whole interval from its pts: there the date is when the
+light came on. A camera with a shorter shutter shows a light that comes on while it is closed in full in the next
+frame, and the part-lit frame by a larger share: such events are dated late by up to (1 − shutter) of an interval,
+(1 − shutter)/2 on average (measured on the wild generator's sub-frame stream: BENCHMARKS.md, "Events between
+frames"). On the frame grid (all of a rise in one frame) the date is that frame's pts, as before.
+
 The 30-level floor of the weight's reference: a flash or a light switched on changes the picture by tens of luma
 levels, a mouth opening or closing by a few; in a clip whose only "events" are such small changes they count
 for less than full events (the strengths measured on the tune set: BENCHMARKS.md, "A/V significance against the
@@ -37,6 +48,10 @@ _ISOLATION_FLOOR = 0.5  # luma: a still neighbourhood does not make a weak chang
 _VISUAL_REFERENCE = 0.5
 # ... and never below this (luma levels): small changes (a mouth) do not count as full events.
 _VISUAL_REFERENCE_FLOOR = 30.0
+# A neighbour of an event frame is part of its rise (a light coming on between frames) when it rises by more than this
+# share of the event frame's rise, over the change around it. Chosen on TUNE43 (0.1, 0.3, 0.45 tried; TUNE and TUNE2,
+# on the frame grid, unchanged at 0.3): BENCHMARKS.md, "Events between frames".
+_SPLIT_SHARE = 0.3
 # Audio event weight: strength / (this x the median strength), in [0.25, 1].
 _AUDIO_REFERENCE = 1.5
 
@@ -98,13 +113,52 @@ def detect_visual_events(visual_events: np.ndarray, pts_seconds: np.ndarray) -> 
     if visual.shape != pts.shape or visual.ndim != 1:
         raise ValueError(f"visual_events and pts_seconds must both be [T], got {visual.shape} and {pts.shape}")
     selected, num_continuous = _isolated(visual)
-    strength = visual[selected]
-    if selected.size:
+    times, strength = _dated_between_frames(visual, pts, selected)
+    if strength.size:
         reference = max(_VISUAL_REFERENCE * float(np.percentile(strength, 90)), _VISUAL_REFERENCE_FLOOR)
         weights = np.minimum(1.0, np.sqrt(strength / reference))
     else:
         weights = np.zeros(0)
-    return VisualEvents(pts[selected], strength, weights, num_continuous)
+    return VisualEvents(times, strength, weights, num_continuous)
+
+
+def _dated_between_frames(visual: np.ndarray, pts: np.ndarray, selected: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's time and strength, from the rise around its frame (module diagram).
+
+    A light that comes on between two frames shows in part in the first frame that sees it (the part of that frame's
+    exposure it is on) and in full in the next: its rise is split over two frames, and one or both may be selected.
+    The event is one, dated at the rise-weighted mean of the pts of its frames (a frame's rise is counted above the
+    change around it, :func:`_local_change`): for a frame-long exposure that is when the light came on; on the frame
+    grid (all of the rise in one frame) it is that frame's pts. Its strength is the whole rise.
+    """
+    if selected.size == 0:
+        return np.zeros(0), np.zeros(0)
+    groups: list[list[int]] = []
+    for index in selected.tolist():
+        if groups and index - groups[-1][-1] == 1:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    times, strength = [], []
+    for group in groups:
+        frames = [f for f in range(group[0] - 1, group[-1] + 2) if 0 < f < visual.size]
+        floor = _local_change(visual, group[0], group[-1])
+        rise = np.array([visual[f] - floor if (f in group or visual[f] > _SPLIT_SHARE * visual[group].max() + floor)
+                         else 0.0 for f in frames])
+        rise = np.maximum(rise, 0.0)
+        if rise.sum() <= 0:
+            rise = np.array([1.0 if f in group else 0.0 for f in frames])
+        times.append(float(np.dot(rise, pts[frames]) / rise.sum()))
+        strength.append(float(visual[[f for f, r in zip(frames, rise) if r > 0]].sum()))
+    return np.asarray(times), np.asarray(strength)
+
+
+def _local_change(visual: np.ndarray, first: int, last: int) -> float:
+    """The change around frames ``first..last`` (median of ±``_ISOLATION_FRAMES``, those frames and one either side left
+    out): what a frame's rise is counted above when dating."""
+    lo, hi = max(0, first - _ISOLATION_FRAMES), min(visual.size, last + _ISOLATION_FRAMES + 1)
+    around = np.concatenate([visual[lo:max(lo, first - 1)], visual[last + 2:hi]])
+    return float(np.median(around)) if around.size else 0.0
 
 
 def _boosted_strength(onsets: AudioOnsets) -> np.ndarray:
