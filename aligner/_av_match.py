@@ -24,8 +24,12 @@ is as narrow as the dating error (a few ms) and stands above its neighbourhood a
               └──────────────────── L            └──────────────────── L
                        |ring|  ring: 20-100 ms         |ring| (high: chance here ≈ the peak)
 
-Both kernel widths σ = 2.5 ms and 6 ms are tried and the larger significance wins (events dated a few ms
-apart earn it at 6 ms, paying for its higher chance rate; the null threshold is calibrated on this maximum).
+The kernel widths σ = 2.5, 6 and 12 ms are tried and the largest significance wins (events dated a few ms apart
+earn it at 6 ms, paying for its higher chance rate; the null threshold is calibrated on this maximum). 12 ms is for
+events between frames seen by a camera with a short shutter: the light is dated late by up to (1 − shutter) of a
+frame interval, differently for each event (``aligner._av_events``), so their sounds spread over 10-30 ms around the
+lag (TUNE43: answer rate 76 → 88 %, tune null pairings' 99.5th percentile 0.663 → 0.676, the threshold still 0.7;
+BENCHMARKS.md, "Events between frames").
 The sidelobe is the most events matched at any lag outside ±(20 ms + max_drift·span/2) of the peak, and at the
 peak's lag shifted by the interval between a visual event and one of its next four, in or out of the range
 (recurring events match one period off as well: a true offset of +700 ms with a light blinking every second has
@@ -50,7 +54,7 @@ __all__ = ["LOCAL_CHANCE_RING_SECONDS", "LagDriftMatch", "match_lag_drift"]
 LAG_STEP_SECONDS = 0.001
 """Lag grid step of the search."""
 _SIGMA_SECONDS = 0.0025  # sets the drift step
-_SIGMAS_SECONDS = (0.0025, 0.006)
+_SIGMAS_SECONDS = (0.0025, 0.006, 0.012)
 _SIDELOBE_EXCLUSION_SECONDS = 0.02
 # The alias check shifts the peak's lag by the interval from each visual event to each of its next this many
 # events: recurring events on a lattice skip some of its points (cuts on some beats; a light every 0.6 s against

@@ -29,7 +29,9 @@ sampling error and a heavier held-out tail): the 99.5th percentile of 4,560 tune
 24 mouth-speech tune clips: each video with every other clip's audio, and with every clip's audio played
 backwards), 0.655, rounded up to 0.1 (``avalign bench align --calibrate``; BENCHMARKS.md, "A/V significance
 against the clip's own neighbourhood"). Re-derived when audio events under a bed were dated at most 4 ms before
-their 20 % point: 0.663 (0.651 before), still 0.7 (BENCHMARKS.md, "A/V answer rate on short bedded clips")."""
+their 20 % point: 0.663 (0.651 before), still 0.7 (BENCHMARKS.md, "A/V answer rate on short bedded clips"); and
+when a 12 ms kernel was added for events between frames: 0.676, still 0.7 (BENCHMARKS.md, "Events between
+frames")."""
 
 TextMethod = Literal["auto", "energy", "forced"]
 """Transcript offset estimator: speech energy, pocketsphinx forced alignment, or energy then forced alignment."""
