@@ -2,10 +2,11 @@
 
 Timestamps are FFmpeg's *best-effort* timestamps (``best_effort_timestamp_time`` in ffprobe), made strictly
 increasing by one repair rule (:func:`strictly_increasing`). Windows and ``fps=`` locate frames with the file's
-frame index (:func:`loaders._index.frame_index`) and seek to the keyframe before; ``fps=`` decodes only the GOPs
-that hold the answers and skips every non-reference frame that is not one (a skip is set per packet, and frame
-threading applies it to that packet). RGB conversion (and scaling) runs on a helper thread while the decoder's
-threads go on.
+frame index (:func:`loaders._index.frame_index`) and seek to the keyframe before (a seek is used only when its
+first frame is shown to be at or before the target, :class:`_Seeker`: MPEG-TS/PS seek by decode time and land late);
+``fps=`` decodes only the GOPs that hold the answers and skips every non-reference frame that is not one (a skip is
+set per packet, and frame threading applies it to that packet). RGB conversion (and scaling) runs on a helper thread
+while the decoder's threads go on.
 """
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ __all__ = ["read_pyav", "strictly_increasing"]
 
 _SEEK_RETRIES = 3
 """Keyframes tried before a target when a seek lands after it, before falling back to the stream start."""
+
+_BEFORE_START_SECONDS = 3600.0
+"""How far before ``stream.start_time`` :func:`_seek_to_start` aims (decode times precede presentation times)."""
 
 
 class _BestEffortClock:
@@ -331,28 +335,76 @@ def _decode_packets(container, stream, needed_ticks: Optional[frozenset], bad_pa
         logger.warning("%s: %d corrupt video packet(s) dropped by the decoder", getattr(container, "name", ""), rejected)
 
 
-def _frames_from(container, stream, index: FrameIndex, seconds: float,
-                 needed_ticks: Optional[frozenset] = None, bad_packets: Optional[list] = None) -> Iterator[tuple[float, object]]:
-    """Timed frames from a seek point whose first frame is at or before ``seconds``.
+def _seek_to_start(container, stream) -> None:
+    """Seek to the stream's first packet: a target well before every timestamp (demuxers that seek by decode
+    time, MPEG-TS and MPEG-PS, land *after* the first keyframe when asked for ``stream.start_time``, which is its
+    presentation time)."""
+    low = (stream.start_time or 0) - seconds_to_ticks(_BEFORE_START_SECONDS, stream.time_base)
+    container.seek(low, stream=stream, backward=True, any_frame=False)
 
-    Some demuxers seek by decode timestamps (AVI with B-frames): asking for the keyframe presented at
-    1.48 s can land on the next one, presented at 1.6 s. Then earlier keyframes are tried, and at
-    last the start of the stream, so no frame before the target is ever silently missed.
+
+class _Seeker:
+    """Timed frames from a seek point shown to be at or before the target, so that no frame at or after the target
+    is ever missed.
+
+    A seek is taken only when the first frame it decodes is at or before the target (or is the stream's first
+    frame). Demuxers that seek by decode timestamps land late: AVI with B-frames (asking for the keyframe presented
+    at 1.48 s can land on the next one, presented at 1.6 s), and MPEG-TS / MPEG-PS with B-frames, where every seek
+    to a keyframe's presentation time lands on a packet after it, so decoding starts at the *next* keyframe (none:
+    no frame at all)::
+
+        decode order   I(pts 0.10, dts 0.03)  P(0.20, 0.07)  B(0.13, 0.10)  B(0.17, 0.13)  ...  I(1.10) ...
+        seek to 0.10   lands on B(dts 0.10)  ->  first decoded frame: I at 1.10 > target: rejected
+
+    Then earlier keyframes are tried, then the start of the stream (:func:`_seek_to_start`), and when even that
+    cannot be shown to start at the first frame, the container is opened again (``reopen``) and decoded from the
+    beginning without seeking: the frames are then those of a full decode. How far back the last accepted seek had
+    to go is remembered for the next one (a demuxer that lands late lands late every time).
     """
-    time_base = stream.time_base
-    keys = index.keyframe_pts_seconds
-    candidates = [float(k) for k in keys[keys <= seconds][::-1][:_SEEK_RETRIES]] + [None]
-    for keyframe in candidates:
-        target = seconds_to_ticks(keyframe, time_base) if keyframe is not None else (stream.start_time or 0)
-        container.seek(target, stream=stream, backward=True, any_frame=False)
-        frames = _timed(_decode_packets(container, stream, needed_ticks, bad_packets), stream)
-        first = next(frames, None)
-        if first is None:
-            continue
-        if keyframe is None or first[0] <= seconds + 1e-9:
-            return itertools.chain([first], frames)
-        logger.debug("seek to keyframe %.6f s landed at %.6f s (> %.6f s): trying an earlier one", keyframe, first[0], seconds)
-    return iter(())
+
+    def __init__(self, container, stream, index: FrameIndex, reopen, bad_packets: Optional[list] = None,
+                 label: str = "") -> None:
+        self._container, self._stream, self._index, self._label = container, stream, index, label
+        self._reopen = reopen
+        self._bad_packets = bad_packets
+        self._back = 0  # keyframes before the target's own that the last accepted seek needed
+        self._opened: list = []  # containers opened by ``reopen``, closed by :meth:`close`
+        self._first_seconds = float(index.pts_seconds[0]) + 0.5 * frame_seconds(stream)
+
+    def _decode(self, container, stream, needed_ticks: Optional[frozenset]) -> Iterator[tuple[float, object]]:
+        return _timed(_decode_packets(container, stream, needed_ticks, self._bad_packets), stream)
+
+    def frames_from(self, seconds: float, needed_ticks: Optional[frozenset] = None) -> Iterator[tuple[float, object]]:
+        container, stream = self._container, self._stream
+        keys = self._index.keyframe_pts_seconds
+        before = [float(k) for k in keys[keys <= seconds][::-1]]
+        first_try = min(self._back, len(before))
+        candidates: list[Optional[int]] = list(range(first_try, min(first_try + _SEEK_RETRIES, len(before)))) + [None]
+        for back in candidates:
+            if back is None:
+                _seek_to_start(container, stream)
+            else:
+                container.seek(seconds_to_ticks(before[back], stream.time_base), stream=stream, backward=True, any_frame=False)
+            frames = self._decode(container, stream, needed_ticks)
+            first = next(frames, None)
+            if first is not None and first[0] <= max(seconds + 1e-9, self._first_seconds if back is None else -math.inf):
+                self._back = len(before) if back is None else back
+                return itertools.chain([first], frames)
+            logger.debug("seek for %.6f s (keyframe %s) landed at %s: trying further back", seconds,
+                         "start" if back is None else f"{before[back]:.6f} s", "no frame" if first is None else f"{first[0]:.6f} s")
+        logger.info("%s: no seek lands at or before %.6f s; decoding from the start of a fresh open", self._label, seconds)
+        fresh = self._reopen()
+        self._opened.append(fresh)
+        fresh_stream = fresh.streams[stream.index]
+        fresh_stream.thread_type = stream.thread_type
+        fresh_stream.codec_context.thread_count = stream.codec_context.thread_count
+        self._back = len(before)
+        return self._decode(fresh, fresh_stream, needed_ticks)
+
+    def close(self) -> None:
+        for container in self._opened:
+            container.close()
+        self._opened.clear()
 
 
 def _index_fits_stream(index: Optional[FrameIndex], meta) -> bool:
@@ -371,15 +423,16 @@ def _index_fits_stream(index: Optional[FrameIndex], meta) -> bool:
     return True
 
 
-def _decode_range_pyav(container, stream, start: float, stop: float, index: Optional[FrameIndex], hint: Optional[int],
+def _decode_range_pyav(container, stream, start: float, stop: float, seeker: Optional[_Seeker], hint: Optional[int],
                        rgb: "_RGB", bad_packets: Optional[list] = None, label: str = "", *, trusted_hint: bool = False):
     """Frames with ``start <= pts < stop`` in presentation order: (pts_seconds list, uint8 tensor [T, H, W, 3]),
-    as displayed (``rgb`` learns the rotation from the first frame). ``hint``: the expected frame count, from a frame
-    index when ``trusted_hint`` (:class:`_FrameBuffer`)."""
-    if index is None:
+    as displayed (``rgb`` learns the rotation from the first frame). Without a ``seeker``, decodes from the
+    container's current position. ``hint``: the expected frame count, from a frame index when ``trusted_hint``
+    (:class:`_FrameBuffer`)."""
+    if seeker is None:
         frames = _timed(_decode_packets(container, stream, None, bad_packets), stream)
     else:
-        frames = _frames_from(container, stream, index, start, bad_packets=bad_packets)
+        frames = seeker.frames_from(start)
     pts_out: list[float] = []
     height, width = rgb.size or (stream.codec_context.height, stream.codec_context.width)
     buffer = _FrameBuffer(hint, height, width, trusted=trusted_hint)
@@ -398,8 +451,8 @@ def _decode_range_pyav(container, stream, start: float, stop: float, index: Opti
     return pts_out, buffer.tensor()
 
 
-def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameIndex, rgb: "_RGB",
-                           bad_packets: Optional[list] = None, label: str = ""):
+def _decode_played_at_pyav(stream, targets: np.ndarray, index: FrameIndex, seeker: _Seeker, rgb: "_RGB",
+                           label: str = ""):
     """For each target time, the frame on screen then: (pts_seconds list, uint8 tensor [T, H, W, 3]).
 
     Seeks only when the next keyframe is ahead of us, and decodes no non-reference frame that is not one of
@@ -421,7 +474,7 @@ def _decode_played_at_pyav(container, stream, targets: np.ndarray, index: FrameI
         for t in targets:
             keyframe = index.keyframe_at_or_before(float(t))
             if frames is None or keyframe > position + 1e-9:
-                frames = _frames_from(container, stream, index, float(t), needed, bad_packets)
+                frames = seeker.frames_from(float(t), needed)
                 prev = pending = None
             while pending is None or pending[0] <= t:
                 if pending is not None:
@@ -464,6 +517,7 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
     container = open_video(source, label)
     bad_packets: list = []  # corrupt packets dropped (VideoMetadata.decode_errors)
     rgb = _RGB(size)
+    seeker: Optional[_Seeker] = None
     try:
         stream = pick_stream(container, "video", label, stream_index=request.stream_index)
         check_time_base(stream, label)
@@ -492,6 +546,7 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
             lo = first if start is None else start
             hi = end if stop is None else stop
             check_window_overlaps(lo, hi, first, end, label=label, what="video")
+            seeker = _Seeker(container, stream, index, lambda: open_video(source, label), bad_packets, label)
         if whole:
             hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header
             pts, frames = _decode_range_pyav(container, stream, -math.inf, math.inf, None, hint, rgb, bad_packets, label,
@@ -501,7 +556,7 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
             pts, frames = (
                 ([], _stack([], *(size or (meta.height, meta.width))))
                 if hi <= lo
-                else _decode_range_pyav(container, stream, lo, hi, index, int(b - a), rgb, bad_packets, label,
+                else _decode_range_pyav(container, stream, lo, hi, seeker, int(b - a), rgb, bad_packets, label,
                                         trusted_hint=_index_fits_stream(index, meta))
             )
         else:
@@ -509,10 +564,10 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
             height, width = size or (stream.codec_context.height, stream.codec_context.width)
             check_fits(count * height * width * 3)  # a frame per grid time, repeats included; before the grid itself
             targets = lo + np.arange(count, dtype=np.float64) / fps
-            pts, frames = _decode_played_at_pyav(container, stream, targets, index, rgb, bad_packets, label)
+            pts, frames = _decode_played_at_pyav(stream, targets, index, seeker, rgb, label)
         rotation = rgb.rotation_degrees
         if rotation is None and not whole:  # no frame decoded (an empty window): the first frame of the stream says
-            container.seek(stream.start_time or 0, stream=stream, backward=True, any_frame=False)
+            _seek_to_start(container, stream)
             rotation = first_frame_rotation(container, stream, label)
             if size is None and frames.shape[0] == 0:
                 frames = frames.reshape((0,) + coded_size((meta.height, meta.width), rotation) + (3,))
@@ -521,6 +576,8 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
     except Exception as e:  # FFmpeg errors, corrupt data mid-stream
         raise DecodeError(f"{label}: video decode failed: {decode_failure(e)}") from e
     finally:
+        if seeker is not None:
+            seeker.close()
         container.close()
     if whole and not pts:
         raise DecodeError(f"{label}: the video stream decoded to no frames (corrupt or truncated?)")

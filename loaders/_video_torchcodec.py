@@ -34,7 +34,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from avcore import DecodeError, VideoClip, check_window_overlaps
+from avcore import DecodeError, VideoClip, check_window_overlaps, frame_played_at
 from loaders._rotation import coded_size, rotate_frames
 from loaders._video_meta import VideoRequest, content_facts, probe_video
 
@@ -65,8 +65,40 @@ def _resized(frames: torch.Tensor, size: Optional[tuple[int, int]]) -> torch.Ten
     return out.permute(0, 2, 3, 1).contiguous()
 
 
+def _expected_times(index, lo: float, hi: float, fps: Optional[float], targets: Optional[np.ndarray]) -> np.ndarray:
+    """The times the frame index says a window (``fps`` None) or a grid of ``targets`` must return."""
+    pts = index.pts_seconds
+    if fps is None:
+        return pts[(pts >= lo) & (pts < hi)] if hi > lo else pts[:0]
+    played = frame_played_at(pts, targets, before_first="none")
+    return pts[played[played >= 0]]
+
+
+def _check_times(got: np.ndarray, expected: np.ndarray, label: str) -> None:
+    """Refuse frames at other times than the frame index's: torchcodec's seek lands late on demuxers that seek by
+    decode time (MPEG-TS / MPEG-PS with B-frames) and returns later frames, or repeats, without an error."""
+    distinct = np.unique(expected)  # fps= repeats a frame where the grid is finer than the frames
+    tolerance = max(1e-6, 0.5 * float(np.median(np.diff(distinct)))) if distinct.size > 1 else 1e-3
+    if got.shape != expected.shape or (got.size and float(np.abs(got - expected).max()) > tolerance):
+        first = f"{got[0]:.6f} s" if got.size else "none"
+        want = f"{expected[0]:.6f} s" if expected.size else "none"
+        raise DecodeError(
+            f"{label}: torchcodec returned {got.size} frame(s) (first {first}) where the file's frame index has "
+            f"{expected.size} (first {want}): its seek does not land before the target in this file (MPEG-TS/PS with "
+            "B-frames?); use backend='pyav' (or 'auto')")
+
+
 def read_torchcodec(source, label: str, request: VideoRequest) -> VideoClip:
-    """``read_video`` with torchcodec's decoder; contract and errors as ``read_video``'s."""
+    """``read_video`` with torchcodec's decoder; contract and errors as ``read_video``'s. torchcodec's own errors
+    (``RuntimeError``) become a DecodeError naming the file, with the PyAV backend as the hint."""
+    try:
+        return _read_torchcodec(source, label, request)
+    except RuntimeError as e:
+        raise DecodeError(f"{label}: torchcodec failed: {e}; use backend='pyav' (or 'auto'), which decodes what FFmpeg "
+                          "decodes (e.g. MPEG-TS/PS with B-frames, where torchcodec's seeks land late)") from e
+
+
+def _read_torchcodec(source, label: str, request: VideoRequest) -> VideoClip:
     from torchcodec.decoders import VideoDecoder
 
     meta, index = probe_video(source, name=label, stream_index=request.stream_index,
@@ -115,6 +147,8 @@ def read_torchcodec(source, label: str, request: VideoRequest) -> VideoClip:
             batch = decoder.get_frames_played_at(seconds=np.minimum(targets, last).tolist())
             frames, pts = batch.data, batch.pts_seconds
     del decoder
+    if not (start is None and stop is None and fps is None):
+        _check_times(pts.numpy(), _expected_times(index, lo, hi, fps, targets if fps is not None else None), label)
     meta = dataclasses.replace(meta, backend="torchcodec", num_frames_from_content=index.num_frames,
                                **content_facts(index.pts_seconds))
     rotation = meta.rotation_degrees
