@@ -8,6 +8,23 @@ first *decoded* frame, which we report, never assume to be 0::
     decoded             [  1  ][  2  ] ...          first frame time = 0.0 (or the stream's start,
     AudioClip.start_seconds = time of sample 0          e.g. 0.4 s when audio starts after video)
 
+MP3 is the exception to "FFmpeg's time of the first decoded frame": its demuxer does not move the timestamps by
+the encoder delay that a LAME/Info header declares (``start_pad`` + the decoder's 529 samples: 1105 at 16 kHz from
+libmp3lame); it counts packets from 0, has the decoder drop the delay (``AV_PKT_DATA_SKIP_SAMPLES``) and sets the
+stream's ``start_time`` to the delay, so the first decoded sample, content time 0, would read as 69 ms (16 kHz),
+25 ms (44.1 kHz) or 23 ms (48 kHz)::
+
+    raw .mp3 packets  [ delay |  content ... ]     first packet pts = 0
+    FFmpeg's frames           [  content ... ]     first frame time = start_time = delay / sr   (late)
+    AudioClip                 [  content ... ]     start_seconds = 0.0: the delay takes no time, as AAC's
+                                                   priming in MP4 (first packet pts -1024/sr, frame at 0)
+
+So for the raw MP3 demuxer the stream's timeline is read ``start_time`` earlier
+(:func:`audio_timeline_shift_seconds`; preprocess's re-encode moves the audio by the same amount). MP3 in MP4
+needs nothing (FFmpeg's muxer writes the delay into the edit list, as for AAC); an MP3 without the header
+(``-write_xing 0``, a pipe) or in Matroska declares no delay anywhere, so its decoded samples, delay included,
+start at the first packet's time, as every decoder presents them (not guessed).
+
 The end is FFmpeg's too: the samples run to the end of the last decoded frame. FFmpeg (5.1 and 8.x) applies an
 MP4 edit list's end by dropping the packets wholly after it, not by cutting inside the last one, so AAC's padding
 stays: a 1.000 s AAC file from ffmpeg's encoder (edit list: 16000 samples at 16 kHz) decodes to 16384 samples, as
@@ -46,7 +63,7 @@ from loaders._truncated import check_not_truncated
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["read_audio"]
+__all__ = ["audio_timeline_shift_seconds", "read_audio"]
 
 _GAP_TOLERANCE_SECONDS = 0.002
 """Frame timestamps may jitter by a sample or two; only larger gaps/overlaps are repaired."""
@@ -355,6 +372,16 @@ class _ChannelsGrew(Exception):
     channel rule needs the joined samples). :func:`read_audio` decodes once more, keeping every block."""
 
 
+def audio_timeline_shift_seconds(container, stream) -> float:
+    """How far FFmpeg's timestamps of ``stream`` run ahead of its content's time: the encoder delay of a raw MP3
+    with a LAME/Info header (the stream's ``start_time``, which that demuxer sets to the delay it has the decoder
+    skip, see the module docstring), else 0.0 (every other demuxer moves the timestamps itself)."""
+    if container.format is None or container.format.name != "mp3" or not stream.start_time:
+        return 0.0
+    shift = float(stream.start_time * stream.time_base)
+    return shift if 0.0 < shift < 1.0 else 0.0  # a delay is at most a few frames (12 bits of samples)
+
+
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                 max_duration_seconds: Optional[float] = None, *, mono: bool = False,
                 sample_rate: Optional[int] = None, stream_blocks: bool = True) -> tuple[np.ndarray, float, int, int]:
@@ -378,8 +405,9 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     if time_base is None or not 0 < float(time_base) <= _MAX_TICK_SECONDS:
         raise DecodeError(f"{label}: the audio stream's time base is {time_base} s per tick, too coarse to time its "
                           f"frames (limit {_MAX_TICK_SECONDS} s): a corrupt header (mdhd timescale 0 or 1?)")
+    shift = audio_timeline_shift_seconds(container, stream)  # FFmpeg's time = ours + shift
     if seek_seconds is not None:
-        container.seek(int(math.floor(seek_seconds / float(time_base))), stream=stream, backward=True)
+        container.seek(int(math.floor((seek_seconds + shift) / float(time_base))), stream=stream, backward=True)
     gaps: list[tuple[int, int]] = []  # (position among the decoded samples, samples of silence inserted there)
     out_rate = sample_rate or rate
     pipeline = _PipelinedResample(rate, out_rate, gaps) if mono and out_rate != rate else None
@@ -390,6 +418,7 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     bad_packets: list = []
     try:
         total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds, bad_packets)
+        start -= shift
         if pipeline is not None:
             buffer.finish()
             resampled = pipeline.result(buffer.width, total)

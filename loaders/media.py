@@ -7,7 +7,8 @@
   :func:`read_mp4_video_tracks`) with their per-process cache (:func:`clear_frame_index_cache`);
 - MP4 boxes: :func:`mp4_boxes` walks them (:class:`Mp4Box`), for the header index and preprocess's edit-list rewrite;
   :func:`mp4_sample_data_end` and :func:`check_not_truncated` (``read_video`` / ``read_audio`` refuse an MP4 cut short);
-- audio blocks: :class:`SampleBuffer` (how decoded audio frames are joined);
+- audio blocks: :class:`SampleBuffer` (how decoded audio frames are joined); audio time:
+  :func:`audio_timeline_shift_seconds` (how far FFmpeg's timestamps run ahead of the content: a raw MP3's encoder delay);
 - large results: :class:`PagePopulator` (a result tensor's memory populated in bulk ahead of its writer),
   :func:`advise_huge_pages` / :func:`huge_pages_on_request` (fresh buffers asking for 2 MiB pages),
   :class:`ResultPool` and the process's :data:`result_pool` (freed large results' memory reused by the next
@@ -17,6 +18,7 @@
 Implementation: ``loaders._source``, ``_video``, ``_audio``, ``_index``, ``_mp4_index``, ``_truncated``, ``_pages``, ``_result_pool``, ``_watchdog``.
 """
 from loaders._audio import _SampleBuffer as SampleBuffer
+from loaders._audio import audio_timeline_shift_seconds
 from loaders._index import (
     FrameIndex,
     clear_frame_index_cache,
@@ -44,6 +46,7 @@ __all__ = [
     "ResultPool",
     "SampleBuffer",
     "advise_huge_pages",
+    "audio_timeline_shift_seconds",
     "call_with_timeout",
     "check_not_truncated",
     "clear_frame_index_cache",

@@ -142,7 +142,8 @@ def test_an_avi_with_b_frames_keeps_its_frame_times(media_dir, reencoded):
 ])
 def test_audio_sample_0_keeps_its_time_and_no_sample_moves(sources, reencoded, name, action):
     # Before: every start dropped to 0 (5 s, 1.4 s, 100000 s); re-encoded AAC started 21.3 ms early (1024 priming
-    # samples presented: the Opus source starting at 0.3 s; the MP3's 23 ms start became 0).
+    # samples presented: the Opus source starting at 0.3 s). The MP3's LAME header delay (23 ms, FFmpeg's start) is
+    # not time: read_audio starts it at 0 (loaders.media.audio_timeline_shift_seconds), and so does the re-encode.
     out, result = reencoded(name)
     assert result.audio == action
     source = loaders.read_audio(str(sources / name))

@@ -100,6 +100,10 @@ class _Streams:
     audio_index: Optional[int]
     audio_codec: Optional[str]
     audio_sample_rate: Optional[int]
+    audio_shift_seconds: float = 0.0
+    """How far FFmpeg's audio timestamps run ahead of the loaders' (``loaders.media.audio_timeline_shift_seconds``:
+    a raw MP3's encoder delay); the encoded audio is moved back by it, so its sample 0 is where ``read_audio`` puts
+    the source's."""
 
 
 def _picked(container, kind: str):
@@ -115,7 +119,7 @@ def _picked(container, kind: str):
         raise
 
 
-def _streams_of(video, audio) -> _Streams:
+def _streams_of(video, audio, audio_shift_seconds: float = 0.0) -> _Streams:
     timescale = None
     if video is not None and video.time_base:
         timescale = Fraction(video.time_base).denominator
@@ -125,7 +129,8 @@ def _streams_of(video, audio) -> _Streams:
         video_index=None if video is None else video.index, video_timescale=timescale,
         audio_index=None if audio is None else audio.index,
         audio_codec=None if audio is None else audio.codec_context.name,
-        audio_sample_rate=None if audio is None else int(audio.codec_context.sample_rate or 0) or None)
+        audio_sample_rate=None if audio is None else int(audio.codec_context.sample_rate or 0) or None,
+        audio_shift_seconds=audio_shift_seconds)
 
 
 def _inspect(path: str) -> tuple[_Streams, Optional[float], Optional[float]]:
@@ -135,8 +140,11 @@ def _inspect(path: str) -> tuple[_Streams, Optional[float], Optional[float]]:
     demuxer's end-of-stream packets flush a frame the decoder held back."""
     import av
 
+    from loaders.media import audio_timeline_shift_seconds
+
     with av.open(path) as container:
         video, audio = _picked(container, "video"), _picked(container, "audio")
+        shift = 0.0 if audio is None else audio_timeline_shift_seconds(container, audio)
         pending = {s.index: s for s in (video, audio) if s is not None}
         first: dict[int, Optional[float]] = {}
         if pending:
@@ -153,9 +161,10 @@ def _inspect(path: str) -> tuple[_Streams, Optional[float], Optional[float]]:
                     continue
                 frame = next((f for f in frames if packet.stream.type == "video" or f.samples > 0), None)
                 if frame is not None:
-                    first[packet.stream.index] = None if frame.time is None else float(frame.time)
+                    moved = shift if packet.stream.type == "audio" else 0.0
+                    first[packet.stream.index] = None if frame.time is None else float(frame.time) - moved
                     del pending[packet.stream.index]
-        streams = _streams_of(video, audio)
+        streams = _streams_of(video, audio, shift)
     return (streams, first.get(streams.video_index) if video is not None else None,
             first.get(streams.audio_index) if audio is not None else None)
 
@@ -183,6 +192,8 @@ def _command(src: str, dst: str, streams: _Streams, *, copy_audio: bool, drop_sa
         audio = ["-c:a", "copy"] if copy_audio else ["-c:a", "aac", "-b:a", "128k", "-flags:a", "+bitexact"]
         if drop_samples:  # the samples before time 0 (MP4 cannot present them); sample `drop_samples` is at 0
             audio += ["-af", f"atrim=start_sample={drop_samples},asetpts=N/SR/TB"]
+        elif streams.audio_shift_seconds and not copy_audio:  # FFmpeg's times of a raw MP3: its delay late
+            audio += ["-af", f"asetpts=PTS-round({streams.audio_shift_seconds!r}/TB)"]
     maps = [f"0:{i}" for i in (streams.video_index, streams.audio_index) if i is not None]
     return ["ffmpeg", "-v", "error", "-nostdin", "-y", "-copyts", "-i", src, *[x for m in maps for x in ("-map", m)],
             *video, *audio, "-map_metadata", "-1", "-fflags", "+bitexact",
