@@ -1,4 +1,5 @@
-"""The base layer of avalign: records, time rules, errors, media types, the align.json schema and resampling.
+"""The base layer of avalign: records, time rules, errors, media types, the align.json schema, resampling and
+the mono downmix.
 
 Re-exports only.
 
@@ -12,6 +13,7 @@ Layers (imports run one way, checked by ``tests/test_layers.py`` with import-lin
 ``avcore`` imports nothing from ``aligner``, ``loaders`` or ``avalign``.
 """
 from avcore._align_json import ALIGN_JSON, canonical_json, clock_values, dump_align_json, read_align_json
+from avcore._downmix import downmix, downmix_weights
 from avcore._errors import (
     REASONS,
     DecodeError,
@@ -69,6 +71,8 @@ __all__ = [
     "clock_values",
     "check_window_overlaps",
     "clip_to_window",
+    "downmix",
+    "downmix_weights",
     "dump_align_json",
     "frame_played_at",
     "frame_range",

@@ -56,7 +56,7 @@ from typing import Callable, Literal, Optional
 import numpy as np
 import torch
 
-from avcore import AudioClip, DecodeError, check_window_overlaps, resample, seconds_to_samples
+from avcore import AudioClip, DecodeError, check_window_overlaps, downmix, resample, seconds_to_samples
 from loaders import _audio_torchcodec
 from loaders._source import MediaSource, check_source, decode_failure, describe_source, open_container, pick_stream
 from loaders._truncated import check_not_truncated
@@ -121,7 +121,8 @@ class _SampleBuffer:
     pieces concatenated at the end (ten times less: BENCHMARKS.md, Lab notes). Nothing is sized from the
     header (a corrupt one cannot make it allocate), and the join downmixes to mono on the way (:meth:`join`).
     Channel rule (as before): the output has as many rows as the widest frame; a stretch of frames with fewer
-    channels contributes its first channel to every row.
+    channels contributes its first channel to every row. The mono downmix is :func:`avcore.downmix` with the layout
+    of the widest frames (:attr:`channel_names`).
     """
 
     def __init__(self, on_block: Optional[Callable[[np.ndarray, int], None]] = None, *, keep: bool = True) -> None:
@@ -133,6 +134,15 @@ class _SampleBuffer:
         self._keep = keep  # False: full blocks go to on_block only, which hands them back through recycle()
         self._free: list[np.ndarray] = []  # blocks handed back, reused (appended to from the helper thread)
         self._max_rows = 0
+        self.channel_names: Optional[tuple[str, ...]] = None
+        """FFmpeg's channel names of the last frame as wide as the widest so far (the downmix's layout)."""
+        self._layout_name: Optional[str] = None
+
+    def _note_layout(self, frame, channels: int) -> None:
+        layout = frame.layout
+        if channels >= len(self.channel_names or ()) and layout.name != self._layout_name:
+            self._layout_name = layout.name
+            self.channel_names = tuple(channel.name for channel in layout.channels)
 
     def recycle(self, block: np.ndarray) -> None:
         """Take back a block ``on_block`` is done with (``keep=False``): the next block reuses its memory, so a
@@ -186,8 +196,17 @@ class _SampleBuffer:
             self._used = at + m
             self.count += m
             return m
-        fmt = frame.format
         channels = frame.layout.nb_channels
+        if channels <= 2:
+            return self._write(frame, cut, packer, channels)
+        written = self._write(frame, cut, packer, channels)
+        self._note_layout(frame, channels)  # after: a block handed on while reserving holds the frames before this
+        return written
+
+    def _write(self, frame, cut: int, packer: list, channels: int) -> int:
+        n = frame.samples
+        m = n - cut
+        fmt = frame.format
         planar = fmt.is_planar
         if planar and channels > 2:  # PyAV's planes are wrong for these: FFmpeg's packer (see _planar)
             return self._put(_planar(frame, packer)[:, cut:])
@@ -225,7 +244,7 @@ class _SampleBuffer:
         return self._max_rows or 1
 
     def join(self, gaps: list[tuple[int, int]], *, mono: bool) -> np.ndarray:
-        """All samples as one ``[C, N]`` array (``[1, N]``: the mean of the channels, when ``mono``), with
+        """All samples as one ``[C, N]`` array (``[1, N]``: the downmix, when ``mono``), with
         ``pad`` samples of silence inserted before decoded sample ``position`` for each ``(position, pad)``.
         Only with ``keep=True`` (the default): otherwise the blocks were handed on."""
         if not self._keep:
@@ -248,23 +267,20 @@ class _SampleBuffer:
                     offset += shift[cuts.pop(0)]
                 stop = used if not cuts else min(used, cuts[0] - decoded)
                 at = decoded + start + offset
-                self._copy(block[:, start:stop], out[:, at : at + stop - start], width, mono)
+                self._copy(block[:, start:stop], out[:, at : at + stop - start], width, mono, self.channel_names)
                 start = stop
             decoded += used
         return out
 
     @staticmethod
-    def _copy(source: np.ndarray, target: np.ndarray, width: int, mono: bool) -> None:
+    def _copy(source: np.ndarray, target: np.ndarray, width: int, mono: bool,
+              channel_names: Optional[tuple[str, ...]]) -> None:
         if source.shape[0] < width:  # a narrower stretch: its first channel on every row
             target[...] = source[:1]
         elif not mono or width == 1:
             target[...] = source
-        else:  # the mean, summed in channel order as np.mean(axis=0) sums it
-            row = target[0]
-            np.add(source[0], source[1], out=row)
-            for ch in range(2, width):
-                row += source[ch]
-            row /= width
+        else:
+            downmix(source, channel_names, out=target[0])
 
 
 def _tolerant_frames(container, stream, label: str, bad_packets: list):
@@ -285,7 +301,8 @@ def _tolerant_frames(container, stream, label: str, bad_packets: list):
 
 
 class _PipelinedResample:
-    """Mono downmix and soxr resampling of each full block on one helper thread while decoding goes on.
+    """Mono downmix (:func:`avcore.downmix`) and soxr resampling of each full block on one helper thread while
+    decoding goes on.
 
     soxr releases the GIL, so on two cores the resampling costs next to nothing in wall time. The output is
     bit-identical to joining everything and calling :func:`resample` (soxr's stream output does not depend on
@@ -308,6 +325,8 @@ class _PipelinedResample:
         self._rows: set[int] = set()
         self._rates = (from_rate, to_rate)
         self.recycle: Optional[Callable[[np.ndarray], None]] = None  # called with each block once it is processed
+        self.channel_names: Callable[[], Optional[tuple[str, ...]]] = lambda: None  # the layout of the blocks so far
+        self._layouts: set = set()
 
     def __call__(self, block: np.ndarray, used: int) -> None:
         """Queue ``block[:, :used]`` (the next decoded samples) with the gaps that fall inside it."""
@@ -318,25 +337,21 @@ class _PipelinedResample:
             self._next_gap += 1
         self._decoded += used
         self._rows.add(block.shape[0])
-        self._futures.append(self._pool.submit(self._process, block, used, silence))
+        names = self.channel_names() if block.shape[0] > 2 else None
+        self._layouts.add(names)
+        self._futures.append(self._pool.submit(self._process, block, used, silence, names))
 
     def _push(self, mono: np.ndarray) -> None:
         if mono.size:
             self._parts.append(self._stream.resample_chunk(mono.reshape(-1, 1)))
 
-    def _process(self, block: np.ndarray, used: int, silence: list[tuple[int, int]]) -> None:
+    def _process(self, block: np.ndarray, used: int, silence: list[tuple[int, int]],
+                 channel_names: Optional[tuple[str, ...]]) -> None:
         at = 0
         for position, pad in silence + [(used, 0)]:
             if position > at:
                 piece = block[:, at:position]
-                if piece.shape[0] == 1:
-                    self._push(np.array(piece[0]))
-                else:
-                    row = np.add(piece[0], piece[1])
-                    for ch in range(2, piece.shape[0]):
-                        row += piece[ch]
-                    row /= piece.shape[0]
-                    self._push(row)
+                self._push(downmix(piece, channel_names))
             if pad:
                 self._push(np.zeros(pad, dtype=np.float32))
             at = position
@@ -345,10 +360,11 @@ class _PipelinedResample:
 
     def result(self, width: int, total: int) -> Optional[np.ndarray]:
         """The resampled ``[1, round_half_up(total * to / from)]`` samples, or None when a block had fewer
-        channels than ``width`` (the channel rule needs the joined array). Waits for the helper thread."""
+        channels than ``width`` (the channel rule needs the joined array) or the layout changed (the downmix takes
+        the final one). Waits for the helper thread."""
         for future in self._futures:
             future.result()
-        if self._rows != {width}:
+        if self._rows != {width} or len(self._layouts) > 1:
             return None
         trailing = sum(pad for position, pad in self._gaps[self._next_gap:])
         if trailing:
@@ -368,8 +384,9 @@ class _PipelinedResample:
 
 
 class _ChannelsGrew(Exception):
-    """Streaming could not finish: a frame had more channels than the blocks already handed on (rare: the
-    channel rule needs the joined samples). :func:`read_audio` decodes once more, keeping every block."""
+    """Streaming could not finish: a frame had more channels than the blocks already handed on, or the channel
+    layout changed (rare: the channel rule and the downmix need the joined samples). :func:`read_audio` decodes
+    once more, keeping every block."""
 
 
 def audio_timeline_shift_seconds(container, stream) -> float:
@@ -385,7 +402,7 @@ def audio_timeline_shift_seconds(container, stream) -> float:
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                 max_duration_seconds: Optional[float] = None, *, mono: bool = False,
                 sample_rate: Optional[int] = None, stream_blocks: bool = True) -> tuple[np.ndarray, float, int, int]:
-    """Decode the stream: (samples [C, N], or [1, N] channel means when ``mono``, at ``sample_rate`` (default:
+    """Decode the stream: (samples [C, N], or [1, N] downmixed when ``mono``, at ``sample_rate`` (default:
     the stream's); time of sample 0; the stream's rate; packets skipped as undecodable), repairing gaps and
     overlaps.
 
@@ -413,6 +430,8 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     pipeline = _PipelinedResample(rate, out_rate, gaps) if mono and out_rate != rate else None
     streaming = pipeline is not None and stream_blocks
     buffer = _SampleBuffer(on_block=pipeline, keep=not streaming)
+    if pipeline is not None:
+        pipeline.channel_names = lambda: buffer.channel_names
     if streaming:
         pipeline.recycle = buffer.recycle
     bad_packets: list = []
@@ -507,7 +526,8 @@ def read_audio(
         sample_rate: resample to this rate (soxr HQ); default: the stream's own rate.
         start_seconds: keep samples from this presentation time (half-open window ``[start, stop)``).
         stop_seconds: keep samples before this time.
-        mono: average the channels into one.
+        mono: downmix the channels into one (:func:`avcore.downmix`: stereo's mean; 5.1 and other layouts as
+            ``ffmpeg -ac 1`` mixes them, LFE dropped, scaled to sum to 1).
         name: label for error messages when ``source`` is bytes.
         stream_index: the container index of the audio stream (``ffprobe``'s ``index``); default: the stream
             FFmpeg picks (``av_find_best_stream``). Recorded in ``AudioClip.stream_index``.

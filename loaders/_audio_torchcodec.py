@@ -4,17 +4,19 @@ and soxr.
 torchcodec's core decodes a time range of frames in one C++ call (no Python per frame). The calls are queued
 on torch's inter-op thread pool :data:`_CHUNKS_AHEAD` ahead (``torch.jit.fork`` from TorchScript: they hold no
 GIL), each waiting for the one before (it starts where that one's samples end), so the decoder goes from chunk
-to chunk on its own, while this thread takes the mean of the channels of each finished chunk and pushes it
+to chunk on its own, while this thread downmixes each finished chunk (:func:`avcore.downmix`) and pushes it
 through a soxr stream::
 
     decoder (inter-op thread)  [ chunk 0 ][ chunk 1 ][ chunk 2 ] ...
-    this thread                           [mean+soxr 0][mean+soxr 1] ...
+    this thread                           [mix+soxr 0][mix+soxr 1] ...
 
 The samples are decoded at the native rate and channel count (no swresample: its stereo downmix is
 ``(L + R) / sqrt(2)``, not the mean), so the downmix and resampling are the PyAV backend's, operation for
-operation. torchcodec concatenates frames without looking at their timestamps, so this backend only answers
-where the timeline is provably the frames laid end to end, and raises :class:`NotExact` otherwise (the caller
-then decodes with PyAV, which fills gaps and trims overlaps by timestamp):
+operation; the downmix of more than two channels takes the layout PyAV reads (MP4; a WAV of more than two
+channels is left to PyAV when downmixed: torchcodec does not say its layout). torchcodec concatenates frames
+without looking at their timestamps, so this backend only answers where the timeline is provably the frames laid
+end to end, and raises :class:`NotExact` otherwise (the caller then decodes with PyAV, which fills gaps and trims
+overlaps by timestamp):
 
 - AAC-LC in ISO base media (MP4/M4A/MOV) and PCM in WAV only (:data:`_WAV_CODECS`): their sample times are
   cumulative durations (``stts``, the byte position), so a jump in time shows at every later frame. (A jump
@@ -47,7 +49,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from avcore import resample, seconds_to_samples
+from avcore import downmix, resample, seconds_to_samples
 
 logger = logging.getLogger(__name__)
 
@@ -268,25 +270,15 @@ def preload() -> bool:
     return True
 
 
-def channel_mean(samples: np.ndarray) -> np.ndarray:
-    """``[C, n]`` -> ``[n]``: the mean of the channels, summed in channel order then divided (as the PyAV backend
-    and ``np.mean(axis=0)`` for two channels compute it: bit-identical)."""
-    if samples.shape[0] == 1:
-        return np.array(samples[0])
-    row = np.add(samples[0], samples[1])
-    for ch in range(2, samples.shape[0]):
-        row += samples[ch]
-    row /= samples.shape[0]
-    return row
-
-
 class _Output:
-    """Where the chunks go: kept as they are, averaged, or averaged and streamed through soxr HQ."""
+    """Where the chunks go: kept as they are, downmixed, or downmixed and streamed through soxr HQ."""
 
     def __init__(self, *, mono: bool, from_rate: int, to_rate: int) -> None:
         import soxr
 
         self._mono = mono
+        self.channel_names: Optional[tuple[str, ...]] = None
+        """The layout the downmix follows (set before the first chunk is added)."""
         self._rates = (from_rate, to_rate)
         self._parts: list[np.ndarray] = []
         self._stream = (soxr.ResampleStream(from_rate, to_rate, 1, dtype="float32", quality="HQ")
@@ -296,9 +288,9 @@ class _Output:
         if not self._mono:
             self._parts.append(chunk)
         elif self._stream is None:
-            self._parts.append(channel_mean(chunk)[None])
+            self._parts.append(downmix(chunk, self.channel_names)[None])
         else:
-            self._parts.append(self._stream.resample_chunk(channel_mean(chunk))[None])
+            self._parts.append(self._stream.resample_chunk(downmix(chunk, self.channel_names))[None])
 
     def result(self, channels: int, total: int) -> np.ndarray:
         """All samples; resampled ones have ``round_half_up(total * to / from)`` (the rule of ``resample``)."""
@@ -328,6 +320,8 @@ class _Mp4Facts:
     """Where the last frame ends on the stream's timeline: its pts plus its samples / rate."""
     codec: str
     """PyAV's decoder name (``AudioClip.codec``)."""
+    channel_names: tuple[str, ...]
+    """FFmpeg's names of the channels (the layout the downmix follows)."""
 
 
 def _mp4_facts(source, label: str, stream_index: Optional[int]) -> _Mp4Facts:
@@ -356,7 +350,8 @@ def _mp4_facts(source, label: str, stream_index: Optional[int]) -> _Mp4Facts:
             if end is None:
                 raise NotExact("no last frame after a seek to the end")
             return _Mp4Facts(index=int(stream.index), sample_rate=rate, first_frame_seconds=float(first),
-                             last_frame_end_seconds=end, codec=context.name)
+                             last_frame_end_seconds=end, codec=context.name,
+                             channel_names=tuple(channel.name for channel in context.layout.channels))
     except NotExact:
         raise
     except Exception as e:  # noqa: BLE001 - whatever fails here, the PyAV backend reports it properly
@@ -458,6 +453,10 @@ def _read_torchcodec_audio(source, label: str, *, stream_index: Optional[int], m
                 raise NotExact(f"torchcodec's chunks count {decoded} samples, these add up to {total + count}")
             if first_seconds is None:
                 first_seconds, channels = first, int(frames.shape[0])
+                if mono and channels > 2:
+                    if facts is None or len(facts.channel_names) != channels:
+                        raise NotExact(f"{channels} channels whose layout PyAV has not read (the downmix needs it)")
+                    out.channel_names = facts.channel_names
             expected = first_seconds + total / rate
             if abs(first - expected) > gap_tolerance_seconds:
                 raise NotExact(f"a gap or overlap of {first - expected:+.4f} s before {first:.3f} s")
