@@ -80,8 +80,8 @@ def test_resume_on_reordered_shards_raises_instead_of_repeating_and_losing_sampl
         for i, path in enumerate(paths):
             write_shard(path, [f"s{i}k{j}" for j in (3, 1, 0)], clip_bytes)
 
-    with pytest.raises(RuntimeError, match=r"s\d\.tar changed since the loader state was saved: its sample \d was "
-                                           r"'s\dk\d' and is now 's\dk\d'"):
+    with pytest.raises(RuntimeError, match=r"s\d\.tar' was modified since the loader state was saved: its sample \d "
+                                           r"was 's\dk\d' and is now 's\dk\d'"):
         _resume_after_change(tmp_path, clip_bytes, reorder)
 
 
@@ -92,7 +92,7 @@ def test_resume_on_replaced_shards_raises_instead_of_mixing_new_samples_in(tmp_p
         for i, path in enumerate(paths):
             write_shard(path, [f"new{i}k{j}" for j in range(4)], clip_bytes)
 
-    with pytest.raises(RuntimeError, match=r"changed since the loader state was saved: .*'s\dk\d'.* is now 'new\dk\d'"):
+    with pytest.raises(RuntimeError, match=r"modified since the loader state was saved.*'s\dk\d'.* is now 'new\dk\d'"):
         _resume_after_change(tmp_path, clip_bytes, replace)
 
 

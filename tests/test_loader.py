@@ -254,10 +254,10 @@ def test_state_of_another_interleave_is_refused(shards):
     next(iter(loader))
     state = loader.state_dict()
     assert state["interleave"] == 2
-    with pytest.raises(ValueError, match="state interleave = 2 but this dataset has 8"):
+    with pytest.raises(ValueError, match="the loader state has interleave_shards = 2 but this dataset has 8"):
         _loader(shards).load_state_dict(state)
     del state["interleave"]
-    with pytest.raises(ValueError, match="state interleave = 1 but this dataset has 2"):
+    with pytest.raises(ValueError, match="the loader state has interleave_shards = 1 but this dataset has 2"):
         _loader(shards, interleave_shards=2).load_state_dict(state)
 
 

@@ -59,10 +59,15 @@ tensor with ``torch.save`` saves the slot: ``.clone()`` it first); ``pin_memory(
 
 Resume: ``state_dict()`` / ``load_state_dict()`` (torchdata's Stateful protocol) hold one worker's position
 (see ``loaders.pipeline._resume``); ``StatefulDataLoader`` saves and restores each worker's state, and the restored run
-yields exactly the batches the uninterrupted run would have. With several ranks (``torch.distributed``), each
-rank takes every ``world_size``-th shard; ranks are kept in step (``even_batches``) only when the dataset is
-iterated in the main process (``num_workers=0``) or through ``make_loader``: DataLoader workers cannot join a
-collective, so with workers set ``batches_per_epoch`` (every rank then yields exactly that many batches).
+yields exactly the batches the uninterrupted run would have. A checkpoint taken after an epoch ends and loaded with
+``set_epoch(next)`` (in either order) resumes into that next epoch. The state names its shards
+(``loaders.pipeline._shard_ids``): the same shards passed in another list order resume exactly (in the saved order);
+shards added, removed or renamed raise ``ValueError`` naming them; a shard modified or deleted since raises
+``RuntimeError`` naming it and the keys it no longer holds (see ``AVDataset.load_state_dict``). With several ranks
+(``torch.distributed``), each rank takes every ``world_size``-th shard; ranks are kept in step (``even_batches``)
+only when the dataset is iterated in the main process (``num_workers=0``) or through ``make_loader``: DataLoader
+workers cannot join a collective, so with workers set ``batches_per_epoch`` (every rank then yields exactly that many
+batches).
 
 Failures: a bad sample is a named skip (``stats.skipped``, ``stats.skipped_samples``). Where nothing can work
 it raises: ``make_dataset`` when every URL is a local path and none exists (``FileNotFoundError`` naming them,
@@ -97,6 +102,7 @@ from loaders.pipeline._options import (AUTO, MissingAudio, OnError, SampleOption
 from loaders.pipeline._pack import OnlinePacker, PackItem
 from loaders.pipeline._preload import preload_for_workers
 from loaders.pipeline._resume import STATE_VERSION, EpochCounters, ResumePlan, mix_seed, order_key
+from loaders.pipeline._shard_ids import pack_names, restore_order, shard_names, unpack_names
 from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent, interleave_steps, shard_groups,
                                          shard_steps)
 from loaders.pipeline._tail import Tail, tail_capacities, tail_multiples
@@ -167,6 +173,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._tail = tail
         self._tail_multiples = tail_multiples(collator.budgets, tail_multiple)
         self._urls = list(urls)
+        self._packed_names: Optional[bytes] = None
+        """The shard list by name, packed for the state (``_shard_ids``); built at the first ``state_dict``."""
         self._seed = check_counter("seed", seed)
         self._options = options
         self.collator = collator
@@ -182,6 +190,9 @@ class AVDataset(torch.utils.data.IterableDataset):
         worker's copy when a pass begins (shared memory: persistent workers see it too)."""
         self._generation_seen = 0
         """The cell's generation this copy has applied."""
+        self._epoch_set_pending = False
+        """A ``set_epoch`` reached this copy and no pass has begun since (``load_state_dict`` weighs it against the
+        state's epoch). A DataLoader worker's copy inherits it from the main process's."""
         self._board = TailBoard()
         """Where DataLoader workers hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
         self._pass_index = 0
@@ -206,6 +217,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._epoch_cell[0] = self._epoch
         self._epoch_cell[1] += 1
         self._generation_seen = int(self._epoch_cell[1])
+        self._epoch_set_pending = True
 
     def _apply_set_epoch(self) -> None:
         """In a copy that lives on (a persistent DataLoader worker): applies a ``set_epoch`` made since the last pass."""
@@ -214,6 +226,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             self._epoch = int(self._epoch_cell[0])
             self._reset_epoch_state()
             self._generation_seen = generation
+            self._epoch_set_pending = True
 
     @property
     def stats(self) -> LoaderStats:
@@ -238,6 +251,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             "world_size": self._world_size,
             "worker": list(self._worker_slot()),
             "num_shards": len(self._urls),
+            "shard_names": self._shard_names_blob(),
             "interleave": self._interleave,
             "next_position": list(self._next_position),
             "packer": self._packer.state_dict(),
@@ -251,21 +265,47 @@ class AVDataset(torch.utils.data.IterableDataset):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restores a state from :meth:`state_dict`; the next ``iter()`` continues that epoch exactly.
 
+        The state names its shards (``loaders.pipeline._shard_ids``): the same shards passed in another list order
+        (an unsorted ``glob.glob``, another machine's ``os.listdir``) continue the saved epoch exactly, in the saved
+        order (later epochs shuffle the list as passed now); shards added, removed or renamed raise.
+
+        Epochs: ``StatefulDataLoader`` loads the state at ``iter()``, so there a ``set_epoch`` always comes first,
+        whatever the call order. A ``set_epoch(n)`` made before the state is loaded (no pass begun since): with ``n``
+        the state's epoch, the state continues (saved at the end of its epoch: nothing is left of it); with another
+        ``n``, epoch ``n`` starts afresh (the "checkpoint after each epoch" loop); a state saved mid-epoch is then
+        dropped with a warning (the rest of its epoch is not read). A ``set_epoch`` after this call starts that epoch
+        afresh.
+
         Raises:
-            ValueError: The state has another version, seed, rank, world size, worker slot, shard count or
-                ``interleave_shards`` (the read order its positions refer to).
+            ValueError: The state has another version, seed, rank, world size, worker slot, shard list or
+                ``interleave_shards`` (the read order its positions refer to); the message says what differs.
         """
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported loader state version {state.get('version')!r}; expected {STATE_VERSION}.")
-        mine = {"seed": self._seed, "world_size": self._world_size, "num_shards": len(self._urls), "rank": self._rank,
-                "worker": list(self._worker_slot()), "interleave": self._interleave}
-        for name, value in mine.items():
-            saved = state.get(name, 1 if name == "interleave" else None)  # states from before interleaving: 1
-            if saved != value:
-                raise ValueError(f"state {name} = {saved!r} but this dataset has {value!r}; "
-                                 "build it with the same settings (and the same num_workers, interleave_shards).")
+        self._check_state_settings(state)
+        self._apply_set_epoch()
+        generation = int(self._epoch_cell[1])
+        requested = self._epoch if self._epoch_set_pending else None  # a set_epoch not yet followed by a pass
+        self._epoch_set_pending = False
+        saved_epoch = int(state["epoch"])
+        if requested is not None and requested != saved_epoch:
+            # The "checkpoint after each epoch" loop: the state is at (or, in a DataLoader worker's last snapshot,
+            # just before) the end of its epoch, and the training loop has moved on to the next one.
+            at_end = bool(state["completed"]) or state.get("tail_merge") is not None
+            log = logger.info if at_end else logger.warning
+            log("loader state of epoch %d loaded after set_epoch(%d): epoch %d starts afresh%s", saved_epoch, requested,
+                requested, "" if at_end else f" (the rest of epoch {saved_epoch} is not read)")
+            self._epoch = requested
+            self._reset_epoch_state()
+            self._restores = int(state.get("restores", 0)) + 1
+            self._generation_seen = generation
+            return
+        order = None
+        if state.get("shard_names") is not None and not state["completed"]:  # a completed epoch has no position left
+            order = restore_order(unpack_names(state["shard_names"]), self._urls, epoch=saved_epoch)
         self._epoch = int(state["epoch"])
         self._reset_epoch_state()
+        self._order = order
         self._packer.load_state_dict(state["packer"])
         self._next_position = tuple(int(v) for v in state["next_position"])
         self._counters = EpochCounters.from_state(state["counters"])
@@ -275,7 +315,33 @@ class AVDataset(torch.utils.data.IterableDataset):
         merge = state.get("tail_merge")
         self._merge = None if merge is None else dict(merge)
         self._restores = int(state.get("restores", 0)) + 1  # a restored pass is named apart from the one saved
-        self._generation_seen = int(self._epoch_cell[1])  # the state's epoch wins over an earlier set_epoch
+        self._generation_seen = generation  # the state's epoch wins over an earlier set_epoch of the same epoch
+
+    def _check_state_settings(self, state: dict[str, Any]) -> None:
+        """Raises ValueError when the state was saved under other settings than this dataset's."""
+        worker_id, num_workers = self._worker_slot()
+        saved_slot = state.get("worker")
+        if saved_slot is not None and list(saved_slot) != [worker_id, num_workers]:
+            raise ValueError(f"loader state of DataLoader worker {saved_slot[0]} of {saved_slot[1]} loaded into worker "
+                             f"{worker_id} of {num_workers}: resume with the num_workers the state was saved with "
+                             f"({saved_slot[1]}).")
+        if state.get("num_shards") != len(self._urls) and state.get("shard_names") is None and not state["completed"]:
+            raise ValueError(f"the loader state was saved with {state.get('num_shards')} shards but this dataset has "
+                             f"{len(self._urls)}: shards were added or removed since; resume with the shards the state "
+                             "was saved with, or start the epoch afresh without loading the state.")
+        mine = {"seed": self._seed, "world_size": self._world_size, "rank": self._rank,
+                "interleave_shards": self._interleave}
+        for name, value in mine.items():
+            key = "interleave" if name == "interleave_shards" else name
+            saved = state.get(key, 1 if key == "interleave" else None)  # states from before interleaving: 1
+            if saved != value:
+                raise ValueError(f"the loader state has {name} = {saved!r} but this dataset has {value!r}; build it "
+                                 f"with {name}={saved!r} to resume, or start the epoch afresh without the state.")
+
+    def _shard_names_blob(self) -> bytes:
+        if self._packed_names is None:
+            self._packed_names = pack_names(shard_names(self._urls))
+        return self._packed_names
 
     def __iter__(self) -> Iterator[PackedBatch]:
         """Yields the rest of the current epoch (all of it when fresh or restored at its start).
@@ -287,6 +353,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         # A set_epoch for persistent workers applies here too: torch calls iter() when the pass begins, and a
         # StatefulDataLoader takes the pass's first worker state right after, before the first batch.
         self._apply_set_epoch()
+        self._epoch_set_pending = False
         return self._iterate()
 
     def _iterate(self) -> Iterator[PackedBatch]:
@@ -352,7 +419,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         return f"epoch {self._epoch}" + (f" (DataLoader worker {worker_id})" if num_workers > 1 else "")
 
     def _rank_shards(self) -> list[str]:
-        return split_shards(shuffle_shards(self._urls, seed=self._seed, epoch=self._epoch),
+        urls = self._urls if self._order is None else self._order
+        return split_shards(shuffle_shards(urls, seed=self._seed, epoch=self._epoch),
                             rank=self._rank, world_size=self._world_size)
 
     def _event_source(self, jobs: list[tuple[int, str]], plan: ResumePlan) -> Iterator[Event]:
@@ -376,6 +444,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._packer = OnlinePacker(self._options.limits, buffer_size=self._buffer_size, min_fill=self._min_fill,
                                     seed=mix_seed(self._seed, self._epoch, self._rank))
         self._next_position: Position = (0, 0, 0)
+        self._order: Optional[list[str]] = None
+        """The shard list in the order a restored state was saved with, when it was passed in another (this epoch)."""
         self._payloads: dict[Position, BatchItem] = {}
         self._counters = EpochCounters()
         self._skip_log = SkipLog()
@@ -400,26 +470,51 @@ class AVDataset(torch.utils.data.IterableDataset):
         return {tuple(payload) for payload in self._packer.held_payloads()}
 
     def _reattach_buffered(self, events: Iterator[Event]) -> Iterator[Event]:
-        """After a restore, takes the buffered items (decoded again: they precede ``next_position``) from the stream."""
+        """After a restore, takes the buffered items (decoded again: they precede ``next_position``) from the stream.
+
+        Raises:
+            RuntimeError: A buffered item is no longer where it was (its shard was modified, removed or cannot be
+                opened); the message names the shard, the keys and what to do.
+        """
         missing = self._buffered() - set(self._payloads)
         if not missing:
             return events
+        saved_keys = self._packer_keys()
+        shards = self._rank_shards()
+        unreadable: dict[int, str] = {}
         for event in events:
             if not self._before(event.position, self._next_position):
-                return _chain_front(event, events)
+                events = _chain_front(event, events)
+                break
+            if isinstance(event, SkipEvent) and not event.was_read:
+                unreadable.setdefault(event.position[0], event.reason)
             if isinstance(event, ItemEvent) and event.position in missing:
-                saved = self._packer_keys().get(event.position)
+                saved = saved_keys.get(event.position)
                 if saved is not None and saved != event.item.key:
-                    raise RuntimeError(f"shard {self._rank_shards()[event.position[0]]} changed since the loader state "
-                                       f"was saved: buffered item {saved!r} is now {event.item.key!r}; resume on the "
-                                       "shards the state was saved with, or start the epoch again.")
+                    raise RuntimeError(
+                        f"shard {shards[event.position[0]]!r} was modified since the loader state was saved (epoch "
+                        f"{self._epoch}): its buffered item {saved!r} is now {event.item.key!r} (sample "
+                        f"{event.position[1]} of the shard); resume on the shards the state was saved with, or start "
+                        "the epoch afresh without loading the state.")
                 self._payloads[event.position] = event.item
                 missing.discard(event.position)
                 if not missing:
                     break
         if missing:
-            raise RuntimeError(f"could not re-read {len(missing)} buffered item(s) {sorted(missing)[:3]} while resuming "
-                               f"epoch {self._epoch}; the shards changed since the state was saved?")
+            by_shard: dict[int, list[str]] = {}
+            for position in sorted(missing):
+                by_shard.setdefault(position[0], []).append(saved_keys.get(position, "?"))
+            parts = []
+            for p, keys in by_shard.items():
+                why = ("it could not be opened (removed? see the 'skipping shard' log line)"
+                       if unreadable.get(p) == "open" else
+                       f"it could not be read ({unreadable[p]})" if p in unreadable else
+                       "it no longer holds them (modified or truncated)")
+                shown = ", ".join(repr(k) for k in keys[:5]) + (f" … ({len(keys)} in all)" if len(keys) > 5 else "")
+                parts.append(f"shard {shards[p]!r}: {shown}: {why}")
+            raise RuntimeError(f"could not re-read {len(missing)} item(s) buffered when the loader state was saved "
+                               f"(epoch {self._epoch}): {'; '.join(parts)}. Restore the shard(s) the state was saved "
+                               "with, or start the epoch afresh without loading the state.")
         return events
 
     def _pack_items(self, events: Iterator[Event]) -> Iterator[PackItem]:

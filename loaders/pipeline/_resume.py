@@ -53,9 +53,9 @@ class ResumePlan:
         """Raises RuntimeError when ``position`` held another sample when the state was saved."""
         for p, e, saved in self.read_keys:
             if (p, e) == tuple(position) and saved and saved != key:
-                raise RuntimeError(f"shard {shard} changed since the loader state was saved: its sample {e} was "
-                                   f"{saved!r} and is now {key!r}; resume on the shards the state was saved with, or "
-                                   "start the epoch again (do not load the state).")
+                raise RuntimeError(f"shard {shard!r} was modified since the loader state was saved: its sample {e} "
+                                   f"was {saved!r} and is now {key!r}; resume on the shards the state was saved with, "
+                                   "or start the epoch afresh without loading the state.")
 
     @property
     def first_shard(self) -> int:
