@@ -30,6 +30,9 @@ REASONS: dict[str, str] = {
     "unsafe_name": "a tar member name is absolute or contains '..'",
     "member_type": "a tar member is not a regular file (link, device)",
     "duplicate_key": "a key appears again (non-consecutive repeat, repeated extension, or in another shard/file)",
+    "stray_member": "a tar member whose key's other members came earlier, not adjacent to it (a tar written by "
+                    "extension, `tar cf s.tar *.mp4 *.txt`): the member is dropped and its sample is delivered (or "
+                    "measured) without it; not a skipped sample (the loader counts it in stats.members_dropped)",
     "truncated": "the tar ends (or is corrupt) inside this sample, or inside a member header after it",
     "open": "a shard cannot be opened (key is empty)",
     # tool specific

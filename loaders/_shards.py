@@ -299,18 +299,23 @@ def group_by_key(
     """Group consecutive members by key into samples.
 
     A sample is dropped whole, and reported ONCE under its key, when: a member of it has a problem
-    (hostile name, link, too large, truncated), its key was already seen (a non-consecutive repeat:
-    ``duplicate_key``), or one of its extensions repeats. A truncated member ends the shard. Each drop is
-    logged as a warning, or through ``skip_log`` (a cap per reason) when one is given.
+    (hostile name, link, too large, truncated), or one of its extensions repeats (``duplicate_key``). A truncated
+    member ends the shard. Members of a key already seen before another key (a non-consecutive repeat) cannot join
+    its sample, which was yielded already: when the first of them has an extension the sample has, they are a second
+    copy, skipped as ``duplicate_key`` (the first copy was delivered); else (``a.mp4 b.mp4 b.txt a.txt``) they are
+    members the sample lacked, dropped and reported under the key as ``stray_member`` (the sample, delivered, is not
+    a skip). Each drop is logged as a warning, or through ``skip_log`` (a cap per reason) when one is given.
     """
-    seen: set[str] = set()
+    seen: dict[str, set[str]] = {}
+    """Key → the extensions of its sample (so far), for every key that started a sample in this shard."""
     current: Optional[dict] = None
     dropping: Optional[str] = None  # key of the sample being dropped (its later members are ignored silently)
 
     def drop(key: str, reason: str, message: str) -> None:
         if on_error == "raise":
             raise ShardError(message, shard=url, key=key, reason=reason)
-        line = (f"shard {url}: sample {key!r} dropped ({reason}): {message}" if key
+        line = (f"shard {url}: {message}" if reason == "stray_member" or message.startswith("a second copy")  # names what
+                else f"shard {url}: sample {key!r} dropped ({reason}): {message}" if key
                 else f"shard {url}: dropped ({reason}): {message}")  # no sample had started (e.g. not a tar)
         if skip_log is None:
             logger.warning("%s", line)
@@ -332,7 +337,7 @@ def group_by_key(
         if member.problem:
             drop(key, member.problem, member.message)
             current, dropping = None, key
-            seen.add(key)
+            seen.setdefault(key, set())
             if member.problem == "truncated":
                 return
             continue
@@ -340,19 +345,24 @@ def group_by_key(
             continue  # no extension: not part of any sample (e.g. a README in the tar)
         if current is None:
             if key in seen:
-                drop(key, "duplicate_key", f"key {key!r} appears again after other keys (member {member.name!r}); the "
-                     "first copy is kept without it. A sample's members must be adjacent in the tar: a tar written "
-                     "by extension (`tar cf s.tar *.mp4 *.srt`) splits every sample; write it sorted by name "
-                     "(`tar --sort=name`)")
+                adjacent = ("A sample's members must be adjacent in the tar: a tar written by extension (`tar cf s.tar "
+                            "*.mp4 *.srt`) splits every sample; write it sorted by name (`tar --sort=name`)")
+                if ext in seen[key]:  # a second copy of the sample: skipped, the first was delivered
+                    drop(key, "duplicate_key", f"a second copy of key {key!r} (member {member.name!r}) after other "
+                         f"keys is skipped (duplicate_key); the first copy was delivered. {adjacent}")
+                else:  # members the sample lacked: dropped, the sample was delivered without them
+                    drop(key, "stray_member", f"member {member.name!r} dropped (stray_member): its key {key!r} "
+                         f"appeared earlier, before other keys, and sample {key!r} was delivered without it. {adjacent}")
                 dropping = key
                 continue
-            seen.add(key)
+            seen[key] = set()
             current = {"__key__": key, "__url__": url}
         elif ext in current:
             drop(key, "duplicate_key", f"member {member.name!r} appears twice in sample {key!r}")
             current, dropping = None, key
             continue
         current[ext] = member.data
+        seen[key].add(ext)
     if current is not None:
         yield current
 

@@ -172,7 +172,7 @@ def test_a_tar_written_by_extension_names_the_cause_and_the_fix():
     reports = []
     samples = list(group_by_key(members, url="s.tar", report=lambda url, key, reason: reports.append((key, reason))))
     assert [sorted(k for k in s if not k.startswith("__")) for s in samples] == [["mp4"], ["mp4"]]
-    assert reports == [("a", "duplicate_key"), ("b", "duplicate_key")]
+    assert reports == [("a", "stray_member"), ("b", "stray_member")]  # members dropped, not skipped samples (adv43 F7)
     with pytest.raises(ShardError, match=r"member 'a\.srt'.*must be adjacent in the tar.*tar --sort=name"):
         list(group_by_key(members, url="s.tar", on_error="raise"))
 
@@ -246,8 +246,9 @@ def test_preprocess_of_a_tar_written_by_extension_says_the_samples_were_kept_wit
     result = preprocess(str(shard), str(tmp_path / "out"), dry_run=True, progress=False)
     assert sorted(k for keys in result.keys_by_shard.values() for k in keys) == ["a", "b"]
     rows = list_inputs(str(shard)).skipped
-    assert [(r["key"], r["reason"]) for r in rows] == [("a", "duplicate_key"), ("b", "duplicate_key")]
-    assert all("repeated (duplicate_key)" in r["message"] and "must be adjacent" in r["message"] for r in rows), rows
+    assert [(r["key"], r["reason"]) for r in rows] == [("a", "stray_member"), ("b", "stray_member")]
+    assert all(f"sample {r['key']!r} is in the output without it" in r["message"] and "must be adjacent" in r["message"]
+               for r in rows), rows
 
 
 # ------------------------------------------------------------------------- measure: spans outside the media

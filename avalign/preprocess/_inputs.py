@@ -329,8 +329,13 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
             yield member
 
     def report(shard: str, key: str, reason: str) -> None:  # group_by_key has logged it
-        detail = details.get(key, "the key (or one of its extensions) appears again: the first copy is kept without "
-                                  "the later members; a sample's members must be adjacent in the tar (`tar --sort=name`)")
+        detail = details.get(key, "the key (or one of its extensions) appears again: the first copy is kept, this one "
+                                  "skipped; a sample's members must be adjacent in the tar (`tar --sort=name`)")
+        if reason == "stray_member":  # a member, not the sample: the sample is measured and written without it
+            _skip(skipped, shard, key, reason, f"{shard}: a member of key {key!r} after other keys' members was dropped "
+                  f"(stray_member); sample {key!r} is in the output without it; a sample's members must be adjacent in "
+                  "the tar (`tar --sort=name`)", log=False)
+            return
         what = "repeated" if key not in details and reason == "duplicate_key" else "dropped"
         sample = f"sample {key!r} " if key else ""  # no key: no sample had started (a file that is not a tar)
         _skip(skipped, shard, key, reason, f"{shard}: {sample}{what} ({reason}): {detail}", log=False)

@@ -93,7 +93,7 @@ import torch
 from avcore import BatchItem
 from loaders._pipe import DEFAULT_PIPE_STALL_SECONDS
 from loaders._shards import expand_shard_urls, shuffle_shards, split_shards
-from loaders._skip_log import SkipLog
+from loaders._skip_log import WARNINGS_PER_REASON, SkipLog
 from loaders._video import DEFAULT_MAX_PIXELS
 from loaders.pipeline._collate import Collator, PackedBatch
 from loaders.pipeline._items import pack_lengths
@@ -139,6 +139,14 @@ class LoaderStats:
     """Transcript words + segments that fell wholly outside their media (counted once per sample)."""
     decode_errors: int = 0
     """Packets the decoders skipped in delivered samples (the timeline is kept: see ``read_video``)."""
+    members_dropped: tuple[tuple[str, str, str], ...] = ()
+    """``(shard, key, "stray_member")`` of samples delivered without some of their tar members: members of a key that
+    come after another key's (not adjacent) are dropped; the sample is not counted in ``skipped``."""
+    duplicate_keys: tuple[tuple[str, str], ...] = ()
+    """``(shard, key)`` of samples delivered although an earlier sample of the epoch had the same key (the same clip in
+    two shards?): both are delivered, with the same ``sample_keys`` entry, and a warning is logged. ``avalign preprocess``
+    keeps the first only (``duplicate_key``). Seen per copy of the dataset (each DataLoader worker its own shards) and
+    since the epoch began or the state was loaded."""
     caption_words_failed: int = 0
     """Captions (cues without word times) of delivered samples that forced alignment could not split into words (music,
     noise, silence, too many words for their time): kept as segments, with no words (counted once per sample)."""
@@ -239,7 +247,9 @@ class AVDataset(torch.utils.data.IterableDataset):
                            padding={name: (1.0 - used / capacity if capacity else 0.0)
                                     for name, used, capacity in zip(names, c.used, c.capacity)},
                            batches_dropped_for_sync=c.batches_dropped, spans_outside=c.spans_outside,
-                           decode_errors=c.decode_errors, caption_words_failed=c.caption_words_failed)
+                           decode_errors=c.decode_errors, caption_words_failed=c.caption_words_failed,
+                           members_dropped=tuple(tuple(s) for s in c.members_dropped),
+                           duplicate_keys=tuple(tuple(s) for s in c.duplicate_keys))
 
     def state_dict(self) -> dict[str, Any]:
         """Plain, picklable state after the last yielded batch (no tensors)."""
@@ -309,6 +319,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._packer.load_state_dict(state["packer"])
         self._next_position = tuple(int(v) for v in state["next_position"])
         self._counters = EpochCounters.from_state(state["counters"])
+        self._keys_seen = {}
         self._completed = bool(state["completed"])
         self._restored_completed = self._completed
         self._read_keys = {int(p): (int(p), int(e), str(k)) for p, e, k in state.get("read_keys", [])}
@@ -448,6 +459,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         """The shard list in the order a restored state was saved with, when it was passed in another (this epoch)."""
         self._payloads: dict[Position, BatchItem] = {}
         self._counters = EpochCounters()
+        self._keys_seen: dict[str, str] = {}
+        """Sample key → the shard it was first read from, this epoch (in this copy): a repeat is counted and warned."""
         self._skip_log = SkipLog()
         self._completed = False
         self._restored_completed = False
@@ -486,7 +499,7 @@ class AVDataset(torch.utils.data.IterableDataset):
             if not self._before(event.position, self._next_position):
                 events = _chain_front(event, events)
                 break
-            if isinstance(event, SkipEvent) and not event.was_read:
+            if isinstance(event, SkipEvent) and not event.was_read and event.reason != "stray_member":
                 unreadable.setdefault(event.position[0], event.reason)
             if isinstance(event, ItemEvent) and event.position in missing:
                 saved = saved_keys.get(event.position)
@@ -517,6 +530,19 @@ class AVDataset(torch.utils.data.IterableDataset):
                                "with, or start the epoch afresh without loading the state.")
         return events
 
+    def _note_key(self, event: ItemEvent) -> None:
+        """Counts (and warns about, a few per epoch) a sample whose key an earlier sample of this epoch had."""
+        key, shard = event.sample_key, self._rank_shards()[event.position[0]]
+        first = self._keys_seen.get(key)
+        if first is None:
+            self._keys_seen[key] = shard
+            return
+        self._counters.duplicate_keys.append((shard, key))
+        if len(self._counters.duplicate_keys) <= WARNINGS_PER_REASON:
+            logger.warning("shard %s: sample key %r was already read from %s this epoch: both are delivered, with the "
+                           "same sample key (stats.duplicate_keys lists them; avalign preprocess keeps only the first, "
+                           "as duplicate_key). Is the same clip in two shards?", shard, key, first)
+
     def _pack_items(self, events: Iterator[Event]) -> Iterator[PackItem]:
         """Pack items from events at or after ``next_position``; counts samples and skips."""
         c = self._counters
@@ -529,13 +555,18 @@ class AVDataset(torch.utils.data.IterableDataset):
             group = position[0] // self._interleave
             self._read_keys = {p: v for p, v in self._read_keys.items() if p // self._interleave == group}
             self._read_keys[position[0]] = (position[0], position[1], key)
+            if isinstance(event, SkipEvent) and event.reason == "stray_member":  # its sample was delivered
+                c.members_dropped.append((event.shard, event.key, event.reason))
+                continue
             if isinstance(event, SkipEvent):
                 c.skipped.append((event.shard, event.key, event.reason))
                 c.samples_read += int(event.was_read)
                 if event.reason == "open":
                     c.shards_failed.append(event.shard)
                 continue
-            c.samples_read += int(position[2] == 0)
+            if position[2] == 0:
+                c.samples_read += 1
+                self._note_key(event)
             c.items_read += 1
             self._payloads[position] = event.item
             yield PackItem(event.item.key, pack_lengths(event.item), payload=list(position))

@@ -87,6 +87,10 @@ class EpochCounters:
     """URLs of this pass's shards that could not be opened."""
     skipped: list = field(default_factory=list)
     """``(shard, key, reason)`` of every skip, in order."""
+    members_dropped: list = field(default_factory=list)
+    """``(shard, key, "stray_member")`` of every sample delivered without a member of it (not adjacent in the tar)."""
+    duplicate_keys: list = field(default_factory=list)
+    """``(shard, key)`` of every sample delivered whose key an earlier sample of this epoch (in this copy) had."""
     capacity: list = field(default_factory=lambda: [0, 0, 0])
     """Summed capacity (frames, samples, tokens) of the batches collated from packs (a trimmed tail: its own)."""
     used: list = field(default_factory=lambda: [0, 0, 0])
@@ -98,7 +102,8 @@ class EpochCounters:
             "batches_yielded": self.batches_yielded, "batches_dropped": self.batches_dropped,
             "spans_outside": self.spans_outside, "decode_errors": self.decode_errors,
             "caption_words_failed": self.caption_words_failed, "shards_failed": list(self.shards_failed),
-            "skipped": [list(s) for s in self.skipped], "capacity": list(self.capacity), "used": list(self.used),
+            "skipped": [list(s) for s in self.skipped], "members_dropped": [list(s) for s in self.members_dropped],
+            "duplicate_keys": [list(s) for s in self.duplicate_keys], "capacity": list(self.capacity), "used": list(self.used),
         }
 
     @classmethod
@@ -108,6 +113,8 @@ class EpochCounters:
                                                               "caption_words_failed")})
         counters.shards_failed = list(state.get("shards_failed", []))
         counters.skipped = [tuple(s) for s in state.get("skipped", [])]
+        counters.members_dropped = [tuple(s) for s in state.get("members_dropped", [])]
+        counters.duplicate_keys = [tuple(s) for s in state.get("duplicate_keys", [])]
         counters.capacity = [int(v) for v in state.get("capacity", [0, 0, 0])]
         counters.used = [int(v) for v in state.get("used", [0, 0, 0])]
         return counters

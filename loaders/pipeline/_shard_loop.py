@@ -31,8 +31,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["Event", "ItemEvent", "Position", "ShardEnd", "SkipEvent", "interleave_steps", "shard_groups", "shard_steps"]
 
 Position = tuple[int, int, int]
-SHARD_REASONS_NOT_READ = ("open", "truncated", "member_type", "unsafe_name", "too_large")
-"""Shard-level reports that took no sample from the shard (not counted in ``samples_read``)."""
+SHARD_REASONS_NOT_READ = ("open", "truncated", "member_type", "unsafe_name", "too_large", "stray_member")
+"""Shard-level reports that took no sample from the shard (not counted in ``samples_read``; ``stray_member``: a member
+dropped from a sample that was read and delivered)."""
 
 
 @dataclass(frozen=True)
