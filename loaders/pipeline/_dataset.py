@@ -193,9 +193,12 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._allow_empty_epoch = bool(allow_empty_epoch)
         self._batches_per_epoch = None if batches_per_epoch is None else int(batches_per_epoch)
         self._epoch = 0
-        self._epoch_cell = torch.zeros(2, dtype=torch.int64).share_memory_()
-        """``[epoch, generation]`` written by :meth:`set_epoch` in the main process and read by every DataLoader
-        worker's copy when a pass begins (shared memory: persistent workers see it too)."""
+        self._epoch_cell = torch.zeros(3, dtype=torch.int64).share_memory_()
+        """``[epoch, generation, worker passes]``: the first two written by :meth:`set_epoch` in the main process and
+        read by every DataLoader worker's copy when a pass begins (shared memory: persistent workers see it too); the
+        third counted up by DataLoader workers' passes (so that :attr:`stats` in the main process can tell that its
+        copy's counters are not the epoch's)."""
+        self._warned_stats_in_workers = False
         self._generation_seen = 0
         """The cell's generation this copy has applied."""
         self._epoch_set_pending = False
@@ -238,7 +241,22 @@ class AVDataset(torch.utils.data.IterableDataset):
 
     @property
     def stats(self) -> LoaderStats:
-        """Counters of the current epoch so far."""
+        """Counters of the current epoch so far, of this copy of the dataset.
+
+        Under ``DataLoader(ds, num_workers=N)`` with N > 0 each worker process reads, counts and packs in its own copy:
+        ``ds.stats`` in the main process then stays at zero, and reading it logs a warning once. The epoch's counts
+        are in the workers' copies (a ``StatefulDataLoader``'s ``state_dict()`` holds each worker's ``counters``);
+        :func:`~loaders.pipeline.make_loader` packs in the main process, so its ``stats`` count the whole epoch.
+        """
+        if (not self._warned_stats_in_workers and torch.utils.data.get_worker_info() is None
+                and int(self._epoch_cell[2]) > 0 and self._passes_begun == 0 and self._counters.samples_read == 0):
+            self._warned_stats_in_workers = True
+            logger.warning(
+                "stats read in the main process are all zero: the dataset was iterated by DataLoader worker processes "
+                "(%d pass(es) so far), and each worker counts in its own copy of the dataset, so these counters (and "
+                "skips) are not the epoch's. Use loaders.make_loader(..., num_workers=N), whose stats count every "
+                "worker's samples, or read each worker's 'counters' from a StatefulDataLoader's state_dict().",
+                int(self._epoch_cell[2]))
         c = self._counters
         skipped = dict(Counter(reason for _, _, reason in c.skipped))
         names = ("frames", "samples", "tokens")
@@ -365,6 +383,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         # StatefulDataLoader takes the pass's first worker state right after, before the first batch.
         self._apply_set_epoch()
         self._epoch_set_pending = False
+        if torch.utils.data.get_worker_info() is not None:
+            self._epoch_cell[2] += 1
         return self._iterate()
 
     def _iterate(self) -> Iterator[PackedBatch]:
