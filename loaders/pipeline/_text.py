@@ -138,10 +138,25 @@ def _checked_output(result: Any, text: str) -> tuple[list[int], list[tuple[int, 
         raise ValueError(f"tokenizer returned {len(ids)} ids but {len(offsets)} offsets for {text[:40]!r}.")
     bad = [o for o in offsets if not (0 <= o[0] <= o[1] <= len(text))]
     if bad:
-        raise ValueError(f"tokenizer returned offsets outside the text (length {len(text)}): {bad[:3]}.")
+        raise ValueError(f"tokenizer returned offsets outside the text (length {len(text)}): {bad[:3]}."
+                         + _byte_offsets_hint(offsets, text))
     return ids, offsets
 
 
+def _byte_offsets_hint(offsets: list[tuple[int, int]], text: str) -> str:
+    """A sentence saying that ``offsets`` look like UTF-8 byte offsets (their largest end is the text's length in
+    bytes, not in characters), or ``""``."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size == len(text) or not offsets or max(stop for _, stop in offsets) != size:
+        return ""
+    return (f" They look like UTF-8 byte offsets: the text is {len(text)} characters but {size} bytes, and the last "
+            f"offset ends at {size}. Offsets must be character (str) offsets into the text, as a tokenizers.Tokenizer "
+            "or a fast Hugging Face tokenizer gives them; convert byte offsets (e.g. tiktoken's) to character offsets "
+            "in the callable.")
+
+
+TOKENIZER_NON_ASCII_PROBE_TEXT = "héllo wörld"
+"""The second probe of :func:`check_tokenizer`: 11 characters, 13 UTF-8 bytes (byte offsets end past the text)."""
 TOKENIZER_PROBE_TEXT = "hello world"
 """The text :func:`check_tokenizer` tokenizes: two plain ASCII words every tokenizer has tokens for (``[UNK]`` at
 worst), so that any failure on it is the tokenizer's, not the text's."""
@@ -160,7 +175,8 @@ def check_tokenizer(tokenizer: Any) -> None:
         TypeError: not a tokenizer, it raised a TypeError (a wrong signature), or its output has the wrong types
             (ids not ints, offsets not pairs, no offsets).
         ValueError: it raised anything else, returned no token, ids and offsets of different lengths, offsets
-            outside the text, or an id outside ``[0, 2**63)``.
+            outside the text, an id outside ``[0, 2**63)``, or UTF-8 byte offsets instead of character offsets
+            (seen on a second, non-ASCII probe, :data:`TOKENIZER_NON_ASCII_PROBE_TEXT`).
         The message names the tokenizer's type, the probe text and what is wrong; the error has
         ``tokenizer_probe = True`` (a worker's error is re-raised as is).
     """
@@ -188,11 +204,28 @@ def check_tokenizer(tokenizer: Any) -> None:
             error = (TypeError if isinstance(e, TypeError) else ValueError)(f"{what}: on the probe text {probe!r}: {e}")
         else:
             if len(ids) > 0:
+                _check_character_offsets(tokenizer, what)
                 return
             error = ValueError(f"{what}: it returned no token for the probe text {probe!r} (ids {ids!r}, offsets "
                                f"{offsets!r}); every item would have 0 tokens")
     error.tokenizer_probe = True  # type: ignore[attr-defined]
     raise error from cause
+
+
+def _check_character_offsets(tokenizer: Any, what: str) -> None:
+    """Raise ValueError when ``tokenizer`` gives UTF-8 byte offsets on :data:`TOKENIZER_NON_ASCII_PROBE_TEXT` (an
+    ASCII probe cannot tell bytes from characters): every sample with a non-ASCII character would be skipped. Any
+    other failure on that text is left to the samples (a tokenizer may refuse some characters)."""
+    probe = TOKENIZER_NON_ASCII_PROBE_TEXT
+    try:
+        _, offsets = _ids_and_offsets(_call_tokenizer(tokenizer, probe))
+        hint = _byte_offsets_hint([(int(a), int(b)) for a, b in offsets], probe)
+    except Exception:  # noqa: BLE001 - the user's code; whatever else fails here fails per sample, with its message
+        return
+    if hint:
+        error = ValueError(f"{what}: on the probe text {probe!r} it returned offsets {list(offsets)!r}.{hint}")
+        error.tokenizer_probe = True  # type: ignore[attr-defined]
+        raise error
 
 
 def _ids_and_offsets(result: Any) -> tuple[list[int], list[tuple[int, int]]]:
