@@ -24,7 +24,7 @@ from aligner._options import AVOptions, TextMethod, TextOptions
 from aligner._spans import AlignedSpan, map_spans
 from aligner._text_records import text_abstain as text_abstain_estimate
 from aligner._tokens import Tokenizer
-from avcore import AudioClip, Transcript, VideoClip
+from avcore import AudioClip, DecodeError, Transcript, VideoClip
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +115,31 @@ def _media_window(video: Optional[VideoClip], audio: AudioClip, clock: ClockMode
     return min(0.0, start), float(clock.audio_to_video(audio.stop_seconds))
 
 
+MAX_LEADING_GAP_SECONDS = 600.0
+"""The longest time from 0 to the media's first frame (or, with no frame, first audio sample) that :func:`align` puts
+on the timeline when no window is given: the timeline starts at 0 (the video's presentation time), so a clip whose
+streams start at 100000 s (a stream copy cut from a long recording, a broadcast MPEG-TS) would be 100000 s of silence
+before its media, gigabytes of audio samples. Longer gaps raise before anything is allocated."""
+
+
+def _check_leading_gap(video: Optional[VideoClip], audio: AudioClip, sample_rate: int, key: str) -> None:
+    """Raise DecodeError (``too_large``) when the media starts more than :data:`MAX_LEADING_GAP_SECONDS` after 0."""
+    frames = video is not None and video.num_frames > 0
+    first = float(video.pts_seconds[0]) if frames else float(audio.start_seconds)
+    if not first > MAX_LEADING_GAP_SECONDS:
+        return
+    streams = (f"first frame at {first:.3f} s, audio from {float(audio.start_seconds):.3f} s" if frames
+               else f"audio from {first:.3f} s")
+    name = f"{key}: " if key else ""
+    samples = round(first * sample_rate)
+    raise DecodeError(
+        f"{name}the media starts {first:.3f} s after time 0 ({streams}): on the timeline, which starts at 0 (the "
+        f"video's presentation time), it would follow {first:.0f} s of silence without frames ({samples} audio samples "
+        f"at {sample_rate} Hz, {samples * 4 / 2**30:.2f} GiB), more than {MAX_LEADING_GAP_SECONDS:.0f} s. Re-mux it "
+        "to start near 0 (`ffmpeg -i IN -c copy -avoid_negative_ts make_zero OUT`) or re-encode it; aligner.align "
+        "also takes start_seconds/stop_seconds around the media.", reason="too_large")
+
+
 def _with_caption_words(audio: AudioClip, transcript: Transcript, text_offset_ms: float) -> tuple[Transcript, int]:
     """``caption_words`` when pocketsphinx is installed; the transcript unchanged (0 failures) otherwise."""
     from aligner._text_forced import caption_words
@@ -159,7 +184,8 @@ def align(
         av_offset_ms, drift_ppm, text_offset_ms: known values (e.g. from ``align.json``); they win over estimates.
         refine_words: snap word starts to acoustic onsets after the global correction.
         tokenizer: a ``tokenizers.Tokenizer`` (or a callable returning character offsets); whitespace by default.
-        start_seconds, stop_seconds: the window on the video timeline; default: the whole media.
+        start_seconds, stop_seconds: the window on the video timeline; default: the whole media, from 0 (media that
+            start more than ``MAX_LEADING_GAP_SECONDS`` after 0 raise ``DecodeError``, reason ``too_large``).
         max_offset_ms: estimators' search range (ms); when given, it replaces that field of both option sets.
         min_confidence: estimators abstain below this; when given, it replaces that field of both option sets.
         text_method: transcript offset estimator: ``"energy"`` (speech onsets and activity), ``"forced"``
@@ -183,6 +209,9 @@ def align(
     from aligner._estimate import estimate_av_offset
     from aligner._text_method import estimate_transcript_offset
     from aligner._text_offset import refine_word_times
+
+    if start_seconds is None:
+        _check_leading_gap(video, audio, sample_rate, key)
 
     shorthand = {name: value for name, value in (("max_offset_ms", max_offset_ms), ("min_confidence", min_confidence))
                  if value is not None}

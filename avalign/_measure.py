@@ -247,10 +247,15 @@ def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000
         decode_options: for the readers (``num_threads``, ``max_pixels``, ``max_duration_seconds``).
         align_options: for ``aligner.align`` (``text_method``, ``max_offset_ms``, known ``av_offset_ms`` …).
     """
+    from avcore import DecodeError
+
     video, index, audio, video_only = decode_for_measure(media, name=name, **(decode_options or {}))
     try:
-        record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate, estimate=not video_only,
-                                          **align_options)
+        try:
+            record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate,
+                                              estimate=not video_only, **align_options)
+        except DecodeError as e:  # e.g. media starting hours after 0: named by its file
+            raise type(e)(f"{name}: {e}", reason=e.reason) from None
     except Exception as e:  # noqa: BLE001 - the estimators failing on this sample's content
         if not errors_as_skips:
             raise
