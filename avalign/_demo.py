@@ -77,7 +77,9 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
 
     shards = sorted(glob.glob(os.path.join(data_dir, "shards", "*.tar")))
     if not shards:
-        raise FileNotFoundError(f"no shards under {os.path.join(data_dir, 'shards')!r}: run `make sample-data` first")
+        raise FileNotFoundError(f"no shards under {os.path.abspath(os.path.join(data_dir, 'shards'))!r}: pass --data DIR, the sample_data "
+                                "folder of the avalign checkout (it holds shards/ and truth.json); if it has no shards/, "
+                                "run `make sample-data` in the checkout")
     truth_path = os.path.join(data_dir, "truth.json")
     truth_all = json.load(open(truth_path))["clips"] if os.path.exists(truth_path) else {}
     skipped: list[dict] = []

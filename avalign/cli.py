@@ -49,7 +49,12 @@ def _setup_logging(verbose: int) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from avalign._demo import format_summary, run_demo
 
-    summary = run_demo(args.data)
+    data = args.data
+    if data is None:  # sample_data/ here, else the one of the checkout the package runs from (`pip install -e .`)
+        checkout = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_data")
+        data = "sample_data" if os.path.isdir(os.path.join("sample_data", "shards")) or \
+            not os.path.isdir(os.path.join(checkout, "shards")) else checkout
+    summary = run_demo(data)
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
     return 0
 
@@ -115,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  avalign demo --data sample_data",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    demo.add_argument("--data", default="sample_data", help="folder with truth.json and shards/ (default: sample_data)")
+    demo.add_argument("--data", default=None, help="folder with truth.json and shards/ (default: ./sample_data, else "
+                                                   "the sample_data/ of the checkout avalign runs from)")
     demo.add_argument("--json", action="store_true", help="print the summary as JSON")
     demo.set_defaults(func=_cmd_demo)
 
