@@ -198,6 +198,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _hint_unquoted_pattern(argv: Sequence[str], code: object) -> None:
+    """After a usage error: when ``preprocess`` / ``report`` got several ``.tar`` arguments, say that the shell expanded
+    an unquoted pattern (argparse said only "unrecognized arguments: …")."""
+    command = next((a for a in argv if a in ("preprocess", "report")), None)
+    shards = [a for a in argv if a.endswith((".tar", ".tar.gz")) and not a.startswith("-")]
+    if code in (0, None) or command is None or len(shards) < 2:
+        return
+    folder = os.path.dirname(shards[0]) or "."
+    print(f"avalign {command}: hint: {len(shards)} shard paths were given ({shards[0]}, {shards[1]}, …): a pattern such "
+          f"as {os.path.join(folder, '*.tar')} left unquoted is expanded by the shell. Quote it "
+          f"('{os.path.join(folder, '*.tar')}'), or pass the directory ({folder}) or a brace pattern (e.g. "
+          f"'{os.path.join(folder, 'shard-{000000..000005}.tar')}').", file=sys.stderr)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run one subcommand; return its exit status.
 
@@ -210,6 +224,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # a usage error: argparse has explained it on stderr
+        _hint_unquoted_pattern(argv, e.code)
         if e.code not in (0, None) and "--json" in argv:
             command = next((a for a in argv if a in _COMMANDS), None)
             _print_json_error(command, None, "usage", "invalid arguments (see the usage message on stderr)",

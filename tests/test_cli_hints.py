@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from avalign.cli import main
 from tests.conftest import REPO
 
@@ -24,3 +26,35 @@ def test_demo_with_a_folder_without_shards_names_it_and_data(tmp_path, capsys):
     assert err.strip() == (f"avalign demo: error: no shards under {str(tmp_path / 'shards')!r}: pass --data DIR, the "
                            "sample_data folder of the avalign checkout (it holds shards/ and truth.json); if it has no "
                            "shards/, run `make sample-data` in the checkout")
+
+
+def _shards(tmp_path, n: int) -> list[str]:
+    from tests.corrupt_cases import write_tar
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    return [write_tar(folder / f"shard-{i:06d}.tar", [(f"k{i}.txt", b"a caption")]) for i in range(n)]
+
+
+def test_an_unquoted_shard_glob_gets_a_hint_to_quote_it(tmp_path, capsys):
+    # Before: argparse's bare "unrecognized arguments: in/shard-000002.tar ... out".
+    shards = _shards(tmp_path, 3)
+    with pytest.raises(SystemExit) as info:
+        main(["preprocess", *shards, str(tmp_path / "out")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    folder = str(tmp_path / "in")
+    assert (f"avalign preprocess: hint: 3 shard paths were given ({shards[0]}, {shards[1]}, …): a pattern such as "
+            f"{folder}/*.tar left unquoted is expanded by the shell. Quote it ('{folder}/*.tar'), or pass the directory "
+            f"({folder}) or a brace pattern (e.g. '{folder}/shard-{{000000..000005}}.tar').") in err
+
+
+def test_two_expanded_shards_taken_as_input_and_output_say_so(tmp_path, capsys):
+    # Before: "output '.../shard-000001.tar' exists and is not a directory; hint: pass a directory path" only.
+    shards = _shards(tmp_path, 2)
+    assert main(["preprocess", *shards]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"avalign preprocess: error: output {shards[1]!r} exists and is not a directory; hint: pass a "
+                           "directory path; it is a shard: was a pattern such as dir/*.tar left unquoted, so that the "
+                           "shell expanded it into INPUT and OUTPUT_DIR? Quote it ('dir/*.tar'), or pass the shards' "
+                           "directory or a brace pattern (e.g. 'dir/shard-{000000..000005}.tar')")

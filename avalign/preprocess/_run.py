@@ -135,7 +135,11 @@ def _check_output_location(source: str, output_dir: str, plan: InputPlan) -> Non
 def _prepare_output(output_dir: str) -> None:
     """Create ``output_dir`` and prove it writable (clear errors for permissions and a full disk)."""
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-        raise NotADirectoryError(f"output {output_dir!r} exists and is not a directory; hint: pass a directory path")
+        shard = output_dir.endswith(".tar") or output_dir.endswith(".tar.gz")
+        raise NotADirectoryError(f"output {output_dir!r} exists and is not a directory; hint: pass a directory path"
+                                 + ("; it is a shard: was a pattern such as dir/*.tar left unquoted, so that the shell "
+                                    "expanded it into INPUT and OUTPUT_DIR? Quote it ('dir/*.tar'), or pass the shards' "
+                                    "directory or a brace pattern (e.g. 'dir/shard-{000000..000005}.tar')" if shard else ""))
     try:
         os.makedirs(output_dir, exist_ok=True)
     except PermissionError as e:
