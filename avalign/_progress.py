@@ -106,6 +106,10 @@ class Progress:
     def update(self, n: int = 1, **postfix) -> None:
         """``n`` more units done; ``postfix`` counters (``done=3, skipped=1``) replace the shown ones."""
         self.n += n
+        if self.total is not None and self.n > self.total:  # an estimate fell short: never "9/8 (112%)"
+            self.total = self.n
+            if self._bar is not None:
+                self._bar.total = self.n
         self.postfix.update(postfix)
         if self._bar is not None:
             if postfix:

@@ -222,6 +222,10 @@ def _number(value, name: str, problems: list[str]) -> Optional[float]:
     return number
 
 
+_NOT_CLIPS = ("unknown_extension", "missing_media", "duplicate_key", "stray_member")
+"""Skips that are not clips of the progress total (``count_clips``: media keys, each key once)."""
+
+
 def collect(
     path: str,
     *,
@@ -264,10 +268,11 @@ def collect(
                 skipped.append(result)
             else:
                 rows.append(result)
-            if bar is not None and not (isinstance(item, Skipped) and item.reason in ("unknown_extension", "missing_media")):
+            if bar is not None and not (isinstance(item, Skipped) and (item.from_preprocess or item.reason in _NOT_CLIPS)):
                 bar.update(1, reported=len(rows), skipped=len(skipped))  # the total counts media keys, not stray files
     finally:
         if bar is not None:
+            bar.update(0, reported=len(rows), skipped=len(skipped))  # the last skips may not be clips: counted here
             bar.close()
     return rows, skipped
 

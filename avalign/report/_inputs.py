@@ -69,6 +69,8 @@ class Skipped:
     for a stray file in a media directory)."""
     message: str = ""
     """Human-readable detail."""
+    from_preprocess: bool = False
+    """Read from preprocess's ``skipped.jsonl`` (an input of that run, not a clip of this one)."""
 
     def to_json(self) -> dict:
         return {"key": self.key, "shard": self.shard, "reason": self.reason, "message": self.message}
@@ -155,7 +157,8 @@ def preprocess_skips(directory: str) -> Iterator[Skipped]:
             except ValueError as e:
                 yield _skipped("", path, "error", f"line {number} of skipped.jsonl is unreadable: {e}")
                 continue
-            yield Skipped(str(row.get("key", "")), str(row.get("input", "")), str(row["reason"]), str(row.get("message", "")))
+            yield Skipped(str(row.get("key", "")), str(row.get("input", "")), str(row["reason"]), str(row.get("message", "")),
+                          from_preprocess=True)
 
 
 def count_clips(path: str) -> Optional[int]:
@@ -167,15 +170,15 @@ def count_clips(path: str) -> Optional[int]:
             media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
             if media or not tars:
                 return len({os.path.splitext(f)[0] for f in media})
-            return sum(_count_tar_keys(t) for t in tars)
+            return len(set().union(*(_tar_keys(t) for t in tars)))  # a key in two shards is one clip (duplicate_key)
         if os.path.isfile(path):
-            return _count_tar_keys(path) if path.endswith(".tar") else 1
+            return len(_tar_keys(path)) if path.endswith(".tar") else 1
     except (OSError, tarfile.TarError):
         return None
     return None
 
 
-def _count_tar_keys(path: str) -> int:
+def _tar_keys(path: str) -> set[str]:
     """Keys of a local tar that have a media or an ``align.json`` member (headers only)."""
     keys = set()
     with tarfile.open(path) as tar:
@@ -184,7 +187,7 @@ def _count_tar_keys(path: str) -> int:
             key, _, ext = base.partition(".")
             if ext.lower() in MEDIA_EXTENSIONS or ext == "align.json":
                 keys.add(os.path.join(os.path.dirname(name), key))
-    return len(keys)
+    return keys
 
 
 def _ext(path: str) -> str:
