@@ -230,6 +230,8 @@ class _CheckedTarInfo(tarfile.TarInfo):
             complete = b"\0" in field_bytes
             name = field_bytes.split(b"\0", 1)[0].decode("utf-8", "surrogateescape") if buf else ""
             reason = "no end-of-archive blocks" if isinstance(e, tarfile.EmptyHeaderError) else str(e)
+            if not name.isprintable():  # random bytes (a damaged block), not a member's name: no sample key of it
+                name, complete = f"<{len(name)} bytes that are not text>", False
             archive.avalign_damage = (name if complete else "", name, len(buf), reason)
             raise
         obj.offset = archive.fileobj.tell() - tarfile.BLOCKSIZE
@@ -270,14 +272,16 @@ def scan_tar(
                 name, partial, size, why = damage
                 yield TarMember(name, b"", "truncated",
                                 f"tar header after member {reading!r} is damaged ({why}; {size} of {tarfile.BLOCKSIZE} "
-                                f"bytes, name field {partial!r}); the members after it are lost")
+                                f"bytes, name field {partial if partial.startswith('<') else repr(partial)}); the "
+                                "members after it are lost")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         if not reading:  # nothing read: not "after member ''" but a file that does not start as a tar
             yield TarMember("", b"", "truncated",
                             f"not a tar archive: its start is no tar header ({e}); a shard is a tar of KEY.EXT members, "
                             "optionally gzip/bz2/xz-compressed (a media file, an error page or an empty download is not)")
             return
-        yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}")
+        yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}; "
+                        "the members after it are lost")
 
 
 def split_key(name: str) -> tuple[str, str]:

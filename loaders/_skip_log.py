@@ -83,9 +83,24 @@ class SkipLog:
 
 def skip_summary(skipped: Iterable[tuple[str, str, str]]) -> Optional[str]:
     """``"12 sample(s) skipped: decode 10, transcript 2"`` for ``(shard, key, reason)`` rows (most frequent first,
-    then by name), or None when there are none."""
-    counts: Mapping[str, int] = Counter(reason for _, _, reason in skipped)
-    if not counts:
+    then by name), or None when there are none. Rows without a key are shard-level problems (a shard that could not
+    be opened, is not a tar, or whose damage came before any sample), counted apart: ``"1 shard problem(s): open 1"``;
+    when a shard was truncated, the samples after the damage are unknown: the line says they are lost, uncounted."""
+    rows = list(skipped)
+
+    def counted(reasons: Iterable[str]) -> str:
+        counts: Mapping[str, int] = Counter(reasons)
+        return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    samples = [reason for _, key, reason in rows if key]
+    shards = [reason for _, key, reason in rows if not key]
+    parts = []
+    if samples:
+        parts.append(f"{len(samples)} sample(s) skipped: {counted(samples)}")
+    if shards:
+        parts.append(f"{len(shards)} shard problem(s): {counted(shards)}")
+    if not parts:
         return None
-    parts = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    return f"{sum(counts.values())} sample(s) skipped: {parts}"
+    if "truncated" in samples + shards:
+        parts.append("a truncated shard's samples after the damage are lost and not counted")
+    return "; ".join(parts)
