@@ -140,6 +140,38 @@ def _check_leading_gap(video: Optional[VideoClip], audio: AudioClip, sample_rate
         "also takes start_seconds/stop_seconds around the media.", reason="too_large")
 
 
+FIRST_SAMPLE_ORIGIN_MIN_SECONDS = 0.25
+"""Audio that starts at least this late (``audio.start_seconds``) gets a second transcript-offset search when the
+first abstains: stamps counted from the audio's first sample (:func:`_estimate_either_origin`)."""
+
+
+def _estimate_either_origin(audio: AudioClip, transcript: Transcript, *, method, options):
+    """The transcript offset with stamps on the media's clock from 0 (the convention), else from the audio's first
+    sample.
+
+    ASR tools (Whisper, WhisperX, whisper.cpp) decode the audio with FFmpeg into raw samples, so they stamp words from
+    the first audio sample, not from the container's time 0: on media whose audio starts late (MPEG-TS starts at
+    1.4 s; a cut from a broadcast anywhere) the stamps are early by that start, beyond the search range. When the
+    search on the convention's clock abstains and the audio starts at least ``FIRST_SAMPLE_ORIGIN_MIN_SECONDS``
+    late, the transcript is searched again moved by the audio's start; an answer there is ``text_offset_ms`` = that
+    answer − the start (ms), its method suffixed ``+from_first_sample``. Otherwise the first search's result (its
+    abstention) stands."""
+    from aligner._text_method import estimate_transcript_offset
+
+    first = estimate_transcript_offset(audio, transcript, method=method, options=options)
+    origin = float(audio.start_seconds)
+    if not first.abstained or origin < FIRST_SAMPLE_ORIGIN_MIN_SECONDS:
+        return first
+    second = estimate_transcript_offset(audio, transcript.shifted(origin), method=method, options=options)
+    if second.abstained:
+        return first
+    moved_ms = 1000.0 * origin
+    return dataclasses.replace(
+        second, text_offset_ms=second.text_offset_ms - moved_ms, best_guess_ms=second.text_offset_ms - moved_ms,
+        method=f"{second.method}+from_first_sample",
+        item_differences_ms=tuple((text, None if d is None else d - moved_ms) for text, d in second.item_differences_ms))
+
+
 def _with_caption_words(audio: AudioClip, transcript: Transcript, text_offset_ms: float) -> tuple[Transcript, int]:
     """``caption_words`` when pocketsphinx is installed; the transcript unchanged (0 failures) otherwise."""
     from aligner._text_forced import caption_words
@@ -238,7 +270,7 @@ def align(
         if text_offset_ms is not None:
             text_how, text_conf = "given", 1.0
         elif estimate and transcript.spans:
-            t = estimate_transcript_offset(audio, transcript, method=text_method, options=text_options)
+            t = _estimate_either_origin(audio, transcript, method=text_method, options=text_options)
             est_text, text_conf, text_how = t.text_offset_ms, t.confidence, t.method
             text_abstain = t.abstain_record()
         elif estimate:  # no span: nothing to estimate, said like every other abstention (not a silent null)

@@ -25,7 +25,9 @@ class TextEstimate:
     """``word_onsets+activity[+matched][+bands]``, ``span_onsets+activity[+matched|+near_forced]``
     (``+near_forced``: re-read off the band-SNR onset evidence near forced alignment's guess), ``forced_words``,
     ``forced_spans`` (``+onsets``: read off the onset evidence near forced alignment's answer; ``+energy_peak``: the
-    energy estimator's best guess, within 20 ms of forced alignment's answer) or ``abstain:<reason>``."""
+    energy estimator's best guess, within 20 ms of forced alignment's answer) or ``abstain:<reason>``; ``align``
+    suffixes ``+from_first_sample`` to an answer found with the stamps counted from the audio's first sample (audio that
+    starts late, ``aligner._align._estimate_either_origin``)."""
     num_onsets: int = 0
     """Transcript onsets (word or span starts) the energy estimator used; 0 from forced alignment."""
     peak_to_sidelobe: float = 0.0
