@@ -3,12 +3,16 @@
 ::
 
     pairs    each visual event's nearest audio event within ±8 ms of the best (lag, drift) line → (t_k, a_j)
+    offset   the 70th percentile of the pairs' a − t (less the fitted drift's part): a light is seen at or after the
+             moment it comes on, never before, so visual dates are late or exact (late by up to (1 − shutter) of a
+             frame interval for events between frames, ``aligner._av_events``) and the offset is near the top of the
+             pairs' spread, not at its median; the audio dating noise (~1 ms) sets the top's margin
     line     Theil–Sen (scipy.stats.theilslopes) picks the inliers of a − t = offset + drift·t (residual within
              max(3 ms, 3 · 1.4826 · MAD)); weighted least squares on them, each event weighted 1/σ² by its dating
              precision σ = √(σ0² + (k · rise)²) (:func:`dating_sigma_seconds`)
     drift    reported when the slope's standard error (:func:`drift_line`) is at most ``max_drift_se_ppm``;
-             otherwise the offset is the median of a − t over the pairs (the offset at the events' centre,
-             which keeps the error smallest over the clip when 0 drift is applied)
+             otherwise the offset is the pairs' offset with no drift (at the events' centre, which keeps the error
+             smallest over the clip when 0 drift is applied)
 """
 from __future__ import annotations
 
@@ -27,10 +31,15 @@ from aligner._stats import line_fit_theil_sen
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MATCH_SECONDS", "MIN_PAIRS_FOR_DRIFT", "DriftFit", "MatchedPairs", "dating_sigma_seconds", "drift_line", "fit_drift", "matched_pairs"]
+__all__ = ["MATCH_SECONDS", "MIN_PAIRS_FOR_DRIFT", "OFFSET_PERCENTILE", "DriftFit", "MatchedPairs", "dating_sigma_seconds", "drift_line", "fit_drift", "matched_pairs"]
 
 MATCH_SECONDS = 0.008
 """A visual event is matched when an audio event lies within this of the best line."""
+OFFSET_PERCENTILE = 70.0
+"""The offset is this percentile of the matched pairs' ``audio − video`` (module diagram: visual dates are never
+early). Chosen on the tune sets as the highest of 50, 70, 80, 90 that leaves no tune set's |error| median worse than
+the median's (BENCHMARKS.md, "Events between frames: the offset near the top of the pairs"): TUNE43 6.8 -> 4.2 ms,
+TUNE 0.85 -> 0.82, TUNE2 0.81 -> 0.62 (80: 3.1, 1.14, 0.76)."""
 MIN_PAIRS_FOR_DRIFT = 4
 """Matched A/V events a drift line needs (fewer: ``event_match`` with no drift)."""
 # Dating precision of an audio event: sqrt(sigma0^2 + (k * rise)^2); measurements in BENCHMARKS.md ("Lab notes").
@@ -51,8 +60,8 @@ class MatchedPairs:
     dating_sigma_seconds: np.ndarray
     """float64 ``[P]``: expected dating error of each matched audio event (:func:`dating_sigma_seconds`)."""
     offset_ms: float
-    """Median of ``audio − video`` over the pairs (ms), or the best line's offset at video time 0 without pairs:
-    the unthresholded guess."""
+    """The :data:`OFFSET_PERCENTILE` percentile of ``audio − video`` over the pairs (ms), or the best line's offset at
+    video time 0 without pairs: the unthresholded guess."""
     audio_rank: np.ndarray
     """float64 ``[P]`` in (0, 1): each matched audio event's rank by strength among the clip's audio events
     (``onset_ranks``)."""
@@ -130,7 +139,7 @@ def matched_pairs(video_seconds: np.ndarray, onsets: AudioOnsets, match: LagDrif
     nearest = audio_t[nearest_index]
     matched = np.abs(nearest - predicted) <= MATCH_SECONDS
     t_m, a_m = video_seconds[matched], nearest[matched]
-    offset_ms = (float(np.median(a_m - t_m)) if t_m.size else match.offset_seconds) * 1000.0
+    offset_ms = (float(np.percentile(a_m - t_m, OFFSET_PERCENTILE)) if t_m.size else match.offset_seconds) * 1000.0
     return MatchedPairs(t_m, a_m, dating_sigma_seconds(onsets, nearest_index[matched]), offset_ms,
                         onset_ranks(onsets)[nearest_index[matched]])
 
@@ -154,4 +163,6 @@ def fit_drift(pairs: MatchedPairs, options: AVOptions) -> DriftFit:
     if drift_se_ppm > options.max_drift_se_ppm:
         return DriftFit(pairs.offset_ms, None, drift_se_ppm, 0.0, "event_match+drift_unresolved")
     drift_confidence = float(min(1.0, n / 8.0) * min(1.0, 2.0 * (1.0 - drift_se_ppm / options.max_drift_se_ppm)))
+    # The line's slope; its offset near the top of the pairs' spread around it (module diagram), not the fit's mean.
+    intercept = float(np.percentile((a_m - t_m) - slope * t_m, OFFSET_PERCENTILE))
     return DriftFit(intercept * 1000.0, slope * 1e6, drift_se_ppm, drift_confidence, "event_match+theil_sen")
