@@ -239,7 +239,6 @@ def align(
         >>> sample.report.av_offset_ms, sample.words[0].frame_start             # doctest: +SKIP
     """
     from aligner._estimate import estimate_av_offset
-    from aligner._text_method import estimate_transcript_offset
     from aligner._text_offset import refine_word_times
 
     if start_seconds is None:
