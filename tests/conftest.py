@@ -387,6 +387,36 @@ def caption_audio_window(record: dict, span, margin_seconds: float = 0.25) -> tu
     return span.start_seconds - shift - margin_seconds, span.stop_seconds - shift + margin_seconds
 
 
+def caption_word_errors_ms(record: dict, audio, captions):
+    """``(words, errors_ms)``: ``captions`` (the clip's own SRT/VTT) split into words by forced alignment, and each
+    word's start minus the generator's (ms, the transcript's clock). Asserts that every caption was split and the words
+    match the generator's in number."""
+    import numpy as np
+    from aligner.estimators import caption_words
+
+    out, failed = caption_words(audio, captions, text_offset_ms=record["text_offset_ms"])
+    assert failed == 0 and len(out.words) == len(record["words"])
+    errors_ms = (np.array([w.start_seconds for w in out.words]) - word_starts_on_transcript_clock(record)) * 1000.0
+    return out, errors_ms
+
+
+def first_caption_lead_shifts_ms(record: dict, audio, captions, **lead_off):
+    """``(words, start_shift_ms, stop_shift_ms)``: the clip's first caption aligned (padded) with every lead and with
+    the leads named in ``lead_off`` (e.g. ``stop_lead=False``) switched off; the words with every lead and how far
+    each start and stop moved. Asserts that both give the same words."""
+    import numpy as np
+    from aligner.estimators import forced_align_words
+
+    span = captions.spans[0]
+    lo, hi = caption_audio_window(record, span)
+    with_lead = forced_align_words(audio, span.text, lo, hi, pad_start=True)
+    without = forced_align_words(audio, span.text, lo, hi, pad_start=True, **lead_off)
+    assert [w.text for w in with_lead] == [w.text for w in without] and with_lead
+    start_ms = np.array([(a.start_seconds - b.start_seconds) * 1000.0 for a, b in zip(with_lead, without)])
+    stop_ms = np.array([(a.stop_seconds - b.stop_seconds) * 1000.0 for a, b in zip(with_lead, without)])
+    return with_lead, start_ms, stop_ms
+
+
 def spoken_on_audio_clock(record: dict) -> list[tuple[str, float]]:
     """The wild generator's words of ``record`` on its clip's audio clock: (word lowercased without punctuation,
     start seconds). The transcript's stamps are this plus ``record["text_offset_ms"]``."""

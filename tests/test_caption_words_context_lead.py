@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aligner.estimators import AFTER_PAUSE_LEAD_MS, CONNECTED_LEAD_MS, caption_words, forced_align_words
+from aligner.estimators import AFTER_PAUSE_LEAD_MS, CONNECTED_LEAD_MS
 
-from tests.conftest import caption_audio_window, word_starts_on_transcript_clock
+from tests.conftest import caption_word_errors_ms, first_caption_lead_shifts_ms
 
 pytest.importorskip("pocketsphinx")
 
@@ -28,10 +28,7 @@ def clip(tune1000_captions):
 
 @pytest.mark.slow
 def test_words_inside_connected_speech_are_not_late(clip) -> None:
-    record, audio, captions = clip
-    out, failed = caption_words(audio, captions, text_offset_ms=record["text_offset_ms"])
-    assert failed == 0 and len(out.words) == len(record["words"])
-    errors_ms = (np.array([w.start_seconds for w in out.words]) - word_starts_on_transcript_clock(record)) * 1000.0
+    out, errors_ms = caption_word_errors_ms(*clip)
     first = np.array([k == 0 for span in out.spans for k, _ in enumerate(span.words)])
     assert (~first).sum() >= 40
     # Measured +6.7 ms inside connected speech, 9.3 ms |error| median (one lead for every word: +13.7, 13.1 ms).
@@ -41,14 +38,8 @@ def test_words_inside_connected_speech_are_not_late(clip) -> None:
 
 @pytest.mark.slow
 def test_context_lead_moves_boundaries_by_context(clip) -> None:
-    record, audio, captions = clip
-    span = captions.spans[0]
-    lo, hi = caption_audio_window(record, span)
-    with_lead = forced_align_words(audio, span.text, lo, hi, pad_start=True)
-    without = forced_align_words(audio, span.text, lo, hi, pad_start=True, context_lead=False)
-    assert [w.text for w in with_lead] == [w.text for w in without] and len(with_lead) >= 3
-    start_shift_ms = np.array([(a.start_seconds - b.start_seconds) * 1000.0 for a, b in zip(with_lead, without)])
-    stop_shift_ms = np.array([(a.stop_seconds - b.stop_seconds) * 1000.0 for a, b in zip(with_lead, without)])
+    with_lead, start_shift_ms, stop_shift_ms = first_caption_lead_shifts_ms(*clip, context_lead=False)
+    assert len(with_lead) >= 3
     # The window was widened before the caption and padded: its first word starts after a pause; espeak-ng's words
     # inside the caption abut (no pause aligned between them), so each later start and the stop before it move together.
     np.testing.assert_allclose(start_shift_ms[0], AFTER_PAUSE_LEAD_MS, atol=1e-6)

@@ -77,23 +77,31 @@ def test_another_clips_transcript_abstains(wild_tune) -> None:
         assert _spoken_where_put(audio_record, text, span.start_seconds, d, span.stop_seconds - span.start_seconds), text
 
 
+def _abstains_words_not_heard(wild_seed, *, audio_seed: int, transcript_seed: int) -> dict:
+    """One wild clip's word transcript on another's audio: ``auto`` abstains ``words_not_heard`` with a best guess and
+    a hint, and every word it names as not heard is indeed not spoken there (the generator's truth). Returns the
+    abstention record."""
+    audio_record, audio, _ = wild_seed(audio_seed)
+    _, _, transcript = wild_seed(transcript_seed)
+    assert transcript.words
+    estimate = estimate_transcript_offset(audio, transcript)
+    assert estimate.method == "abstain:words_not_heard", estimate
+    record = estimate.abstain_record()
+    assert record["best_guess_ms"] is not None and record["hint"]
+    _assert_named_words_not_spoken(audio_record, transcript, record)
+    return record
+
+
 @pytest.mark.slow
 def test_partly_shared_transcript_abstains_words_not_heard(wild_seed) -> None:
     """REPORT21's wild21013 word transcript on wild21004's audio: they share sentences, so one chunk of words fits the
     audio and agrees around -276 ms, while the other chunk does not fit (not placed). Only 8 of 13 items are heard
     there: ``auto`` abstains (``words_not_heard``; main at 7485e4d answered -264 ms), and every item it names as not
     heard is indeed not spoken where the guess puts it."""
-    audio_record, audio, _ = wild_seed(21004)
-    _, _, transcript = wild_seed(21013)
-    assert transcript.words
-    estimate = estimate_transcript_offset(audio, transcript)
-    assert estimate.method == "abstain:words_not_heard", estimate
-    record = estimate.abstain_record()
-    guess = record["best_guess_ms"]
-    assert guess is not None and record["hint"] and record["needed"]
+    record = _abstains_words_not_heard(wild_seed, audio_seed=21004, transcript_seed=21013)
+    assert record["needed"]
     said = re.search(r"says ([+-]\d+) ms", record["found"])  # the answer it names is the best guess it keeps
-    assert said and int(said.group(1)) == round(guess), (record["found"], guess)
-    _assert_named_words_not_spoken(audio_record, transcript, record)
+    assert said and int(said.group(1)) == round(record["best_guess_ms"]), record["found"]
 
 
 @pytest.mark.slow
@@ -104,15 +112,9 @@ def test_confirmed_energy_answer_over_a_floor_needs_its_words_heard(wild_seed) -
     (main at 33a5092 answered 299.9 ms, ``word_onsets+activity``). Only 7 of 37 words are heard there (fewer than a
     third): ``auto`` abstains (``words_not_heard``), and every word it names as not heard is indeed not spoken there.
     The clip's own transcript still answers, within 8 ms of the truth."""
+    record = _abstains_words_not_heard(wild_seed, audio_seed=37004, transcript_seed=37011)
+    assert "speech energy" in record["found"]
     audio_record, audio, own = wild_seed(37004)
-    _, _, transcript = wild_seed(37011)
-    assert transcript.words
-    estimate = estimate_transcript_offset(audio, transcript)
-    assert estimate.method == "abstain:words_not_heard", estimate
-    record = estimate.abstain_record()
-    guess = record["best_guess_ms"]
-    assert guess is not None and "speech energy" in record["found"] and record["hint"]
-    _assert_named_words_not_spoken(audio_record, transcript, record)
     answer = estimate_transcript_offset(audio, own)
     assert abs(answer.text_offset_ms - audio_record["text_offset_ms"]) <= OFFSET_ERROR_MS, answer
 
