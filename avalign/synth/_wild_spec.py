@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT37_SEEDS", "REPORT39_SEEDS", "REPORT42_SEEDS", "REPORT43_SEEDS", "REPORT47_SEEDS", "SUBFRAME_FROM_SEED", "TUNE2_SEEDS", "TUNE43_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "spec_record", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT37_SEEDS", "REPORT39_SEEDS", "REPORT40_SEEDS", "REPORT42_SEEDS", "REPORT43_SEEDS", "REPORT47_SEEDS", "REPORT49_SEEDS", "SUBFRAME_FROM_SEED", "TUNE2_SEEDS", "TUNE43_SEEDS", "TUNE51_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "spec_record", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -124,6 +124,17 @@ A/V report after the offset was taken near the top of the pairs; run once, never
 REPORT47_SEEDS = range(47000, 47024)
 """Seeds of a twentieth held-out set (24 clips, with the sub-frame stream), reserved with :data:`REPORT42_SEEDS`; run
 once, never tuned on."""
+TUNE51_SEEDS = range(51000, 51048)
+"""Seeds of a fourth tune set (48 clips, with the sub-frame stream), reserved on 2026-12-06 (tenth session) before any
+of its clips was generated, beside :data:`TUNE43_SEEDS`: the A/V offset and drift under late visual dating are
+chosen on both. Tune-only: never reported as held-out."""
+REPORT40_SEEDS = range(40000, 40024)
+"""Seeds of a twenty-first held-out set (24 clips, events on the frame grid: below :data:`SUBFRAME_FROM_SEED`),
+reserved on 2026-12-06 (tenth session) before any of its clips was generated, with :data:`REPORT49_SEEDS`, for one
+untouched report of main at the end of that session; run once, never tuned on."""
+REPORT49_SEEDS = range(49000, 49024)
+"""Seeds of a twenty-second held-out set (24 clips, with the sub-frame stream), reserved with
+:data:`REPORT40_SEEDS`; run once, never tuned on."""
 REPORT39_SEEDS = range(39000, 39024)
 """Seeds of a seventeenth held-out set (24 clips, same generator), reserved on 2026-12-06 (eighth session) before any
 of its clips was generated, for one untouched report of main after the session's changes: A/V, transcript offset,
