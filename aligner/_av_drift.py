@@ -2,17 +2,26 @@
 
 ::
 
-    pairs    each visual event's nearest audio event within ±8 ms of the best (lag, drift) line → (t_k, a_j)
-    offset   the 70th percentile of the pairs' a − t (less the fitted drift's part): a light is seen at or after the
+    pairs    each visual event's nearest audio event within ±14 ms of the best (lag, drift) line → (t_k, a_j)
+             (the gates count those within ±8 ms: ``MATCH_SECONDS``)
+    offset   the 90th percentile of the pairs' a − t (less the fitted slope's part): a light is seen at or after the
              moment it comes on, never before, so visual dates are late or exact (late by up to (1 − shutter) of a
-             frame interval for events between frames, ``aligner._av_events``) and the offset is near the top of the
-             pairs' spread, not at its median; the audio dating noise (~1 ms) sets the top's margin
+             frame interval for events between frames, ``aligner._av_events``) and the offset is at the top of the
+             pairs' spread, not at its median; the top tenth leaves room for the audio dating noise (~1 ms) and a
+             stray pair
     line     Theil–Sen (scipy.stats.theilslopes) picks the inliers of a − t = offset + drift·t (residual within
              max(3 ms, 3 · 1.4826 · MAD)); weighted least squares on them, each event weighted 1/σ² by its dating
              precision σ = √(σ0² + (k · rise)²) (:func:`dating_sigma_seconds`)
     drift    reported when the slope's standard error (:func:`drift_line`) is at most ``max_drift_se_ppm``;
-             otherwise the offset is the pairs' offset with no drift (at the events' centre, which keeps the error
-             smallest over the clip when 0 drift is applied)
+             otherwise no drift, and the offset is the top of the pairs' spread around the fitted slope at the pairs'
+             centre (an imprecise slope still takes its spread out of the pairs; 0 drift applied at the centre keeps
+             the error smallest over the clip)
+
+Late dating spreads a clip's pairs over up to a frame interval (10-30 ms under short shutters) around the match's
+line, which the 12 ms kernel puts in the middle of that spread: hence the ±14 ms pairing. With the true drift and the
+true pairs, the top of the spread is 1.1-1.5 ms from the truth on the sub-frame tune sets (median over clips); the
+choice of 14 ms, the 90th percentile and the detrending was made on the four tune sets (BENCHMARKS.md, "Events between
+frames: pairs within 14 ms, the top tenth, the spread around the slope").
 """
 from __future__ import annotations
 
@@ -31,15 +40,19 @@ from aligner._stats import line_fit_theil_sen
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MATCH_SECONDS", "MIN_PAIRS_FOR_DRIFT", "OFFSET_PERCENTILE", "DriftFit", "MatchedPairs", "dating_sigma_seconds", "drift_line", "fit_drift", "matched_pairs"]
+__all__ = ["MATCH_SECONDS", "MIN_PAIRS_FOR_DRIFT", "OFFSET_PAIR_SECONDS", "OFFSET_PERCENTILE", "DriftFit", "MatchedPairs", "dating_sigma_seconds", "drift_line", "fit_drift", "matched_pairs"]
 
 MATCH_SECONDS = 0.008
-"""A visual event is matched when an audio event lies within this of the best line."""
-OFFSET_PERCENTILE = 70.0
-"""The offset is this percentile of the matched pairs' ``audio − video`` (module diagram: visual dates are never
-early). Chosen on the tune sets as the highest of 50, 70, 80, 90 that leaves no tune set's |error| median worse than
-the median's (BENCHMARKS.md, "Events between frames: the offset near the top of the pairs"): TUNE43 6.8 -> 4.2 ms,
-TUNE 0.85 -> 0.82, TUNE2 0.81 -> 0.62 (80: 3.1, 1.14, 0.76)."""
+"""A visual event is matched when an audio event lies within this of the best line (the gates' count)."""
+OFFSET_PAIR_SECONDS = 0.014
+"""Offset and drift are fitted on the visual events with an audio event within this of the best line (module
+diagram). Chosen on the tune sets with :data:`OFFSET_PERCENTILE` from 8, 11, 14 ms (BENCHMARKS.md, "Events between
+frames: pairs within 14 ms, the top tenth, the spread around the slope")."""
+OFFSET_PERCENTILE = 90.0
+"""The offset is this percentile of the pairs' ``audio − video`` (less the fitted slope's part; module diagram:
+visual dates are never early). Chosen on the tune sets (TUNE, TUNE2 on the frame grid; TUNE43, TUNE51 between frames)
+from 70, 80, 90 with :data:`OFFSET_PAIR_SECONDS`: |error| median at mid-clip 4.34 → 2.15 ms (TUNE43), 3.47 → 2.75
+(TUNE51), 0.82 → 0.97 (TUNE), 0.64 → 0.97 (TUNE2) against the former 70th percentile of pairs within 8 ms."""
 MIN_PAIRS_FOR_DRIFT = 4
 """Matched A/V events a drift line needs (fewer: ``event_match`` with no drift)."""
 # Dating precision of an audio event: sqrt(sigma0^2 + (k * rise)^2); measurements in BENCHMARKS.md ("Lab notes").
@@ -126,9 +139,11 @@ def drift_line(t: np.ndarray, r: np.ndarray, sigma: np.ndarray) -> Optional[tupl
     return intercept, slope, se_ppm, n
 
 
-def matched_pairs(video_seconds: np.ndarray, onsets: AudioOnsets, match: LagDriftMatch) -> MatchedPairs:
+def matched_pairs(video_seconds: np.ndarray, onsets: AudioOnsets, match: LagDriftMatch, *,
+                  window_seconds: float = MATCH_SECONDS) -> MatchedPairs:
     """Pair each of ``video_seconds`` with the nearest audio event of ``onsets`` when it lies within
-    :data:`MATCH_SECONDS` of ``match``'s line. ``onsets`` must not be empty."""
+    ``window_seconds`` of ``match``'s line (:data:`MATCH_SECONDS` for the gates' count, :data:`OFFSET_PAIR_SECONDS`
+    for the fit). ``onsets`` must not be empty."""
     audio_t = onsets.times_seconds
     num_audio = int(audio_t.size)
     predicted = match.predicted_audio_seconds(video_seconds)
@@ -137,22 +152,26 @@ def matched_pairs(video_seconds: np.ndarray, onsets: AudioOnsets, match: LagDrif
     candidates = audio_t[neighbours]
     nearest_index = neighbours[np.argmin(np.abs(candidates - predicted[None, :]), axis=0), np.arange(predicted.size)]
     nearest = audio_t[nearest_index]
-    matched = np.abs(nearest - predicted) <= MATCH_SECONDS
+    matched = np.abs(nearest - predicted) <= window_seconds
     t_m, a_m = video_seconds[matched], nearest[matched]
     offset_ms = (float(np.percentile(a_m - t_m, OFFSET_PERCENTILE)) if t_m.size else match.offset_seconds) * 1000.0
     return MatchedPairs(t_m, a_m, dating_sigma_seconds(onsets, nearest_index[matched]), offset_ms,
                         onset_ranks(onsets)[nearest_index[matched]])
 
 
-def fit_drift(pairs: MatchedPairs, options: AVOptions) -> DriftFit:
-    """Fit ``a − t = offset + drift·t`` on ``pairs`` (module diagram).
+def fit_drift(pairs: MatchedPairs, options: AVOptions, offset_pairs: Optional[MatchedPairs] = None) -> DriftFit:
+    """Fit ``a − t = offset + drift·t`` on ``pairs`` and read the offset on ``offset_pairs`` (module diagram).
 
-    A line is fitted when at least 4 pairs span ``options.min_drift_span_seconds`` (and a nonzero time); the
-    drift is reported when its standard error is at most ``options.max_drift_se_ppm``. Otherwise the offset is
-    ``pairs.offset_ms`` and the drift None.
+    A line is fitted on ``pairs`` (the events matched within :data:`MATCH_SECONDS`) when at least 4 of them span
+    ``options.min_drift_span_seconds`` (and a nonzero time); the drift is reported when its standard error is at most
+    ``options.max_drift_se_ppm``. The offset is the :data:`OFFSET_PERCENTILE` percentile of ``offset_pairs`` (those
+    within :data:`OFFSET_PAIR_SECONDS`, which hold ``pairs``; default ``pairs``) around the line's slope: over the whole clip with a
+    reported drift, at the pairs' centre with an unresolved one (the drift None), and ``offset_pairs.offset_ms``
+    without a line.
     """
+    offset_pairs = pairs if offset_pairs is None else offset_pairs
     t_m, a_m = pairs.video_seconds, pairs.audio_seconds
-    unresolved = DriftFit(pairs.offset_ms, None, None, 0.0, "event_match")
+    unresolved = DriftFit(offset_pairs.offset_ms, None, None, 0.0, "event_match")
     if pairs.num_matched < MIN_PAIRS_FOR_DRIFT or not float(np.ptp(t_m)) >= options.min_drift_span_seconds \
             or float(np.ptp(t_m)) <= 0:
         return unresolved
@@ -160,9 +179,12 @@ def fit_drift(pairs: MatchedPairs, options: AVOptions) -> DriftFit:
     if line is None:
         return unresolved
     intercept, slope, drift_se_ppm, n = line
+    t_o, r_o = offset_pairs.video_seconds, offset_pairs.audio_seconds - offset_pairs.video_seconds
     if drift_se_ppm > options.max_drift_se_ppm:
-        return DriftFit(pairs.offset_ms, None, drift_se_ppm, 0.0, "event_match+drift_unresolved")
+        centre = 0.5 * float(t_m[0] + t_m[-1])
+        around = float(np.percentile(r_o - slope * (t_o - centre), OFFSET_PERCENTILE))
+        return DriftFit(around * 1000.0, None, drift_se_ppm, 0.0, "event_match+drift_unresolved")
     drift_confidence = float(min(1.0, n / 8.0) * min(1.0, 2.0 * (1.0 - drift_se_ppm / options.max_drift_se_ppm)))
     # The line's slope; its offset near the top of the pairs' spread around it (module diagram), not the fit's mean.
-    intercept = float(np.percentile((a_m - t_m) - slope * t_m, OFFSET_PERCENTILE))
+    intercept = float(np.percentile(r_o - slope * t_o, OFFSET_PERCENTILE))
     return DriftFit(intercept * 1000.0, slope * 1e6, drift_se_ppm, drift_confidence, "event_match+theil_sen")

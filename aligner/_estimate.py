@@ -12,7 +12,8 @@ Four steps, one module each::
                   of the best cell against chance, sidelobe outside its neighbourhood               (_av_match)
     3 confidence  confidence from S (0.3 at the calibrated null threshold); abstain, with an AVAbstain that
                   says why, when a gate fails (below, :func:`_gate`)
-    4 drift fit   pairs on the best line ─► Theil–Sen line a − t = offset + drift·t                 (_av_drift)
+    4 drift fit   pairs on the best line ─► Theil–Sen line a − t = offset + drift·t; the offset at the
+                  top of the pairs' spread (visual dates are late or exact)                         (_av_drift)
 
 Confidence is calibrated against null pairings (another clip's audio, audio played backwards):
 :data:`NULL_THRESHOLD` is the significance that at most 0.5 % of them reach on the tune seeds (its docstring
@@ -33,7 +34,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from aligner._av_drift import MATCH_SECONDS, MatchedPairs, fit_drift, matched_pairs
+from aligner._av_drift import MATCH_SECONDS, OFFSET_PAIR_SECONDS, MatchedPairs, fit_drift, matched_pairs
 from aligner._av_events import MIN_EVENTS, VisualEvents, detect_visual_events
 from aligner._av_match import LagDriftMatch, match_lag_drift
 from aligner._av_records import AVEstimate, av_abstain, confidence_from_score
@@ -74,17 +75,18 @@ def _no_match(events: VisualEvents, num_audio: int, common: dict) -> Optional[AV
     return None
 
 
-def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: MatchedPairs, options: AVOptions,
-          common: dict) -> Optional[AVEstimate]:
+def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: MatchedPairs, guess_ms: float,
+          options: AVOptions, common: dict) -> Optional[AVEstimate]:
     """Step 3: the abstention for the first failed gate, or None to answer.
 
     The gates (``too_few_events``, ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``,
     ``ordinary_sounds``, in that order) apply only when ``options.min_confidence > 0``; ``min_confidence = 0``
     returns the best guess.
-    ``common`` holds the estimate's fields so far, ``confidence`` among them.
+    ``pairs`` are the events matched within :data:`MATCH_SECONDS`; ``guess_ms`` the unthresholded offset; ``common``
+    holds the estimate's fields so far, ``confidence`` among them.
     """
     num_events, num_matched = events.num_events, pairs.num_matched
-    guess = pairs.offset_ms
+    guess = guess_ms
     if options.min_confidence <= 0.0:
         return None
     matched_rank = float(np.median(pairs.audio_rank)) if num_matched else 0.0
@@ -154,17 +156,16 @@ def estimate_av_offset_from_features(
                   chance_matches=match.chance_matches, lag_curve_ms=match.lag_curve_ms,
                   lag_curve_score=tuple(float(v) for v in np.round(match.curve_score, 4)))
     pairs = matched_pairs(events.times_seconds, onsets, match)
+    fit = fit_drift(pairs, options, matched_pairs(events.times_seconds, onsets, match, window_seconds=OFFSET_PAIR_SECONDS))
     common.update(num_matched=pairs.num_matched, confidence=confidence_from_score(match.score, options.null_threshold))
     if match.at_search_edge:  # abstains whatever min_confidence: the true offset may lie outside the range
         return av_abstain("peak_at_search_edge", found=f"best lag {match.lag_curve_ms[match.lag_index]:+.0f} ms at the edge",
-                          needed=f"a peak inside ±{options.max_offset_ms:.0f} ms", best_guess_ms=pairs.offset_ms, **common)
+                          needed=f"a peak inside ±{options.max_offset_ms:.0f} ms", best_guess_ms=fit.offset_ms, **common)
     if events.num_events < MIN_EVENTS:
         common["confidence"] = 0.0  # one or two coincidences prove nothing, however sharp
-    abstention = _gate(events, num_audio, match, pairs, options, common)
+    abstention = _gate(events, num_audio, match, pairs, fit.offset_ms, options, common)
     if abstention is not None:
         return abstention
-
-    fit = fit_drift(pairs, options)
     return AVEstimate(av_offset_ms=fit.offset_ms, drift_ppm=fit.drift_ppm, method=fit.method,
                       drift_confidence=fit.drift_confidence, drift_se_ppm=fit.drift_se_ppm, **common)
 

@@ -23,7 +23,7 @@ Signals
     :func:`mono`, :func:`log_energy` (per-frame level), :func:`band_snr_levels` (each speech band over its own floor;
     block by block).
 """
-from aligner._av_drift import MIN_PAIRS_FOR_DRIFT, OFFSET_PERCENTILE, DriftFit, MatchedPairs, dating_sigma_seconds, drift_line, fit_drift, matched_pairs
+from aligner._av_drift import MIN_PAIRS_FOR_DRIFT, OFFSET_PAIR_SECONDS, OFFSET_PERCENTILE, DriftFit, MatchedPairs, dating_sigma_seconds, drift_line, fit_drift, matched_pairs
 from aligner._av_events import VisualEvents, detect_visual_events, onset_ranks, onset_weights
 from aligner._av_match import LagDriftMatch, match_lag_drift
 from aligner._av_records import confidence_from_score
@@ -70,6 +70,7 @@ __all__ = [
     "MIN_WORD_FIT",
     "MatchedPairs",
     "NULL_THRESHOLD",
+    "OFFSET_PAIR_SECONDS",
     "OFFSET_PERCENTILE",
     "PAD_SECONDS",
     "STOP_LEAD_MS",
