@@ -172,6 +172,26 @@ def _estimate_either_origin(audio: AudioClip, transcript: Transcript, *, method,
         item_differences_ms=tuple((text, None if d is None else d - moved_ms) for text, d in second.item_differences_ms))
 
 
+_warned_unestimated_origin = False
+
+
+def _warn_unestimated_origin(audio: AudioClip, key: str) -> None:
+    """Once per process: a transcript read with no offset (``estimate=False``, none given) on audio that starts
+    ``FIRST_SAMPLE_ORIGIN_MIN_SECONDS`` or more late, where ASR stamps (counted from the first sample) would be early
+    by that start (:func:`_estimate_either_origin`)."""
+    global _warned_unestimated_origin
+    if _warned_unestimated_origin:
+        return
+    _warned_unestimated_origin = True
+    start = float(audio.start_seconds)
+    logger.warning(
+        "%s: the audio starts at %.3f s and the transcript is applied with text_offset_ms=0 (estimate=False, none "
+        "given): its times are read on the media's clock from 0. A transcript made by ASR from this file (Whisper, "
+        "WhisperX, whisper.cpp) counts from the first audio sample and would then be %.0f ms early: pass "
+        "text_offset_ms=%.0f (or align.json from `avalign preprocess`), or estimate=True, which searches both clocks. "
+        "(Said once per process.)", key or "sample", start, 1000.0 * start, -1000.0 * start)
+
+
 def _with_caption_words(audio: AudioClip, transcript: Transcript, text_offset_ms: float) -> tuple[Transcript, int]:
     """``caption_words`` when pocketsphinx is installed; the transcript unchanged (0 failures) otherwise."""
     from aligner._text_forced import caption_words
@@ -212,7 +232,9 @@ def align(
         audio: decoded audio (any rate; its ``start_seconds`` honoured).
         transcript: stamps on the transcript's own clock, or None.
         sample_rate: rate of the aligned audio.
-        estimate: estimate what is not given; with False, missing values are taken as 0.
+        estimate: estimate what is not given; with False, missing values are taken as 0 (a transcript on audio that
+            starts ``FIRST_SAMPLE_ORIGIN_MIN_SECONDS`` or more late logs a warning, once per process: ASR stamps count
+            from the first sample).
         av_offset_ms, drift_ppm, text_offset_ms: known values (e.g. from ``align.json``); they win over estimates.
         refine_words: snap word starts to acoustic onsets after the global correction.
         tokenizer: a ``tokenizers.Tokenizer`` (or a callable returning character offsets); whitespace by default.
@@ -275,6 +297,8 @@ def align(
         elif estimate:  # no span: nothing to estimate, said like every other abstention (not a silent null)
             t = text_abstain_estimate("empty_transcript", found="no text in the transcript (0 cues, segments or words)")
             text_how, text_abstain = t.method, t.abstain_record()
+        elif transcript.spans and float(audio.start_seconds) >= FIRST_SAMPLE_ORIGIN_MIN_SECONDS:
+            _warn_unestimated_origin(audio, key)
     clock = dataclasses.replace(clock, text_offset_ms=est_text or 0.0)
     captions_failed = 0
     if caption_words and transcript is not None and transcript.spans and not transcript.words and \

@@ -94,3 +94,31 @@ def test_stamps_on_the_media_clock_are_not_moved(tmp_path) -> None:
     assert sample.report.text_offset_ms == pytest.approx(0.0, abs=20.0)
     got = np.array([w.start_seconds for w in sample.words])
     assert np.abs(got - truth).max() < 0.030, np.round(got - truth, 3)
+
+
+_UNESTIMATED = """
+import logging
+import torch
+from aligner import align
+from loaders import AudioClip, Span, Transcript
+
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+transcript = Transcript((Span("hello there", 0.5, 1.2),))
+for start in (0.0, 1.4, 2.0):  # on time, then late twice: one warning, for the first late one
+    audio = AudioClip(torch.zeros(1, 48000), 16000, start)
+    sample = align(None, audio, transcript, estimate=False, caption_words=False, key=f"clip{start}")
+    assert sample.report.clock.text_offset_ms == 0.0 and sample.segments[0].start_seconds == 0.5
+"""
+
+
+def test_a_late_audio_start_without_estimation_is_said_once(tmp_path) -> None:
+    """``estimate=False`` and no offset given: the transcript is applied as stamped (0 offset), and on audio that starts
+    ``FIRST_SAMPLE_ORIGIN_MIN_SECONDS`` or more late a warning says, once per process, that ASR stamps from this file
+    would be that start early and what to pass (a fresh interpreter: the warning is per process)."""
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _UNESTIMATED], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("WARNING")]
+    assert len(warnings) == 1, run.stderr
+    assert "clip1.4: the audio starts at 1.400 s" in warnings[0] and "text_offset_ms=-1400" in warnings[0]
