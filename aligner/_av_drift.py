@@ -51,8 +51,9 @@ frames: pairs within 14 ms, the top tenth, the spread around the slope")."""
 OFFSET_PERCENTILE = 90.0
 """The offset is this percentile of the pairs' ``audio − video`` (less the fitted slope's part; module diagram:
 visual dates are never early). Chosen on the tune sets (TUNE, TUNE2 on the frame grid; TUNE43, TUNE51 between frames)
-from 70, 80, 90 with :data:`OFFSET_PAIR_SECONDS`: |error| median at mid-clip 4.34 → 2.15 ms (TUNE43), 3.47 → 2.75
-(TUNE51), 0.82 → 0.97 (TUNE), 0.64 → 0.97 (TUNE2) against the former 70th percentile of pairs within 8 ms."""
+from 70, 80, 90 with :data:`OFFSET_PAIR_SECONDS`, as the smallest worst-set |error| median: against the former 70th
+percentile of the pairs within 8 ms, TUNE43 4.2 → 1.7 ms, TUNE51 3.5 → 2.6, TUNE 0.82 → 1.16, TUNE2 0.62 → 1.02
+(at 80: 3.4, 2.2, 0.68, 0.75)."""
 MIN_PAIRS_FOR_DRIFT = 4
 """Matched A/V events a drift line needs (fewer: ``event_match`` with no drift)."""
 # Dating precision of an audio event: sqrt(sigma0^2 + (k * rise)^2); measurements in BENCHMARKS.md ("Lab notes").
@@ -165,9 +166,9 @@ def fit_drift(pairs: MatchedPairs, options: AVOptions, offset_pairs: Optional[Ma
     A line is fitted on ``pairs`` (the events matched within :data:`MATCH_SECONDS`) when at least 4 of them span
     ``options.min_drift_span_seconds`` (and a nonzero time); the drift is reported when its standard error is at most
     ``options.max_drift_se_ppm``. The offset is the :data:`OFFSET_PERCENTILE` percentile of ``offset_pairs`` (those
-    within :data:`OFFSET_PAIR_SECONDS`, which hold ``pairs``; default ``pairs``) around the line's slope: over the whole clip with a
-    reported drift, at the pairs' centre with an unresolved one (the drift None), and ``offset_pairs.offset_ms``
-    without a line.
+    within :data:`OFFSET_PAIR_SECONDS`, which hold ``pairs``; default ``pairs``) around the line's slope: over the
+    whole clip with a reported drift, at the pairs' centre with an unresolved one (the drift None), and
+    ``offset_pairs.offset_ms`` without a line.
     """
     offset_pairs = pairs if offset_pairs is None else offset_pairs
     t_m, a_m = pairs.video_seconds, pairs.audio_seconds
