@@ -3,7 +3,7 @@
 ::
 
     pairs    each visual event's nearest audio event within ±14 ms of the best (lag, drift) line → (t_k, a_j)
-             (the gates count those within ±8 ms: ``MATCH_SECONDS``); offset and line are fitted on them
+             (the gates count those within ±8 ms: ``MATCH_SECONDS``)
     offset   the 90th percentile of the pairs' a − t (less the fitted slope's part): a light is seen at or after the
              moment it comes on, never before, so visual dates are late or exact (late by up to (1 − shutter) of a
              frame interval for events between frames, ``aligner._av_events``) and the offset is at the top of the
@@ -19,10 +19,8 @@
 
 Late dating spreads a clip's pairs over up to a frame interval (10-30 ms under short shutters) around the match's
 line, which the 12 ms kernel puts in the middle of that spread: hence the ±14 ms pairing. With the true drift and the
-true pairs, the top of the spread is 1.1-1.5 ms from the truth on the sub-frame tune sets (median over clips). The line
-is fitted on the same pairs: a narrower window around the match's line (its drift on a coarse grid) keeps the pairs
-that agree with that line's tilt, and a slope fitted on them confirms it with too small an error (TUNE51 wild51004:
-1154 ppm where the truth is 593, reported). The choices were made on the four tune sets (BENCHMARKS.md, "Events between
+true pairs, the top of the spread is 1.1-1.5 ms from the truth on the sub-frame tune sets (median over clips); the
+choice of 14 ms, the 90th percentile and the detrending was made on the four tune sets (BENCHMARKS.md, "Events between
 frames: pairs within 14 ms, the top tenth, the spread around the slope").
 """
 from __future__ import annotations
@@ -54,8 +52,8 @@ OFFSET_PERCENTILE = 90.0
 """The offset is this percentile of the pairs' ``audio − video`` (less the fitted slope's part; module diagram:
 visual dates are never early). Chosen on the tune sets (TUNE, TUNE2 on the frame grid; TUNE43, TUNE51 between frames)
 from 70, 80, 90 with :data:`OFFSET_PAIR_SECONDS`, as the smallest worst-set |error| median: against the former 70th
-percentile of the pairs within 8 ms, TUNE43 4.2 → 2.1 ms, TUNE51 3.5 → 2.5, TUNE 0.82 → 0.97, TUNE2 0.62 → 1.02
-(the line fitted on the 8 ms pairs instead: 1.7, 2.6, 1.16, 1.02; at the 80th percentile: 3.4, 2.2, 0.68, 0.75)."""
+percentile of the pairs within 8 ms, TUNE43 4.2 → 1.7 ms, TUNE51 3.5 → 2.6, TUNE 0.82 → 1.16, TUNE2 0.62 → 1.02
+(at 80: 3.4, 2.2, 0.68, 0.75)."""
 MIN_PAIRS_FOR_DRIFT = 4
 """Matched A/V events a drift line needs (fewer: ``event_match`` with no drift)."""
 # Dating precision of an audio event: sqrt(sigma0^2 + (k * rise)^2); measurements in BENCHMARKS.md ("Lab notes").
@@ -162,17 +160,19 @@ def matched_pairs(video_seconds: np.ndarray, onsets: AudioOnsets, match: LagDrif
                         onset_ranks(onsets)[nearest_index[matched]])
 
 
-def fit_drift(pairs: MatchedPairs, options: AVOptions) -> DriftFit:
-    """Fit ``a − t = offset + drift·t`` on ``pairs`` (module diagram; the events paired within
-    :data:`OFFSET_PAIR_SECONDS`).
+def fit_drift(pairs: MatchedPairs, options: AVOptions, offset_pairs: Optional[MatchedPairs] = None) -> DriftFit:
+    """Fit ``a − t = offset + drift·t`` on ``pairs`` and read the offset on ``offset_pairs`` (module diagram).
 
-    A line is fitted when at least 4 pairs span ``options.min_drift_span_seconds`` (and a nonzero time); the drift is
-    reported when its standard error is at most ``options.max_drift_se_ppm``. The offset is the
-    :data:`OFFSET_PERCENTILE` percentile of the pairs around the line's slope: over the whole clip with a reported
-    drift, at the pairs' centre with an unresolved one (the drift None), and ``pairs.offset_ms`` without a line.
+    A line is fitted on ``pairs`` (the events matched within :data:`MATCH_SECONDS`) when at least 4 of them span
+    ``options.min_drift_span_seconds`` (and a nonzero time); the drift is reported when its standard error is at most
+    ``options.max_drift_se_ppm``. The offset is the :data:`OFFSET_PERCENTILE` percentile of ``offset_pairs`` (those
+    within :data:`OFFSET_PAIR_SECONDS`, which hold ``pairs``; default ``pairs``) around the line's slope: over the
+    whole clip with a reported drift, at the pairs' centre with an unresolved one (the drift None), and
+    ``offset_pairs.offset_ms`` without a line.
     """
+    offset_pairs = pairs if offset_pairs is None else offset_pairs
     t_m, a_m = pairs.video_seconds, pairs.audio_seconds
-    unresolved = DriftFit(pairs.offset_ms, None, None, 0.0, "event_match")
+    unresolved = DriftFit(offset_pairs.offset_ms, None, None, 0.0, "event_match")
     if pairs.num_matched < MIN_PAIRS_FOR_DRIFT or not float(np.ptp(t_m)) >= options.min_drift_span_seconds \
             or float(np.ptp(t_m)) <= 0:
         return unresolved
@@ -180,12 +180,12 @@ def fit_drift(pairs: MatchedPairs, options: AVOptions) -> DriftFit:
     if line is None:
         return unresolved
     intercept, slope, drift_se_ppm, n = line
-    r_m = a_m - t_m
+    t_o, r_o = offset_pairs.video_seconds, offset_pairs.audio_seconds - offset_pairs.video_seconds
     if drift_se_ppm > options.max_drift_se_ppm:
         centre = 0.5 * float(t_m[0] + t_m[-1])
-        around = float(np.percentile(r_m - slope * (t_m - centre), OFFSET_PERCENTILE))
+        around = float(np.percentile(r_o - slope * (t_o - centre), OFFSET_PERCENTILE))
         return DriftFit(around * 1000.0, None, drift_se_ppm, 0.0, "event_match+drift_unresolved")
     drift_confidence = float(min(1.0, n / 8.0) * min(1.0, 2.0 * (1.0 - drift_se_ppm / options.max_drift_se_ppm)))
     # The line's slope; its offset near the top of the pairs' spread around it (module diagram), not the fit's mean.
-    intercept = float(np.percentile(r_m - slope * t_m, OFFSET_PERCENTILE))
+    intercept = float(np.percentile(r_o - slope * t_o, OFFSET_PERCENTILE))
     return DriftFit(intercept * 1000.0, slope * 1e6, drift_se_ppm, drift_confidence, "event_match+theil_sen")

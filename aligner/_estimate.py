@@ -156,7 +156,7 @@ def estimate_av_offset_from_features(
                   chance_matches=match.chance_matches, lag_curve_ms=match.lag_curve_ms,
                   lag_curve_score=tuple(float(v) for v in np.round(match.curve_score, 4)))
     pairs = matched_pairs(events.times_seconds, onsets, match)
-    fit = fit_drift(matched_pairs(events.times_seconds, onsets, match, window_seconds=OFFSET_PAIR_SECONDS), options)
+    fit = fit_drift(pairs, options, matched_pairs(events.times_seconds, onsets, match, window_seconds=OFFSET_PAIR_SECONDS))
     common.update(num_matched=pairs.num_matched, confidence=confidence_from_score(match.score, options.null_threshold))
     if match.at_search_edge:  # abstains whatever min_confidence: the true offset may lie outside the range
         return av_abstain("peak_at_search_edge", found=f"best lag {match.lag_curve_ms[match.lag_index]:+.0f} ms at the edge",

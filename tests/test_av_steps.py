@@ -99,7 +99,7 @@ def test_late_visual_dates_put_the_offset_at_the_top_of_the_pairs() -> None:
     near = matched_pairs(events.times_seconds, late, match)
     wide = matched_pairs(events.times_seconds, late, match, window_seconds=OFFSET_PAIR_SECONDS)
     assert near.num_matched < wide.num_matched == events.num_events
-    fit = fit_drift(wide, options)
+    fit = fit_drift(near, options, wide)
     assert abs(fit.offset_ms - 75.0) <= 2.5, fit
     former = 1000.0 * float(np.percentile(near.audio_seconds - near.video_seconds, 70.0))
     assert abs(former - 75.0) >= 6.0, former
