@@ -4,11 +4,13 @@
 
     pairs    each visual event's nearest audio event within ±14 ms of the best (lag, drift) line → (t_k, a_j)
              (the gates count those within ±8 ms: ``MATCH_SECONDS``)
-    offset   the 90th percentile of the pairs' a − t (less the fitted slope's part): a light is seen at or after the
-             moment it comes on, never before, so visual dates are late or exact (late by up to (1 − shutter) of a
-             frame interval for events between frames, ``aligner._av_events``) and the offset is at the top of the
+    offset   the 90th percentile of the pairs' a − t (less the fitted slope's part): a light that stays on is seen
+             at or after the moment it comes on, so visual dates are mostly late (by up to (1 − shutter) of a frame
+             interval for events between frames, ``aligner._av_events``) and the offset is near the top of the
              pairs' spread, not at its median; the top tenth leaves room for the audio dating noise (~1 ms) and a
-             stray pair
+             stray pair. Not always: under a long exposure a light that comes on early in a frame's exposure leaves
+             under ``_SPLIT_SHARE`` of its rise to the next frame and is dated up to 0.3 of an interval early, and
+             a light shorter than two frames is dated early too (BENCHMARKS.md, "REPORT38 and REPORT53")
     line     Theil–Sen (scipy.stats.theilslopes) picks the inliers of a − t = offset + drift·t (residual within
              max(3 ms, 3 · 1.4826 · MAD)); weighted least squares on them, each event weighted 1/σ² by its dating
              precision σ = √(σ0² + (k · rise)²) (:func:`dating_sigma_seconds`)
@@ -50,10 +52,11 @@ diagram). Chosen on the tune sets with :data:`OFFSET_PERCENTILE` from 8, 11, 14 
 frames: pairs within 14 ms, the top tenth, the spread around the slope")."""
 OFFSET_PERCENTILE = 90.0
 """The offset is this percentile of the pairs' ``audio − video`` (less the fitted slope's part; module diagram:
-visual dates are never early). Chosen on the tune sets (TUNE, TUNE2 on the frame grid; TUNE43, TUNE51 between frames)
+visual dates are mostly late). Chosen on the tune sets (TUNE, TUNE2 on the frame grid; TUNE43, TUNE51 between frames)
 from 70, 80, 90 with :data:`OFFSET_PAIR_SECONDS`, as the smallest worst-set |error| median: against the former 70th
 percentile of the pairs within 8 ms, TUNE43 4.2 → 1.7 ms, TUNE51 3.5 → 2.6, TUNE 0.82 → 1.16, TUNE2 0.62 → 1.02
-(at 80: 3.4, 2.2, 0.68, 0.75)."""
+(at 80: 3.4, 2.2, 0.68, 0.75). On the sub-frame sets not tuned on: REPORT43 5.0 → 3.1, REPORT47 3.9 → 3.2,
+REPORT49 4.9 → 2.4, an independent generator 4.8 → 3.5, but REPORT53 2.2 → 4.4 (long exposures dated early)."""
 MIN_PAIRS_FOR_DRIFT = 4
 """Matched A/V events a drift line needs (fewer: ``event_match`` with no drift)."""
 # Dating precision of an audio event: sqrt(sigma0^2 + (k * rise)^2); measurements in BENCHMARKS.md ("Lab notes").
