@@ -48,7 +48,7 @@ def _reversed(onsets: AudioOnsets) -> AudioOnsets:
 def test_short_true_pairings_answer_and_null_pairings_do_not() -> None:
     """True pairings: >= 95 of 100 clips with 3-5 events answer (target: >= 90 %), |error| median <= 1.5 ms and none
     more than 3.5 ms off. The offset is read at the top tenth of the pairs (``OFFSET_PERCENTILE``: visual dates are
-    late or exact), so with 3-5 pairs it sits near their highest, which the simulated audio dating noise (1.5 ms SD)
+    mostly late), so with 3-5 pairs it sits near their highest, which the simulated audio dating noise (1.5 ms SD)
     puts up to ~2 SD above the truth (3.2 ms at most here; the median's rule: 2.5 ms)."""
     clips = [_clip(seed) for seed in range(100)]
     errors_ms = []

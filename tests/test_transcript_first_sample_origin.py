@@ -111,7 +111,7 @@ for start in (0.0, 1.4, 2.0):  # on time, then late twice: one warning, for the 
 """
 
 
-def test_a_late_audio_start_without_estimation_is_said_once(tmp_path) -> None:
+def test_a_late_audio_start_without_estimation_is_said_once() -> None:
     """``estimate=False`` and no offset given: the transcript is applied as stamped (0 offset), and on audio that starts
     ``FIRST_SAMPLE_ORIGIN_MIN_SECONDS`` or more late a warning says, once per process, that ASR stamps from this file
     would be that start early and what to pass (a fresh interpreter: the warning is per process)."""
