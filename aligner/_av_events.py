@@ -16,7 +16,11 @@ Dating between frames assumes each frame is exposed for its whole interval from 
 light came on. A camera with a shorter shutter shows a light that comes on while it is closed in full in the next
 frame, and the part-lit frame by a larger share: such events are dated late by up to (1 − shutter) of an interval,
 (1 − shutter)/2 on average (measured on the wild generator's sub-frame stream: BENCHMARKS.md, "Events between
-frames"). On the frame grid (all of a rise in one frame) the date is that frame's pts, as before.
+frames"). On the frame grid (all of a rise in one frame) the date is that frame's pts, as before. Dates can also be
+early: under a long exposure a light that comes on early in a frame's exposure leaves under 0.3 of its rise to the
+next frame, which is not counted (a codec's catch-up after a flash looks the same), so the event is dated at the
+first frame's pts, up to 0.3 of an interval before the light came on; a light shorter than two frames is dated early
+too (BENCHMARKS.md, "REPORT38 and REPORT53", "An independent generator").
 
 The 30-level floor of the weight's reference: a flash or a light switched on changes the picture by tens of luma
 levels, a mouth opening or closing by a few; in a clip whose only "events" are such small changes they count
