@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT36_SEEDS", "REPORT37_SEEDS", "REPORT38_SEEDS", "REPORT39_SEEDS", "REPORT40_SEEDS", "REPORT42_SEEDS", "REPORT43_SEEDS", "REPORT47_SEEDS", "REPORT49_SEEDS", "REPORT53_SEEDS", "REPORT55_SEEDS", "SUBFRAME_FROM_SEED", "TUNE2_SEEDS", "TUNE43_SEEDS", "TUNE51_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "spec_record", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT36_SEEDS", "REPORT37_SEEDS", "REPORT38_SEEDS", "REPORT39_SEEDS", "REPORT40_SEEDS", "REPORT42_SEEDS", "REPORT43_SEEDS", "REPORT47_SEEDS", "REPORT49_SEEDS", "REPORT53_SEEDS", "REPORT55_SEEDS", "REPORT57_SEEDS", "REPORT59_SEEDS", "SUBFRAME_FROM_SEED", "TUNE2_SEEDS", "TUNE43_SEEDS", "TUNE51_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "spec_record", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -149,6 +149,13 @@ share of the frame after an event frame was screened; run once, never tuned on."
 REPORT55_SEEDS = range(55000, 55024)
 """Seeds of a twenty-sixth held-out set (24 clips, with the sub-frame stream), reserved with
 :data:`REPORT36_SEEDS`; run once, never tuned on."""
+REPORT57_SEEDS = range(57000, 57024)
+"""Seeds of a twenty-seventh held-out set (24 clips, with the sub-frame stream), reserved on 2026-12-06 (eleventh
+session) before any of its clips was generated, with :data:`REPORT59_SEEDS`, for one untouched transcript-offset
+report after forced alignment's caption answers left out the captions it misplaced; run once, never tuned on."""
+REPORT59_SEEDS = range(59000, 59024)
+"""Seeds of a twenty-eighth held-out set (24 clips, with the sub-frame stream), reserved with
+:data:`REPORT57_SEEDS`; run once, never tuned on."""
 REPORT39_SEEDS = range(39000, 39024)
 """Seeds of a seventeenth held-out set (24 clips, same generator), reserved on 2026-12-06 (eighth session) before any
 of its clips was generated, for one untouched report of main after the session's changes: A/V, transcript offset,
