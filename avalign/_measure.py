@@ -151,13 +151,17 @@ def _span_json(span) -> dict:
     return {k: v for k, v in span.to_json().items() if k not in ("level", "token_start", "token_stop")}
 
 
-def decode_for_measure(media, *, name: str, **options):
+def decode_for_measure(media, *, name: str, audio_media=None, audio_name: str = "", **options):
     """``(video or None, frame index or None, audio, video_only)``: the one decode rule of ``measure``,
     ``preprocess`` and ``report``. Audio-only media (no video stream) give ``video=None``; video-only media (no
     audio stream) give a 0-sample audio track at the video's first pts and ``video_only=True`` (nothing to
     estimate against: :func:`null_unmeasurable` then nulls the offsets). Media with neither raise the
     ``missing_audio`` :class:`loaders.DecodeError`. ``options`` go to both readers (``max_duration_seconds``)
     and to ``read_video`` (``num_threads``, ``max_pixels``).
+
+    ``audio_media`` (path or bytes, named ``audio_name`` in messages): the sample's separate audio member
+    (video2dataset's ``KEY.m4a``, a ``KEY.wav``), read when ``media`` has no audio stream, as the loader reads it
+    (its first sample's time on the same clock as the video's pts); ignored when ``media`` has audio.
     """
     import torch
 
@@ -170,6 +174,9 @@ def decode_for_measure(media, *, name: str, **options):
         if e.reason != "missing_audio":
             raise
         missing_audio = e
+        if audio_media is not None:
+            audio = loaders.read_audio(audio_media, name=audio_name or name,
+                                       max_duration_seconds=options.get("max_duration_seconds"))
     try:
         video, index = read_video_for_estimation(media, name=name, **options)
     except loaders.DecodeError as e:
@@ -232,7 +239,8 @@ class Measurement:
 
 
 def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000, errors_as_skips: bool = False,
-                  decode_options: Optional[dict] = None, **align_options) -> Measurement:
+                  decode_options: Optional[dict] = None, audio_media=None, audio_name: str = "",
+                  **align_options) -> Measurement:
     """Measure one media file: the one flow of ``avalign measure``, ``preprocess`` and ``report``.
 
     decode (:func:`decode_for_measure`: audio-only and video-only media accepted) → estimate and align
@@ -245,11 +253,14 @@ def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000
         errors_as_skips: an exception from the estimators becomes a ``SampleError`` with reason ``align``
             (preprocess counts it as a skip of the sample); else it propagates as raised.
         decode_options: for the readers (``num_threads``, ``max_pixels``, ``max_duration_seconds``).
+        audio_media, audio_name: the sample's separate audio member, measured when ``media`` has no audio stream
+            (:func:`decode_for_measure`).
         align_options: for ``aligner.align`` (``text_method``, ``max_offset_ms``, known ``av_offset_ms`` …).
     """
     from avcore import DecodeError
 
-    video, index, audio, video_only = decode_for_measure(media, name=name, **(decode_options or {}))
+    video, index, audio, video_only = decode_for_measure(media, name=name, audio_media=audio_media,
+                                                         audio_name=audio_name, **(decode_options or {}))
     try:
         try:
             record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate,

@@ -172,7 +172,8 @@ def _assemble(
         extras.append((audio_member, found[audio_member]))
     if len(media) > 1:
         logger.warning("%s: several media for key %r (%s); measuring %s%s", source, key, media, media[0],
-                       f" (and passing {audio_member} through)" if audio_member else "")
+                       f" (and passing {audio_member} through: its audio is measured and loaded when the "
+                       f"{media[0]} has no audio stream)" if audio_member else "")
         for ext in media[1:]:  # neither measured nor carried: listed, as a file the output lacks must be
             if ext != audio_member:
                 where = found[ext]
