@@ -370,6 +370,10 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
             for sample in group_by_key(members, url=url, on_error=on_error, report=report,
                                        skip_log=getattr(skipped, "skip_log", None)):
                 found = {ext: loc for ext, loc in sample.items() if ext in known}
+                # A language-tagged subtitle (`KEY.en.srt`: extension `en.srt`), read as the loader reads it.
+                tagged = pick_transcript([ext for ext in sample if "." in ext and ext not in known], lambda ext: b"")
+                if tagged is not None and found:
+                    found[tagged] = sample[tagged]
                 if found:
                     groups[sample["__key__"]] = found
                 else:  # e.g. only `b.v2.mp4`: its extension is `v2.mp4` (the loader reports it too)
