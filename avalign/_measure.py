@@ -83,6 +83,24 @@ def count_words(transcript) -> int:
     return sum(len(s.words) or len(s.text.split()) for s in transcript.spans)
 
 
+def _outside_line(record: dict, outside: int) -> str:
+    """The text report's line for ``outside`` spans left out: the aligned window they fall outside, and why that may
+    be: audio that runs past the video's end (the window is the video's timeline), else a transcript of another
+    clip or stamps in another unit."""
+    aligned, audio = record.get("aligned") or {}, record.get("audio") or {}
+    start, stop = aligned.get("start_seconds"), aligned.get("stop_seconds")
+    window = f"'s aligned window [{start:.3f}, {stop:.3f}) s" if start is not None and stop is not None else ""
+    audio_stop = None
+    if audio.get("sample_rate") and audio.get("start_seconds") is not None:
+        audio_stop = audio["start_seconds"] + audio["num_samples"] / audio["sample_rate"]
+    if record.get("video") and stop is not None and audio_stop is not None and audio_stop > stop + 0.5:
+        hint = (f"the audio runs to {audio_stop:.3f} s, past the video's end: spans are placed on the video's "
+                "timeline, so words heard after its last frame are left out")
+    else:
+        hint = "a transcript of another clip, or stamps in the wrong unit?"
+    return f"  {outside} word(s)/segment(s) of the transcript lie outside the media{window} and are not listed; hint: {hint}"
+
+
 def _round(x: Optional[float], digits: int = 3) -> Optional[float]:
     return None if x is None else round(float(x), digits)
 
@@ -386,8 +404,7 @@ def format_measurement(record: dict) -> str:
                          + ("; there is no audio to align them to" if no_audio else ""))
         outside = (record.get("aligned") or {}).get("spans_outside")
         if outside:
-            lines.append(f"  {outside} word(s)/segment(s) of the transcript lie outside the media and are not listed; "
-                         "hint: a transcript of another clip, or stamps in the wrong unit?")
+            lines.append(_outside_line(record, outside))
         for title, items in (("segment", record.get("segments", [])), ("word", record["words"])):
             lines.append("")
             lines.append(f"{title:<18}{'start s':>9}{'stop s':>9}{'frames':>12}{'samples':>18}")
