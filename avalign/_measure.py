@@ -98,7 +98,8 @@ def _outside_line(record: dict, outside: int) -> str:
                 "timeline, so words heard after its last frame are left out")
     else:
         hint = "a transcript of another clip, or stamps in the wrong unit?"
-    return f"  {outside} word(s)/segment(s) of the transcript lie outside the media{window} and are not listed; hint: {hint}"
+    return (f"  {outside} word(s)/segment(s) of the transcript lie outside the media{window} and are not listed; "
+            f"hint: {hint}")
 
 
 def _round(x: Optional[float], digits: int = 3) -> Optional[float]:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
 from avalign._walk import walk
-from avcore import ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS, SampleError, read_align_json
+from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS, SampleError,
+                    read_align_json)
 from loaders.media import MediaSource
 from loaders.shards import expand_shard_urls
 from loaders.transcripts import pick_transcript
