@@ -83,6 +83,25 @@ def count_words(transcript) -> int:
     return sum(len(s.words) or len(s.text.split()) for s in transcript.spans)
 
 
+def _outside_line(record: dict, outside: int) -> str:
+    """The text report's line for ``outside`` spans left out: the aligned window they fall outside, and why that may
+    be: audio that runs past the video's end (the window is the video's timeline), else a transcript of another
+    clip or stamps in another unit."""
+    aligned, audio = record.get("aligned") or {}, record.get("audio") or {}
+    start, stop = aligned.get("start_seconds"), aligned.get("stop_seconds")
+    window = f"'s aligned window [{start:.3f}, {stop:.3f}) s" if start is not None and stop is not None else ""
+    audio_stop = None
+    if audio.get("sample_rate") and audio.get("start_seconds") is not None:
+        audio_stop = audio["start_seconds"] + audio["num_samples"] / audio["sample_rate"]
+    if record.get("video") and stop is not None and audio_stop is not None and audio_stop > stop + 0.5:
+        hint = (f"the audio runs to {audio_stop:.3f} s, past the video's end: spans are placed on the video's "
+                "timeline, so words heard after its last frame are left out")
+    else:
+        hint = "a transcript of another clip, or stamps in the wrong unit?"
+    return (f"  {outside} word(s)/segment(s) of the transcript lie outside the media{window} and are not listed; "
+            f"hint: {hint}")
+
+
 def _round(x: Optional[float], digits: int = 3) -> Optional[float]:
     return None if x is None else round(float(x), digits)
 
@@ -151,13 +170,17 @@ def _span_json(span) -> dict:
     return {k: v for k, v in span.to_json().items() if k not in ("level", "token_start", "token_stop")}
 
 
-def decode_for_measure(media, *, name: str, **options):
+def decode_for_measure(media, *, name: str, audio_media=None, audio_name: str = "", **options):
     """``(video or None, frame index or None, audio, video_only)``: the one decode rule of ``measure``,
     ``preprocess`` and ``report``. Audio-only media (no video stream) give ``video=None``; video-only media (no
     audio stream) give a 0-sample audio track at the video's first pts and ``video_only=True`` (nothing to
     estimate against: :func:`null_unmeasurable` then nulls the offsets). Media with neither raise the
     ``missing_audio`` :class:`loaders.DecodeError`. ``options`` go to both readers (``max_duration_seconds``)
     and to ``read_video`` (``num_threads``, ``max_pixels``).
+
+    ``audio_media`` (path or bytes, named ``audio_name`` in messages): the sample's separate audio member
+    (video2dataset's ``KEY.m4a``, a ``KEY.wav``), read when ``media`` has no audio stream, as the loader reads it
+    (its first sample's time on the same clock as the video's pts); ignored when ``media`` has audio.
     """
     import torch
 
@@ -170,6 +193,9 @@ def decode_for_measure(media, *, name: str, **options):
         if e.reason != "missing_audio":
             raise
         missing_audio = e
+        if audio_media is not None:
+            audio = loaders.read_audio(audio_media, name=audio_name or name,
+                                       max_duration_seconds=options.get("max_duration_seconds"))
     try:
         video, index = read_video_for_estimation(media, name=name, **options)
     except loaders.DecodeError as e:
@@ -232,7 +258,8 @@ class Measurement:
 
 
 def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000, errors_as_skips: bool = False,
-                  decode_options: Optional[dict] = None, **align_options) -> Measurement:
+                  decode_options: Optional[dict] = None, audio_media=None, audio_name: str = "",
+                  **align_options) -> Measurement:
     """Measure one media file: the one flow of ``avalign measure``, ``preprocess`` and ``report``.
 
     decode (:func:`decode_for_measure`: audio-only and video-only media accepted) → estimate and align
@@ -245,11 +272,14 @@ def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000
         errors_as_skips: an exception from the estimators becomes a ``SampleError`` with reason ``align``
             (preprocess counts it as a skip of the sample); else it propagates as raised.
         decode_options: for the readers (``num_threads``, ``max_pixels``, ``max_duration_seconds``).
+        audio_media, audio_name: the sample's separate audio member, measured when ``media`` has no audio stream
+            (:func:`decode_for_measure`).
         align_options: for ``aligner.align`` (``text_method``, ``max_offset_ms``, known ``av_offset_ms`` …).
     """
     from avcore import DecodeError
 
-    video, index, audio, video_only = decode_for_measure(media, name=name, **(decode_options or {}))
+    video, index, audio, video_only = decode_for_measure(media, name=name, audio_media=audio_media,
+                                                         audio_name=audio_name, **(decode_options or {}))
     try:
         try:
             record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate,
@@ -375,8 +405,7 @@ def format_measurement(record: dict) -> str:
                          + ("; there is no audio to align them to" if no_audio else ""))
         outside = (record.get("aligned") or {}).get("spans_outside")
         if outside:
-            lines.append(f"  {outside} word(s)/segment(s) of the transcript lie outside the media and are not listed; "
-                         "hint: a transcript of another clip, or stamps in the wrong unit?")
+            lines.append(_outside_line(record, outside))
         for title, items in (("segment", record.get("segments", [])), ("word", record["words"])):
             lines.append("")
             lines.append(f"{title:<18}{'start s':>9}{'stop s':>9}{'frames':>12}{'samples':>18}")

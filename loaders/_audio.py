@@ -601,16 +601,16 @@ def read_audio(
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
             decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
                                   sample_rate=sample_rate, stream_blocks=stream_blocks)
-            return decoded, int(stream.index), stream.codec_context.name
+            return decoded, int(stream.index), stream.codec_context.name, _stream_start_seconds(container, stream)
         finally:
             container.close()
 
     try:
         try:
-            decoded, index_of_stream, codec = decode(True)
+            decoded, index_of_stream, codec, stream_start = decode(True)
         except _ChannelsGrew:  # (open_container rewinds a file object)
             logger.info("%s: the channel count grew mid-stream: decoding again, keeping every block", label)
-            decoded, index_of_stream, codec = decode(False)
+            decoded, index_of_stream, codec, stream_start = decode(False)
         samples, first_seconds, rate, decode_errors = decoded
         out_rate = sample_rate or rate
     except DecodeError:
@@ -620,18 +620,31 @@ def read_audio(
     except Exception as e:  # noqa: BLE001 - FFmpeg/PyAV/soxr errors on a corrupt file
         raise DecodeError(f"{label}: audio decode failed: {decode_failure(e)}") from e
     return _windowed(samples, first_seconds, out_rate, start_seconds, stop_seconds, label=label,
-                     source_sample_rate=rate, codec=codec, decode_errors=decode_errors, stream_index=index_of_stream)
+                     source_sample_rate=rate, codec=codec, decode_errors=decode_errors, stream_index=index_of_stream,
+                     stream_start_seconds=stream_start if seeks else None)
+
+
+def _stream_start_seconds(container, stream) -> Optional[float]:
+    """The stream's first time on our timeline (FFmpeg's ``start_time`` less :func:`audio_timeline_shift_seconds`), or
+    None when the container does not say."""
+    if stream.start_time is None:
+        return None
+    return float(stream.start_time * stream.time_base) - audio_timeline_shift_seconds(container, stream)
 
 
 def _windowed(samples: np.ndarray, first_seconds: float, out_rate: int, start_seconds: Optional[float],
               stop_seconds: Optional[float], *, label: str, source_sample_rate: int, codec: str, decode_errors: int,
-              stream_index: int) -> AudioClip:
-    """The AudioClip of the decoded ``samples`` (sample 0 at ``first_seconds``) cut to the window, if any."""
+              stream_index: int, stream_start_seconds: Optional[float] = None) -> AudioClip:
+    """The AudioClip of the decoded ``samples`` (sample 0 at ``first_seconds``) cut to the window, if any.
+
+    ``stream_start_seconds``: where the stream begins when ``samples`` were decoded from a seek (they then start near
+    the window, not at the stream's start): a window outside the audio is refused naming the stream's whole span."""
     end_seconds = first_seconds + samples.shape[1] / out_rate
     if start_seconds is not None or stop_seconds is not None:
         lo = first_seconds if start_seconds is None else start_seconds
         hi = end_seconds if stop_seconds is None else stop_seconds
-        check_window_overlaps(lo, hi, first_seconds, end_seconds, label=label, what="audio")
+        covered_from = first_seconds if stream_start_seconds is None else min(first_seconds, stream_start_seconds)
+        check_window_overlaps(lo, hi, covered_from, end_seconds, label=label, what="audio")
         a = min(max(seconds_to_samples(lo - first_seconds, out_rate), 0), samples.shape[1])
         b = min(max(seconds_to_samples(hi - first_seconds, out_rate), a), samples.shape[1])
         samples = samples[:, a:b]

@@ -52,8 +52,10 @@ DEFAULT_MAX_MEMBER_BYTES = 2 * 1024**3
 
 def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
     """Shard URLs from a list (of strings or paths), a brace pattern (``data-{000..009}.tar``), ``::``-joined lists,
-    fsspec URLs or ``pipe:``. A URL listed more than once is kept (each copy is read: repetition can be meant as
-    weighting) and logged as a warning, since a list joined twice by mistake reads every sample of it twice."""
+    fsspec URLs or ``pipe:``. A ``pipe:`` URL is expanded as webdataset does: ``pipe:curl -s URL/s-{000..009}.tar``
+    is ten commands and ``pipe:A::pipe:B`` two. A URL listed more than once is kept (each copy is read: repetition
+    can be meant as weighting) and logged as a warning, since a list joined twice by mistake reads every sample of it
+    twice."""
     from webdataset.shardlists import expand_urls
 
     if isinstance(urls, (str, os.PathLike)):
@@ -63,7 +65,7 @@ def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
         url = os.fspath(url) if isinstance(url, os.PathLike) else url
         if not isinstance(url, str) or not url:
             raise ValueError(f"shard URL must be a non-empty string or path, got {url!r}")
-        out.extend([url] if url.startswith("pipe:") else expand_urls(url))
+        out.extend(expand_urls(url))
     if not out:
         raise ValueError("no shards: the URL list is empty")
     repeated = {url: n for url, n in Counter(out).items() if n > 1}

@@ -30,7 +30,8 @@ from loaders._transcript_formats import parse_json, parse_srt, parse_stm, parse_
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TRANSCRIPT_EXTENSIONS", "TranscriptFormat", "decode_text", "is_transcript_json", "pick_transcript", "read_transcript"]
+__all__ = ["TRANSCRIPT_EXTENSIONS", "TranscriptFormat", "decode_text", "is_transcript_json", "pick_transcript", "read_transcript",
+           "transcript_format_of"]
 
 
 TranscriptFormat = Literal["srt", "vtt", "json", "textgrid", "stm"]
@@ -51,6 +52,11 @@ DEFAULT_MAX_CUES = 100_000
 DEFAULT_MAX_WORDS = 200_000
 """Words per transcript at most: 22 hours of speech at 150 words a minute."""
 _TOKEN = re.compile(r"\S+")
+_LANGUAGE_TAG = re.compile(r"[a-z]{2,3}(?:[-_][a-z0-9]{2,8})*", re.IGNORECASE)
+"""A language tag before a subtitle's extension, as yt-dlp and players name them: ``en``, ``pt-BR``, ``en-orig``."""
+_TAGGABLE = ("srt", "vtt", "textgrid", "stm")
+"""Transcript formats read from a language-tagged member (``KEY.en.srt``); not ``json``, whose tagged members
+(``KEY.meta.json``, ``KEY.align.json``) are other records."""
 
 TranscriptSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO, TextIO]
 
@@ -326,11 +332,27 @@ def pick_transcript(available, read) -> Optional[str]:
 
     ``read(ext)`` returns a member's bytes; it is called only for a ``json`` member, to tell a transcript
     from metadata (:func:`is_transcript_json`). For a WebDataset sample: ``pick_transcript(sample, sample.__getitem__)``.
+
+    Without one, a single language-tagged subtitle is used (``en.srt`` of member ``KEY.en.srt``, as yt-dlp names
+    them: WebDataset's key ends at the first dot); its format is :func:`transcript_format_of` it. Several tagged
+    ones (``en.vtt`` and ``de.vtt``) are ambiguous: None.
     """
     for ext in TRANSCRIPT_EXTENSIONS:
         if ext in available and (ext != "json" or is_transcript_json(read(ext))):
             return ext
-    return None
+    tagged = [ext for ext in available if _is_language_tagged(ext)]
+    return tagged[0] if len(tagged) == 1 else None
+
+
+def _is_language_tagged(ext: str) -> bool:
+    tag, dot, last = str(ext).rpartition(".")
+    return bool(dot) and last.lower() in _TAGGABLE and _LANGUAGE_TAG.fullmatch(tag) is not None
+
+
+def transcript_format_of(ext: str) -> str:
+    """The ``read_transcript`` format of a member extension chosen by :func:`pick_transcript`: ``json`` for any
+    ``*json``, the last part of a language-tagged one (``en.srt`` → ``srt``), else ``ext`` itself."""
+    return "json" if ext.endswith("json") else ext.rpartition(".")[2].lower()
 
 
 def _estimated_cues(text: str, chosen: str) -> int:

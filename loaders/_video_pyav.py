@@ -338,9 +338,17 @@ def _decode_packets(container, stream, needed_ticks: Optional[frozenset], bad_pa
 def _seek_to_start(container, stream) -> None:
     """Seek to the stream's first packet: a target well before every timestamp (demuxers that seek by decode
     time, MPEG-TS and MPEG-PS, land *after* the first keyframe when asked for ``stream.start_time``, which is its
-    presentation time)."""
+    presentation time). A demuxer that refuses a target before 0 (AVI: ``EPERM``; its timestamps start at 0 or
+    later) is asked for 0 instead."""
+    import av
+
     low = (stream.start_time or 0) - seconds_to_ticks(_BEFORE_START_SECONDS, stream.time_base)
-    container.seek(low, stream=stream, backward=True, any_frame=False)
+    try:
+        container.seek(low, stream=stream, backward=True, any_frame=False)
+    except av.error.FFmpegError:
+        if low >= 0:
+            raise
+        container.seek(0, stream=stream, backward=True, any_frame=False)
 
 
 class _Seeker:

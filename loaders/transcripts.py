@@ -12,6 +12,7 @@ from loaders._transcripts import (
     is_transcript_json,
     pick_transcript,
     read_transcript,
+    transcript_format_of,
 )
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "is_transcript_json",
     "pick_transcript",
     "read_transcript",
+    "transcript_format_of",
 ]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import loaders
-from loaders.shards import ShardError, shard_samples, tar_members
+from loaders.shards import ShardError, expand_shard_urls, shard_samples, tar_members
 
 STALL_SECONDS = 0.5
 
@@ -166,3 +166,27 @@ def test_preprocess_plans_a_failing_pipe_as_a_shard_that_could_not_be_opened(tar
         in plan.skipped[0]["message"]
     good = list_inputs(f"pipe:cat {tar_path}")  # read through: its three keys have no media member
     assert sorted((row["key"], row["reason"]) for row in good.skipped) == [(k, "missing_media") for k in ("k0", "k1", "k2")]
+
+
+def _write_keyed_tar(path: Path, keys: list[str]) -> None:
+    with tarfile.open(path, "w") as tar:
+        for key in keys:
+            info = tarfile.TarInfo(f"{key}.bin")
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"abc"))
+
+
+def test_pipe_brace_pattern_and_joined_pipes_are_one_command_per_shard(tmp_path):
+    """``pipe:cat d/s-{0..1}.tar`` (webdataset's idiom for remote shards) is one command per shard, and
+    ``pipe:A::pipe:B`` two commands: every key written into either tar is read once. Before, the braces
+    reached the shell unexpanded (no shard opened) and ``::`` was passed to ``cat`` as part of a file name."""
+    _write_keyed_tar(tmp_path / "s-0.tar", ["a0", "a1"])
+    _write_keyed_tar(tmp_path / "s-1.tar", ["b0"])
+    braces = f"pipe:cat {tmp_path}/s-{{0..1}}.tar"
+    joined = f"pipe:cat {tmp_path}/s-0.tar::pipe:cat {tmp_path}/s-1.tar"
+    for pattern in (braces, joined):
+        urls = expand_shard_urls(pattern)
+        assert urls == [f"pipe:cat {tmp_path}/s-0.tar", f"pipe:cat {tmp_path}/s-1.tar"]
+        keys = [key for url in urls for key in _samples(url)[0]]
+        assert keys == ["a0", "a1", "b0"]
+    assert expand_shard_urls("pipe:awk '{print}' x.tar") == ["pipe:awk '{print}' x.tar"]  # no list, no range: as is

@@ -151,9 +151,11 @@ def _holds_whisper_transcript(data: bytes) -> bool:
 
 
 def _assemble(
-    key: str, found: dict[str, Locator], source: Optional[str], read_json: "callable", skipped: list[dict]
+    key: str, found: dict[str, Locator], source: Optional[str], read_json: "callable", skipped: list[dict],
+    *, hint: str = "",
 ) -> Optional[InputSample]:
-    """One sample from the members of one key (extension → locator); None (and a skip) if there is no media."""
+    """One sample from the members of one key (extension → locator); None (and a skip, its message ending with
+    ``hint``) if there is no media."""
     media = [ext for ext in MEDIA_EXTENSIONS if ext in found]
     t = pick_transcript(found, lambda ext: read_json(found[ext])) or ""
     extras: list[tuple[str, Locator]] = []
@@ -163,7 +165,8 @@ def _assemble(
     source = source or (found[media[0]].path if media else found[sorted(found)[0]].path)
     if not media:
         _skip(skipped, source, key, "missing_media",
-              f"no media member/file for key {key!r} (found: {sorted(found)}); media extensions: {list(MEDIA_EXTENSIONS)}")
+              f"no media member/file for key {key!r} (found: {sorted(found)}); media extensions: {list(MEDIA_EXTENSIONS)}"
+              + hint)
         return None
     audio_member = None
     if media and media[0] in VIDEO_EXTENSIONS:
@@ -172,7 +175,8 @@ def _assemble(
         extras.append((audio_member, found[audio_member]))
     if len(media) > 1:
         logger.warning("%s: several media for key %r (%s); measuring %s%s", source, key, media, media[0],
-                       f" (and passing {audio_member} through)" if audio_member else "")
+                       f" (and passing {audio_member} through: its audio is measured and loaded when the "
+                       f"{media[0]} has no audio stream)" if audio_member else "")
         for ext in media[1:]:  # neither measured nor carried: listed, as a file the output lacks must be
             if ext != audio_member:
                 where = found[ext]
@@ -238,10 +242,29 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
     samples = []
     for key in sorted(groups):
         found = groups[key]
-        sample = _assemble(key, found, None, read_json, skipped)
+        sample = _assemble(key, found, None, read_json, skipped, hint=_tagged_sidecar_hint(key, groups, origin, root))
         if sample is not None:
             samples.append(sample)
     return InputPlan(samples=tuple(samples), skipped=tuple(skipped), kind="directory")
+
+
+def _tagged_sidecar_hint(key: str, groups: dict[str, dict[str, Locator]], origin: dict[str, str], root: str) -> str:
+    """For a key of transcripts only whose stem is a media file's stem plus a tag (yt-dlp's ``talk.en.vtt`` beside
+    ``talk.mp4``): a hint naming that media file, which is measured without this transcript (pairing is by the
+    whole stem); else ``""``."""
+    base, dot, tag = origin.get(key, "").rpartition(".")
+    media_key = _clean_key(base) if dot and base and tag else ""
+    if not media_key or any(ext in MEDIA_EXTENSIONS for ext in groups[key]):
+        return ""
+    beside = groups.get(media_key, {})
+    media = next((loc.path for ext, loc in beside.items() if ext in MEDIA_EXTENSIONS), None)
+    if media is None or any(ext in TRANSCRIPT_EXTENSIONS for ext in beside):  # none, or it has its own transcript
+        return ""
+    transcripts = [ext for ext in groups[key] if ext in TRANSCRIPT_EXTENSIONS]
+    sidecar = os.path.join(root, f"{base}.{transcripts[0] if transcripts else 'srt'}")
+    return (f"; hint: {os.path.relpath(media, root)!r} has this stem plus '.{tag}' and is measured without it "
+            f"(a transcript pairs with media of the same stem): rename it to {os.path.relpath(sidecar, root)!r} "
+            "to measure the media against it")
 
 
 def _seekable_plain_tar(stream) -> bool:
@@ -347,6 +370,10 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
             for sample in group_by_key(members, url=url, on_error=on_error, report=report,
                                        skip_log=getattr(skipped, "skip_log", None)):
                 found = {ext: loc for ext, loc in sample.items() if ext in known}
+                # A language-tagged subtitle (`KEY.en.srt`: extension `en.srt`), read as the loader reads it.
+                tagged = pick_transcript([ext for ext in sample if "." in ext and ext not in known], lambda ext: b"")
+                if tagged is not None and found:
+                    found[tagged] = sample[tagged]
                 if found:
                     groups[sample["__key__"]] = found
                 else:  # e.g. only `b.v2.mp4`: its extension is `v2.mp4` (the loader reports it too)

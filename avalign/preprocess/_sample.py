@@ -113,10 +113,11 @@ def _transcript_json(transcript) -> dict:
 
 def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str, transcript_name: str, sample_rate: int,
              max_pixels: int = DEFAULT_MAX_PIXELS, max_duration_seconds: Optional[float] = None,
-             decoder_threads: int = 1) -> dict:
+             decoder_threads: int = 1, audio_media: Optional[bytes] = None, audio_name: str = "") -> dict:
     """Decode and measure (runs in the watchdog child when there is a time limit). torch and BLAS run one thread
     (the estimators' sums in one order); the video decoder runs ``decoder_threads`` (its frames do not depend on
-    them)."""
+    them). ``audio_media``: the sample's audio member (``KEY.m4a``, ``KEY.wav``…), measured when the media has no
+    audio stream, the audio the loader then yields."""
     import torch
 
     import loaders
@@ -136,6 +137,7 @@ def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str
             if transcript_bytes is not None:
                 transcript = loaders.read_transcript(transcript_bytes, name=transcript_name)
             measured = measure_media(media, transcript, name=media_name, sample_rate=sample_rate, errors_as_skips=True,
+                                     audio_media=audio_media, audio_name=audio_name,
                                      decode_options=dict(num_threads=decoder_threads, max_pixels=max_pixels,
                                                          max_duration_seconds=max_duration_seconds))
             record, aligned, index = measured.record, measured.aligned, measured.frame_index
@@ -173,6 +175,17 @@ def _as_utf8(ext: str, blob: bytes, *, name: str) -> bytes:
 
     what = _TEXT_MEMBERS.get(ext)
     return blob if what is None else decode_text(bytes(blob), name, what=what).encode("utf-8")
+
+
+def _audio_member(sample: InputSample, blobs: list[bytes]) -> dict:
+    """``audio_media`` / ``audio_name`` for :func:`_analyse`: the sample's passed-through audio member (at most one:
+    ``avalign.preprocess._inputs`` keeps the first of ``AUDIO_EXTENSIONS`` beside a video), else empty."""
+    from avcore import AUDIO_EXTENSIONS
+
+    for (ext, loc), blob in zip(sample.extras, blobs):
+        if ext in AUDIO_EXTENSIONS:
+            return dict(audio_media=blob, audio_name=f"{loc.path}:{loc.member}" if loc.member else loc.path)
+    return {}
 
 
 def process_sample(sample: InputSample, options: SampleOptions, config: dict) -> tuple[dict[str, bytes], dict]:
@@ -213,7 +226,8 @@ def process_sample(sample: InputSample, options: SampleOptions, config: dict) ->
         media_ext = "mp4" if options.reencode == "mp4" else sample.media_ext
         kwargs = dict(media_name=sample.source, transcript_name=f"{sample.key}.{sample.transcript_format}",
                       sample_rate=options.sample_rate, max_pixels=options.max_pixels,
-                      max_duration_seconds=options.max_duration_seconds, decoder_threads=options.decoder_threads)
+                      max_duration_seconds=options.max_duration_seconds, decoder_threads=options.decoder_threads,
+                      **_audio_member(sample, extras))
         if options.timeout_seconds:
             result = call_with_timeout(_analyse, media, transcript_bytes, timeout_seconds=options.timeout_seconds,
                                        label=sample.source, **kwargs)

@@ -38,8 +38,8 @@ def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int =
     """Decode ``clip``'s media (path or bytes) and return its ``measure`` record (as ``avalign measure``).
 
     Audio-only media (no video stream) are measured with a null A/V offset; video-only media (no audio stream)
-    with null A/V and text offsets (``avalign.measure_media``, the flow ``measure`` and
-    ``preprocess`` follow).
+    with null A/V and text offsets, unless the shard sample has a separate audio member (``clip.audio_media``),
+    which is then measured (``avalign.measure_media``, the flow ``measure`` and ``preprocess`` follow).
 
     Raises:
         DecodeError, TranscriptError, IndexError, ValueError: unreadable media or transcript (``DecodeError.reason``
@@ -50,6 +50,7 @@ def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int =
 
     text = loaders.read_transcript(clip.transcript, name=clip.transcript_name) if clip.transcript is not None else None
     return measure_media(clip.media, text, name=clip.media_name, sample_rate=sample_rate,
+                         audio_media=clip.audio_media, audio_name=clip.audio_name,
                          decode_options=dict(max_pixels=max_pixels)).record
 
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
 from avalign._walk import walk
-from avcore import ALIGN_JSON, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, SampleError, read_align_json
+from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS, SampleError,
+                    read_align_json)
 from loaders.media import MediaSource
 from loaders.shards import expand_shard_urls
 from loaders.transcripts import pick_transcript
@@ -53,6 +54,11 @@ class ClipInput:
     """Label of the transcript, with its extension so the format can be guessed."""
     align: Optional[dict] = None
     """The parsed ``align.json`` record of a preprocessed sample (the ``measure`` schema + ``config``)."""
+    audio_media: Optional[MediaSource] = None
+    """A shard sample's separate audio member (``KEY.m4a``, ``KEY.wav``… beside a video), measured when the media
+    has no audio stream, as the loader and ``preprocess`` do; None otherwise."""
+    audio_name: str = ""
+    """Label of ``audio_media`` (``shard:key.m4a``)."""
 
 
 @dataclass(frozen=True)
@@ -277,6 +283,7 @@ def _sample_input(sample: dict) -> Item:
         members = sorted(k for k in sample if not k.startswith("__"))
         return _skipped(key, url, "missing_media", f"no media member (has {members}); expected one of {list(MEDIA_EXTENSIONS)}")
     transcript_ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
+    audio_ext = next((e for e in AUDIO_EXTENSIONS if e in sample and e != media_ext), None)
     return ClipInput(
         key=key,
         shard=url,
@@ -285,4 +292,6 @@ def _sample_input(sample: dict) -> Item:
         transcript=sample.get(transcript_ext) if transcript_ext else None,
         transcript_name=f"{key}.{transcript_ext}" if transcript_ext else "",
         align=align,
+        audio_media=sample[audio_ext] if audio_ext and media_ext in VIDEO_EXTENSIONS else None,
+        audio_name=f"{url}:{key}.{audio_ext}" if audio_ext else "",
     )

@@ -385,7 +385,19 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._epoch_set_pending = False
         if torch.utils.data.get_worker_info() is not None:
             self._epoch_cell[2] += 1
+            self._warn_ranks_out_of_step()
         return self._iterate()
+
+    def _warn_ranks_out_of_step(self) -> None:
+        """In DataLoader worker 0, with several ranks and no ``batches_per_epoch``: a warning (once per pass) that the
+        ranks' batch counts are not kept equal (workers cannot all-reduce), so a DDP step at the end of the epoch
+        can wait forever for a rank that has run out."""
+        if self._world_size > 1 and self._batches_per_epoch is None and self._worker_slot()[0] == 0:
+            logger.warning("rank %d of %d iterated in DataLoader workers without batches_per_epoch: ranks are not kept "
+                           "in step (workers cannot all-reduce), so ranks can yield different numbers of batches and "
+                           "a DDP step at the end of the epoch waits forever for a rank that ran out; hint: pass "
+                           "batches_per_epoch=N (every rank yields exactly N batches), iterate with num_workers=0, "
+                           "or use make_loader", self._rank, self._world_size)
 
     def _iterate(self) -> Iterator[PackedBatch]:
         self._apply_set_epoch()

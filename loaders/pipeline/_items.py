@@ -41,7 +41,7 @@ from avcore import (
 )
 from loaders._audio import read_audio
 from loaders._index import FrameIndex
-from loaders._transcripts import pick_transcript, read_transcript
+from loaders._transcripts import pick_transcript, read_transcript, transcript_format_of
 from loaders._video import read_video
 from loaders.pipeline._budgets import first_over_budget
 from loaders.pipeline._options import AUTO, SampleOptions
@@ -227,7 +227,7 @@ def _transcript(sample: dict, key: str):
     ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
     if ext is None:
         return None
-    return read_transcript(sample[ext], format="json" if ext.endswith("json") else ext, name=f"{key}.{ext}")
+    return read_transcript(sample[ext], format=transcript_format_of(ext), name=f"{key}.{ext}")
 
 
 def _without_audio(aligned: Any) -> Any:
