@@ -1,0 +1,68 @@
+"""Degenerate inputs to the alignment API (fuzz round 57): a clear error naming the argument and its value, or an
+abstention, never NaN in a training batch, an obscure exception from numpy, or a hang."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import aligner
+import aligner.estimators
+import aligner.timeline
+from loaders import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
+
+SAMPLE_RATE = 16000
+
+
+def _audio(seconds: float = 2.0, *, bad_at: int | None = None, bad: float = float("nan")) -> AudioClip:
+    samples = 0.1 * np.sin(np.arange(round(seconds * SAMPLE_RATE)) * 0.3).astype(np.float32)
+    if bad_at is not None:
+        samples[bad_at] = bad
+    return AudioClip(torch.from_numpy(samples)[None], SAMPLE_RATE, 0.0)
+
+
+def _video(num_frames: int = 50, fps: float = 25.0) -> VideoClip:
+    meta = VideoMetadata(codec="h264", width=8, height=8, fps_from_header=fps, num_frames_from_header=None,
+                         start_seconds=0.0, duration_seconds_from_header=None)
+    frames = torch.full((num_frames, 8, 8, 3), 40, dtype=torch.uint8)
+    return VideoClip(frames, torch.arange(num_frames, dtype=torch.float64) / fps, meta)
+
+
+def _words() -> Transcript:
+    words = (Word("hello", 0.5, 0.9), Word("world", 1.0, 1.4))
+    return Transcript((Span("hello world", 0.5, 1.4, words),))
+
+
+NON_FINITE = pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+
+
+@NON_FINITE
+def test_audio_with_a_non_finite_sample_is_refused_by_align_not_aligned_into_nan(bad):
+    """One NaN in decoded float PCM spread to ~1000 NaN samples of the aligned audio (soxr) and into the batch."""
+    with pytest.raises(ValueError, match=r"audio samples must be finite: 1 of 32000 samples are NaN or infinite, "
+                                         r"the first at sample 1234 of channel 0"):
+        aligner.align(_video(), _audio(bad_at=1234, bad=bad), _words(), estimate=False)
+
+
+@NON_FINITE
+def test_estimators_refuse_a_non_finite_sample_instead_of_answering_from_nan(bad):
+    """The A/V estimator abstained at confidence 1.0 with NaN scores; energy features went NaN silently."""
+    audio = _audio(bad_at=7, bad=bad)
+    match = r"audio samples must be finite: 1 of 32000 samples are NaN or infinite, the first at sample 7"
+    with pytest.raises(ValueError, match=match):
+        aligner.estimate_av_offset(_video(), audio)
+    with pytest.raises(ValueError, match=match):
+        aligner.estimate_transcript_offset(audio, _words(), method="energy")
+    with pytest.raises(ValueError, match=match):
+        aligner.estimators.audio_onsets(audio.samples, SAMPLE_RATE)
+    with pytest.raises(ValueError, match=match):
+        aligner.timeline.audio_on_video_clock(audio, aligner.ClockModel(), sample_rate=8000, start_seconds=0.0,
+                                              stop_seconds=2.0)
+
+
+def test_finite_audio_of_huge_amplitude_is_not_called_non_finite():
+    """The check sums the samples first: finite values whose sum overflows float32 are still finite."""
+    samples = torch.full((2, 100), 3e38, dtype=torch.float32)
+    out = aligner.timeline.audio_on_video_clock(AudioClip(samples, 100, 0.0), aligner.ClockModel(), sample_rate=100,
+                                                start_seconds=0.0, stop_seconds=1.0)
+    assert torch.equal(out.samples, samples)
