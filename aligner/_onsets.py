@@ -332,11 +332,16 @@ def audio_onsets(
 
     Returns:
         :class:`AudioOnsets` (possibly empty).
+
+    Raises:
+        ValueError: ``sample_rate`` <= 0, ``start_seconds`` not finite, or samples that are not finite (``mono``).
     """
     import scipy.signal
 
     if not sample_rate > 0:
         raise ValueError(f"sample_rate must be > 0, got {sample_rate = }")
+    if not np.isfinite(start_seconds):
+        raise ValueError(f"start_seconds must be finite, got {start_seconds = }")
     signal = mono(samples, keep_float32=True)  # float32 at 16 kHz stays float32: every product below is float64
     if int(sample_rate) != _RATE:
         signal = _to_16k(signal.astype(np.float64, copy=False), int(sample_rate))

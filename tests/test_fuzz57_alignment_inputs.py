@@ -66,3 +66,33 @@ def test_finite_audio_of_huge_amplitude_is_not_called_non_finite():
     out = aligner.timeline.audio_on_video_clock(AudioClip(samples, 100, 0.0), aligner.ClockModel(), sample_rate=100,
                                                 start_seconds=0.0, stop_seconds=1.0)
     assert torch.equal(out.samples, samples)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_video_clip_with_a_non_finite_pts_is_refused_when_built(bad):
+    """A NaN or inf pts was taken (a single NaN frame passed the order check) and align failed later with numpy's
+    'negative dimensions are not allowed'."""
+    video = _video(3)
+    pts = video.pts_seconds.clone()
+    pts[2] = bad
+    with pytest.raises(ValueError, match=rf"pts_seconds must be finite: 1 of 3 are NaN or infinite, the first at "
+                                         rf"frame 2 \({bad}\)"):
+        VideoClip(video.frames, pts, video.metadata)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_an_audio_clip_starting_at_a_non_finite_time_is_refused_when_built(bad):
+    """estimate_av_offset failed with 'cannot convert float NaN to integer' deep in the lag search."""
+    with pytest.raises(ValueError, match=rf"start_seconds must be a finite number, got self.start_seconds = {bad}"):
+        AudioClip(torch.zeros(1, 10), SAMPLE_RATE, bad)
+    with pytest.raises(ValueError, match=rf"start_seconds must be finite, got start_seconds = {bad}"):
+        aligner.estimators.audio_onsets(torch.zeros(1, 10), SAMPLE_RATE, start_seconds=bad)
+
+
+def test_cached_features_with_unsorted_pts_are_refused_by_name():
+    """estimate_av_offset_from_features took pts in any order and failed with 'negative dimensions are not allowed'."""
+    onsets = aligner.estimators.audio_onsets(_audio().samples, SAMPLE_RATE)
+    pts = np.array([0.0, 0.08, 0.04, 0.12])
+    with pytest.raises(ValueError, match=r"pts_seconds must be finite and non-decreasing \(presentation order\), got "
+                                         r"\[0\.   0\.08 0\.04 0\.12\] \(0 NaN/inf, 1 decreasing steps\)"):
+        aligner.estimators.estimate_av_offset_from_features(np.zeros(4), pts, onsets)
