@@ -8,6 +8,7 @@ import torch
 
 import aligner
 import aligner.estimators
+import aligner.spans
 import aligner.timeline
 from loaders import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
 
@@ -96,3 +97,27 @@ def test_cached_features_with_unsorted_pts_are_refused_by_name():
     with pytest.raises(ValueError, match=r"pts_seconds must be finite and non-decreasing \(presentation order\), got "
                                          r"\[0\.   0\.08 0\.04 0\.12\] \(0 NaN/inf, 1 decreasing steps\)"):
         aligner.estimators.estimate_av_offset_from_features(np.zeros(4), pts, onsets)
+
+
+def test_token_ranges_of_a_long_transcript_take_linear_time():
+    """Every word scanned every token: 20,000 words (a 2 h podcast) took 11 s per align call, the 200,000 that
+    read_transcript allows about 20 minutes: a stalled loader worker. Now a binary search and one pass."""
+    import time
+
+    words = [f"w{i}" for i in range(30_000)]
+    started = time.perf_counter()
+    ranges, num_tokens = aligner.spans.word_token_ranges(words)
+    assert time.perf_counter() - started < 5.0
+    assert num_tokens == 30_000 and ranges == [(i, i + 1) for i in range(30_000)]
+
+
+def test_token_ranges_keep_their_rule_for_odd_tokenizers():
+    """Tokens in any order, overlapping, spanning several words or none: a word gets [first, last + 1) of the tokens
+    overlapping its characters; a word with none an empty range at the next word's first token."""
+    words = ["ab", "", "cd", "ef"]                      # "ab  cd ef": ab [0, 2), "" [3, 3), cd [4, 6), ef [7, 9)
+    offsets = [(0, 0), (7, 9), (0, 1), (1, 6), (5, 5)]   # special, ef, a, "b  cd" (over "" too), inside cd
+    ranges, num_tokens = aligner.spans.word_token_ranges(words, lambda text: offsets)
+    assert num_tokens == 5
+    assert ranges == [(2, 4), (3, 4), (3, 5), (1, 2)]
+    ranges, _ = aligner.spans.word_token_ranges(words, lambda text: [(0, 0), (0, 1), (7, 9)])
+    assert ranges == [(1, 2), (2, 2), (2, 2), (2, 3)]   # "" and cd: no token, an empty range at ef's first
