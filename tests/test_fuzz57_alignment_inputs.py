@@ -2,6 +2,8 @@
 abstention, never NaN in a training batch, an obscure exception from numpy, or a hang."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -121,3 +123,26 @@ def test_token_ranges_keep_their_rule_for_odd_tokenizers():
     assert ranges == [(2, 4), (3, 4), (3, 5), (1, 2)]
     ranges, _ = aligner.spans.word_token_ranges(words, lambda text: [(0, 0), (0, 1), (7, 9)])
     assert ranges == [(1, 2), (2, 2), (2, 2), (2, 3)]   # "" and cd: no token, an empty range at ef's first
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(sample_rate=True), ValueError, "sample_rate must be a positive int (Hz), got sample_rate = True"),
+    (dict(sample_rate="16000"), ValueError, "sample_rate must be a positive int (Hz), got sample_rate = '16000'"),
+    (dict(sample_rate=16000.0), ValueError, "sample_rate must be a positive int (Hz), got sample_rate = 16000.0"),
+    (dict(start_seconds=float("nan")), ValueError,
+     "start_seconds must be None or a finite number of seconds, got start_seconds = nan"),
+    (dict(stop_seconds=float("inf")), ValueError,
+     "stop_seconds must be None or a finite number of seconds, got stop_seconds = inf"),
+    (dict(start_seconds=2.0, stop_seconds=1.0), ValueError,
+     "window must have stop >= start, got start_seconds = 2.0, stop_seconds = 1.0"),
+    (dict(text_method="bogus"), ValueError, "text_method must be one of ('auto', 'energy', 'forced'), got 'bogus'"),
+    (dict(av_options="x"), TypeError, "av_options must be an aligner.AVOptions or None, got str 'x'"),
+    (dict(text_options=aligner.AVOptions()), TypeError, "text_options must be an aligner.TextOptions or None, got AVOptions"),
+])
+def test_align_refuses_unusable_arguments_by_name_before_estimating(kwargs, error, message):
+    """NaN / inf windows failed with numpy's 'negative dimensions are not allowed', a str rate with a TypeError from
+    a comparison, True was taken as 1 Hz, and a float rate or an inverted window was refused only after every
+    estimator had run (minutes on a long clip). The audio here would fail any estimator: the argument is named
+    first."""
+    with pytest.raises(error, match=re.escape(message)):
+        aligner.align(_video(), _audio(bad_at=0), _words(), **kwargs)
