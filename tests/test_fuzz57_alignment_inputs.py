@@ -146,3 +146,28 @@ def test_align_refuses_unusable_arguments_by_name_before_estimating(kwargs, erro
     first."""
     with pytest.raises(error, match=re.escape(message)):
         aligner.align(_video(), _audio(bad_at=0), _words(), **kwargs)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_null_threshold_that_is_not_finite_is_refused(bad):
+    """null_threshold was never checked: NaN turned every match into confidence 1.0 and an answer."""
+    with pytest.raises(ValueError, match=re.escape(f"null_threshold must be a finite match significance, got "
+                                                   f"self.null_threshold = {bad}; 0.7 is the calibrated default")):
+        aligner.AVOptions(null_threshold=bad)
+
+
+@pytest.mark.parametrize("options, field, value", [
+    (aligner.AVOptions, "max_offset_ms", "500"), (aligner.AVOptions, "max_offset_ms", True),
+    (aligner.AVOptions, "null_threshold", None), (aligner.TextOptions, "hop_seconds", "0.01"),
+    (aligner.TextOptions, "min_confidence", False),
+])
+def test_option_fields_that_are_not_numbers_are_named(options, field, value):
+    """A string failed with "'<' not supported between instances of 'int' and 'str'" (no field named); True was taken
+    as a 1 ms search range."""
+    with pytest.raises(TypeError, match=re.escape(f"{field} must be a number, got {type(value).__name__} {value!r}")):
+        options(**{field: value})
+
+
+def test_option_fields_take_numpy_numbers():
+    options = aligner.AVOptions(max_offset_ms=np.float32(800.0), max_drift_ppm=np.int64(3))
+    assert options.max_offset_ms == 800.0 and options.max_drift_ppm == 3
