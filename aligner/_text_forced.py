@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from typing import Any, Optional
 
 import numpy as np
@@ -406,9 +407,12 @@ def caption_words(
 
     Raises:
         ImportError: pocketsphinx is not installed.
+        ValueError: ``margin_seconds`` negative or NaN, ``text_offset_ms`` not finite.
     """
-    if margin_seconds < 0:
+    if not margin_seconds >= 0:
         raise ValueError(f"margin_seconds must be >= 0, got {margin_seconds = }")
+    if not math.isfinite(text_offset_ms):
+        raise ValueError(f"text_offset_ms must be finite, got {text_offset_ms = }")
     decoder = decoder if decoder is not None else shared_decoder()
     shift = text_offset_ms / 1000.0
     spans, failed = [], 0

@@ -161,8 +161,9 @@ class AudioClip:
 
 
 def _check_interval(kind: str, text: str, start_seconds: float, stop_seconds: float) -> None:
-    if not (start_seconds == start_seconds and stop_seconds == stop_seconds):  # NaN check
-        raise ValueError(f"{kind} {text!r} has a NaN time: {start_seconds = }, {stop_seconds = }")
+    if not (math.isfinite(start_seconds) and math.isfinite(stop_seconds)):
+        raise ValueError(f"{kind} {text!r} has a time that is not finite (NaN or inf): {start_seconds = }, "
+                         f"{stop_seconds = }")
     if stop_seconds < start_seconds:
         raise ValueError(
             f"{kind} {text!r} ends before it starts: {start_seconds = }, {stop_seconds = } (need stop >= start)"

@@ -171,3 +171,28 @@ def test_option_fields_that_are_not_numbers_are_named(options, field, value):
 def test_option_fields_take_numpy_numbers():
     options = aligner.AVOptions(max_offset_ms=np.float32(800.0), max_drift_ppm=np.int64(3))
     assert options.max_offset_ms == 800.0 and options.max_drift_ppm == 3
+
+
+@pytest.mark.parametrize("record", [Word, Span])
+def test_words_and_spans_with_an_infinite_time_are_refused_when_built(record):
+    """Only NaN was refused: a hand-built Word(-inf, inf) reached forced alignment, which reported best_guess_ms=-inf."""
+    with pytest.raises(ValueError, match=re.escape(f"{record.__name__.lower()} 'hi' has a time that is not finite (NaN "
+                                                   f"or inf): start_seconds = 0.0, stop_seconds = inf")):
+        record("hi", 0.0, float("inf"))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(margin_seconds=float("nan")), "margin_seconds must be >= 0, got margin_seconds = nan"),
+    (dict(text_offset_ms=float("nan")), "text_offset_ms must be finite, got text_offset_ms = nan"),
+])
+def test_caption_words_refuses_a_nan_margin_or_offset_instead_of_failing_every_caption(kwargs, message):
+    """Both were taken: every caption then failed to align, silently (counted as failures, no words)."""
+    captions = Transcript((Span("hello world", 0.5, 1.4),))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        aligner.estimators.caption_words(_audio(), captions, **kwargs)
+
+
+def test_onset_offset_near_refuses_a_nan_centre_by_name():
+    """It failed with 'cannot convert float NaN to integer'."""
+    with pytest.raises(ValueError, match=re.escape("centre_ms must be finite, got centre_ms = nan")):
+        aligner.estimators.onset_offset_near(_audio(), _words(), float("nan"), window_ms=40.0)
