@@ -196,3 +196,21 @@ def test_onset_offset_near_refuses_a_nan_centre_by_name():
     """It failed with 'cannot convert float NaN to integer'."""
     with pytest.raises(ValueError, match=re.escape("centre_ms must be finite, got centre_ms = nan")):
         aligner.estimators.onset_offset_near(_audio(), _words(), float("nan"), window_ms=40.0)
+
+
+@pytest.mark.parametrize("source, target, message", [
+    ([0.0, 1.0, float("nan")], [5.0], "source_seconds must be finite: 1 of 3 are NaN or infinite, the first at index 2"),
+    ([0.0, 1.0, float("inf")], [1.5], "source_seconds must be finite: 1 of 3 are NaN or infinite, the first at index 2"),
+    ([0.0, 1.0, 2.0], [0.5, float("nan")], "target_seconds must be finite: 1 of 2 are NaN or infinite, the first at index 1"),
+])
+def test_interpolate_features_refuses_non_finite_times(source, target, message):
+    """A NaN time passed the sort check and read a silently wrong value (a NaN target: the last value)."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        aligner.timeline.interpolate_features(np.arange(3.0), np.array(source), np.array(target), mode="linear")
+
+
+def test_interpolate_features_refuses_scalar_values_by_shape():
+    """A 0-d value failed with 'tuple index out of range'."""
+    with pytest.raises(ValueError, match=re.escape("need one value per source time and at least one: values (), "
+                                                   "times (1,)")):
+        aligner.timeline.interpolate_features(np.float64(3.0), np.array([0.0]), np.array([0.5]))
