@@ -214,3 +214,22 @@ def test_interpolate_features_refuses_scalar_values_by_shape():
     with pytest.raises(ValueError, match=re.escape("need one value per source time and at least one: values (), "
                                                    "times (1,)")):
         aligner.timeline.interpolate_features(np.float64(3.0), np.array([0.0]), np.array([0.5]))
+
+
+@pytest.mark.parametrize("audio_start, gap", [(20.0, "18.040"), (-20.0, "18.000")])
+def test_audio_that_never_plays_with_the_video_abstains_as_no_overlap(audio_start, gap):
+    """Audio 20 s away from the frames abstained as peak_at_search_edge, hinting at a larger search range, which
+    cannot reach it (at most 10 s) and is not the cause."""
+    audio = AudioClip(_audio().samples, SAMPLE_RATE, audio_start)
+    est = aligner.estimate_av_offset(_video(), audio)
+    assert est.av_offset_ms is None and est.abstain.reason == "no_overlap"
+    assert est.abstain.found == (f"audio [{audio_start:.3f}, {audio_start + 2:.3f}) s and video frames [0.000, 1.960] "
+                                 f"s, {gap} s apart")
+    assert est.abstain.needed == "audio and video that play at the same time at an offset within ±500 ms"
+    assert "check that they come from the same recording" in est.abstain.hint
+
+
+def test_audio_within_the_search_range_of_the_frames_is_searched_not_called_apart():
+    audio = AudioClip(_audio().samples, SAMPLE_RATE, 2.4)   # starts 0.44 s after the last frame: inside ±500 ms
+    est = aligner.estimate_av_offset(_video(), audio)
+    assert est.abstain.reason != "no_overlap"
