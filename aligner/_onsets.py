@@ -111,6 +111,13 @@ class AudioOnsets:
     def __post_init__(self) -> None:
         if self.times_seconds.shape != self.strength.shape:
             raise ValueError(f"times and strength must match, got {self.times_seconds.shape} and {self.strength.shape}")
+        times = np.asarray(self.times_seconds, dtype=np.float64)
+        if not (np.isfinite(times).all() and np.isfinite(np.asarray(self.strength, dtype=np.float64)).all()):
+            raise ValueError(f"times_seconds and strength must be finite, got {np.count_nonzero(~np.isfinite(times))} "
+                             f"NaN/inf times and {np.count_nonzero(~np.isfinite(self.strength))} NaN/inf strengths")
+        if np.any(np.diff(times) < 0):
+            raise ValueError(f"times_seconds must be ascending, got {np.count_nonzero(np.diff(times) < 0)} "
+                             f"decreasing steps, the first after event {int(np.argmax(np.diff(times) < 0))}")
         for name in ("rise_seconds", "tonality_db"):
             value = getattr(self, name)
             if value is not None and value.shape != self.times_seconds.shape:

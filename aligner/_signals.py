@@ -175,9 +175,16 @@ def visual_change_events(
 
     Returns:
         float64 ``[T]`` in luma units (0..255).
+
+    Raises:
+        ValueError: an unknown ``feature``; frames not ``[T, H, W, C]`` / ``[T, H, W]``, or frames without pixels
+            (a height, width or channel count of 0).
     """
     if feature not in ("background_rise", "luma_rise", "frame_difference"):
         raise ValueError(f"feature must be 'background_rise', 'luma_rise' or 'frame_difference', got {feature!r}")
+    shape = tuple(torch.as_tensor(frames).shape)  # no copy of a tensor or an array
+    if len(shape) in (3, 4) and shape[0] > 0 and 0 in shape[1:]:
+        raise ValueError(f"frames must have pixels (height, width and channels > 0), got shape {shape}")
     if feature == "background_rise":
         return background_rise(frames)
     tensor = torch.as_tensor(frames)

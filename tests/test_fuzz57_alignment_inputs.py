@@ -233,3 +233,36 @@ def test_audio_within_the_search_range_of_the_frames_is_searched_not_called_apar
     audio = AudioClip(_audio().samples, SAMPLE_RATE, 2.4)   # starts 0.44 s after the last frame: inside ±500 ms
     est = aligner.estimate_av_offset(_video(), audio)
     assert est.abstain.reason != "no_overlap"
+
+
+@pytest.mark.parametrize("values, pts, message", [
+    ([0.0, float("inf"), 0.0], [0.0, 0.04, 0.08], "visual_events must be finite, got 1 NaN/inf of 3, the first at frame 1"),
+    ([0.0, 0.0, float("nan")], [0.0, 0.04, 0.08], "visual_events must be finite, got 1 NaN/inf of 3, the first at frame 2"),
+])
+def test_cached_visual_events_that_are_not_finite_are_refused(values, pts, message):
+    """One NaN or inf in a cached change signal silently removed every event: 'no_visual_events'."""
+    onsets = aligner.estimators.audio_onsets(_audio().samples, SAMPLE_RATE)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        aligner.estimators.estimate_av_offset_from_features(np.array(values), np.array(pts), onsets)
+
+
+@pytest.mark.parametrize("times, strength, message", [
+    ([0.1, float("nan")], [5.0, 5.0], "times_seconds and strength must be finite, got 1 NaN/inf times and 0 NaN/inf strengths"),
+    ([0.1, 0.2], [5.0, float("inf")], "times_seconds and strength must be finite, got 0 NaN/inf times and 1 NaN/inf strengths"),
+    ([0.3, 0.2, 0.4], [5.0, 5.0, 5.0], "times_seconds must be ascending, got 1 decreasing steps, the first after event 0"),
+])
+def test_cached_audio_onsets_that_are_not_finite_or_not_sorted_are_refused(times, strength, message):
+    """A NaN onset time failed in the lag search with 'cannot convert float NaN to integer'; unsorted ones were
+    matched as if sorted (a confident clip abstained)."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        aligner.estimators.AudioOnsets(np.array(times), np.array(strength), 1.0)
+
+
+@pytest.mark.parametrize("feature", ["background_rise", "luma_rise", "frame_difference"])
+@pytest.mark.parametrize("shape", [(5, 8, 0, 3), (5, 8, 8, 0), (5, 0, 8)])
+def test_frames_without_pixels_are_refused_by_shape(feature, shape):
+    """A width or channel count of 0 made NaN features (numpy 'Mean of empty slice') read as 'no visual events'."""
+    with pytest.raises(ValueError, match=re.escape(f"frames must have pixels (height, width and channels > 0), got "
+                                                   f"shape {shape}")):
+        aligner.estimators.visual_change_events(torch.zeros(shape, dtype=torch.uint8), feature=feature)
+    assert aligner.estimators.visual_change_events(torch.zeros((0,) + shape[1:], dtype=torch.uint8), feature=feature).shape == (0,)
