@@ -398,7 +398,7 @@ def caption_words(
         transcript: captions (spans that already have words are kept as they are).
         text_offset_ms: the transcript offset (DESIGN.md sign) to apply before aligning.
         margin_seconds: search this far beyond each caption's edges (at most half-way to the next or previous caption).
-        decoder: a pocketsphinx decoder to reuse; default: one per process.
+        decoder: a pocketsphinx decoder to reuse (never by two threads at once); default: one per thread.
 
     Returns:
         ``(transcript, failed)``: the transcript with words for every caption that aligned, and how many

@@ -165,7 +165,7 @@ def estimate_transcript_offset(
         transcript: stamps on the transcript's clock.
         method: one of :data:`~aligner.estimators.TEXT_METHODS`.
         options: :class:`~aligner.TextOptions`, used by both estimators.
-        decoder: a pocketsphinx decoder to reuse; default: one per process (``shared_decoder()``).
+        decoder: a pocketsphinx decoder to reuse (never by two threads at once); default: one per thread (``shared_decoder()``).
 
     Returns:
         :class:`~aligner.TextEstimate`; ``text_offset_ms > 0``: stamps are late.

@@ -266,3 +266,53 @@ def test_frames_without_pixels_are_refused_by_shape(feature, shape):
                                                    f"shape {shape}")):
         aligner.estimators.visual_change_events(torch.zeros(shape, dtype=torch.uint8), feature=feature)
     assert aligner.estimators.visual_change_events(torch.zeros((0,) + shape[1:], dtype=torch.uint8), feature=feature).shape == (0,)
+
+
+def test_each_thread_aligns_on_its_own_decoder():
+    """shared_decoder() was one decoder per process: threads aligning at once (a thread-based data loader, a
+    ThreadPoolExecutor) shared its search state and the process died of a segmentation fault."""
+    import threading
+
+    pytest.importorskip("pocketsphinx")
+    barrier, found = threading.Barrier(3), []
+
+    def take() -> None:
+        barrier.wait()
+        found.append((aligner.estimators.shared_decoder(), aligner.estimators.shared_decoder()))
+
+    threads = [threading.Thread(target=take) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(first is second for first, second in found)           # reused within a thread
+    assert len({id(first) for first, _ in found}) == 3                 # never shared between threads
+
+
+_THREADED_CAPTIONS = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+import loaders
+from aligner.estimators import caption_words
+audio = loaders.read_audio(sys.argv[1])
+captions = loaders.read_transcript(sys.argv[2])
+def words(_):
+    return [(w.text, round(w.start_seconds, 6)) for w in caption_words(audio, captions)[0].words]
+alone = words(0)
+with ThreadPoolExecutor(4) as pool:
+    together = list(pool.map(words, range(8)))
+print(all(result == alone for result in together), len(alone))
+"""
+
+
+def test_caption_words_from_four_threads_at_once_do_not_crash_and_match_one_thread():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("pocketsphinx")
+    sample = Path(__file__).resolve().parent.parent / "sample_data"
+    done = subprocess.run([sys.executable, "-c", _THREADED_CAPTIONS, str(sample / "clip01.mkv"), str(sample / "clip01.srt")],
+                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "8"]
