@@ -316,3 +316,32 @@ def test_caption_words_from_four_threads_at_once_do_not_crash_and_match_one_thre
                           capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "8"]
+
+
+_MAP = dict(level="word", clock=aligner.ClockModel(), sample_rate=16000)
+
+
+@pytest.mark.parametrize("window, message", [
+    ((2.0, 1.0), "the window must be finite with stop >= start, got window_start_seconds = 2.0, window_stop_seconds = 1.0"),
+    ((float("nan"), 2.0), "the window must be finite with stop >= start, got window_start_seconds = nan, "
+                          "window_stop_seconds = 2.0"),
+])
+def test_map_spans_refuses_a_window_that_no_span_can_be_in(window, message):
+    """An inverted or NaN window counted every span 'outside the media', silently."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        aligner.spans.map_spans([Word("a", 0.0, 0.5)], pts_seconds=np.arange(0, 2, 0.04), window_start_seconds=window[0],
+                                window_stop_seconds=window[1], **_MAP)
+
+
+@pytest.mark.parametrize("pts, message", [
+    (np.arange(0, 2, 0.04)[::-1].copy(), "got shape (50,), 0 NaN/inf, 49 decreasing steps"),
+    (np.where(np.arange(50) == 3, np.nan, np.arange(0, 2, 0.04)), "got shape (50,), 1 NaN/inf, 0 decreasing steps"),
+    (np.arange(0, 2, 0.04)[None], "got shape (1, 50), 0 NaN/inf, 0 decreasing steps"),
+])
+def test_map_spans_refuses_pts_the_frame_rule_cannot_search(pts, message):
+    """Reversed pts gave word 'b' [0.5, 1.0) frames [0, 50) (all of them), NaN pts their own silent ranges, 2-D pts
+    'object too deep for desired array'."""
+    with pytest.raises(ValueError, match=re.escape("pts_seconds must be 1-D, finite and non-decreasing (presentation "
+                                                   "order), " + message)):
+        aligner.spans.map_spans([Word("a", 0.0, 0.5), Word("b", 0.5, 1.0)], pts_seconds=pts, window_start_seconds=0.0,
+                                window_stop_seconds=2.0, **_MAP)
