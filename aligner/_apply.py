@@ -35,10 +35,11 @@ def audio_on_video_clock(
     The result has exactly ``round_half_up((stop - start)·sample_rate)`` samples.
 
     Raises:
-        ValueError: ``stop_seconds < start_seconds``, or a sample of ``audio`` is NaN or infinite.
+        ValueError: a window bound that is not finite or ``stop_seconds < start_seconds``, or a sample of ``audio``
+            is NaN or infinite.
     """
-    if stop_seconds < start_seconds:
-        raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
+    if not (np.isfinite(start_seconds) and np.isfinite(stop_seconds) and stop_seconds >= start_seconds):
+        raise ValueError(f"window must be finite with stop >= start, got {start_seconds = }, {stop_seconds = }")
     num_out = seconds_to_samples(stop_seconds - start_seconds, sample_rate)
     x = audio.samples.numpy()
     check_finite_samples(x)

@@ -345,3 +345,12 @@ def test_map_spans_refuses_pts_the_frame_rule_cannot_search(pts, message):
                                                    "order), " + message)):
         aligner.spans.map_spans([Word("a", 0.0, 0.5), Word("b", 0.5, 1.0)], pts_seconds=pts, window_start_seconds=0.0,
                                 window_stop_seconds=2.0, **_MAP)
+
+
+@pytest.mark.parametrize("start, stop", [(float("nan"), 1.0), (0.0, float("inf")), (1.0, 0.5)])
+def test_audio_on_video_clock_refuses_a_window_that_is_not_finite(start, stop):
+    """A NaN or inf bound failed with numpy's 'negative dimensions are not allowed'."""
+    with pytest.raises(ValueError, match=re.escape(f"window must be finite with stop >= start, got start_seconds = "
+                                                   f"{start}, stop_seconds = {stop}")):
+        aligner.timeline.audio_on_video_clock(_audio(), aligner.ClockModel(), sample_rate=SAMPLE_RATE,
+                                              start_seconds=start, stop_seconds=stop)
