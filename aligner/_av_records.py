@@ -19,7 +19,7 @@ class AVAbstain:
     reason: str
     """Machine-readable reason: ``no_visual_events``, ``continuous_motion``, ``too_few_events``, ``no_audio_events``,
     ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``, ``ordinary_sounds``,
-    ``peak_at_search_edge`` or ``no_overlap``."""
+    ``peak_at_search_edge``, ``no_overlap`` or ``search_too_large``."""
     found: str
     """What was found, e.g. ``"2 visual events"`` or ``"peak 2.1x sidelobe (7 of 9 events matched)"``."""
     needed: str
@@ -64,6 +64,9 @@ _HINTS = {
     "peak_at_search_edge": "the best lag is at the edge of the search range: the true offset may be larger; retry with "
                            "a larger range (`avalign measure --max-offset-ms MS`; Python: "
                            "`align(max_offset_ms=...)`).",
+    "search_too_large": "the search range is too wide for a clip this long (lags x drifts beyond what one search may "
+                        "hold in memory): narrow it (`align(av_options=AVOptions(max_offset_ms=..., max_drift_ppm=...))`; "
+                        "`avalign measure --max-offset-ms MS`) or estimate on a shorter window of the clip. " + _KNOWN,
     "no_overlap": "the audio and the video do not play at the same time at any offset searched: check that they come "
                   "from the same recording, and their start times (the audio's start_seconds, the video's first pts: a "
                   "stream cut from a longer one keeps its own start). If they belong together at a larger offset (up "

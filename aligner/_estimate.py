@@ -36,7 +36,7 @@ import torch
 
 from aligner._av_drift import MATCH_SECONDS, OFFSET_PAIR_SECONDS, MatchedPairs, fit_drift, matched_pairs
 from aligner._av_events import MIN_EVENTS, VisualEvents, detect_visual_events
-from aligner._av_match import LagDriftMatch, match_lag_drift
+from aligner._av_match import MAX_SEARCH_CELLS, LagDriftMatch, match_lag_drift, search_grid
 from aligner._av_records import AVEstimate, av_abstain, confidence_from_score
 from aligner._onsets import AudioOnsets, audio_onsets
 from aligner._options import AVOptions
@@ -169,6 +169,14 @@ def estimate_av_offset_from_features(
     if nothing is not None:
         return nothing
 
+    lags, drifts = search_grid(events, options)
+    if lags.size * drifts.size > MAX_SEARCH_CELLS:
+        span = float(events.times_seconds[-1] - events.times_seconds[0])
+        return av_abstain("search_too_large",
+                          found=f"{lags.size} lags x {drifts.size} drifts = {lags.size * drifts.size} cells to search "
+                                f"(±{options.max_offset_ms:.0f} ms, ±{options.max_drift_ppm:.0f} ppm over {span:.0f} s "
+                                f"of visual events)",
+                          needed=f"at most {MAX_SEARCH_CELLS} cells", **common)
     match = match_lag_drift(events, onsets, options)
     common.update(score=match.score, peak_to_sidelobe=match.peak_matches / max(match.sidelobe_matches, 1.0),
                   peak_matches=match.peak_matches, sidelobe_matches=match.sidelobe_matches,
