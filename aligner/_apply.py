@@ -35,14 +35,16 @@ def audio_on_video_clock(
     The result has exactly ``round_half_up((stop - start)·sample_rate)`` samples.
 
     Raises:
-        ValueError: a window bound that is not finite or ``stop_seconds < start_seconds``, or a sample of ``audio``
-            is NaN or infinite.
+        ValueError: a window bound that is not finite or ``stop_seconds < start_seconds``, ``audio`` without a channel,
+            or a sample of ``audio`` that is NaN or infinite.
     """
     if not (np.isfinite(start_seconds) and np.isfinite(stop_seconds) and stop_seconds >= start_seconds):
         raise ValueError(f"window must be finite with stop >= start, got {start_seconds = }, {stop_seconds = }")
     num_out = seconds_to_samples(stop_seconds - start_seconds, sample_rate)
     x = audio.samples.numpy()
     check_finite_samples(x)
+    if x.shape[0] == 0:
+        raise ValueError(f"audio samples must have at least one channel, got shape {x.shape}")
     channels = x.shape[0]
     source_rate = audio.sample_rate * clock.rate
     if x.shape[1] == 0:

@@ -75,10 +75,12 @@ def mono(samples: torch.Tensor | np.ndarray, *, keep_float32: bool = False) -> n
     16 kHz: no copy instead of 0.92 GB of float64).
 
     Raises:
-        ValueError: not ``[C, N]`` or ``[N]``, or a sample is NaN or infinite (:func:`check_finite_samples`).
+        ValueError: not ``[C, N]`` (``C >= 1``) or ``[N]``, or a sample is NaN or infinite (:func:`check_finite_samples`).
     """
     array = samples.detach().cpu().numpy() if isinstance(samples, torch.Tensor) else np.asarray(samples)
     check_finite_samples(array)
+    if array.ndim == 2 and array.shape[0] == 0:  # the mean of no channel is NaN at every sample
+        raise ValueError(f"audio samples must have at least one channel, got shape {array.shape}")
     if array.ndim == 2:
         array = array[0] if keep_float32 and array.shape[0] == 1 else array.mean(axis=0)
     if array.ndim != 1:

@@ -385,3 +385,15 @@ def test_a_search_within_the_budget_still_answers():
     visual, pts, onsets = _spread_events(600.0)
     est = aligner.estimators.estimate_av_offset_from_features(visual, pts, onsets)
     assert est.av_offset_ms == pytest.approx(100.0, abs=1.0)
+
+
+@pytest.mark.parametrize("num_samples", [0, 32000])
+def test_audio_without_a_channel_is_refused_by_shape(num_samples):
+    """[0, N] audio: the mean of no channel made every sample NaN (then called 'broken audio' further on, or aligned
+    into a batch row of 0 channels with estimate=False)."""
+    audio = AudioClip(torch.zeros(0, num_samples), SAMPLE_RATE, 0.0)
+    message = re.escape(f"audio samples must have at least one channel, got shape (0, {num_samples})")
+    with pytest.raises(ValueError, match=message):
+        aligner.align(_video(), audio, _words(), estimate=False)
+    with pytest.raises(ValueError, match=message):
+        aligner.estimate_transcript_offset(audio, _words(), method="energy")
