@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -147,7 +148,12 @@ def confidence_from_score(score: float, null_threshold: float = NULL_THRESHOLD) 
     Example:
         >>> confidence_from_score(0.5), confidence_from_score(4.5), confidence_from_score(-1.5)
         (0.3, 1.0, 0.0)
+
+    Raises:
+        ValueError: ``score`` is NaN or ``null_threshold`` is not finite (a NaN read as confidence 1.0).
     """
+    if math.isnan(score) or not math.isfinite(null_threshold):
+        raise ValueError(f"score must not be NaN and null_threshold must be finite, got {score = }, {null_threshold = }")
     if score < null_threshold:
         return float(max(0.0, 0.3 * (1.0 - (null_threshold - score) / 2.0)))
     return float(min(1.0, 0.3 + 0.7 * (score - null_threshold) / 4.0))

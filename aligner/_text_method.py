@@ -194,8 +194,11 @@ def estimate_transcript_offsets(
 
     Raises:
         ValueError: an unknown method; with ``"forced"``, the decoder refused the input.
+        TypeError: ``methods`` is a string, not a sequence of names.
         ImportError: ``"forced"`` without pocketsphinx.
     """
+    if isinstance(methods, str):
+        raise TypeError(f"methods must be a sequence of method names, got the string {methods!r}: pass ({methods!r},)")
     unknown = [m for m in methods if m not in TEXT_METHODS]
     if unknown:
         raise ValueError(f"text methods must be among {TEXT_METHODS}, got {unknown!r}")

@@ -397,3 +397,18 @@ def test_audio_without_a_channel_is_refused_by_shape(num_samples):
         aligner.align(_video(), audio, _words(), estimate=False)
     with pytest.raises(ValueError, match=message):
         aligner.estimate_transcript_offset(audio, _words(), method="energy")
+
+
+@pytest.mark.parametrize("score, threshold", [(float("nan"), 0.7), (1.0, float("nan")), (1.0, float("inf"))])
+def test_confidence_from_a_nan_score_is_refused_not_full(score, threshold):
+    """confidence_from_score(nan) was 1.0 (min(1.0, nan) keeps the 1.0): a NaN score read as full confidence."""
+    with pytest.raises(ValueError, match=re.escape(f"score must not be NaN and null_threshold must be finite, got "
+                                                   f"score = {score}, null_threshold = {threshold}")):
+        aligner.estimators.confidence_from_score(score, threshold)
+
+
+def test_transcript_methods_given_as_one_string_are_named():
+    """methods='auto' was read letter by letter: "got ['a', 'u', 't', 'o']"."""
+    with pytest.raises(TypeError, match=re.escape("methods must be a sequence of method names, got the string 'auto': "
+                                                  "pass ('auto',)")):
+        aligner.estimators.estimate_transcript_offsets(_audio(), _words(), methods="auto")
