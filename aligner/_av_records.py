@@ -146,7 +146,7 @@ def confidence_from_score(score: float, null_threshold: float = NULL_THRESHOLD) 
     decades of significance), 0.0 at ``null_threshold − 2``; linear in between, clipped to [0, 1].
 
     Example:
-        >>> confidence_from_score(0.5), confidence_from_score(4.5), confidence_from_score(-1.5)
+        >>> confidence_from_score(0.7), confidence_from_score(4.7), confidence_from_score(-1.3)
         (0.3, 1.0, 0.0)
 
     Raises:
