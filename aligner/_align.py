@@ -20,7 +20,7 @@ import numpy as np
 from aligner._apply import audio_on_video_clock
 from aligner._av_records import av_abstain as av_abstain_estimate
 from aligner._clock import ClockModel
-from aligner._options import AVOptions, TextMethod, TextOptions
+from aligner._options import TEXT_METHODS, AVOptions, TextMethod, TextOptions
 from aligner._spans import AlignedSpan, map_spans
 from aligner._text_records import text_abstain as text_abstain_estimate
 from aligner._tokens import Tokenizer
@@ -203,6 +203,22 @@ def _with_caption_words(audio: AudioClip, transcript: Transcript, text_offset_ms
         return transcript, 0
 
 
+def _check_arguments(sample_rate, start_seconds, stop_seconds, text_method, av_options, text_options) -> None:
+    """Raise before any work for an argument of :func:`align` that no alignment can use (the message shows it)."""
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) or sample_rate <= 0:
+        raise ValueError(f"sample_rate must be a positive int (Hz), got {sample_rate = !r}")
+    for name, value in (("start_seconds", start_seconds), ("stop_seconds", stop_seconds)):
+        if value is not None and not (isinstance(value, (int, float, np.number)) and np.isfinite(value)):
+            raise ValueError(f"{name} must be None or a finite number of seconds, got {name} = {value!r}")
+    if start_seconds is not None and stop_seconds is not None and stop_seconds < start_seconds:
+        raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
+    if text_method not in TEXT_METHODS:
+        raise ValueError(f"text_method must be one of {TEXT_METHODS}, got {text_method!r}")
+    for name, value, kind in (("av_options", av_options, AVOptions), ("text_options", text_options, TextOptions)):
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(f"{name} must be an aligner.{kind.__name__} or None, got {type(value).__name__} {value!r}")
+
+
 def align(
     video: Optional[VideoClip],
     audio: AudioClip,
@@ -256,6 +272,12 @@ def align(
     Returns:
         AlignedSample with audio, words and segments on the video timeline.
 
+    Raises:
+        ValueError: ``sample_rate`` not a positive int, a window bound that is not finite or ``stop < start``, an
+            unknown ``text_method``, an option out of range, audio samples that are not finite; ``DecodeError`` (``too_large``) for media that
+            start long after 0 (above).
+        TypeError: ``av_options`` / ``text_options`` of another type.
+
     Example:
         >>> sample = align(read_video(p), read_audio(p), read_transcript(t))   # doctest: +SKIP
         >>> sample.report.av_offset_ms, sample.words[0].frame_start             # doctest: +SKIP
@@ -263,6 +285,7 @@ def align(
     from aligner._estimate import estimate_av_offset
     from aligner._text_offset import refine_word_times
 
+    _check_arguments(sample_rate, start_seconds, stop_seconds, text_method, av_options, text_options)
     if start_seconds is None:
         _check_leading_gap(video, audio, sample_rate, key)
 

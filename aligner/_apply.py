@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from aligner._clock import ClockModel
+from aligner._signals import check_finite_samples
 from avcore import AudioClip, seconds_to_samples, soxr_hq
 
 logger = logging.getLogger(__name__)
@@ -32,11 +33,18 @@ def audio_on_video_clock(
     """The window ``[start_seconds, stop_seconds)`` of the video timeline, as audio at ``sample_rate``.
 
     The result has exactly ``round_half_up((stop - start)·sample_rate)`` samples.
+
+    Raises:
+        ValueError: a window bound that is not finite or ``stop_seconds < start_seconds``, ``audio`` without a channel,
+            or a sample of ``audio`` that is NaN or infinite.
     """
-    if stop_seconds < start_seconds:
-        raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
+    if not (np.isfinite(start_seconds) and np.isfinite(stop_seconds) and stop_seconds >= start_seconds):
+        raise ValueError(f"window must be finite with stop >= start, got {start_seconds = }, {stop_seconds = }")
     num_out = seconds_to_samples(stop_seconds - start_seconds, sample_rate)
     x = audio.samples.numpy()
+    check_finite_samples(x)
+    if x.shape[0] == 0:
+        raise ValueError(f"audio samples must have at least one channel, got shape {x.shape}")
     channels = x.shape[0]
     source_rate = audio.sample_rate * clock.rate
     if x.shape[1] == 0:

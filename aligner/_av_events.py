@@ -110,12 +110,20 @@ def detect_visual_events(visual_events: np.ndarray, pts_seconds: np.ndarray) -> 
         :class:`VisualEvents` (possibly empty).
 
     Raises:
-        ValueError: the two arrays are not both ``[T]``.
+        ValueError: the two arrays are not both ``[T]``, ``visual_events`` is not finite, or ``pts_seconds`` is not
+            finite and non-decreasing.
     """
     visual = np.asarray(visual_events, dtype=np.float64)
     pts = np.asarray(pts_seconds, dtype=np.float64)
     if visual.shape != pts.shape or visual.ndim != 1:
         raise ValueError(f"visual_events and pts_seconds must both be [T], got {visual.shape} and {pts.shape}")
+    if not np.isfinite(visual).all():
+        raise ValueError(f"visual_events must be finite, got {np.count_nonzero(~np.isfinite(visual))} NaN/inf of "
+                         f"{visual.size}, the first at frame {int(np.argmax(~np.isfinite(visual)))}")
+    if not np.isfinite(pts).all() or np.any(np.diff(pts) < 0):
+        raise ValueError(f"pts_seconds must be finite and non-decreasing (presentation order), got {pts[:5]}"
+                         f"{' ...' if pts.size > 5 else ''} ({np.count_nonzero(~np.isfinite(pts))} NaN/inf, "
+                         f"{np.count_nonzero(np.diff(pts) < 0)} decreasing steps)")
     selected, num_continuous = _isolated(visual)
     times, strength = _dated_between_frames(visual, pts, selected)
     if strength.size:

@@ -49,7 +49,7 @@ from aligner._options import AVOptions
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LOCAL_CHANCE_RING_SECONDS", "LagDriftMatch", "match_lag_drift"]
+__all__ = ["LOCAL_CHANCE_RING_SECONDS", "LagDriftMatch", "MAX_SEARCH_CELLS", "match_lag_drift", "search_grid"]
 
 LAG_STEP_SECONDS = 0.001
 """Lag grid step of the search."""
@@ -202,6 +202,27 @@ def _alias_matches(events: VisualEvents, onset_t: np.ndarray, onset_w: np.ndarra
     return most
 
 
+MAX_SEARCH_CELLS = 50_000_000
+"""The most lag × drift cells one search may hold: its match surface is float64 ``[drifts, lags]``, two of them alive
+at once (400 MB each at this size). Wide options on long clips reach far beyond it (±10 s and ±20000 ppm over 2 h of
+events: 576 million cells, 4.6 GB each, hours of work): :func:`~aligner.estimate_av_offset` abstains
+(``search_too_large``) instead."""
+
+
+def search_grid(events: VisualEvents, options: AVOptions) -> tuple[np.ndarray, np.ndarray]:
+    """The lags (at the events' centre, :data:`LAG_STEP_SECONDS` apart, ``±max_offset_ms``) and the drifts (steps
+    that keep ``drift·span/2`` within 2σ, ``±max_drift_ppm``; one drift, 0, for a single event) that
+    :func:`match_lag_drift` searches."""
+    event_t = events.times_seconds
+    half_span = 0.5 * float(event_t[-1] - event_t[0]) if event_t.size else 0.0
+    half_lags = int(math.ceil(options.max_offset_ms / 1000.0 / LAG_STEP_SECONDS))
+    lags = np.arange(-half_lags, half_lags + 1) * LAG_STEP_SECONDS
+    drift_step = 2.0 * _SIGMA_SECONDS / half_span if half_span > 0 else math.inf
+    num_drift = int(math.floor(options.max_drift_ppm * 1e-6 / drift_step)) if math.isfinite(drift_step) else 0
+    drifts = np.arange(-num_drift, num_drift + 1) * drift_step if num_drift > 0 else np.zeros(1)
+    return lags, drifts
+
+
 def match_lag_drift(events: VisualEvents, onsets: AudioOnsets, options: AVOptions) -> LagDriftMatch:
     """Search lag × drift for the line that puts the most visual events on audio events (module diagram).
 
@@ -223,11 +244,7 @@ def match_lag_drift(events: VisualEvents, onsets: AudioOnsets, options: AVOption
     centre_t = 0.5 * (float(event_t[0]) + float(event_t[-1]))
     half_span = 0.5 * float(event_t[-1] - event_t[0])
     step = LAG_STEP_SECONDS
-    half_lags = int(math.ceil(options.max_offset_ms / 1000.0 / step))
-    lags = np.arange(-half_lags, half_lags + 1) * step
-    drift_step = 2.0 * _SIGMA_SECONDS / half_span if half_span > 0 else math.inf
-    num_drift = int(math.floor(options.max_drift_ppm * 1e-6 / drift_step)) if math.isfinite(drift_step) else 0
-    drifts = np.arange(-num_drift, num_drift + 1) * drift_step if num_drift > 0 else np.zeros(1)
+    lags, drifts = search_grid(events, options)
     reach = options.max_offset_ms / 1000.0 + options.max_drift_ppm * 1e-6 * half_span + 0.05
     weights = onset_weights(onsets)
     best = None

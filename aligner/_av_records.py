@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -18,8 +19,8 @@ class AVAbstain:
 
     reason: str
     """Machine-readable reason: ``no_visual_events``, ``continuous_motion``, ``too_few_events``, ``no_audio_events``,
-    ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``, ``ordinary_sounds`` or
-    ``peak_at_search_edge``."""
+    ``below_null_threshold``, ``ambiguous_peak``, ``too_few_matches``, ``ordinary_sounds``,
+    ``peak_at_search_edge``, ``no_overlap`` or ``search_too_large``."""
     found: str
     """What was found, e.g. ``"2 visual events"`` or ``"peak 2.1x sidelobe (7 of 9 events matched)"``."""
     needed: str
@@ -64,6 +65,14 @@ _HINTS = {
     "peak_at_search_edge": "the best lag is at the edge of the search range: the true offset may be larger; retry with "
                            "a larger range (`avalign measure --max-offset-ms MS`; Python: "
                            "`align(max_offset_ms=...)`).",
+    "search_too_large": "the search range is too wide for a clip this long (lags x drifts beyond what one search may "
+                        "hold in memory): narrow it (`align(av_options=AVOptions(max_offset_ms=..., max_drift_ppm=...))`; "
+                        "`avalign measure --max-offset-ms MS`) or estimate on a shorter window of the clip. " + _KNOWN,
+    "no_overlap": "the audio and the video do not play at the same time at any offset searched: check that they come "
+                  "from the same recording, and their start times (the audio's start_seconds, the video's first pts: a "
+                  "stream cut from a longer one keeps its own start). If they belong together at a larger offset (up "
+                  "to 10 s), raise the search range (`avalign measure --max-offset-ms MS`; Python: "
+                  "`align(max_offset_ms=...)`). " + _KNOWN,
 }
 
 
@@ -137,9 +146,14 @@ def confidence_from_score(score: float, null_threshold: float = NULL_THRESHOLD) 
     decades of significance), 0.0 at ``null_threshold − 2``; linear in between, clipped to [0, 1].
 
     Example:
-        >>> confidence_from_score(0.5), confidence_from_score(4.5), confidence_from_score(-1.5)
+        >>> confidence_from_score(0.7), confidence_from_score(4.7), confidence_from_score(-1.3)
         (0.3, 1.0, 0.0)
+
+    Raises:
+        ValueError: ``score`` is NaN or ``null_threshold`` is not finite (a NaN read as confidence 1.0).
     """
+    if math.isnan(score) or not math.isfinite(null_threshold):
+        raise ValueError(f"score must not be NaN and null_threshold must be finite, got {score = }, {null_threshold = }")
     if score < null_threshold:
         return float(max(0.0, 0.3 * (1.0 - (null_threshold - score) / 2.0)))
     return float(min(1.0, 0.3 + 0.7 * (score - null_threshold) / 4.0))

@@ -1,8 +1,8 @@
-"""The pocketsphinx decoder that forced alignment uses (optional extra ``[align]``): a new one, or one per process."""
+"""The pocketsphinx decoder that forced alignment uses (optional extra ``[align]``): a new one, or one per thread."""
 from __future__ import annotations
 
-import functools
 import logging
+import threading
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -30,8 +30,30 @@ def new_decoder() -> Any:
     return Decoder(samprate=ALIGN_SAMPLE_RATE, bestpath=False, loglevel="FATAL", beam=1e-80, wbeam=1e-60, pbeam=1e-80)
 
 
-@functools.lru_cache(maxsize=1)
+class _PerThread(threading.local):
+    """The decoder of the calling thread (a ``threading.local``: every thread starts with None)."""
+
+    decoder: Any = None
+
+
+_decoders = _PerThread()
+
+
 def shared_decoder() -> Any:
-    """One :func:`new_decoder` per process, created on first use (an ImportError is raised again on each call,
-    not cached). ``shared_decoder.cache_clear()`` drops it."""
-    return new_decoder()
+    """One :func:`new_decoder` per thread, created on the thread's first use (an ImportError is raised again on each
+    call, not cached). ``shared_decoder.cache_clear()`` drops the calling thread's.
+
+    Per thread, not per process: a ``pocketsphinx.Decoder`` holds its search state, and two threads aligning on one
+    at the same time crash the process (a segmentation fault: thread-based data loaders, a ``ThreadPoolExecutor``).
+    """
+    if _decoders.decoder is None:
+        _decoders.decoder = new_decoder()
+    return _decoders.decoder
+
+
+def _drop_decoder() -> None:
+    """Drop the calling thread's decoder; the next :func:`shared_decoder` call creates a new one."""
+    _decoders.decoder = None
+
+
+shared_decoder.cache_clear = _drop_decoder  # the name of the per-process cache it replaces (functools.lru_cache)

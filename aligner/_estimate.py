@@ -36,7 +36,7 @@ import torch
 
 from aligner._av_drift import MATCH_SECONDS, OFFSET_PAIR_SECONDS, MatchedPairs, fit_drift, matched_pairs
 from aligner._av_events import MIN_EVENTS, VisualEvents, detect_visual_events
-from aligner._av_match import LagDriftMatch, match_lag_drift
+from aligner._av_match import MAX_SEARCH_CELLS, LagDriftMatch, match_lag_drift, search_grid
 from aligner._av_records import AVEstimate, av_abstain, confidence_from_score
 from aligner._onsets import AudioOnsets, audio_onsets
 from aligner._options import AVOptions
@@ -73,6 +73,25 @@ def _no_match(events: VisualEvents, num_audio: int, common: dict) -> Optional[AV
     if num_audio == 0:
         return av_abstain("no_audio_events", found="0 audio events", needed=f"{MIN_EVENTS} audio events", **common)
     return None
+
+
+def _apart(pts_seconds: np.ndarray, audio_start_seconds: float, audio_stop_seconds: float,
+           options: AVOptions) -> Optional[AVEstimate]:
+    """The abstention ``no_overlap`` when the audio shares no time with the video's frames at any offset and drift
+    searched (a sound of video time ``t`` is heard within ``t·(1 ± max_drift) ± max_offset``); None otherwise, and
+    for no frames or no audio (the other abstentions say those)."""
+    if pts_seconds.size == 0 or not audio_stop_seconds > audio_start_seconds:
+        return None
+    first, last = float(pts_seconds[0]), float(pts_seconds[-1])
+    reach = options.max_offset_ms / 1000.0 + options.max_drift_ppm * 1e-6 * max(abs(first), abs(last))
+    if audio_stop_seconds > first - reach and audio_start_seconds <= last + reach:
+        return None
+    gap = audio_start_seconds - last if audio_start_seconds > last else first - audio_stop_seconds
+    return av_abstain("no_overlap",
+                      found=f"audio [{audio_start_seconds:.3f}, {audio_stop_seconds:.3f}) s and video frames "
+                            f"[{first:.3f}, {last:.3f}] s, {gap:.3f} s apart",
+                      needed=f"audio and video that play at the same time at an offset within "
+                             f"±{options.max_offset_ms:.0f} ms")
 
 
 def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: MatchedPairs, guess_ms: float,
@@ -150,6 +169,14 @@ def estimate_av_offset_from_features(
     if nothing is not None:
         return nothing
 
+    lags, drifts = search_grid(events, options)
+    if lags.size * drifts.size > MAX_SEARCH_CELLS:
+        span = float(events.times_seconds[-1] - events.times_seconds[0])
+        return av_abstain("search_too_large",
+                          found=f"{lags.size} lags x {drifts.size} drifts = {lags.size * drifts.size} cells to search "
+                                f"(±{options.max_offset_ms:.0f} ms, ±{options.max_drift_ppm:.0f} ppm over {span:.0f} s "
+                                f"of visual events)",
+                          needed=f"at most {MAX_SEARCH_CELLS} cells", **common)
     match = match_lag_drift(events, onsets, options)
     common.update(score=match.score, peak_to_sidelobe=match.peak_matches / max(match.sidelobe_matches, 1.0),
                   peak_matches=match.peak_matches, sidelobe_matches=match.sidelobe_matches,
@@ -180,7 +207,16 @@ def estimate_av_offset_from_arrays(
     options: AVOptions = _DEFAULT,
 ) -> AVEstimate:
     """Like :func:`estimate_av_offset`, from a per-frame change signal + pts and raw audio samples
-    (``[C, N]`` or ``[N]`` at ``sample_rate``, first sample at ``audio_start_seconds``)."""
+    (``[C, N]`` or ``[N]`` at ``sample_rate``, first sample at ``audio_start_seconds``).
+
+    Abstains (``no_overlap``) without looking at the content when the audio and the frames share no time at any
+    offset and drift searched."""
+    num_samples = int(np.shape(audio_samples)[-1]) if np.ndim(audio_samples) else 0
+    if sample_rate > 0:
+        apart = _apart(np.asarray(pts_seconds, dtype=np.float64).reshape(-1), float(audio_start_seconds),
+                       float(audio_start_seconds) + num_samples / sample_rate, options)
+        if apart is not None:
+            return apart
     onsets = audio_onsets(audio_samples, sample_rate, start_seconds=audio_start_seconds)
     return estimate_av_offset_from_features(visual_events, pts_seconds, onsets, options=options)
 

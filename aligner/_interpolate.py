@@ -30,7 +30,8 @@ def interpolate_features(values, source_seconds, target_seconds, *, mode: Interp
     Returns a tensor if ``values`` is a tensor, else a numpy array, shaped ``[U, ...]``.
 
     Raises:
-        ValueError: an unknown ``mode``, unsorted ``source_seconds``, or not one value per source time.
+        ValueError: an unknown ``mode``, ``source_seconds`` not 1-D, sorted and finite, ``target_seconds`` not finite,
+            or not one value per source time.
 
     Example:
         >>> interpolate_features(np.array([0., 10.]), np.array([0., 1.]), np.array([0.25, 0.5]), mode="linear")
@@ -42,8 +43,13 @@ def interpolate_features(values, source_seconds, target_seconds, *, mode: Interp
     v = values.detach().cpu().numpy() if as_tensor else np.asarray(values)
     src = np.asarray(source_seconds, dtype=np.float64)
     tgt = np.asarray(target_seconds, dtype=np.float64)
-    if v.shape[0] != src.shape[0] or src.size == 0:
+    if v.ndim == 0 or src.ndim != 1 or v.shape[0] != src.shape[0] or src.size == 0:
         raise ValueError(f"need one value per source time and at least one: values {v.shape}, times {src.shape}")
+    for name, times in (("source_seconds", src), ("target_seconds", tgt)):
+        if not np.isfinite(times).all():
+            bad = ~np.isfinite(times).reshape(-1)
+            raise ValueError(f"{name} must be finite: {np.count_nonzero(bad)} of {times.size} are NaN or infinite, "
+                             f"the first at index {int(np.argmax(bad))}")
     if src.size > 1 and np.any(np.diff(src) < 0):
         raise ValueError("source_seconds must be sorted")
     right = np.searchsorted(src, tgt, side="right")

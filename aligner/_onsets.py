@@ -111,6 +111,13 @@ class AudioOnsets:
     def __post_init__(self) -> None:
         if self.times_seconds.shape != self.strength.shape:
             raise ValueError(f"times and strength must match, got {self.times_seconds.shape} and {self.strength.shape}")
+        times = np.asarray(self.times_seconds, dtype=np.float64)
+        if not (np.isfinite(times).all() and np.isfinite(np.asarray(self.strength, dtype=np.float64)).all()):
+            raise ValueError(f"times_seconds and strength must be finite, got {np.count_nonzero(~np.isfinite(times))} "
+                             f"NaN/inf times and {np.count_nonzero(~np.isfinite(self.strength))} NaN/inf strengths")
+        if np.any(np.diff(times) < 0):
+            raise ValueError(f"times_seconds must be ascending, got {np.count_nonzero(np.diff(times) < 0)} "
+                             f"decreasing steps, the first after event {int(np.argmax(np.diff(times) < 0))}")
         for name in ("rise_seconds", "tonality_db"):
             value = getattr(self, name)
             if value is not None and value.shape != self.times_seconds.shape:
@@ -332,11 +339,16 @@ def audio_onsets(
 
     Returns:
         :class:`AudioOnsets` (possibly empty).
+
+    Raises:
+        ValueError: ``sample_rate`` <= 0, ``start_seconds`` not finite, or samples that are not finite (``mono``).
     """
     import scipy.signal
 
     if not sample_rate > 0:
         raise ValueError(f"sample_rate must be > 0, got {sample_rate = }")
+    if not np.isfinite(start_seconds):
+        raise ValueError(f"start_seconds must be finite, got {start_seconds = }")
     signal = mono(samples, keep_float32=True)  # float32 at 16 kHz stays float32: every product below is float64
     if int(sample_rate) != _RATE:
         signal = _to_16k(signal.astype(np.float64, copy=False), int(sample_rate))

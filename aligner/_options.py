@@ -14,6 +14,8 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -41,6 +43,14 @@ VISUAL_FEATURES: tuple[str, ...] = get_args(VisualFeature)
 """The values of ``VisualFeature`` (the per-frame change signal of the A/V estimator)."""
 
 
+def _check_numbers(options) -> None:
+    """Every field but ``feature`` must be a real number (not a bool, not a string): a TypeError naming it, instead of
+    a failed comparison that names nothing (or ``True`` taken as 1)."""
+    for name, value in options.__dict__.items():
+        if name != "feature" and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+            raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+
+
 def _check_search(max_offset_ms: float, min_confidence: float) -> None:
     """The two options every estimator shares: a search range in (0, 10 s] and a confidence in [0, 1]."""
     if not (0 < max_offset_ms <= 10_000):
@@ -55,6 +65,7 @@ class AVOptions:
 
     Raises:
         ValueError: a value outside its range (the message shows it).
+        TypeError: a numeric field that is not a real number (a bool, a string).
     """
 
     max_offset_ms: float = 500.0
@@ -69,12 +80,16 @@ class AVOptions:
     min_drift_span_seconds: float = 4.0
     """Matched events must span at least this long for drift to be fitted."""
     null_threshold: float = NULL_THRESHOLD
-    """Match significance mapped to confidence 0.3 (calibrated: :data:`NULL_THRESHOLD`)."""
+    """Match significance mapped to confidence 0.3 (calibrated: :data:`NULL_THRESHOLD`). Finite."""
     feature: VisualFeature = "background_rise"
     """Per-frame visual change signal (see ``aligner.estimators.visual_change_events``)."""
 
     def __post_init__(self) -> None:
+        _check_numbers(self)
         _check_search(self.max_offset_ms, self.min_confidence)
+        if not math.isfinite(self.null_threshold):
+            raise ValueError(f"null_threshold must be a finite match significance, got {self.null_threshold = }; "
+                             f"{NULL_THRESHOLD} is the calibrated default")
         if not (0.0 <= self.max_drift_ppm <= 20_000):
             raise ValueError(f"max_drift_ppm must be in [0, 20000], got {self.max_drift_ppm = }")
         if not self.max_drift_se_ppm > 0:
@@ -91,6 +106,7 @@ class TextOptions:
 
     Raises:
         ValueError: a value outside its range (the message shows it).
+        TypeError: a numeric field that is not a real number (a bool, a string).
     """
 
     max_offset_ms: float = 500.0
@@ -109,6 +125,7 @@ class TextOptions:
     speech, which the median absorbs). > 0."""
 
     def __post_init__(self) -> None:
+        _check_numbers(self)
         _check_search(self.max_offset_ms, self.min_confidence)
         if not (0.0005 <= self.hop_seconds <= 0.02):
             raise ValueError(f"hop_seconds must be in [0.0005, 0.02], got {self.hop_seconds = }; 0.0025 is the default")

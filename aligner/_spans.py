@@ -14,6 +14,7 @@ samples of its audio, tokens of its joined word text).
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Literal, Optional, Sequence, get_args
 
@@ -65,6 +66,24 @@ class AlignedSpan:
         return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
+def _check_window(start_seconds: float, stop_seconds: float) -> None:
+    """Raise ValueError for a window ``[start, stop)`` that is not finite or ends before it starts."""
+    if not (math.isfinite(start_seconds) and math.isfinite(stop_seconds) and stop_seconds >= start_seconds):
+        raise ValueError(f"the window must be finite with stop >= start, got window_start_seconds = "
+                         f"{start_seconds!r}, window_stop_seconds = {stop_seconds!r}")
+
+
+def _checked_pts(pts_seconds) -> np.ndarray:
+    """``pts_seconds`` as float64 ``[T]``; ValueError unless 1-D, finite and non-decreasing (the frame rule's search
+    needs presentation order: unsorted pts gave wrong frame ranges silently)."""
+    pts = np.asarray(pts_seconds, dtype=np.float64)
+    if pts.ndim != 1 or not np.isfinite(pts).all() or np.any(np.diff(pts) < 0):
+        raise ValueError(f"pts_seconds must be 1-D, finite and non-decreasing (presentation order), got shape "
+                         f"{pts.shape}, {np.count_nonzero(~np.isfinite(pts))} NaN/inf, "
+                         f"{np.count_nonzero(np.diff(pts.reshape(-1)) < 0)} decreasing steps")
+    return pts
+
+
 def map_spans(
     items: Sequence,
     *,
@@ -83,10 +102,14 @@ def map_spans(
         The spans that overlap the window (in order) and how many fell entirely outside it.
 
     Raises:
-        ValueError: ``level`` is not a :data:`SpanLevel`.
+        ValueError: ``level`` is not a :data:`SpanLevel`; a window bound that is not finite or ``stop < start``;
+            ``pts_seconds`` not 1-D, finite and non-decreasing.
     """
     if level not in get_args(SpanLevel):
         raise ValueError(f"level must be one of {get_args(SpanLevel)}, got {level!r}")
+    _check_window(window_start_seconds, window_stop_seconds)
+    if pts_seconds is not None:
+        pts_seconds = _checked_pts(pts_seconds)
     starts = clock.stamp_to_video([it.start_seconds for it in items]) if items else np.zeros(0)
     stops = clock.stamp_to_video([it.stop_seconds for it in items]) if items else np.zeros(0)
     kept, outside = [], 0

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from typing import Any, Optional
 
 import numpy as np
@@ -411,7 +412,7 @@ def caption_words(
         transcript: captions (spans that already have words are kept as they are).
         text_offset_ms: the transcript offset (DESIGN.md sign) to apply before aligning.
         margin_seconds: search this far beyond each caption's edges (at most half-way to the next or previous caption).
-        decoder: a pocketsphinx decoder to reuse; default: one per process.
+        decoder: a pocketsphinx decoder to reuse (never by two threads at once); default: one per thread.
 
     Returns:
         ``(transcript, failed)``: the transcript with words for every caption that aligned, and how many
@@ -420,9 +421,12 @@ def caption_words(
 
     Raises:
         ImportError: pocketsphinx is not installed.
+        ValueError: ``margin_seconds`` negative or NaN, ``text_offset_ms`` not finite.
     """
-    if margin_seconds < 0:
+    if not margin_seconds >= 0:
         raise ValueError(f"margin_seconds must be >= 0, got {margin_seconds = }")
+    if not math.isfinite(text_offset_ms):
+        raise ValueError(f"text_offset_ms must be finite, got {text_offset_ms = }")
     decoder = decoder if decoder is not None else shared_decoder()
     shift = text_offset_ms / 1000.0
     spans, failed = [], 0

@@ -165,7 +165,7 @@ def estimate_transcript_offset(
         transcript: stamps on the transcript's clock.
         method: one of :data:`~aligner.estimators.TEXT_METHODS`.
         options: :class:`~aligner.TextOptions`, used by both estimators.
-        decoder: a pocketsphinx decoder to reuse; default: one per process (``shared_decoder()``).
+        decoder: a pocketsphinx decoder to reuse (never by two threads at once); default: one per thread (``shared_decoder()``).
 
     Returns:
         :class:`~aligner.TextEstimate`; ``text_offset_ms > 0``: stamps are late.
@@ -194,8 +194,11 @@ def estimate_transcript_offsets(
 
     Raises:
         ValueError: an unknown method; with ``"forced"``, the decoder refused the input.
+        TypeError: ``methods`` is a string, not a sequence of names.
         ImportError: ``"forced"`` without pocketsphinx.
     """
+    if isinstance(methods, str):
+        raise TypeError(f"methods must be a sequence of method names, got the string {methods!r}: pass ({methods!r},)")
     unknown = [m for m in methods if m not in TEXT_METHODS]
     if unknown:
         raise ValueError(f"text methods must be among {TEXT_METHODS}, got {unknown!r}")

@@ -336,7 +336,13 @@ def onset_offset_near(audio: AudioClip, transcript: Transcript, centre_ms: float
     one item carries more than half of the onset sum there (one onset, e.g. an affricate's release in a reverberant
     pause, would decide), when the refined reading lies outside the window, when the window leaves the search range,
     or without onsets or speech contrast.
+
+    Raises:
+        ValueError: ``centre_ms`` or ``window_ms`` is not finite (the message shows it).
     """
+    for name, value in (("centre_ms", centre_ms), ("window_ms", window_ms)):
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {name} = {value!r}")
     starts, weights, _ = _onsets(transcript)
     if starts.size == 0 or not window_ms > 0:
         return None

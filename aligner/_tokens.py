@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional, Protocol, Sequence, Union
 
+import numpy as np
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["word_token_ranges", "whitespace_offsets"]
@@ -55,6 +57,45 @@ def _offsets(text: str, tokenizer: Optional[Tokenizer]) -> list[tuple[int, int]]
     return offsets
 
 
+def _covered_words(chars: list[tuple[int, int]], offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """For each token, the half-open range of words whose characters it overlaps (``t0 < c1 and t1 > c0``).
+
+    The words' characters are disjoint and in order, so both ends are binary searches.
+    """
+    starts = np.asarray([c0 for c0, _ in chars], dtype=np.int64)
+    stops = np.asarray([c1 for _, c1 in chars], dtype=np.int64)
+    t0 = np.asarray([o[0] for o in offsets], dtype=np.int64)
+    t1 = np.asarray([o[1] for o in offsets], dtype=np.int64)
+    lo = np.searchsorted(stops, t0, side="right")
+    hi = np.searchsorted(starts, t1, side="left")
+    return list(zip(lo.tolist(), hi.tolist()))
+
+
+def _first_cover(covered: list[tuple[int, int]], num_words: int, order) -> list[int]:
+    """For each word, the first token in ``order`` whose range of words holds it (-1 for none).
+
+    Each word is assigned once: a skip pointer to the next unassigned word (with path halving) keeps the work
+    near-linear in words + tokens, whatever the tokens' ranges.
+    """
+    result = [-1] * num_words
+    skip = list(range(num_words + 1))
+
+    def unassigned_from(j: int) -> int:
+        while skip[j] != j:
+            skip[j] = skip[skip[j]]
+            j = skip[j]
+        return j
+
+    for token in order:
+        lo, hi = covered[token]
+        j = unassigned_from(lo) if lo < hi else hi
+        while j < hi:
+            result[j] = token
+            skip[j] = j + 1
+            j = unassigned_from(j + 1)
+    return result
+
+
 def word_token_ranges(words: Sequence[str], tokenizer: Optional[Tokenizer] = None) -> tuple[list[tuple[int, int]], int]:
     """``[token_start, token_stop)`` for each word, and the number of tokens of the joined text.
 
@@ -68,10 +109,10 @@ def word_token_ranges(words: Sequence[str], tokenizer: Optional[Tokenizer] = Non
         cursor += len(w) + 1
     text = " ".join(words)
     offsets = _offsets(text, tokenizer)
-    ranges = []
-    for c0, c1 in chars:
-        hits = [i for i, (t0, t1) in enumerate(offsets) if t0 < c1 and t1 > c0]
-        ranges.append((hits[0], hits[-1] + 1) if hits else (0, 0))
+    covered = _covered_words(chars, offsets)
+    first = _first_cover(covered, len(chars), range(len(offsets)))
+    last = _first_cover(covered, len(chars), reversed(range(len(offsets))))
+    ranges = [(f, l + 1) if f >= 0 else (0, 0) for f, l in zip(first, last)]
     # Words with no token (empty text) get an empty range at the next word's start.
     fixed, nxt = [], len(offsets)
     for r in reversed(ranges):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -73,7 +74,7 @@ class VideoClip:
     frames: torch.Tensor
     """uint8 tensor ``[T, H, W, C]`` (RGB, C = 3)."""
     pts_seconds: torch.Tensor
-    """float64 tensor ``[T]`` in presentation order; strictly increasing for a plain decode, with repeats when
+    """float64 tensor ``[T]`` in presentation order, finite; strictly increasing for a plain decode, with repeats when
     sampling at a rate above the clip's (the same frame is on screen at two grid times)."""
     metadata: VideoMetadata
     """Stream facts (header and content)."""
@@ -89,6 +90,11 @@ class VideoClip:
             raise ValueError(
                 f"frames and pts_seconds disagree: {self.frames.shape[0]} frames, {self.pts_seconds.shape[0]} pts"
             )
+        finite = torch.isfinite(self.pts_seconds)
+        if not bool(finite.all()):
+            first = int((~finite).nonzero()[0, 0])
+            raise ValueError(f"pts_seconds must be finite: {int((~finite).sum())} of {finite.numel()} are NaN or "
+                             f"infinite, the first at frame {first} ({float(self.pts_seconds[first])})")
         if self.pts_seconds.numel() > 1 and not bool((self.pts_seconds[1:] >= self.pts_seconds[:-1]).all()):
             raise ValueError("pts_seconds must be non-decreasing (presentation order)")
 
@@ -114,7 +120,7 @@ class AudioClip:
     sample_rate: int
     """Samples per second of ``samples``."""
     start_seconds: float
-    """Presentation time of the first returned sample (priming / pre-skip already removed)."""
+    """Presentation time of the first returned sample (priming / pre-skip already removed); finite."""
     source_sample_rate: Optional[int] = None
     """The stream's own rate before any resampling."""
     codec: str = ""
@@ -131,6 +137,12 @@ class AudioClip:
             )
         if not (isinstance(self.sample_rate, int) and self.sample_rate > 0):
             raise ValueError(f"sample_rate must be a positive int, got {self.sample_rate = }")
+        try:
+            finite = math.isfinite(self.start_seconds)
+        except TypeError:
+            finite = False
+        if not finite:
+            raise ValueError(f"start_seconds must be a finite number, got {self.start_seconds = }")
 
     @property
     def num_samples(self) -> int:
@@ -149,8 +161,9 @@ class AudioClip:
 
 
 def _check_interval(kind: str, text: str, start_seconds: float, stop_seconds: float) -> None:
-    if not (start_seconds == start_seconds and stop_seconds == stop_seconds):  # NaN check
-        raise ValueError(f"{kind} {text!r} has a NaN time: {start_seconds = }, {stop_seconds = }")
+    if not (math.isfinite(start_seconds) and math.isfinite(stop_seconds)):
+        raise ValueError(f"{kind} {text!r} has a time that is not finite (NaN or inf): {start_seconds = }, "
+                         f"{stop_seconds = }")
     if stop_seconds < start_seconds:
         raise ValueError(
             f"{kind} {text!r} ends before it starts: {start_seconds = }, {stop_seconds = } (need stop >= start)"
