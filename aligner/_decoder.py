@@ -1,6 +1,7 @@
 """The pocketsphinx decoder that forced alignment uses (optional extra ``[align]``): a new one, or one per thread."""
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 from typing import Any
@@ -31,29 +32,42 @@ def new_decoder() -> Any:
 
 
 class _PerThread(threading.local):
-    """The decoder of the calling thread (a ``threading.local``: every thread starts with None)."""
+    """The calling thread's decoder and its cache statistics (a ``threading.local``: every thread starts empty)."""
 
     decoder: Any = None
+    hits: int = 0
+    misses: int = 0
 
 
 _decoders = _PerThread()
+_CacheInfo = collections.namedtuple("CacheInfo", ["hits", "misses", "maxsize", "currsize"])
 
 
 def shared_decoder() -> Any:
     """One :func:`new_decoder` per thread, created on the thread's first use (an ImportError is raised again on each
-    call, not cached). ``shared_decoder.cache_clear()`` drops the calling thread's.
+    call, not cached). ``shared_decoder.cache_info()`` / ``cache_clear()`` are ``functools.lru_cache``'s, for the
+    calling thread (a decoder built before a fork is the forked child's main thread's).
 
     Per thread, not per process: a ``pocketsphinx.Decoder`` holds its search state, and two threads aligning on one
     at the same time crash the process (a segmentation fault: thread-based data loaders, a ``ThreadPoolExecutor``).
     """
     if _decoders.decoder is None:
         _decoders.decoder = new_decoder()
+        _decoders.misses += 1
+    else:
+        _decoders.hits += 1
     return _decoders.decoder
 
 
-def _drop_decoder() -> None:
-    """Drop the calling thread's decoder; the next :func:`shared_decoder` call creates a new one."""
-    _decoders.decoder = None
+def _cache_info() -> tuple:
+    """``(hits, misses, maxsize, currsize)`` of the calling thread's decoder, as ``functools.lru_cache`` reports."""
+    return _CacheInfo(_decoders.hits, _decoders.misses, 1, int(_decoders.decoder is not None))
 
 
-shared_decoder.cache_clear = _drop_decoder  # the name of the per-process cache it replaces (functools.lru_cache)
+def _cache_clear() -> None:
+    """Drop the calling thread's decoder and its statistics; the next :func:`shared_decoder` call creates a new one."""
+    _decoders.decoder, _decoders.hits, _decoders.misses = None, 0, 0
+
+
+shared_decoder.cache_info = _cache_info  # type: ignore[attr-defined]
+shared_decoder.cache_clear = _cache_clear  # type: ignore[attr-defined]
