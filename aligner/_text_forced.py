@@ -60,9 +60,9 @@ boundary inside speech lies is a convention that differs between captioners and 
 way (BENCHMARKS.md: with the one lead pocketsphinx dates abutting espeak-ng captions 20.3 ms late, human-timed words
 inside speech 0.9 ms late and human starts after a pause 25 ms early; "Caption words: a lead by context"). For
 captions, the offset is therefore the median over the captions out of silence where that median lies within
-``agree_ms`` of the median over all (of two of them that disagree by more than ``agree_ms``, the one nearer the median over
-all when other captions were placed, not their mean: one of the two is misplaced, and the mean moved the answer by
-half its error; BENCHMARKS.md,
+``agree_ms`` of the median over all (of two of them that are each more than ``agree_ms`` from their mean, the one nearer the
+median over all when other captions were placed, not their mean: one of the two is misplaced, and the mean moved the
+answer by half its error; BENCHMARKS.md,
 "Transcript offset: two captions out of silence"); confidence is still judged on all of them, and ``method="auto"`` confirms energy answers and runs its
 heard check against the median over all (``aligner._text_method``). Word-level transcripts keep the median over all words
 (most words abut; their few starts out of silence are too few to date a transcript). Chosen on TUNE alone (forced
@@ -221,11 +221,11 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
 
 
 def _out_of_silence_median(post_pause: list[float], differences: np.ndarray, agree_seconds: float) -> float:
-    """The median of the captions out of silence (``post_pause``, among all placed ``differences``). Of two that
-    disagree by more than ``agree_seconds``, one is misplaced and their mean would carry half its error: where other
-    captions were placed, the one nearer the median over all of them is taken (module docstring, "Captions out of
-    silence")."""
-    if len(post_pause) == 2 and differences.size > 2 and abs(post_pause[0] - post_pause[1]) > agree_seconds:
+    """The median of the captions out of silence (``post_pause``, among all placed ``differences``). Two that do not
+    agree with their own median (each further than ``agree_seconds`` from it, the confidence's sense of agreeing)
+    hold a misplaced caption, and their mean would carry half its error: where other captions were placed, the one
+    nearer the median over all of them is taken (module docstring, "Captions out of silence")."""
+    if len(post_pause) == 2 and differences.size > 2 and abs(post_pause[0] - post_pause[1]) > 2.0 * agree_seconds:
         median_all = float(np.median(differences))
         return min(post_pause, key=lambda diff: abs(diff - median_all))
     return float(np.median(post_pause))
