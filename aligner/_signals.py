@@ -263,10 +263,12 @@ def log_energy(
     *,
     hop_seconds: float = 0.01,
     window_seconds: float | None = None,
+    less: float = 0.0,
 ) -> tuple[np.ndarray, float]:
     """Log energy (dB) of frames centred on ``m * hop`` (``m = 0, 1, …``), window ``window_seconds``.
 
-    Frame ``m`` covers ``[m*hop - window/2, m*hop + window/2)`` of the clip (zero outside it).
+    Frame ``m`` covers ``[m*hop - window/2, m*hop + window/2)`` of the clip (zero outside it), its samples taken less
+    ``less`` (a DC offset: the mean of the clip's samples, for a level of what varies).
 
     Returns:
         ``(level_db, hop_seconds)``: float64 ``[M]`` with ``M = N // hop_samples`` and the exact hop.
@@ -282,7 +284,9 @@ def log_energy(
     for first in range(0, num_frames, chunk):
         stop = min(first + chunk, num_frames)
         lo, hi = frame_bounds(first, stop, hop_samples, window_samples, signal.size)
-        power[first:stop] = window_mean_square(signal[lo[0] : hi[-1]], lo - lo[0], hi - lo[0], window_samples)
+        segment = signal[lo[0] : hi[-1]]
+        power[first:stop] = window_mean_square(segment - segment.dtype.type(less) if less else segment, lo - lo[0],
+                                               hi - lo[0], window_samples)
     return 10.0 * np.log10(power + 1e-12), hop_samples / sample_rate
 
 

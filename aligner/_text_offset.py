@@ -114,8 +114,11 @@ def speech_features(
         (level, hop), (vad_level, _) = band_snr_levels(signal, sample_rate, hop_seconds=hop_seconds,
                                                         windows_seconds=(onset_window, 0.020))
     else:
-        level, hop = log_energy(signal, sample_rate, hop_seconds=hop_seconds, window_seconds=onset_window)
-        vad_level, _ = log_energy(signal, sample_rate, hop_seconds=hop_seconds, window_seconds=0.020)
+        # Less the clip's mean: a DC offset adds its square to every frame and flattens the speech's rises and pauses
+        # (BENCHMARKS.md, "Band energy and a DC offset").
+        dc = float(np.mean(signal, dtype=np.float64)) if signal.size else 0.0
+        level, hop = log_energy(signal, sample_rate, hop_seconds=hop_seconds, window_seconds=onset_window, less=dc)
+        vad_level, _ = log_energy(signal, sample_rate, hop_seconds=hop_seconds, window_seconds=0.020, less=dc)
     if level.size == 0:
         empty = np.zeros(0)
         return SpeechFeatures(empty, empty, empty, 0.0, hop, start_seconds)
@@ -176,7 +179,8 @@ def _band_powers(signal: np.ndarray, sample_rate: int, *, hop_samples: int,
     clip's end into its start) is a filter whose response decays as ``1/t``; on a block it reaches the ``margin``
     (:data:`_BAND_MARGIN_SECONDS`, 8 s) either way and wraps within the block beyond it. What it leaves out beyond
     8 s is 42 dB under a sound's energy in the 200 Hz band (``2 / (π² · 8 s)`` of ``2 · 200 Hz``), less in the wider
-    bands. Zeros stand outside the clip.
+    bands. Zeros stand outside the clip; each block's samples are taken less their mean (no step at the clip's edges
+    from a DC offset).
     The transform and band signals are float64 and one block long; only the per-frame powers (float32) are kept
     for the whole clip.
     """
@@ -196,7 +200,12 @@ def _band_powers(signal: np.ndarray, sample_rate: int, *, hop_samples: int,
         begin, end = core_lo - margin, core_hi + margin  # may reach outside the clip: zeros there
         size = next_fast_len(end - begin, real=True)  # <= _BAND_BLOCK_SAMPLES; a short clip: one block of its own
         block = np.zeros(size)
-        block[max(begin, 0) - begin : min(end, size_in) - begin] = signal[max(begin, 0) : min(end, size_in)]
+        inside = signal[max(begin, 0) : min(end, size_in)]
+        # Less the block's mean: a DC offset would be a step against the zeros outside the clip, and every band's
+        # filter rings from a step (pure DC audio got a confident answer from those edges; BENCHMARKS.md,
+        # "Band energy and a DC offset"). The bands start at 100 Hz: the mean is nothing they measure.
+        block[max(begin, 0) - begin : min(end, size_in) - begin] = inside - np.mean(inside, dtype=np.float64)
+        del inside
         spectrum = np.fft.rfft(block)
         del block
         masked = np.zeros_like(spectrum)  # one buffer for every band's masked spectrum
