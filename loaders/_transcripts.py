@@ -335,13 +335,21 @@ def pick_transcript(available, read) -> Optional[str]:
 
     Without one, a single language-tagged subtitle is used (``en.srt`` of member ``KEY.en.srt``, as yt-dlp names
     them: WebDataset's key ends at the first dot); its format is :func:`transcript_format_of` it. Several tagged
-    ones (``en.vtt`` and ``de.vtt``) are ambiguous: None.
+    ones (``en.vtt`` and ``de.vtt``) are ambiguous: None, with a warning (once per set of tags in a process).
     """
     for ext in TRANSCRIPT_EXTENSIONS:
         if ext in available and (ext != "json" or is_transcript_json(read(ext))):
             return ext
-    tagged = [ext for ext in available if _is_language_tagged(ext)]
+    tagged = sorted(ext for ext in available if _is_language_tagged(ext))
+    if len(tagged) > 1 and tuple(tagged) not in _AMBIGUOUS_WARNED:
+        _AMBIGUOUS_WARNED.add(tuple(tagged))
+        logger.warning("several language-tagged subtitles (%s) and no untagged transcript: none is used, the sample "
+                       "has no text (warned once per set of tags); keep one per sample, or name the one to use "
+                       "KEY.srt / KEY.vtt", ", ".join(tagged))
     return tagged[0] if len(tagged) == 1 else None
+
+
+_AMBIGUOUS_WARNED: set[tuple[str, ...]] = set()
 
 
 def _is_language_tagged(ext: str) -> bool:

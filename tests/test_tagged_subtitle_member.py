@@ -44,3 +44,12 @@ def test_tagged_srt_member_reaches_the_batch_and_preprocess(tmp_path):
     assert row["num_words"] == sum(len(text.split()) for text in _cue_texts(srt))
     with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
         assert "c.transcript.json" in tar.getnames()
+
+
+def test_several_tagged_subtitles_are_said_not_silently_dropped(caplog):
+    available = {"mp4": b"", "fr.srt": b"", "es.srt": b""}  # tags no other test uses: warned once per process
+    with caplog.at_level("WARNING", logger="loaders"):
+        assert pick_transcript(available, available.__getitem__) is None
+        assert pick_transcript(available, available.__getitem__) is None
+    said = [r.getMessage() for r in caplog.records if "language-tagged" in r.getMessage()]
+    assert len(said) == 1 and "es.srt, fr.srt" in said[0] and "none is used" in said[0], said
