@@ -268,7 +268,8 @@ def log_energy(
     """Log energy (dB) of frames centred on ``m * hop`` (``m = 0, 1, …``), window ``window_seconds``.
 
     Frame ``m`` covers ``[m*hop - window/2, m*hop + window/2)`` of the clip (zero outside it), its samples taken less
-    ``less`` (a DC offset: the mean of the clip's samples, for a level of what varies).
+    ``less`` (a DC offset: the mean of the clip's samples that are not 0, for a level of what varies), except samples
+    that are exactly 0 (digital silence stays silent).
 
     Returns:
         ``(level_db, hop_seconds)``: float64 ``[M]`` with ``M = N // hop_samples`` and the exact hop.
@@ -285,8 +286,9 @@ def log_energy(
         stop = min(first + chunk, num_frames)
         lo, hi = frame_bounds(first, stop, hop_samples, window_samples, signal.size)
         segment = signal[lo[0] : hi[-1]]
-        power[first:stop] = window_mean_square(segment - segment.dtype.type(less) if less else segment, lo - lo[0],
-                                               hi - lo[0], window_samples)
+        if less:  # digital silence (exact zeros) is no offset: it stays silent
+            segment = np.where(segment != 0, segment - segment.dtype.type(less), segment)
+        power[first:stop] = window_mean_square(segment, lo - lo[0], hi - lo[0], window_samples)
     return 10.0 * np.log10(power + 1e-12), hop_samples / sample_rate
 
 

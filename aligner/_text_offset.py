@@ -114,9 +114,9 @@ def speech_features(
         (level, hop), (vad_level, _) = band_snr_levels(signal, sample_rate, hop_seconds=hop_seconds,
                                                         windows_seconds=(onset_window, 0.020))
     else:
-        # Less the clip's mean: a DC offset adds its square to every frame and flattens the speech's rises and pauses
-        # (BENCHMARKS.md, "Band energy and a DC offset").
-        dc = float(np.mean(signal, dtype=np.float64)) if signal.size else 0.0
+        # Less a DC offset (:func:`_dc_offset`): it adds its square to every frame and flattens the speech's rises and
+        # pauses; exact zeros stay silent (BENCHMARKS.md, "Band energy and a DC offset").
+        dc = _dc_offset(signal)
         level, hop = log_energy(signal, sample_rate, hop_seconds=hop_seconds, window_seconds=onset_window, less=dc)
         vad_level, _ = log_energy(signal, sample_rate, hop_seconds=hop_seconds, window_seconds=0.020, less=dc)
     if level.size == 0:
@@ -134,6 +134,26 @@ def speech_features(
     threshold = vad_floor + max(6.0, 0.35 * (loud - vad_floor))
     active = (vad_level > threshold).astype(np.float64)
     return SpeechFeatures(rise, ending, active, floor, hop, float(start_seconds))
+
+
+def _dc_offset(signal: np.ndarray) -> float:
+    """The DC offset to take from ``signal`` before its full-band energy: the mean of its samples that are not exactly 0
+    (digital silence does not dilute it) when that mean is at least :data:`_DC_SHARE` of their rms, else 0.0: a
+    smaller mean lies within the noise floor's own variation, and taking it would move quiet frames' levels (a
+    generated clip with a 0.7 % mean lost its answer; BENCHMARKS.md, "Band energy and a DC offset")."""
+    count = int(np.count_nonzero(signal))
+    if not count:
+        return 0.0
+    mean = float(np.sum(signal, dtype=np.float64)) / count
+    step = 1 << 18  # a block at a time: no float64 copy of a long clip
+    squares = sum(float(np.square(signal[i:i + step], dtype=np.float64).sum()) for i in range(0, signal.size, step))
+    rms = math.sqrt(squares / count)
+    return mean if abs(mean) >= _DC_SHARE * rms else 0.0
+
+
+_DC_SHARE = 0.1
+"""A mean of at least this share of the rms is a DC offset (every generated set: 0.5-2 %; a converter's offset under
+speech: tens of %)."""
 
 
 _BAND_EDGES_HZ = (100.0, 300.0, 600.0, 1000.0, 1600.0, 2500.0, 4000.0, 6000.0)
