@@ -268,8 +268,7 @@ def log_energy(
     """Log energy (dB) of frames centred on ``m * hop`` (``m = 0, 1, …``), window ``window_seconds``.
 
     Frame ``m`` covers ``[m*hop - window/2, m*hop + window/2)`` of the clip (zero outside it), its samples taken less
-    ``less`` (a DC offset: the mean of the clip's samples that are not 0, for a level of what varies), except samples
-    that are exactly 0 (digital silence stays silent).
+    ``less`` (a DC offset the caller found), except samples that are exactly 0 (digital silence stays silent).
 
     Returns:
         ``(level_db, hop_seconds)``: float64 ``[M]`` with ``M = N // hop_samples`` and the exact hop.
