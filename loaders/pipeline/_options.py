@@ -70,6 +70,17 @@ class SampleOptions:
     cores instead (:func:`worker_decoder_threads`)."""
 
 
+
+def _check_device(device) -> None:
+    """Refuse a CUDA ``device`` that torch cannot reach, naming it (torch's own error names no option)."""
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r} ({error})") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}, but torch sees no CUDA device (torch.cuda.is_available() is False): "
+                         "build batches with device='cpu' and move them with batch.to(...) where a GPU is.")
+
 def worker_decoder_threads(num_workers: int) -> int:
     """FFmpeg threads per video decode inside one of ``num_workers`` loader workers: the cores this process may
     use, shared among the workers, at least 1. The workers already decode in parallel; FFmpeg's own threads on top
@@ -194,6 +205,7 @@ def resolve_options(o: dict[str, Any]) -> ResolvedOptions:
                         f"(ids, offsets), got {type(tokenizer).__name__} {tokenizer!r:.60}; a model name is not one: "
                         "pass AutoTokenizer.from_pretrained(name). (A tokenizer that fails on text is found by a "
                         "probe in the decoding process, before its first sample.)")
+    _check_device(o["device"])
     collator = Collator(budget_row, frame_size=o["frame_size"], device=o["device"], log_mel=o["log_mel"],
                         sample_rate=o["sample_rate"], max_items=o["max_items"], max_words=o["max_words"],
                         max_segments=o["max_segments"], pad_token_id=o["pad_token_id"],
