@@ -24,7 +24,7 @@ from aligner._options import TEXT_METHODS, AVOptions, TextMethod, TextOptions
 from aligner._spans import AlignedSpan, map_spans
 from aligner._text_records import text_abstain as text_abstain_estimate
 from aligner._tokens import Tokenizer
-from avcore import AudioClip, DecodeError, Transcript, VideoClip
+from avcore import AudioClip, DecodeError, Transcript, VideoClip, check_window
 
 logger = logging.getLogger(__name__)
 
@@ -210,8 +210,8 @@ def _check_arguments(sample_rate, start_seconds, stop_seconds, text_method, av_o
     for name, value in (("start_seconds", start_seconds), ("stop_seconds", stop_seconds)):
         if value is not None and not (isinstance(value, (int, float, np.number)) and np.isfinite(value)):
             raise ValueError(f"{name} must be None or a finite number of seconds, got {name} = {value!r}")
-    if start_seconds is not None and stop_seconds is not None and stop_seconds < start_seconds:
-        raise ValueError(f"window must have stop >= start, got {start_seconds = }, {stop_seconds = }")
+    if start_seconds is not None and stop_seconds is not None:
+        check_window(start_seconds, stop_seconds)
     if text_method not in TEXT_METHODS:
         raise ValueError(f"text_method must be one of {TEXT_METHODS}, got {text_method!r}")
     for name, value, kind in (("av_options", av_options, AVOptions), ("text_options", text_options, TextOptions)):

@@ -15,7 +15,7 @@ import torch
 
 from aligner._clock import ClockModel
 from aligner._signals import check_finite_samples
-from avcore import AudioClip, seconds_to_samples, soxr_hq
+from avcore import AudioClip, check_window, seconds_to_samples, soxr_hq
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +38,7 @@ def audio_on_video_clock(
         ValueError: a window bound that is not finite or ``stop_seconds < start_seconds``, ``audio`` without a channel,
             or a sample of ``audio`` that is NaN or infinite.
     """
-    if not (np.isfinite(start_seconds) and np.isfinite(stop_seconds) and stop_seconds >= start_seconds):
-        raise ValueError(f"window must be finite with stop >= start, got {start_seconds = }, {stop_seconds = }")
+    check_window(start_seconds, stop_seconds)
     num_out = seconds_to_samples(stop_seconds - start_seconds, sample_rate)
     x = audio.samples.numpy()
     check_finite_samples(x)

@@ -14,7 +14,6 @@ samples of its audio, tokens of its joined word text).
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import Literal, Optional, Sequence, get_args
 
@@ -22,7 +21,7 @@ import numpy as np
 
 from aligner._clock import ClockModel
 from aligner._tokens import Tokenizer, word_token_ranges
-from avcore import clip_to_window, frame_range, span_sample_range
+from avcore import check_window, clip_to_window, frame_range, span_sample_range
 
 logger = logging.getLogger(__name__)
 
@@ -66,13 +65,6 @@ class AlignedSpan:
         return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
-def _check_window(start_seconds: float, stop_seconds: float) -> None:
-    """Raise ValueError for a window ``[start, stop)`` that is not finite or ends before it starts."""
-    if not (math.isfinite(start_seconds) and math.isfinite(stop_seconds) and stop_seconds >= start_seconds):
-        raise ValueError(f"the window must be finite with stop >= start, got window_start_seconds = "
-                         f"{start_seconds!r}, window_stop_seconds = {stop_seconds!r}")
-
-
 def _checked_pts(pts_seconds) -> np.ndarray:
     """``pts_seconds`` as float64 ``[T]``; ValueError unless 1-D, finite and non-decreasing (the frame rule's search
     needs presentation order: unsorted pts gave wrong frame ranges silently)."""
@@ -107,7 +99,7 @@ def map_spans(
     """
     if level not in get_args(SpanLevel):
         raise ValueError(f"level must be one of {get_args(SpanLevel)}, got {level!r}")
-    _check_window(window_start_seconds, window_stop_seconds)
+    check_window(window_start_seconds, window_stop_seconds, names=("window_start_seconds", "window_stop_seconds"))
     if pts_seconds is not None:
         pts_seconds = _checked_pts(pts_seconds)
     starts = clock.stamp_to_video([it.start_seconds for it in items]) if items else np.zeros(0)

@@ -34,6 +34,7 @@ from avcore._media_types import (
 from avcore._records import AudioClip, BatchItem, Span, TextTokens, Transcript, VideoClip, VideoMetadata, Word
 from avcore._resample import resample, soxr_hq
 from avcore._time import (
+    check_window,
     check_window_overlaps,
     clip_to_window,
     frame_played_at,
@@ -69,6 +70,7 @@ __all__ = [
     "Word",
     "canonical_json",
     "clock_values",
+    "check_window",
     "check_window_overlaps",
     "clip_to_window",
     "downmix",

@@ -32,6 +32,7 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "check_window",
     "check_window_overlaps",
     "clip_to_window",
     "frame_played_at",
@@ -73,6 +74,22 @@ def samples_to_seconds(index: int | np.ndarray, sample_rate: float) -> float | n
         raise ValueError(f"sample_rate must be > 0, got {sample_rate = }")
     seconds = np.asarray(index, dtype=np.float64) / float(sample_rate)
     return float(seconds) if seconds.ndim == 0 else seconds
+
+
+def check_window(start_seconds: float, stop_seconds: float, *,
+                 names: tuple[str, str] = ("start_seconds", "stop_seconds")) -> None:
+    """Raise ValueError unless ``[start_seconds, stop_seconds)`` is a window anything can lie in: both bounds finite,
+    ``stop >= start``. The message names the bounds as the caller calls them (``names``).
+
+    Example:
+        >>> check_window(0.0, float("nan"))
+        Traceback (most recent call last):
+        ...
+        ValueError: window must be finite with stop >= start, got start_seconds = 0.0, stop_seconds = nan
+    """
+    if not (math.isfinite(start_seconds) and math.isfinite(stop_seconds) and stop_seconds >= start_seconds):
+        raise ValueError(f"window must be finite with stop >= start, got {names[0]} = {start_seconds!r}, "
+                         f"{names[1]} = {stop_seconds!r}")
 
 
 def sample_range(start_seconds: float, stop_seconds: float, sample_rate: float) -> tuple[int, int]:

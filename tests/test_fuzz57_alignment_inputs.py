@@ -134,7 +134,7 @@ def test_token_ranges_keep_their_rule_for_odd_tokenizers():
     (dict(stop_seconds=float("inf")), ValueError,
      "stop_seconds must be None or a finite number of seconds, got stop_seconds = inf"),
     (dict(start_seconds=2.0, stop_seconds=1.0), ValueError,
-     "window must have stop >= start, got start_seconds = 2.0, stop_seconds = 1.0"),
+     "window must be finite with stop >= start, got start_seconds = 2.0, stop_seconds = 1.0"),
     (dict(text_method="bogus"), ValueError, "text_method must be one of ('auto', 'energy', 'forced'), got 'bogus'"),
     (dict(av_options="x"), TypeError, "av_options must be an aligner.AVOptions or None, got str 'x'"),
     (dict(text_options=aligner.AVOptions()), TypeError, "text_options must be an aligner.TextOptions or None, got AVOptions"),
@@ -322,8 +322,8 @@ _MAP = dict(level="word", clock=aligner.ClockModel(), sample_rate=16000)
 
 
 @pytest.mark.parametrize("window, message", [
-    ((2.0, 1.0), "the window must be finite with stop >= start, got window_start_seconds = 2.0, window_stop_seconds = 1.0"),
-    ((float("nan"), 2.0), "the window must be finite with stop >= start, got window_start_seconds = nan, "
+    ((2.0, 1.0), "window must be finite with stop >= start, got window_start_seconds = 2.0, window_stop_seconds = 1.0"),
+    ((float("nan"), 2.0), "window must be finite with stop >= start, got window_start_seconds = nan, "
                           "window_stop_seconds = 2.0"),
 ])
 def test_map_spans_refuses_a_window_that_no_span_can_be_in(window, message):
