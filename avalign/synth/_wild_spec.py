@@ -25,7 +25,7 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT36_SEEDS", "REPORT37_SEEDS", "REPORT38_SEEDS", "REPORT39_SEEDS", "REPORT40_SEEDS", "REPORT42_SEEDS", "REPORT43_SEEDS", "REPORT47_SEEDS", "REPORT49_SEEDS", "REPORT53_SEEDS", "REPORT55_SEEDS", "REPORT57_SEEDS", "REPORT59_SEEDS", "SUBFRAME_FROM_SEED", "TUNE2_SEEDS", "TUNE43_SEEDS", "TUNE51_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "spec_record", "wild_specs"]
+__all__ = ["FINAL_SEEDS", "FRESH_SEEDS", "HELDOUT_SEEDS", "REPORT11_SEEDS", "REPORT13_SEEDS", "REPORT17_SEEDS", "REPORT19_SEEDS", "REPORT21_SEEDS", "REPORT23_SEEDS", "REPORT25_SEEDS", "REPORT27_SEEDS", "REPORT29_SEEDS", "REPORT31_SEEDS", "REPORT33_SEEDS", "REPORT35_SEEDS", "REPORT36_SEEDS", "REPORT37_SEEDS", "REPORT38_SEEDS", "REPORT39_SEEDS", "REPORT40_SEEDS", "REPORT42_SEEDS", "REPORT43_SEEDS", "REPORT47_SEEDS", "REPORT49_SEEDS", "REPORT53_SEEDS", "REPORT55_SEEDS", "REPORT57_SEEDS", "REPORT59_SEEDS", "REPORT61_SEEDS", "REPORT63_SEEDS", "SUBFRAME_FROM_SEED", "TUNE2_SEEDS", "TUNE43_SEEDS", "TUNE51_SEEDS", "TUNE_SEEDS", "WildEvent", "WildSpec", "mouth_speech_specs", "spec_record", "wild_specs"]
 
 TUNE_SEEDS = range(1000, 1024)
 """Seeds of the tune set (24 clips): thresholds and method parameters are chosen on these only."""
@@ -156,6 +156,13 @@ report after forced alignment's caption answers left out the captions it misplac
 REPORT59_SEEDS = range(59000, 59024)
 """Seeds of a twenty-eighth held-out set (24 clips, with the sub-frame stream), reserved with
 :data:`REPORT57_SEEDS`; run once, never tuned on."""
+REPORT61_SEEDS = range(61000, 61024)
+"""Seeds of a twenty-ninth held-out set (24 clips, with the sub-frame stream), reserved on 2026-12-07 (twelfth
+session) before any of its clips was generated, with :data:`REPORT63_SEEDS`, for one untouched A/V report of main after
+the session's changes (drift reporting); run once, never tuned on."""
+REPORT63_SEEDS = range(63000, 63024)
+"""Seeds of a thirtieth held-out set (24 clips, with the sub-frame stream), reserved with :data:`REPORT61_SEEDS`; run
+once, never tuned on."""
 REPORT39_SEEDS = range(39000, 39024)
 """Seeds of a seventeenth held-out set (24 clips, same generator), reserved on 2026-12-06 (eighth session) before any
 of its clips was generated, for one untouched report of main after the session's changes: A/V, transcript offset,
