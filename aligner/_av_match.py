@@ -49,8 +49,8 @@ from aligner._options import AVOptions
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LOCAL_CHANCE_RING_SECONDS", "LagDriftMatch", "MAX_SEARCH_CELLS", "MAX_SEARCH_EVENT_CELLS", "match_lag_drift",
-           "search_grid"]
+__all__ = ["LOCAL_CHANCE_RING_SECONDS", "LagDriftMatch", "MAX_SEARCH_CELLS", "MAX_SEARCH_EVENT_CELLS", "SEARCH_EVENT_CELLS_PER_SECOND",
+           "match_lag_drift", "search_grid"]
 
 LAG_STEP_SECONDS = 0.001
 """Lag grid step of the search."""
@@ -225,11 +225,17 @@ events: 576 million cells, 4.6 GB each, hours of work): :func:`~aligner.estimate
 
 
 MAX_SEARCH_EVENT_CELLS = 500_000_000
-"""The most visual events × lag × drift cells one search may evaluate: its time grows with all three (each cell sums
-every event, for each of the three kernel widths), 20-35 million a second on one core. A 1 h clip with a flash every
-20-40 s searched at ±10 s and ±1500 ppm is 119 events × 21.3 million cells = 2.5 billion: 175 s (BENCHMARKS.md,
-"Alignment API limits"). Over this bound (15-25 s) :func:`~aligner.estimate_av_offset` abstains
-(``search_too_large``), naming the ``max_offset_ms`` or ``max_drift_ppm`` that would fit."""
+"""The most visual events × lag × drift cells one search may evaluate on a clip of a few minutes or less (its time grows
+with all three: each cell sums every event, for each of the three kernel widths); a longer clip may use
+:data:`SEARCH_EVENT_CELLS_PER_SECOND` per second of its events' span when that is more. Over the bound
+:func:`~aligner.estimate_av_offset` abstains (``search_too_large``), naming the ``max_offset_ms`` or ``max_drift_ppm``
+that would fit. Measured (BENCHMARKS.md, "Alignment API limits"): 20-23 million event-cells a second on one core with
+the blocked rows of large searches, so this floor is about 25 s of work."""
+SEARCH_EVENT_CELLS_PER_SECOND = 600_000
+"""Event-cells a search may evaluate per second of its visual events' span: about 1 s of work per 30 s of clip at the
+measured 20 million a second, the estimator's cost target. A 1 h clip with an event every 4 s at the default ranges
+(913 events, 1.6 billion event-cells) answers in 68 s; one with a flash every 20-40 s searched at ±10 s (119 events,
+2.5 billion) abstains."""
 
 
 def search_grid(events: VisualEvents, options: AVOptions) -> tuple[np.ndarray, np.ndarray]:

@@ -37,8 +37,8 @@ import torch
 
 from aligner._av_drift import MATCH_SECONDS, OFFSET_PAIR_SECONDS, MatchedPairs, fit_drift, matched_pairs
 from aligner._av_events import MIN_EVENTS, VisualEvents, detect_visual_events
-from aligner._av_match import (LAG_STEP_SECONDS, MAX_SEARCH_CELLS, MAX_SEARCH_EVENT_CELLS, LagDriftMatch,
-                                match_lag_drift, search_grid)
+from aligner._av_match import (LAG_STEP_SECONDS, MAX_SEARCH_CELLS, MAX_SEARCH_EVENT_CELLS, SEARCH_EVENT_CELLS_PER_SECOND,
+                                LagDriftMatch, match_lag_drift, search_grid)
 from aligner._av_records import AVEstimate, av_abstain, confidence_from_score
 from aligner._onsets import AudioOnsets, audio_onsets
 from aligner._options import AVOptions
@@ -144,17 +144,19 @@ def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: Mat
 
 def _too_long(events: VisualEvents, lags: np.ndarray, drifts: np.ndarray, options: AVOptions,
               common: dict) -> Optional[AVEstimate]:
-    """The abstention ``search_too_large`` when the search would evaluate more than :data:`MAX_SEARCH_EVENT_CELLS`
-    visual events × cells (more than half a minute of work); its ``needed`` says which ``max_offset_ms`` (at this
-    drift range) or ``max_drift_ppm`` (at this offset range) would fit. None otherwise."""
+    """The abstention ``search_too_large`` when the search would evaluate more visual events × cells than its budget:
+    :data:`MAX_SEARCH_EVENT_CELLS`, or :data:`SEARCH_EVENT_CELLS_PER_SECOND` per second of the events' span when that is
+    more (about 1 s of work per 30 s of clip); its ``needed`` says which ``max_offset_ms`` (at this drift range) or
+    ``max_drift_ppm`` (at this offset range) would fit. None otherwise."""
     num_events = events.num_events
     work = num_events * lags.size * drifts.size
-    if work <= MAX_SEARCH_EVENT_CELLS:
-        return None
     span = float(events.times_seconds[-1] - events.times_seconds[0])
-    lags_fit = MAX_SEARCH_EVENT_CELLS // (num_events * drifts.size)  # at this drift range
+    budget = max(MAX_SEARCH_EVENT_CELLS, int(SEARCH_EVENT_CELLS_PER_SECOND * span))
+    if work <= budget:
+        return None
+    lags_fit = budget // (num_events * drifts.size)  # at this drift range
     offset_fit = ((lags_fit - 1) // 2 - 1) * LAG_STEP_SECONDS * 1000.0  # one lag spare: the grid rounds up
-    drifts_fit = MAX_SEARCH_EVENT_CELLS // (num_events * lags.size)  # at this offset range
+    drifts_fit = budget // (num_events * lags.size)  # at this offset range
     drift_step_ppm = float(drifts[1] - drifts[0]) * 1e6 if drifts.size > 1 else 0.0
     ways = []
     if offset_fit >= 1.0:
@@ -167,7 +169,7 @@ def _too_long(events: VisualEvents, lags: np.ndarray, drifts: np.ndarray, option
                       found=f"{num_events} visual events x {lags.size} lags x {drifts.size} drifts = {work} event-cells "
                             f"to search (±{options.max_offset_ms:.0f} ms, ±{options.max_drift_ppm:.0f} ppm over "
                             f"{span:.0f} s of visual events): too much work for one search",
-                      needed=f"at most {MAX_SEARCH_EVENT_CELLS} event-cells: " + ", or ".join(ways), **common)
+                      needed=f"at most {budget} event-cells for {span:.0f} s of events: " + ", or ".join(ways), **common)
 
 
 def estimate_av_offset_from_features(
