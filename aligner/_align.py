@@ -140,6 +140,56 @@ def _check_leading_gap(video: Optional[VideoClip], audio: AudioClip, sample_rate
         "also takes start_seconds/stop_seconds around the media.", reason="too_large")
 
 
+MAX_WINDOW_BEYOND_MEDIA_SECONDS = MAX_LEADING_GAP_SECONDS
+"""How far an explicit window (``start_seconds`` / ``stop_seconds`` of :func:`align`) may reach before the media's first
+frame or sample, or after its last: as much silence without frames as a default window may hold before the media. A
+window of ``start_seconds = -1e7`` asked for 160 billion samples at 16 kHz (596 GiB) and raised MemoryError."""
+
+
+def _check_pts_increase(video: Optional[VideoClip], key: str) -> None:
+    """Raise ValueError for a video of several frames whose pts are all equal: it has no presentation timeline (its
+    window was empty or one instant long, and every span fell outside it, silently)."""
+    if video is None or video.num_frames < 2:
+        return
+    pts = video.pts_seconds
+    if float(pts[-1]) > float(pts[0]):
+        return
+    name = f"{key}: " if key else ""
+    raise ValueError(f"{name}video pts_seconds must increase: all {video.num_frames} frames have pts "
+                     f"{float(pts[0])!r} s, so the frames span no time on the video timeline (every span would fall "
+                     "outside it). Decode with real timestamps (loaders.read_video), or give each frame its own "
+                     "presentation time.")
+
+
+def _media_extent(video: Optional[VideoClip], audio: AudioClip, clock: ClockModel) -> tuple[float, float]:
+    """``[first, last)`` of the media on the video timeline: its frames (the last one's duration included) and its audio
+    (where the clock puts it), together."""
+    a0, a1 = (float(clock.audio_to_video(t)) for t in (audio.start_seconds, audio.stop_seconds))
+    if video is None or not video.num_frames:
+        return a0, a1
+    last = _media_window(video, audio, clock)[1]
+    return min(float(video.pts_seconds[0]), a0), max(last, a1)
+
+
+def _check_window_near_media(lo: float, hi: float, video: Optional[VideoClip], audio: AudioClip, clock: ClockModel,
+                             sample_rate: int, start_seconds, stop_seconds) -> None:
+    """Raise ValueError when an explicit window bound reaches more than :data:`MAX_WINDOW_BEYOND_MEDIA_SECONDS` past
+    the media (:func:`_media_extent`); the message names the argument and its value."""
+    first, last = _media_extent(video, audio, clock)
+    reach = MAX_WINDOW_BEYOND_MEDIA_SECONDS
+    for name, value, beyond, where in (("start_seconds", start_seconds, first - lo, "before"),
+                                       ("stop_seconds", stop_seconds, hi - last, "after")):
+        if value is None or not beyond > reach:
+            continue
+        samples = (hi - lo) * sample_rate
+        raise ValueError(
+            f"{name} = {value!r} reaches {beyond:.3f} s {where} the media, which covers [{first:.3f}, {last:.3f}) s "
+            f"on the video timeline (frames and audio): an explicit window may reach at most "
+            f"{MAX_WINDOW_BEYOND_MEDIA_SECONDS:.0f} s past it (this one would be {samples:.0f} audio samples at "
+            f"{sample_rate} Hz, {samples * 4 / 2**30:.2f} GiB a channel, mostly silence without frames). Pass a window "
+            "around the media.")
+
+
 FIRST_SAMPLE_ORIGIN_MIN_SECONDS = 0.25
 """Audio that starts at least this late (``audio.start_seconds``) gets a second transcript-offset search when the
 first abstains: stamps counted from the audio's first sample (:func:`_estimate_either_origin`)."""
@@ -203,10 +253,13 @@ def _with_caption_words(audio: AudioClip, transcript: Transcript, text_offset_ms
         return transcript, 0
 
 
-def _check_arguments(sample_rate, start_seconds, stop_seconds, text_method, av_options, text_options) -> None:
-    """Raise before any work for an argument of :func:`align` that no alignment can use (the message shows it)."""
+def _check_arguments(sample_rate, start_seconds, stop_seconds, text_method, av_options, text_options,
+                     given: dict) -> None:
+    """Raise before any work for an argument of :func:`align` that no alignment can use (the message shows it).
+    ``given``: the known clock values passed (``av_offset_ms``, ``drift_ppm``, ``text_offset_ms``; None when not)."""
     if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) or sample_rate <= 0:
         raise ValueError(f"sample_rate must be a positive int (Hz), got {sample_rate = !r}")
+    ClockModel(**{name: value for name, value in given.items() if value is not None})  # finite, within their bounds
     for name, value in (("start_seconds", start_seconds), ("stop_seconds", stop_seconds)):
         if value is not None and not (isinstance(value, (int, float, np.number)) and np.isfinite(value)):
             raise ValueError(f"{name} must be None or a finite number of seconds, got {name} = {value!r}")
@@ -273,8 +326,10 @@ def align(
         AlignedSample with audio, words and segments on the video timeline.
 
     Raises:
-        ValueError: ``sample_rate`` not a positive int, a window bound that is not finite or ``stop < start``, an
-            unknown ``text_method``, an option out of range, audio samples that are not finite; ``DecodeError`` (``too_large``) for media that
+        ValueError: ``sample_rate`` not a positive int, a window bound that is not finite or ``stop < start``, or that
+            reaches more than ``MAX_WINDOW_BEYOND_MEDIA_SECONDS`` past the media, an unknown ``text_method``, an option
+            out of range, a given offset beyond ``aligner.timeline.MAX_OFFSET_MS``, a video of several frames whose
+            pts are all equal, audio samples that are not finite; ``DecodeError`` (``too_large``) for media that
             start long after 0 (above).
         TypeError: ``av_options`` / ``text_options`` of another type.
 
@@ -285,7 +340,9 @@ def align(
     from aligner._estimate import estimate_av_offset
     from aligner._text_offset import refine_word_times
 
-    _check_arguments(sample_rate, start_seconds, stop_seconds, text_method, av_options, text_options)
+    _check_arguments(sample_rate, start_seconds, stop_seconds, text_method, av_options, text_options,
+                     dict(av_offset_ms=av_offset_ms, drift_ppm=drift_ppm, text_offset_ms=text_offset_ms))
+    _check_pts_increase(video, key)
     if start_seconds is None:
         _check_leading_gap(video, audio, sample_rate, key)
 
@@ -333,6 +390,8 @@ def align(
     hi = hi if stop_seconds is None else float(stop_seconds)
     if hi < lo:
         raise ValueError(f"window must have stop >= start, got {lo = }, {hi = }")
+    if start_seconds is not None or stop_seconds is not None:
+        _check_window_near_media(lo, hi, video, audio, clock, sample_rate, start_seconds, stop_seconds)
     aligned_audio = audio_on_video_clock(audio, clock, sample_rate=sample_rate, start_seconds=lo, stop_seconds=hi)
 
     words_src = transcript.words if transcript is not None else ()

@@ -15,7 +15,7 @@ import torch
 
 from aligner._clock import ClockModel
 from aligner._signals import check_finite_samples
-from avcore import AudioClip, check_window, seconds_to_samples, soxr_hq
+from avcore import MAX_SAMPLE_INDEX, AudioClip, check_window, check_window_samples, seconds_to_samples, soxr_hq
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +35,12 @@ def audio_on_video_clock(
     The result has exactly ``round_half_up((stop - start)·sample_rate)`` samples.
 
     Raises:
-        ValueError: a window bound that is not finite or ``stop_seconds < start_seconds``, ``audio`` without a channel,
-            or a sample of ``audio`` that is NaN or infinite.
+        ValueError: a window bound that is not finite or ``stop_seconds < start_seconds``, a window (or a distance from
+            it to the audio) of more samples than an index can count (``avcore.MAX_SAMPLE_INDEX``), ``audio`` without a
+            channel, or a sample of ``audio`` that is NaN or infinite.
     """
     check_window(start_seconds, stop_seconds)
+    check_window_samples(start_seconds, stop_seconds, sample_rate)
     num_out = seconds_to_samples(stop_seconds - start_seconds, sample_rate)
     x = audio.samples.numpy()
     check_finite_samples(x)
@@ -54,6 +56,10 @@ def audio_on_video_clock(
         y = soxr_hq(x, source_rate, sample_rate)
     # y[k] sits at video time v0 + k / sample_rate.
     v0 = float(clock.audio_to_video(audio.start_seconds))
+    if not abs(v0 - start_seconds) * sample_rate <= MAX_SAMPLE_INDEX:
+        raise ValueError(f"the audio starts at video time {v0!r} s (audio start_seconds = {audio.start_seconds!r}, "
+                         f"{clock}), {abs(v0 - start_seconds) * sample_rate:.3g} samples at {sample_rate} Hz from the "
+                         f"window's start_seconds = {start_seconds!r}: more than a sample index can count (2**62)")
     shift = seconds_to_samples(v0 - start_seconds, sample_rate)  # out[j] = y[j - shift]
     out = np.zeros((channels, num_out), dtype=np.float32)
     lo, hi = max(shift, 0), min(shift + y.shape[1], num_out)

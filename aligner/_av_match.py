@@ -49,7 +49,8 @@ from aligner._options import AVOptions
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LOCAL_CHANCE_RING_SECONDS", "LagDriftMatch", "MAX_SEARCH_CELLS", "match_lag_drift", "search_grid"]
+__all__ = ["LOCAL_CHANCE_RING_SECONDS", "LagDriftMatch", "MAX_SEARCH_CELLS", "MAX_SEARCH_EVENT_CELLS", "SEARCH_EVENT_CELLS_PER_SECOND",
+           "match_lag_drift", "search_grid"]
 
 LAG_STEP_SECONDS = 0.001
 """Lag grid step of the search."""
@@ -154,6 +155,15 @@ def _local_chance(curve: np.ndarray, peak_index: int, step: float) -> float:
     return float(curve[ring].mean()) if ring.any() else 0.0
 
 
+_WHOLE_ROW_ELEMENTS = 262_144
+"""A row of :func:`_surface` of at most this many events × lags is done in one step (2 MB a temporary), as it always was
+(the sample clips' answers are bit for bit those of before); a larger one in blocks of :data:`_ROW_BLOCK_ELEMENTS`."""
+_ROW_BLOCK_ELEMENTS = 65_536
+"""Events × lags of one block of a large row (512 KB a temporary, held in cache): 119 events at ±2 s went from 15 to
+100 million event-cells a second, and thousands of events at ±10 s no longer hold gigabytes a temporary. A block's
+sums may differ from the whole row's in the last bit."""
+
+
 def _surface(events: VisualEvents, grid: np.ndarray, grid_lo: float, lags: np.ndarray, drifts: np.ndarray,
              centre_t: float) -> np.ndarray:
     """``c(L, d)`` as ``[drifts, lags]``: the weighted sum of ``G`` (on a half-step grid, linearly interpolated)
@@ -161,11 +171,16 @@ def _surface(events: VisualEvents, grid: np.ndarray, grid_lo: float, lags: np.nd
     half_step = LAG_STEP_SECONDS / 2
     event_t, event_w = events.times_seconds, events.weights
     surface = np.empty((drifts.size, lags.size))
+    block = lags.size if event_t.size * lags.size <= _WHOLE_ROW_ELEMENTS else \
+        max(2, _ROW_BLOCK_ELEMENTS // max(event_t.size, 1))
+    lag_steps = lags / half_step
     for row, drift in enumerate(drifts):
-        positions = (event_t + drift * (event_t - centre_t) - grid_lo)[:, None] / half_step + lags[None, :] / half_step
-        base = np.clip(np.floor(positions).astype(np.int64), 0, grid.size - 2)
-        frac = np.clip(positions - base, 0.0, 1.0)
-        surface[row] = event_w @ (grid[base] * (1.0 - frac) + grid[base + 1] * frac)
+        on_line = (event_t + drift * (event_t - centre_t) - grid_lo)[:, None] / half_step
+        for start in range(0, lags.size, block):
+            positions = on_line + lag_steps[None, start:start + block]
+            base = np.clip(np.floor(positions).astype(np.int64), 0, grid.size - 2)
+            frac = np.clip(positions - base, 0.0, 1.0)
+            surface[row, start:start + block] = event_w @ (grid[base] * (1.0 - frac) + grid[base + 1] * frac)
     return surface
 
 
@@ -207,6 +222,20 @@ MAX_SEARCH_CELLS = 50_000_000
 at once (400 MB each at this size). Wide options on long clips reach far beyond it (±10 s and ±20000 ppm over 2 h of
 events: 576 million cells, 4.6 GB each, hours of work): :func:`~aligner.estimate_av_offset` abstains
 (``search_too_large``) instead."""
+
+
+MAX_SEARCH_EVENT_CELLS = 500_000_000
+"""The most visual events × lag × drift cells one search may evaluate on a clip of a few minutes or less (its time grows
+with all three: each cell sums every event, for each of the three kernel widths); a longer clip may use
+:data:`SEARCH_EVENT_CELLS_PER_SECOND` per second of its events' span when that is more. Over the bound
+:func:`~aligner.estimate_av_offset` abstains (``search_too_large``), naming the ``max_offset_ms`` or ``max_drift_ppm``
+that would fit. Measured (BENCHMARKS.md, "Alignment API limits"): 20-23 million event-cells a second on one core with
+the blocked rows of large searches, so this floor is about 25 s of work."""
+SEARCH_EVENT_CELLS_PER_SECOND = 600_000
+"""Event-cells a search may evaluate per second of its visual events' span: about 1 s of work per 30 s of clip at the
+measured 20 million a second, the estimator's cost target. A 1 h clip with an event every 4 s at the default ranges
+(913 events, 1.6 billion event-cells) answers in 68 s; one with a flash every 20-40 s searched at ±10 s (119 events,
+2.5 billion) abstains."""
 
 
 def search_grid(events: VisualEvents, options: AVOptions) -> tuple[np.ndarray, np.ndarray]:

@@ -66,7 +66,8 @@ _HINTS = {
                            "a larger range (`avalign measure --max-offset-ms MS`; Python: "
                            "`align(max_offset_ms=...)`).",
     "search_too_large": "the search range is too wide for a clip this long (lags x drifts beyond what one search may "
-                        "hold in memory): narrow it (`align(av_options=AVOptions(max_offset_ms=..., max_drift_ppm=...))`; "
+                        "hold in memory, or visual events x lags x drifts beyond about 1 s of work per 30 s of clip): "
+                        "narrow it (`align(av_options=AVOptions(max_offset_ms=..., max_drift_ppm=...))`; "
                         "`avalign measure --max-offset-ms MS`) or estimate on a shorter window of the clip. " + _KNOWN,
     "no_overlap": "the audio and the video do not play at the same time at any offset searched: check that they come "
                   "from the same recording, and their start times (the audio's start_seconds, the video's first pts: a "

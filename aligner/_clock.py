@@ -20,7 +20,13 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ClockModel"]
+__all__ = ["MAX_OFFSET_MS", "ClockModel"]
+
+MAX_OFFSET_MS = 100_000_000.0
+"""The largest ``|av_offset_ms|`` and ``|text_offset_ms|`` a :class:`ClockModel` takes: 100000 s (27.8 h), beyond any
+start a container can carry (MPEG-TS pts wrap after 26.5 h) and any transcript of one recording. Larger offsets are
+mistakes (a value in µs or ns, a wall-clock stamp) and overflowed the sample index: 1e20 ms put the audio at sample
+-2**63 (silence, said only by a numpy warning)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,11 @@ class ClockModel:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {name} = {value!r}")
+        for name in ("av_offset_ms", "text_offset_ms"):
+            value = getattr(self, name)
+            if abs(value) > MAX_OFFSET_MS:
+                raise ValueError(f"{name} must be within ±{MAX_OFFSET_MS:.0f} ms ({MAX_OFFSET_MS / 3.6e6:.1f} h), got "
+                                 f"{name} = {value!r}")
         if abs(self.drift_ppm) >= 1e5:
             raise ValueError(f"drift_ppm must be within ±100000 (±10 %), got {self.drift_ppm = }")
 

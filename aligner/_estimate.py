@@ -29,6 +29,7 @@ Every entry point takes one :class:`~aligner.AVOptions`.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Optional
 
 import numpy as np
@@ -36,7 +37,8 @@ import torch
 
 from aligner._av_drift import MATCH_SECONDS, OFFSET_PAIR_SECONDS, MatchedPairs, fit_drift, matched_pairs
 from aligner._av_events import MIN_EVENTS, VisualEvents, detect_visual_events
-from aligner._av_match import MAX_SEARCH_CELLS, LagDriftMatch, match_lag_drift, search_grid
+from aligner._av_match import (LAG_STEP_SECONDS, MAX_SEARCH_CELLS, MAX_SEARCH_EVENT_CELLS, SEARCH_EVENT_CELLS_PER_SECOND,
+                                LagDriftMatch, match_lag_drift, search_grid)
 from aligner._av_records import AVEstimate, av_abstain, confidence_from_score
 from aligner._onsets import AudioOnsets, audio_onsets
 from aligner._options import AVOptions
@@ -140,6 +142,36 @@ def _gate(events: VisualEvents, num_audio: int, match: LagDriftMatch, pairs: Mat
     return None
 
 
+def _too_long(events: VisualEvents, lags: np.ndarray, drifts: np.ndarray, options: AVOptions,
+              common: dict) -> Optional[AVEstimate]:
+    """The abstention ``search_too_large`` when the search would evaluate more visual events × cells than its budget:
+    :data:`MAX_SEARCH_EVENT_CELLS`, or :data:`SEARCH_EVENT_CELLS_PER_SECOND` per second of the events' span when that is
+    more (about 1 s of work per 30 s of clip); its ``needed`` says which ``max_offset_ms`` (at this drift range) or
+    ``max_drift_ppm`` (at this offset range) would fit. None otherwise."""
+    num_events = events.num_events
+    work = num_events * lags.size * drifts.size
+    span = float(events.times_seconds[-1] - events.times_seconds[0])
+    budget = max(MAX_SEARCH_EVENT_CELLS, int(SEARCH_EVENT_CELLS_PER_SECOND * span))
+    if work <= budget:
+        return None
+    lags_fit = budget // (num_events * drifts.size)  # at this drift range
+    offset_fit = ((lags_fit - 1) // 2 - 1) * LAG_STEP_SECONDS * 1000.0  # one lag spare: the grid rounds up
+    drifts_fit = budget // (num_events * lags.size)  # at this offset range
+    drift_step_ppm = float(drifts[1] - drifts[0]) * 1e6 if drifts.size > 1 else 0.0
+    ways = []
+    if offset_fit >= 1.0:
+        ways.append(f"max_offset_ms <= {offset_fit:.0f} at ±{options.max_drift_ppm:.0f} ppm")
+    if drifts_fit >= 1 and drifts.size > 1:
+        drift_fit = math.floor((drifts_fit - 1) // 2 * drift_step_ppm)
+        ways.append(f"max_drift_ppm <= {drift_fit} at ±{options.max_offset_ms:.0f} ms")
+    ways.append("a shorter window of the clip (fewer events, fewer drifts)")
+    return av_abstain("search_too_large",
+                      found=f"{num_events} visual events x {lags.size} lags x {drifts.size} drifts = {work} event-cells "
+                            f"to search (±{options.max_offset_ms:.0f} ms, ±{options.max_drift_ppm:.0f} ppm over "
+                            f"{span:.0f} s of visual events): too much work for one search",
+                      needed=f"at most {budget} event-cells for {span:.0f} s of events: " + ", or ".join(ways), **common)
+
+
 def estimate_av_offset_from_features(
     visual_events: np.ndarray,
     pts_seconds: np.ndarray,
@@ -177,6 +209,9 @@ def estimate_av_offset_from_features(
                                 f"(±{options.max_offset_ms:.0f} ms, ±{options.max_drift_ppm:.0f} ppm over {span:.0f} s "
                                 f"of visual events)",
                           needed=f"at most {MAX_SEARCH_CELLS} cells", **common)
+    too_long = _too_long(events, lags, drifts, options, common)
+    if too_long is not None:
+        return too_long
     match = match_lag_drift(events, onsets, options)
     common.update(score=match.score, peak_to_sidelobe=match.peak_matches / max(match.sidelobe_matches, 1.0),
                   peak_matches=match.peak_matches, sidelobe_matches=match.sidelobe_matches,

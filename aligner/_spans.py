@@ -21,7 +21,7 @@ import numpy as np
 
 from aligner._clock import ClockModel
 from aligner._tokens import Tokenizer, word_token_ranges
-from avcore import check_window, clip_to_window, frame_range, span_sample_range
+from avcore import check_window, check_window_samples, clip_to_window, frame_range, span_sample_range
 
 logger = logging.getLogger(__name__)
 
@@ -91,15 +91,19 @@ def map_spans(
     timeline, clip them to the window and compute their index ranges.
 
     Returns:
-        The spans that overlap the window (in order) and how many fell entirely outside it.
+        The spans that overlap the window (in order) and how many fell entirely outside it (all of them for an empty
+        window).
 
     Raises:
-        ValueError: ``level`` is not a :data:`SpanLevel`; a window bound that is not finite or ``stop < start``;
+        ValueError: ``level`` is not a :data:`SpanLevel`; a window bound that is not finite or ``stop < start``, or a
+            window of more samples than an index can count (``avcore.MAX_SAMPLE_INDEX``);
             ``pts_seconds`` not 1-D, finite and non-decreasing.
     """
     if level not in get_args(SpanLevel):
         raise ValueError(f"level must be one of {get_args(SpanLevel)}, got {level!r}")
-    check_window(window_start_seconds, window_stop_seconds, names=("window_start_seconds", "window_stop_seconds"))
+    names = ("window_start_seconds", "window_stop_seconds")
+    check_window(window_start_seconds, window_stop_seconds, names=names)
+    check_window_samples(window_start_seconds, window_stop_seconds, sample_rate, names=names)
     if pts_seconds is not None:
         pts_seconds = _checked_pts(pts_seconds)
     starts = clock.stamp_to_video([it.start_seconds for it in items]) if items else np.zeros(0)

@@ -25,7 +25,7 @@ Signals
 """
 from aligner._av_drift import MIN_PAIRS_FOR_DRIFT, OFFSET_PAIR_SECONDS, OFFSET_PERCENTILE, DriftFit, MatchedPairs, dating_sigma_seconds, drift_line, fit_drift, matched_pairs
 from aligner._av_events import VisualEvents, detect_visual_events, onset_ranks, onset_weights
-from aligner._av_match import LagDriftMatch, match_lag_drift
+from aligner._av_match import MAX_SEARCH_EVENT_CELLS, SEARCH_EVENT_CELLS_PER_SECOND, LagDriftMatch, match_lag_drift
 from aligner._av_records import confidence_from_score
 from aligner._decoder import ALIGN_SAMPLE_RATE, new_decoder, shared_decoder
 from aligner._estimate import estimate_av_offset_from_arrays, estimate_av_offset_from_features
@@ -61,7 +61,7 @@ __all__ = [
     "DriftFit",
     "FIT_FLOOR_BELOW_DB",
     "FORCED_LEAD_MS",
-    "LagDriftMatch",
+    "LagDriftMatch", "MAX_SEARCH_EVENT_CELLS", "SEARCH_EVENT_CELLS_PER_SECOND",
     "MAX_ALIGN_SECONDS",
     "MAX_ALIGN_WORDS",
     "MAX_WORDS_PER_SECOND",

@@ -10,13 +10,20 @@ import math
 import os
 import re
 
-__all__ = ["DEFAULT_MAX_PIXELS", "INPUT_HINT", "MEDIA_HINT", "TRANSCRIPT_FORMATS", "check_local_input", "cli_message",
-           "display_path", "error_document", "error_reason", "finite_float"]
+__all__ = ["DEFAULT_MAX_PIXELS", "INPUT_HINT", "MAX_OFFSET_MS", "MAX_SEARCH_OFFSET_MS", "MEDIA_HINT", "TRANSCRIPT_FORMATS",
+           "check_local_input", "cli_message", "display_path", "error_document", "error_reason", "finite_float",
+           "offset_ms", "positive_int", "search_offset_ms"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
 """= ``loaders.media.DEFAULT_MAX_PIXELS`` (frames larger than this are skipped as ``too_large``)."""
 TRANSCRIPT_FORMATS = ("srt", "vtt", "json", "textgrid", "stm")
 """= the formats ``loaders.read_transcript`` knows (its ``format=`` values), offered as ``--transcript-format``."""
+
+
+MAX_OFFSET_MS = 100_000_000.0
+"""= ``aligner.timeline.MAX_OFFSET_MS`` (the largest ``|av_offset_ms|`` / ``|text_offset_ms|`` the clock takes)."""
+MAX_SEARCH_OFFSET_MS = 10_000.0
+"""= the largest ``max_offset_ms`` of ``aligner.AVOptions`` and ``aligner.TextOptions`` (the estimators' search range)."""
 
 
 def display_path(*parts: str) -> str:
@@ -43,6 +50,35 @@ def finite_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def offset_ms(text: str) -> float:
+    """argparse ``type`` for a known offset (``--av-offset-ms``): a finite float within ±:data:`MAX_OFFSET_MS`."""
+    value = finite_float(text)
+    if abs(value) > MAX_OFFSET_MS:
+        raise argparse.ArgumentTypeError(f"{text!r} ms is beyond ±{MAX_OFFSET_MS:.0f} ms ({MAX_OFFSET_MS / 3.6e6:.1f} h): "
+                                         "give the offset in milliseconds (e.g. 120 for audio 120 ms late)")
+    return value
+
+
+def search_offset_ms(text: str) -> float:
+    """argparse ``type`` for a search range (``--max-offset-ms``): a finite float in (0, :data:`MAX_SEARCH_OFFSET_MS`]."""
+    value = finite_float(text)
+    if not 0 < value <= MAX_SEARCH_OFFSET_MS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not in (0, {MAX_SEARCH_OFFSET_MS:.0f}]: the estimators search "
+                                         f"at most ±{MAX_SEARCH_OFFSET_MS:.0f} ms (a known larger offset: --av-offset-ms)")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type`` for a count or a rate (``--sample-rate``): an int > 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not > 0")
     return value
 
 

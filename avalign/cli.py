@@ -10,12 +10,15 @@ import sys
 import traceback
 from typing import Optional, Sequence
 
-from avalign._cli_common import (DEFAULT_MAX_PIXELS, MEDIA_HINT, TRANSCRIPT_FORMATS, check_local_input, cli_message,
-                                 display_path, error_document, error_reason, finite_float)
+from avalign._cli_common import (DEFAULT_MAX_PIXELS, MAX_OFFSET_MS, MAX_SEARCH_OFFSET_MS, MEDIA_HINT, TRANSCRIPT_FORMATS,
+                                 check_local_input, cli_message, display_path, error_document, error_reason, offset_ms,
+                                 positive_int, search_offset_ms)
 from avalign._progress import Progress, format_eta
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
+    "MAX_OFFSET_MS",
+    "MAX_SEARCH_OFFSET_MS",
     "Progress",
     "TRANSCRIPT_FORMATS",
     "build_parser",
@@ -73,6 +76,19 @@ def _cmd_measure(args: argparse.Namespace) -> int:
                      transcript_format=args.transcript_format)
     print(json.dumps(record, indent=2) if args.json else format_measurement(record))
     return 0
+
+
+BENCHMARKS = ("decode", "align")
+"""What ``avalign bench`` runs (its first argument)."""
+
+
+def _require_benchmark(args: argparse.Namespace) -> None:
+    """``avalign bench`` without a benchmark: a usage error that says what to run (argparse said only "the following
+    arguments are required: what, files")."""
+    if args.command == "bench" and args.what is None:
+        args.usage_error(f"say which benchmark to run: avalign bench {{{','.join(BENCHMARKS)}}}, e.g. `avalign bench "
+                         "decode` (decoding speed beside ffmpeg, PyAV, decord, torchcodec) or `avalign bench align "
+                         "--num-clips 24` (alignment accuracy on generated clips); `avalign bench --help` for options")
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -148,29 +164,31 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--transcript-format", choices=TRANSCRIPT_FORMATS, default=None,
                          help="the transcript's format when its name does not tell (default: from the suffix, "
                               "else from the content)")
-    measure.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices (default 16000)")
+    measure.add_argument("--sample-rate", type=positive_int, default=16000, help="rate for sample indices (default 16000)")
     measure.add_argument("--json", action="store_true", help="one JSON object on stdout")
     measure.add_argument("--text-method", choices=("auto", "energy", "forced"), default="auto",
                          help="transcript offset: speech energy, pocketsphinx forced alignment, or auto = energy, then "
                               "forced alignment when energy abstains (default auto; forced needs avalign[align])")
-    measure.add_argument("--av-offset-ms", type=finite_float, default=None,
-                         help="known A/V offset (ms, > 0: audio lags): used instead of estimating it (e.g. when the "
-                              "estimator abstains on a talking head)")
-    measure.add_argument("--max-offset-ms", type=finite_float, default=500.0,
-                         help="search range ±MS of the A/V and transcript offset estimators (default 500)")
+    measure.add_argument("--av-offset-ms", type=offset_ms, default=None,
+                         help="known A/V offset (ms, > 0: audio lags; within ±100000000): used instead of estimating "
+                              "it (e.g. when the estimator abstains on a talking head)")
+    measure.add_argument("--max-offset-ms", type=search_offset_ms, default=500.0,
+                         help="search range ±MS of the A/V and transcript offset estimators (default 500, at most "
+                              "10000)")
     measure.set_defaults(func=_cmd_measure)
 
     bench = sub.add_parser(
         "bench",
         help="measure speed side by side with ffmpeg, PyAV, decord and torchcodec",
         description="Benchmarks; every figure is a median of repeated runs, ratios are from one run.",
+        usage="%(prog)s {decode,align} [files ...] [options]",
         epilog="examples:\n  avalign bench decode                      # generates a 720p and a 30 s clip\n"
         "  avalign bench align --num-clips 24         # generated clips with known truth + real media\n"
         "  avalign bench decode full.mp4 long.mp4 --threads 2 --repeats 5\n"
         "  avalign bench decode --long --work-dir /tmp/bench  # 600 s files, every peer interleaved",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    bench.add_argument("what", choices=["decode", "align"], help="which benchmark")
+    bench.add_argument("what", nargs="?", choices=BENCHMARKS, help="which benchmark (required)")
     bench.add_argument("files", nargs="*", help="decode: FULL_FILE [SPARSE_FILE] (default: generated clips)")
     bench.add_argument("--threads", type=int, default=2, help="decoder threads for every tool (default 2)")
     bench.add_argument("--repeats", type=int, default=5, help="runs per figure; the median is reported")
@@ -188,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-wild", action="store_true", help="align: skip the wild tune / held-out sets")
     bench.add_argument("--calibrate", action="store_true",
                        help="align: print the null-pairing threshold derived on the wild and mouth-speech tune clips, and stop")
-    bench.set_defaults(func=_cmd_bench)
+    bench.set_defaults(func=_cmd_bench, usage_error=bench.error)
 
     from avalign.preprocess import add_parser as add_preprocess_parser  # both light: no torch, no matplotlib
     from avalign.report import add_parser as add_report_parser
@@ -223,6 +241,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
+        _require_benchmark(args)
     except SystemExit as e:  # a usage error: argparse has explained it on stderr
         _hint_unquoted_pattern(argv, e.code)
         if e.code not in (0, None) and "--json" in argv:

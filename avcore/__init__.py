@@ -34,8 +34,10 @@ from avcore._media_types import (
 from avcore._records import AudioClip, BatchItem, Span, TextTokens, Transcript, VideoClip, VideoMetadata, Word
 from avcore._resample import resample, soxr_hq
 from avcore._time import (
+    MAX_SAMPLE_INDEX,
     check_window,
     check_window_overlaps,
+    check_window_samples,
     clip_to_window,
     frame_played_at,
     frame_range,
@@ -55,6 +57,7 @@ __all__ = [
     "BatchItem",
     "DecodeError",
     "DecodeTimeout",
+    "MAX_SAMPLE_INDEX",
     "MEDIA_EXTENSIONS",
     "REASONS",
     "SampleError",
@@ -72,6 +75,7 @@ __all__ = [
     "clock_values",
     "check_window",
     "check_window_overlaps",
+    "check_window_samples",
     "clip_to_window",
     "downmix",
     "downmix_weights",

@@ -32,8 +32,10 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "MAX_SAMPLE_INDEX",
     "check_window",
     "check_window_overlaps",
+    "check_window_samples",
     "clip_to_window",
     "frame_played_at",
     "seconds_to_ticks",
@@ -90,6 +92,28 @@ def check_window(start_seconds: float, stop_seconds: float, *,
     if not (math.isfinite(start_seconds) and math.isfinite(stop_seconds) and stop_seconds >= start_seconds):
         raise ValueError(f"window must be finite with stop >= start, got {names[0]} = {start_seconds!r}, "
                          f"{names[1]} = {stop_seconds!r}")
+
+
+MAX_SAMPLE_INDEX = 2**62
+"""The largest sample count a window may hold (:func:`check_window_samples`): well inside int64, whose overflow made
+:func:`seconds_to_samples` return -2**63 with only a numpy warning."""
+
+
+def check_window_samples(start_seconds: float, stop_seconds: float, sample_rate: float, *,
+                         names: tuple[str, str] = ("start_seconds", "stop_seconds")) -> None:
+    """Raise ValueError when the window ``[start_seconds, stop_seconds)`` holds more than :data:`MAX_SAMPLE_INDEX`
+    samples at ``sample_rate``: its sample indices would overflow int64. The message names the bounds (``names``).
+
+    Example:
+        >>> check_window_samples(-1e30, 1.0, 16000)
+        Traceback (most recent call last):
+        ...
+        ValueError: window start_seconds = -1e+30, stop_seconds = 1.0 holds 1.6e+34 samples at 16000 Hz, more than a sample index can count (2**62)
+    """
+    count = (float(stop_seconds) - float(start_seconds)) * float(sample_rate)
+    if not count <= MAX_SAMPLE_INDEX:
+        raise ValueError(f"window {names[0]} = {start_seconds!r}, {names[1]} = {stop_seconds!r} holds {count:.3g} "
+                         f"samples at {sample_rate:g} Hz, more than a sample index can count (2**62)")
 
 
 def sample_range(start_seconds: float, stop_seconds: float, sample_rate: float) -> tuple[int, int]:
@@ -194,12 +218,17 @@ def clip_to_window(
     None when they do not overlap.
 
     An empty span (``start_seconds == stop_seconds``, e.g. a point event) belongs to the window iff
-    ``window_start_seconds <= start_seconds < window_stop_seconds``.
+    ``window_start_seconds <= start_seconds < window_stop_seconds``. An empty window holds nothing: every span is
+    outside it (a span across it was kept as a zero-length span).
 
     Example:
         >>> clip_to_window(0.5, 2.0, 1.0, 3.0)
         (1.0, 2.0)
+        >>> clip_to_window(0.5, 2.0, 1.0, 1.0) is None
+        True
     """
+    if window_stop_seconds <= window_start_seconds:
+        return None
     if stop_seconds > window_start_seconds and start_seconds < window_stop_seconds:
         return max(start_seconds, window_start_seconds), min(stop_seconds, window_stop_seconds)
     if start_seconds == stop_seconds and window_start_seconds <= start_seconds < window_stop_seconds:
