@@ -32,6 +32,7 @@ __all__ = [
     "ShardError",
     "TarMember",
     "expand_shard_urls",
+    "find_tar_header",
     "group_by_key",
     "name_pipe_failures",
     "open_shard",
@@ -246,18 +247,27 @@ def scan_tar(
     read: Callable[[tarfile.TarFile, tarfile.TarInfo], tuple[Any, int]],
     *,
     max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+    header_inside: Optional[Callable[[tarfile.TarFile, tarfile.TarInfo, Any], Optional[tuple[int, str]]]] = None,
 ) -> Iterator[TarMember]:
     """The member loop every shard reader shares (the loader's stream and preprocess's header scan).
 
     Directories are skipped; hostile members are yielded flagged (:func:`refuse_member`); each good member
     is ``read(archive, member) -> (data, bytes_available)`` and yielded with that data; a member with fewer
     bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member.
+
+    A damaged header after a member whose data holds a whole tar header (``header_inside(archive, member, data)``
+    → ``(offset, name)``; by default :func:`find_tar_header` on ``data`` when it is bytes) means that member's
+    header claimed more bytes than it has: its data runs into the members after it, so the ``truncated`` member
+    is named after it and its sample is dropped, not delivered with a wrong last member and without the members
+    its data swallowed (adv61). Any other damaged header is named by its own name field, as far as readable.
     """
     reading = ""
+    last: Optional[tuple[tarfile.TarInfo, Any]] = None
     try:
         with tarfile.open(fileobj=stream, mode=mode, tarinfo=_CheckedTarInfo) as archive:
             for member in archive:
                 name = reading = member.name
+                last = None
                 if member.isdir():
                     continue
                 refused = refuse_member(member, max_member_bytes=max_member_bytes)
@@ -268,14 +278,27 @@ def scan_tar(
                 if available != member.size:
                     yield TarMember(name, b"", "truncated", f"tar member {name!r} is truncated ({available} of {member.size} bytes)")
                     return
+                last = (member, data)
                 yield TarMember(name, data)
             damage = getattr(archive, "avalign_damage", None)
             if damage is not None and reading:  # (at the very start tarfile raises ReadError itself)
                 name, partial, size, why = damage
-                yield TarMember(name, b"", "truncated",
-                                f"tar header after member {reading!r} is damaged ({why}; {size} of {tarfile.BLOCKSIZE} "
-                                f"bytes, name field {partial if partial.startswith('<') else repr(partial)}); the "
-                                "members after it are lost")
+                damaged = (f"tar header after member {reading!r} is damaged ({why}; {size} of {tarfile.BLOCKSIZE} "
+                           f"bytes, name field {partial if partial.startswith('<') else repr(partial)})")
+                inside = None
+                if last is not None and size == tarfile.BLOCKSIZE:  # a whole block where the next header should be
+                    member, data = last
+                    inside = (header_inside(archive, member, data) if header_inside is not None
+                              else find_tar_header(data) if isinstance(data, (bytes, bytearray)) else None)
+                if inside is not None:
+                    offset, inner = inside
+                    yield TarMember(reading, b"", "truncated",
+                                    f"tar member {reading!r} runs into the members after it: its header says "
+                                    f"{last[0].size} bytes, but the header of member {inner!r} starts at byte {offset} "
+                                    f"of them, and the {damaged[:1].lower()}{damaged[1:]}; its sample and the members "
+                                    "after it are lost")
+                    return
+                yield TarMember(name, b"", "truncated", f"{damaged}; the members after it are lost")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         if not reading:  # nothing read: not "after member ''" but a file that does not start as a tar
             yield TarMember("", b"", "truncated",
@@ -284,6 +307,62 @@ def scan_tar(
             return
         yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}; "
                         "the members after it are lost")
+
+
+def find_tar_header(data: bytes) -> Optional[tuple[int, str]]:
+    """``(offset, name)`` of the first tar header in ``data`` at a multiple of 512 bytes, else None: how a member
+    whose header claims more bytes than it has is told from a damaged header (:func:`scan_tar`).
+
+    A whole block must parse (checksum included). The last block may be cut by the end of ``data`` (a claim a few
+    hundred bytes too long swallows only the start of the next header): its first 156 bytes must read as a header's
+    (a printable name, octal fields, a checksum no smaller than the bytes there add up to; ``ustar`` where its magic
+    lies within them). Fast on media: a block is looked at only where ``ustar`` stands at a header's magic offset,
+    and the last one."""
+    block = tarfile.BLOCKSIZE
+    starts = []
+    at = data.find(b"ustar", 257)
+    while at != -1:
+        if (at - 257) % block == 0:
+            starts.append(at - 257)
+        at = data.find(b"ustar", at + 1)
+    if data:
+        last = (len(data) - 1) // block * block
+        if last not in starts:
+            starts.append(last)
+    for start in sorted(starts):
+        name = _header_name(bytes(data[start:start + block]))
+        if name is not None:
+            return start, name
+    return None
+
+
+_OCTAL_FIELDS = ((100, 108), (108, 116), (116, 124), (124, 136), (136, 148), (148, 156))
+"""mode, uid, gid, size, mtime, chksum: the octal fields of a tar header before its type flag."""
+
+
+def _header_name(buf: bytes) -> Optional[str]:
+    """The member name of the tar header ``buf`` (512 bytes, or its first 156 or more), else None."""
+    if len(buf) >= tarfile.BLOCKSIZE:
+        try:
+            return tarfile.TarInfo.frombuf(buf[:tarfile.BLOCKSIZE], "utf-8", "surrogateescape").name
+        except tarfile.HeaderError:
+            return None
+    if len(buf) < 156 or (len(buf) >= 262 and buf[257:262] != b"ustar"):
+        return None
+    name, nul, _ = buf[:100].partition(b"\0")
+    if not nul or not name:
+        return None
+    try:
+        text = name.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text.isprintable():
+        return None
+    fields = [buf[a:b].strip(b" \0") for a, b in _OCTAL_FIELDS]
+    if not all(f and all(48 <= c <= 55 for c in f) for f in fields[3:]) or any(any(not 48 <= c <= 55 for c in f) for f in fields):
+        return None
+    partial_sum = sum(buf[:148]) + 8 * 32 + sum(buf[156:])  # the bytes missing from the block only add to it
+    return text if partial_sum <= int(fields[5], 8) else None
 
 
 def split_key(name: str) -> tuple[str, str]:

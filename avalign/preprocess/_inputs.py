@@ -36,12 +36,14 @@ from dataclasses import dataclass, field
 from typing import IO, Iterator, Literal, Optional
 
 from avalign._walk import walk
-from avcore import AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS
+from avcore import (AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
+                    VIDEO_EXTENSIONS)
 from loaders.shards import (
     DEFAULT_MAX_MEMBER_BYTES,
     ShardError,
     TarMember,
     expand_shard_urls,
+    find_tar_header,
     group_by_key,
     name_pipe_failures,
     open_shard,
@@ -317,18 +319,38 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
         total = stream.seek(0, os.SEEK_END)
         stream.seek(0)
 
+    headers_inside: dict[str, Optional[tuple[int, str]]] = {}
+    """Member name → a whole tar header found in its data (streamed members; kept for the last one only)."""
+
     def locate(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[Locator, int]:
         if seekable:
             available = max(0, min(member.size, total - member.offset_data))
         else:
-            handle, available = archive.extractfile(member), 0
-            while handle is not None and (chunk := handle.read(_READ_CHUNK_BYTES)):
+            handle, available, found = archive.extractfile(member), 0, None
+            while handle is not None and (chunk := handle.read(_READ_CHUNK_BYTES)):  # 1 MiB: whole 512-byte blocks
+                if found is None and (inside := find_tar_header(chunk)) is not None:
+                    found = (available + inside[0], inside[1])
                 available += len(chunk)
+            headers_inside.clear()
+            headers_inside[member.name] = found
         locator = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
                           member=member.name, stamp=f"{member.offset_data}:{member.size}")
         return locator, available  # group_by_key only looks at names and problems, never at data
 
-    yield from scan_tar(stream, "r:" if seekable else "r|*", locate, max_member_bytes=max_member_bytes)
+    def header_inside(archive: tarfile.TarFile, member: tarfile.TarInfo, locator: Locator) -> Optional[tuple[int, str]]:
+        """As the loader's reader finds it in the bytes it holds (``scan_tar``): read back here, after a damaged header."""
+        if not seekable:
+            return headers_inside.get(member.name)
+        stream.seek(member.offset_data)
+        done = 0
+        while done < member.size and (chunk := stream.read(min(_READ_CHUNK_BYTES, member.size - done))):
+            if (inside := find_tar_header(chunk)) is not None:
+                return done + inside[0], inside[1]
+            done += len(chunk)
+        return None
+
+    yield from scan_tar(stream, "r:" if seekable else "r|*", locate, max_member_bytes=max_member_bytes,
+                        header_inside=header_inside)
 
 
 def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") -> dict[str, dict[str, Locator]]:
@@ -414,24 +436,32 @@ def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
 
 
 def _directory_of_shards(root: str) -> list[str]:
-    """The ``.tar`` files of ``root``'s top level (sorted) when it holds some and no media file anywhere below it
-    (a media file would be a sample of the directory: nothing is dropped); else []."""
-    tars = [os.path.join(root, n) for n in sorted(os.listdir(root))
-            if n.lower().endswith(".tar") and not n.startswith(".") and os.path.isfile(os.path.join(root, n))]
+    """The shards of ``root``'s top level (sorted; names ending in one of ``avcore.SHARD_SUFFIXES``: plain or
+    gzip/bzip2/xz-compressed tars, as the shard reader opens them) when it holds some and no media file anywhere
+    below it (a media file would be a sample of the directory: nothing is dropped); else []. An entry with a shard's
+    name that is not a regular file (a directory ``x.tar``) is listed too: the shard reader skips it as ``open``,
+    counted and named, where leaving it out would say nothing (adv61: ``.tar.gz`` shards were left out silently)."""
+    names = [n for n in sorted(os.listdir(root)) if not n.startswith(".")]
+    tars = [os.path.join(root, n) for n in names if n.lower().endswith(SHARD_SUFFIXES)]
     if not tars:
         return []
     for dirpath, dirnames, filenames in walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         if any(n.rpartition(".")[2].lower() in MEDIA_EXTENSIONS for n in filenames if not n.startswith(".")):
             return []
+    others = [n for n in names if not n.lower().endswith(SHARD_SUFFIXES)]
+    if others:
+        logger.info("%s: %d top-level entr%s not read (not shards: names ending %s): %s%s", root, len(others),
+                    "y" if len(others) == 1 else "ies", "/".join(SHARD_SUFFIXES), ", ".join(others[:5]),
+                    " …" if len(others) > 5 else "")
     return tars
 
 
 def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
     """Find the samples of ``source``: a directory, one media file, a tar path, a brace pattern or an fsspec/pipe URL.
 
-    A directory whose top level holds ``.tar`` files, and that holds no media file at any depth, is read as those
-    shards (sorted by name).
+    A directory whose top level holds shards (``.tar``, or compressed: ``avcore.SHARD_SUFFIXES``), and that holds no
+    media file at any depth, is read as those shards (sorted by name).
 
     One media file (``talks/a.mp4``) is read as a directory holding only it and its same-stem sidecars
     (``talks/a.srt``…): one sample, keyed by its stem (``a``). A transcript or caption file alone is refused.
@@ -458,7 +488,7 @@ def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
             raise PermissionError(f"input directory {source!r} is not readable; hint: check its permissions")
         shards = _directory_of_shards(source)
         if shards:
-            logger.info("%s: no media files, %d .tar shard(s): reading the shards", source, len(shards))
+            logger.info("%s: no media files, %d shard(s): reading the shards", source, len(shards))
             return _list_shards(shards, on_error=on_error)
         return _list_directory(source)
     if os.path.isfile(source):
