@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import logging
+import os
 import tarfile
 
 import pytest
@@ -162,3 +163,35 @@ def _xz(data: bytes) -> bytes:
     import lzma
 
     return lzma.compress(data)
+
+
+# ------------------------------------------------------------------------- F3: a shard that changes under preprocess
+
+
+def test_preprocess_refuses_to_read_members_of_a_shard_changed_after_it_was_listed(tmp_path, clip, monkeypatch):
+    # Before: members were read back at the offsets of the listing from whatever file was there now: the rewritten
+    # shard (same keys, another order) gave 'x' the bytes at x's old offsets (y's media, a tar header...), skipped as
+    # "transcript: cannot decode as utf-8 … re-save the transcript as UTF-8" and "decode: not audio or video".
+    from avalign.preprocess import list_inputs, preprocess
+
+    short = tiny_clip(tmp_path / "short.mp4", 0.5, fps=10, sample_rate=16000)
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    shard = raw / "a.tar"
+    write_tar(shard, [("x.mp4", clip), ("x.srt", SRT), ("y.mp4", short), ("y.srt", SRT)])
+
+    def list_then_rewrite(*args, **kwargs):
+        plan = list_inputs(*args, **kwargs)
+        listed = shard.stat().st_mtime_ns
+        write_tar(shard, [("y.mp4", short), ("y.srt", SRT), ("x.mp4", clip), ("x.srt", SRT)])  # in place: same size
+        os.utime(shard, ns=(listed + 10**9, listed + 10**9))  # a later mtime even where the clock is coarse
+        return plan
+
+    monkeypatch.setattr("avalign.preprocess._run.list_inputs", list_then_rewrite)  # private: preprocess's listing
+    result = preprocess(str(raw), str(tmp_path / "out"), progress=False)
+    skipped = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    assert result.num_samples == 0
+    assert sorted((row["key"], row["reason"]) for row in skipped) == [("x", "read"), ("y", "read")]
+    for row in skipped:
+        assert f"{shard}: the shard changed after it was listed (mtime_ns " in row["message"]
+        assert f"member(s) ['{row['key']}.mp4', '{row['key']}.srt'] are not read from another file" in row["message"]

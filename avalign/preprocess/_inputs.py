@@ -88,6 +88,10 @@ class Locator:
     """Tar member name; empty for a plain file."""
     stamp: str = ""
     """A fingerprint of the source (size and mtime, or shard offset and size): a change forces a redo."""
+    listed: tuple = ()
+    """A local shard's ``(size, mtime_ns, inode)`` when it was listed (empty otherwise): reading its members back, a
+    shard that has changed since is refused (``read``), not read at offsets of another file (not in ``stamp``: the
+    fingerprint of a plan stays as before)."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +273,28 @@ def _tagged_sidecar_hint(key: str, groups: dict[str, dict[str, Locator]], origin
             "to measure the media against it")
 
 
+def _file_identity(stream) -> tuple:
+    """``(size, mtime_ns, inode)`` of a local file's open stream; ``()`` for other streams (a pipe, fsspec)."""
+    try:
+        status = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # (io.UnsupportedOperation is both)
+        return ()
+    return (status.st_size, status.st_mtime_ns, status.st_ino) if stat.S_ISREG(status.st_mode) else ()
+
+
+def _check_unchanged(url: str, stream, locators: list[Locator]) -> None:
+    """Raises OSError when the shard ``url`` (open as ``stream``) is not the file its members were listed from."""
+    listed = next((loc.listed for loc in locators if loc.listed), ())
+    now = _file_identity(stream) if listed else ()
+    if listed and now != listed:
+        changes = [f"{what} {a} -> {b}" for what, a, b in zip(("size", "mtime_ns", "inode"), listed, now) if a != b]
+        names = sorted(loc.member for loc in locators)
+        raise OSError(f"{url}: the shard changed after it was listed ({', '.join(changes) or 'not a file now'}): "
+                      f"member(s) {names} are not read from another file at the offsets listed; hint: let whatever "
+                      "writes the shard finish, then preprocess it into a fresh output directory (a rerun into this "
+                      "one redoes only the samples whose members moved)")
+
+
 def _seekable_plain_tar(stream) -> bool:
     """True when members can be read by seeking: a seekable stream that is not gzip/bzip2/xz compressed."""
     try:
@@ -318,6 +344,7 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
     if seekable:
         total = stream.seek(0, os.SEEK_END)
         stream.seek(0)
+    listed = _file_identity(stream)
 
     headers_inside: dict[str, Optional[tuple[int, str]]] = {}
     """Member name → a whole tar header found in its data (streamed members; kept for the last one only)."""
@@ -334,7 +361,7 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
             headers_inside.clear()
             headers_inside[member.name] = found
         locator = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
-                          member=member.name, stamp=f"{member.offset_data}:{member.size}")
+                          member=member.name, stamp=f"{member.offset_data}:{member.size}", listed=listed)
         return locator, available  # group_by_key only looks at names and problems, never at data
 
     def header_inside(archive: tarfile.TarFile, member: tarfile.TarInfo, locator: Locator) -> Optional[tuple[int, str]]:
@@ -527,6 +554,7 @@ def read_members(locators: list[Locator]) -> list[bytes]:
             by_shard.setdefault(loc.path, []).append(i)
     for url, indices in by_shard.items():
         with open_shard(url) as stream:
+            _check_unchanged(url, stream, [locators[i] for i in indices])
             if all(locators[i].offset >= 0 for i in indices):
                 for i in sorted(indices, key=lambda j: locators[j].offset):
                     stream.seek(locators[i].offset)
