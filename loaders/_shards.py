@@ -12,10 +12,11 @@ Nothing is ever unpickled.
 from __future__ import annotations
 
 import contextlib
-
+import errno
 import logging
 import os
 import random
+import stat
 import tarfile
 from collections import Counter
 from dataclasses import dataclass
@@ -112,7 +113,29 @@ def open_shard(url: str, *, pipe_stall_seconds: float = DEFAULT_PIPE_STALL_SECON
         from urllib.parse import unquote
 
         path = unquote(path)  # a file URI as Path.as_uri() writes it: 'file:///data/my%20shards/a.tar'
-    return open(path, "rb")
+    return _open_regular_file(path)
+
+
+def _open_regular_file(path: str) -> IO[bytes]:
+    """``open(path, "rb")`` for a regular file; OSError for a named pipe, socket or device (adv61: opening a named
+    pipe that no process writes waits forever, and a training run with it; a glob can pick one up). Opened
+    non-blocking and checked on the descriptor, so nothing can be swapped in between the check and the open."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        if not stat.S_ISREG(mode):
+            kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            raise OSError(errno.EINVAL, f"not a regular file but {kind}: not read, since a named pipe waits for a writer "
+                                        f"(forever when there is none); hint: read it as `pipe:cat {path}`, which has "
+                                        "a stall limit", path)
+        if hasattr(os, "O_NONBLOCK"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def safe_member_name(name: str) -> bool:

@@ -195,3 +195,52 @@ def test_preprocess_refuses_to_read_members_of_a_shard_changed_after_it_was_list
     for row in skipped:
         assert f"{shard}: the shard changed after it was listed (mtime_ns " in row["message"]
         assert f"member(s) ['{row['key']}.mp4', '{row['key']}.srt'] are not read from another file" in row["message"]
+
+
+# ------------------------------------------------------------------------- F4: a named pipe where a shard is expected
+
+
+class Hang(BaseException):
+    """Raised by the ``alarm`` fixture: a BaseException, so that no reader's ``except OSError`` takes it for a skip."""
+
+
+@pytest.fixture
+def alarm():
+    """``alarm(seconds)``: the test fails (``Hang`` in the main thread) if it is still running then."""
+    import signal
+
+    def expire(signum, frame):
+        raise Hang("still waiting after the alarm: the reader hangs")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    yield signal.alarm
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_named_pipe_among_the_shards_is_a_counted_open_skip_not_a_hang(tmp_path, clip, caplog, alarm):
+    # Before: open() of a named pipe that no process writes waited forever: the epoch (and the training run) hung.
+    good = write_tar(tmp_path / "a.tar", _members("a", clip, 1))
+    fifo = tmp_path / "b.tar"
+    os.mkfifo(fifo)
+    loader = loaders.make_loader([str(good), str(fifo)], seed=0, **OPTIONS)
+    alarm(30)
+    with caplog.at_level(logging.WARNING):
+        keys = [k for batch in loader for k in batch.sample_keys]
+    assert keys == ["ak0"]
+    assert loader.stats.skipped_samples == ((str(fifo), "", "open"),)
+    assert "not a regular file but a named pipe: not read" in caplog.text
+    assert f"hint: read it as `pipe:cat {fifo}`" in caplog.text
+
+
+def test_preprocess_counts_a_named_pipe_in_a_directory_of_shards_without_opening_it(tmp_path, clip, alarm):
+    from avalign.preprocess import preprocess
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_tar(raw / "a.tar", _members("a", clip, 1))
+    os.mkfifo(raw / "b.tar")
+    alarm(30)
+    result = preprocess(str(raw), str(tmp_path / "out"), dry_run=True, progress=False)
+    assert [k for keys in result.keys_by_shard.values() for k in keys] == ["ak0"]
+    assert result.num_skipped == 1
