@@ -321,6 +321,18 @@ def scan_tar(
                                     f"of them, and the {damaged[:1].lower()}{damaged[1:]}; its sample and the members "
                                     "after it are lost")
                     return
+                if size < tarfile.BLOCKSIZE and not name and _may_continue(reading, partial):
+                    # The tar ends at (or inside) the header after `reading` and what is left of the name does not
+                    # show another key: a writer that had not finished, or a cut download. The member lost there may
+                    # be one of this sample's (KEY.mp4 written, KEY.txt not yet): its sample is dropped, not
+                    # delivered without it (adv61; before, it was delivered and the loss counted under no key).
+                    where = (f"the tar ends after member {reading!r} without end-of-archive blocks" if size == 0 else
+                             f"the tar ends {size} byte{'s' if size > 1 else ''} into the header after member {reading!r} (name field "
+                             f"{partial if partial.startswith('<') else repr(partial)})")
+                    yield TarMember(reading, b"", "truncated",
+                                    f"{where}: a shard still being written, or cut short; the member that was to come "
+                                    "may be one of this sample's, so the sample is dropped; the members after it are lost")
+                    return
                 yield TarMember(name, b"", "truncated", f"{damaged}; the members after it are lost")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         if not reading:  # nothing read: not "after member ''" but a file that does not start as a tar
@@ -330,6 +342,15 @@ def scan_tar(
             return
         yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}; "
                         "the members after it are lost")
+
+
+def _may_continue(reading: str, partial: str) -> bool:
+    """Whether a member name that begins with ``partial`` (the readable start of a cut header's name field) can be
+    of the same sample as member ``reading``: true for no bytes at all, or bytes that are not text."""
+    if not partial or partial.startswith("<"):
+        return True
+    stem = split_key(reading)[0] + "."
+    return stem.startswith(partial) or partial.startswith(stem)
 
 
 def find_tar_header(data: bytes) -> Optional[tuple[int, str]]:

@@ -244,3 +244,37 @@ def test_preprocess_counts_a_named_pipe_in_a_directory_of_shards_without_opening
     result = preprocess(str(raw), str(tmp_path / "out"), dry_run=True, progress=False)
     assert [k for keys in result.keys_by_shard.values() for k in keys] == ["ak0"]
     assert result.num_skipped == 1
+
+
+# ------------------------------------------------------------------------- F5: a shard that ends between two members
+
+
+@pytest.mark.parametrize("keep, dropped", [(0, "b"), (4, "b"), (2, "")], ids=["at_the_header", "in_b.txt", "in_c.mp4"])
+def test_a_shard_cut_between_members_drops_the_sample_that_may_lack_one(tmp_path, clip, keep, dropped, caplog):
+    # A shard still being written (or a download cut at a member boundary): b.mp4 is whole, b.txt not there yet.
+    # Before: 'b' was delivered without its caption, and the loss was counted under no key: ('…', '', 'truncated').
+    # Where what is left of the next header's name shows another key ('c…'), 'b' is whole and delivered, as before.
+    members = [("a.mp4", clip), ("a.txt", b"cap a"), ("b.mp4", clip), ("b.txt", b"cap b"), ("c.mp4", clip)]
+    data = _tar(members)
+    cut_at = "c.mp4" if dropped == "" else "b.txt"
+    offset = tarfile.open(fileobj=io.BytesIO(data)).getmember(cut_at).offset
+    url = tmp_path / "s.tar"
+    url.write_bytes(data[:offset + keep])
+    loader = loaders.make_loader([str(url)], seed=0, **OPTIONS)
+    with caplog.at_level(logging.WARNING):
+        delivered = {k: t for batch in loader for k, t in zip(batch.sample_keys, _texts_per_item(batch))}
+    if dropped:
+        assert delivered == {"a": ["cap a"]}
+        assert loader.stats.skipped_samples == ((str(url), "b", "truncated"),)
+        where = ("the tar ends after member 'b.mp4' without end-of-archive blocks" if keep == 0
+                 else "the tar ends 4 bytes into the header after member 'b.mp4' (name field 'b.tx')")
+        assert f"sample 'b' dropped (truncated): {where}: a shard still being written, or cut short" in caplog.text
+    else:
+        assert delivered == {"a": ["cap a"], "b": ["cap b"]}
+        assert loader.stats.skipped_samples == ((str(url), "", "truncated"),)
+
+
+def _texts_per_item(batch) -> list[list[str]]:
+    """The segment texts of each item of ``batch``, by the item column of its segment rows."""
+    items = batch.segment_spans[:batch.num_segments, 0].tolist()
+    return [[t for t, i in zip(batch.segment_texts, items) if i == item] for item in range(batch.num_items)]
