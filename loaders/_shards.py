@@ -126,10 +126,13 @@ def _open_regular_file(path: str) -> IO[bytes]:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
         if not stat.S_ISREG(mode):
-            kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
-            raise OSError(errno.EINVAL, f"not a regular file but {kind}: not read, since a named pipe waits for a writer "
-                                        f"(forever when there is none); hint: read it as `pipe:cat {path}`, which has "
-                                        "a stall limit", path)
+            if stat.S_ISFIFO(mode):
+                why = ("not a regular file but a named pipe: not read, since a named pipe waits for a writer (forever "
+                       f"when there is none); hint: read it as `pipe:cat {path}`, which has a stall limit")
+            else:
+                kind = "a socket" if stat.S_ISSOCK(mode) else "a device"
+                why = f"not a regular file but {kind}: only regular files are read as shards (or `pipe:COMMAND`)"
+            raise OSError(errno.EINVAL, why, path)
         if hasattr(os, "O_NONBLOCK"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -278,11 +281,17 @@ def scan_tar(
     is ``read(archive, member) -> (data, bytes_available)`` and yielded with that data; a member with fewer
     bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member.
 
-    A damaged header after a member whose data holds a whole tar header (``header_inside(archive, member, data)``
-    → ``(offset, name)``; by default :func:`find_tar_header` on ``data`` when it is bytes) means that member's
-    header claimed more bytes than it has: its data runs into the members after it, so the ``truncated`` member
-    is named after it and its sample is dropped, not delivered with a wrong last member and without the members
-    its data swallowed (adv61). Any other damaged header is named by its own name field, as far as readable.
+    Who the ``truncated`` member is named after (adv61):
+
+    - A damaged whole header block after a member whose data holds the start of a tar header
+      (``header_inside(archive, member, data)`` → ``(offset, name)``; by default :func:`find_tar_header` on ``data``
+      when it is bytes): that member's header claimed more bytes than it has and its data runs into the members after
+      it, so its sample is dropped, not delivered with a wrong last member and without the members it swallowed.
+    - A tar that ends at, or inside, the header after a member, where what is left of that header's name does not show
+      another key (a shard still being written, a cut download): the member lost may be one of the open sample's,
+      so that sample is dropped, not delivered without it.
+    - Any other damaged header is named by its own name field, as far as readable (a header of another key that is
+      cut, or garbage over a whole header block: the sample before it is kept whole).
     """
     reading = ""
     last: Optional[tuple[tarfile.TarInfo, Any]] = None
@@ -327,11 +336,12 @@ def scan_tar(
                     # be one of this sample's (KEY.mp4 written, KEY.txt not yet): its sample is dropped, not
                     # delivered without it (adv61; before, it was delivered and the loss counted under no key).
                     where = (f"the tar ends after member {reading!r} without end-of-archive blocks" if size == 0 else
-                             f"the tar ends {size} byte{'s' if size > 1 else ''} into the header after member {reading!r} (name field "
-                             f"{partial if partial.startswith('<') else repr(partial)})")
+                             f"the tar ends {size} byte{'s' if size > 1 else ''} into the header after member "
+                             f"{reading!r} (name field {partial if partial.startswith('<') else repr(partial)})")
                     yield TarMember(reading, b"", "truncated",
-                                    f"{where}: a shard still being written, or cut short; the member that was to come "
-                                    "may be one of this sample's, so the sample is dropped; the members after it are lost")
+                                    f"{where}: a shard still being written, or cut short; the member that was to "
+                                    "come may be one of this sample's, so the sample is dropped; the members after it "
+                                    "are lost")
                     return
                 yield TarMember(name, b"", "truncated", f"{damaged}; the members after it are lost")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
@@ -403,7 +413,8 @@ def _header_name(buf: bytes) -> Optional[str]:
     if not text.isprintable():
         return None
     fields = [buf[a:b].strip(b" \0") for a, b in _OCTAL_FIELDS]
-    if not all(f and all(48 <= c <= 55 for c in f) for f in fields[3:]) or any(any(not 48 <= c <= 55 for c in f) for f in fields):
+    octal = [all(48 <= c <= 55 for c in f) for f in fields]  # digits 0-7 only (empty: a field left blank)
+    if not all(octal) or not all(fields[3:]):  # size, mtime and chksum are never blank
         return None
     partial_sum = sum(buf[:148]) + 8 * 32 + sum(buf[156:])  # the bytes missing from the block only add to it
     return text if partial_sum <= int(fields[5], 8) else None

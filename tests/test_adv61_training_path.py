@@ -49,7 +49,7 @@ def _lying_size(data: bytes, member: str, extra: int) -> bytes:
     return data[:offset] + bytes(block) + data[offset + 512:]
 
 
-# ------------------------------------------------------------------------- F1: a member whose header lies about its size
+# ---------------------------------------------------------------- F1: a member whose header lies about its size
 
 
 def test_a_member_claiming_more_bytes_than_it_has_drops_its_sample_in_the_loader(tmp_path, clip, caplog):
@@ -115,7 +115,7 @@ def test_find_tar_header_whole_cut_and_absent():
     assert find_tar_header(b"ustar" * 1000) is None
 
 
-# ------------------------------------------------------------------------- F2: compressed shards in a directory of shards
+# ---------------------------------------------------------------- F2: compressed shards in a directory of shards
 
 
 def test_preprocess_reads_compressed_shards_of_a_directory_and_counts_a_directory_named_as_a_shard(tmp_path, clip,

@@ -347,7 +347,7 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
     listed = _file_identity(stream)
 
     headers_inside: dict[str, Optional[tuple[int, str]]] = {}
-    """Member name → a whole tar header found in its data (streamed members; kept for the last one only)."""
+    """Member name → the start of a tar header found in its data (streamed members; kept for the last one only)."""
 
     def locate(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[Locator, int]:
         if seekable:
@@ -365,7 +365,8 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
         return locator, available  # group_by_key only looks at names and problems, never at data
 
     def header_inside(archive: tarfile.TarFile, member: tarfile.TarInfo, locator: Locator) -> Optional[tuple[int, str]]:
-        """As the loader's reader finds it in the bytes it holds (``scan_tar``): read back here, after a damaged header."""
+        """The start of a tar header in ``member``'s data, as the loader finds it in the bytes it holds
+        (``scan_tar``): read back here, after a damaged header."""
         if not seekable:
             return headers_inside.get(member.name)
         stream.seek(member.offset_data)

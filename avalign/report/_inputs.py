@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
 from avalign._walk import walk
-from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS,
-                    SampleError, read_align_json)
+from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
+                    VIDEO_EXTENSIONS, SampleError, read_align_json)
 from loaders.media import MediaSource
 from loaders.shards import expand_shard_urls
 from loaders.transcripts import pick_transcript
@@ -94,7 +94,8 @@ def _skipped(key: str, shard: str, reason: str, message: str) -> Skipped:
 
 
 def _is_shard_spec(path: str) -> bool:
-    return path.lower().endswith(SHARD_SUFFIXES) or "{" in path or "::" in path or path.startswith("pipe:") or "://" in path
+    return (path.lower().endswith(SHARD_SUFFIXES) or "{" in path or "::" in path or path.startswith("pipe:")
+            or "://" in path)
 
 
 _PREPROCESS_FILES = ("state.jsonl", "manifest.jsonl", "skipped.jsonl")
