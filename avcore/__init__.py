@@ -28,6 +28,7 @@ from avcore._media_types import (
     AUDIO_EXTENSIONS,
     CAPTION_EXTENSIONS,
     MEDIA_EXTENSIONS,
+    SHARD_SUFFIXES,
     TRANSCRIPT_EXTENSIONS,
     VIDEO_EXTENSIONS,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "MAX_SAMPLE_INDEX",
     "MEDIA_EXTENSIONS",
     "REASONS",
+    "SHARD_SUFFIXES",
     "SampleError",
     "ShardError",
     "Span",

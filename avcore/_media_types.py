@@ -6,7 +6,8 @@ these, so one sample is understood the same way by each of them. Extensions are 
 """
 from __future__ import annotations
 
-__all__ = ["AUDIO_EXTENSIONS", "CAPTION_EXTENSIONS", "MEDIA_EXTENSIONS", "TRANSCRIPT_EXTENSIONS", "VIDEO_EXTENSIONS"]
+__all__ = ["AUDIO_EXTENSIONS", "CAPTION_EXTENSIONS", "MEDIA_EXTENSIONS", "SHARD_SUFFIXES", "TRANSCRIPT_EXTENSIONS",
+           "VIDEO_EXTENSIONS"]
 
 VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v", "ts", "m2ts", "mts", "mpg", "mpeg", "3gp", "flv", "wmv", "ogv")
 """Media with (usually) a video stream, in order of preference when a sample has several."""
@@ -21,3 +22,6 @@ counts only when it holds a transcript, not video2dataset's metadata)."""
 CAPTION_EXTENSIONS = ("txt", "caption", "json")
 """Members read as a clip-level caption when the sample has no transcript: ``txt`` / ``caption`` (the text),
 ``json`` metadata with a string ``caption`` field (video2dataset)."""
+SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+"""File names (lower case) read as WebDataset shards in a directory of shards (``avalign preprocess`` and ``avalign
+report``): a plain tar, or one compressed as the shard reader opens it (``tarfile`` ``r|*``: gzip, bzip2, xz)."""

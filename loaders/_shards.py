@@ -12,10 +12,11 @@ Nothing is ever unpickled.
 from __future__ import annotations
 
 import contextlib
-
+import errno
 import logging
 import os
 import random
+import stat
 import tarfile
 from collections import Counter
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ __all__ = [
     "ShardError",
     "TarMember",
     "expand_shard_urls",
+    "find_tar_header",
     "group_by_key",
     "name_pipe_failures",
     "open_shard",
@@ -111,7 +113,32 @@ def open_shard(url: str, *, pipe_stall_seconds: float = DEFAULT_PIPE_STALL_SECON
         from urllib.parse import unquote
 
         path = unquote(path)  # a file URI as Path.as_uri() writes it: 'file:///data/my%20shards/a.tar'
-    return open(path, "rb")
+    return _open_regular_file(path)
+
+
+def _open_regular_file(path: str) -> IO[bytes]:
+    """``open(path, "rb")`` for a regular file; OSError for a named pipe, socket or device (adv61: opening a named
+    pipe that no process writes waits forever, and a training run with it; a glob can pick one up). Opened
+    non-blocking and checked on the descriptor, so nothing can be swapped in between the check and the open."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        if not stat.S_ISREG(mode):
+            if stat.S_ISFIFO(mode):
+                why = ("not a regular file but a named pipe: not read, since a named pipe waits for a writer (forever "
+                       f"when there is none); hint: read it as `pipe:cat {path}`, which has a stall limit")
+            else:
+                kind = "a socket" if stat.S_ISSOCK(mode) else "a device"
+                why = f"not a regular file but {kind}: only regular files are read as shards (or `pipe:COMMAND`)"
+            raise OSError(errno.EINVAL, why, path)
+        if hasattr(os, "O_NONBLOCK"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def safe_member_name(name: str) -> bool:
@@ -246,18 +273,33 @@ def scan_tar(
     read: Callable[[tarfile.TarFile, tarfile.TarInfo], tuple[Any, int]],
     *,
     max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+    header_inside: Optional[Callable[[tarfile.TarFile, tarfile.TarInfo, Any], Optional[tuple[int, str]]]] = None,
 ) -> Iterator[TarMember]:
     """The member loop every shard reader shares (the loader's stream and preprocess's header scan).
 
     Directories are skipped; hostile members are yielded flagged (:func:`refuse_member`); each good member
     is ``read(archive, member) -> (data, bytes_available)`` and yielded with that data; a member with fewer
     bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member.
+
+    Who the ``truncated`` member is named after (adv61):
+
+    - A damaged whole header block after a member whose data holds the start of a tar header
+      (``header_inside(archive, member, data)`` → ``(offset, name)``; by default :func:`find_tar_header` on ``data``
+      when it is bytes): that member's header claimed more bytes than it has and its data runs into the members after
+      it, so its sample is dropped, not delivered with a wrong last member and without the members it swallowed.
+    - A tar that ends at, or inside, the header after a member, where what is left of that header's name does not show
+      another key (a shard still being written, a cut download): the member lost may be one of the open sample's,
+      so that sample is dropped, not delivered without it.
+    - Any other damaged header is named by its own name field, as far as readable (a header of another key that is
+      cut, or garbage over a whole header block: the sample before it is kept whole).
     """
     reading = ""
+    last: Optional[tuple[tarfile.TarInfo, Any]] = None
     try:
         with tarfile.open(fileobj=stream, mode=mode, tarinfo=_CheckedTarInfo) as archive:
             for member in archive:
                 name = reading = member.name
+                last = None
                 if member.isdir():
                     continue
                 refused = refuse_member(member, max_member_bytes=max_member_bytes)
@@ -268,14 +310,40 @@ def scan_tar(
                 if available != member.size:
                     yield TarMember(name, b"", "truncated", f"tar member {name!r} is truncated ({available} of {member.size} bytes)")
                     return
+                last = (member, data)
                 yield TarMember(name, data)
             damage = getattr(archive, "avalign_damage", None)
             if damage is not None and reading:  # (at the very start tarfile raises ReadError itself)
                 name, partial, size, why = damage
-                yield TarMember(name, b"", "truncated",
-                                f"tar header after member {reading!r} is damaged ({why}; {size} of {tarfile.BLOCKSIZE} "
-                                f"bytes, name field {partial if partial.startswith('<') else repr(partial)}); the "
-                                "members after it are lost")
+                damaged = (f"tar header after member {reading!r} is damaged ({why}; {size} of {tarfile.BLOCKSIZE} "
+                           f"bytes, name field {partial if partial.startswith('<') else repr(partial)})")
+                inside = None
+                if last is not None and size == tarfile.BLOCKSIZE:  # a whole block where the next header should be
+                    member, data = last
+                    inside = (header_inside(archive, member, data) if header_inside is not None
+                              else find_tar_header(data) if isinstance(data, (bytes, bytearray)) else None)
+                if inside is not None:
+                    offset, inner = inside
+                    yield TarMember(reading, b"", "truncated",
+                                    f"tar member {reading!r} runs into the members after it: its header says "
+                                    f"{last[0].size} bytes, but the header of member {inner!r} starts at byte {offset} "
+                                    f"of them, and the {damaged[:1].lower()}{damaged[1:]}; its sample and the members "
+                                    "after it are lost")
+                    return
+                if size < tarfile.BLOCKSIZE and not name and _may_continue(reading, partial):
+                    # The tar ends at (or inside) the header after `reading` and what is left of the name does not
+                    # show another key: a writer that had not finished, or a cut download. The member lost there may
+                    # be one of this sample's (KEY.mp4 written, KEY.txt not yet): its sample is dropped, not
+                    # delivered without it (adv61; before, it was delivered and the loss counted under no key).
+                    where = (f"the tar ends after member {reading!r} without end-of-archive blocks" if size == 0 else
+                             f"the tar ends {size} byte{'s' if size > 1 else ''} into the header after member "
+                             f"{reading!r} (name field {partial if partial.startswith('<') else repr(partial)})")
+                    yield TarMember(reading, b"", "truncated",
+                                    f"{where}: a shard still being written, or cut short; the member that was to "
+                                    "come may be one of this sample's, so the sample is dropped; the members after it "
+                                    "are lost")
+                    return
+                yield TarMember(name, b"", "truncated", f"{damaged}; the members after it are lost")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         if not reading:  # nothing read: not "after member ''" but a file that does not start as a tar
             yield TarMember("", b"", "truncated",
@@ -284,6 +352,72 @@ def scan_tar(
             return
         yield TarMember(reading, b"", "truncated", f"tar stream ended early or is corrupt after member {reading!r}: {e}; "
                         "the members after it are lost")
+
+
+def _may_continue(reading: str, partial: str) -> bool:
+    """Whether a member name that begins with ``partial`` (the readable start of a cut header's name field) can be
+    of the same sample as member ``reading``: true for no bytes at all, or bytes that are not text."""
+    if not partial or partial.startswith("<"):
+        return True
+    stem = split_key(reading)[0] + "."
+    return stem.startswith(partial) or partial.startswith(stem)
+
+
+def find_tar_header(data: bytes) -> Optional[tuple[int, str]]:
+    """``(offset, name)`` of the first tar header in ``data`` at a multiple of 512 bytes, else None: how a member
+    whose header claims more bytes than it has is told from a damaged header (:func:`scan_tar`).
+
+    A whole block must parse (checksum included). The last block may be cut by the end of ``data`` (a claim a few
+    hundred bytes too long swallows only the start of the next header): its first 156 bytes must read as a header's
+    (a printable name, octal fields, a checksum no smaller than the bytes there add up to; ``ustar`` where its magic
+    lies within them). Fast on media: a block is looked at only where ``ustar`` stands at a header's magic offset,
+    and the last one."""
+    block = tarfile.BLOCKSIZE
+    starts = []
+    at = data.find(b"ustar", 257)
+    while at != -1:
+        if (at - 257) % block == 0:
+            starts.append(at - 257)
+        at = data.find(b"ustar", at + 1)
+    if data:
+        last = (len(data) - 1) // block * block
+        if last not in starts:
+            starts.append(last)
+    for start in sorted(starts):
+        name = _header_name(bytes(data[start:start + block]))
+        if name is not None:
+            return start, name
+    return None
+
+
+_OCTAL_FIELDS = ((100, 108), (108, 116), (116, 124), (124, 136), (136, 148), (148, 156))
+"""mode, uid, gid, size, mtime, chksum: the octal fields of a tar header before its type flag."""
+
+
+def _header_name(buf: bytes) -> Optional[str]:
+    """The member name of the tar header ``buf`` (512 bytes, or its first 156 or more), else None."""
+    if len(buf) >= tarfile.BLOCKSIZE:
+        try:
+            return tarfile.TarInfo.frombuf(buf[:tarfile.BLOCKSIZE], "utf-8", "surrogateescape").name
+        except tarfile.HeaderError:
+            return None
+    if len(buf) < 156 or (len(buf) >= 262 and buf[257:262] != b"ustar"):
+        return None
+    name, nul, _ = buf[:100].partition(b"\0")
+    if not nul or not name:
+        return None
+    try:
+        text = name.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text.isprintable():
+        return None
+    fields = [buf[a:b].strip(b" \0") for a, b in _OCTAL_FIELDS]
+    octal = [all(48 <= c <= 55 for c in f) for f in fields]  # digits 0-7 only (empty: a field left blank)
+    if not all(octal) or not all(fields[3:]):  # size, mtime and chksum are never blank
+        return None
+    partial_sum = sum(buf[:148]) + 8 * 32 + sum(buf[156:])  # the bytes missing from the block only add to it
+    return text if partial_sum <= int(fields[5], 8) else None
 
 
 def split_key(name: str) -> tuple[str, str]:

@@ -36,12 +36,14 @@ from dataclasses import dataclass, field
 from typing import IO, Iterator, Literal, Optional
 
 from avalign._walk import walk
-from avcore import AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS
+from avcore import (AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
+                    VIDEO_EXTENSIONS)
 from loaders.shards import (
     DEFAULT_MAX_MEMBER_BYTES,
     ShardError,
     TarMember,
     expand_shard_urls,
+    find_tar_header,
     group_by_key,
     name_pipe_failures,
     open_shard,
@@ -86,6 +88,10 @@ class Locator:
     """Tar member name; empty for a plain file."""
     stamp: str = ""
     """A fingerprint of the source (size and mtime, or shard offset and size): a change forces a redo."""
+    listed: tuple = ()
+    """A local shard's ``(size, mtime_ns, inode)`` when it was listed (empty otherwise): reading its members back, a
+    shard that has changed since is refused (``read``), not read at offsets of another file (not in ``stamp``: the
+    fingerprint of a plan stays as before)."""
 
 
 @dataclass(frozen=True)
@@ -267,6 +273,28 @@ def _tagged_sidecar_hint(key: str, groups: dict[str, dict[str, Locator]], origin
             "to measure the media against it")
 
 
+def _file_identity(stream) -> tuple:
+    """``(size, mtime_ns, inode)`` of a local file's open stream; ``()`` for other streams (a pipe, fsspec)."""
+    try:
+        status = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # (io.UnsupportedOperation is both)
+        return ()
+    return (status.st_size, status.st_mtime_ns, status.st_ino) if stat.S_ISREG(status.st_mode) else ()
+
+
+def _check_unchanged(url: str, stream, locators: list[Locator]) -> None:
+    """Raises OSError when the shard ``url`` (open as ``stream``) is not the file its members were listed from."""
+    listed = next((loc.listed for loc in locators if loc.listed), ())
+    now = _file_identity(stream) if listed else ()
+    if listed and now != listed:
+        changes = [f"{what} {a} -> {b}" for what, a, b in zip(("size", "mtime_ns", "inode"), listed, now) if a != b]
+        names = sorted(loc.member for loc in locators)
+        raise OSError(f"{url}: the shard changed after it was listed ({', '.join(changes) or 'not a file now'}): "
+                      f"member(s) {names} are not read from another file at the offsets listed; hint: let whatever "
+                      "writes the shard finish, then preprocess it into a fresh output directory (a rerun into this "
+                      "one redoes only the samples whose members moved)")
+
+
 def _seekable_plain_tar(stream) -> bool:
     """True when members can be read by seeking: a seekable stream that is not gzip/bzip2/xz compressed."""
     try:
@@ -316,19 +344,41 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
     if seekable:
         total = stream.seek(0, os.SEEK_END)
         stream.seek(0)
+    listed = _file_identity(stream)
+
+    headers_inside: dict[str, Optional[tuple[int, str]]] = {}
+    """Member name → the start of a tar header found in its data (streamed members; kept for the last one only)."""
 
     def locate(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[Locator, int]:
         if seekable:
             available = max(0, min(member.size, total - member.offset_data))
         else:
-            handle, available = archive.extractfile(member), 0
-            while handle is not None and (chunk := handle.read(_READ_CHUNK_BYTES)):
+            handle, available, found = archive.extractfile(member), 0, None
+            while handle is not None and (chunk := handle.read(_READ_CHUNK_BYTES)):  # 1 MiB: whole 512-byte blocks
+                if found is None and (inside := find_tar_header(chunk)) is not None:
+                    found = (available + inside[0], inside[1])
                 available += len(chunk)
+            headers_inside.clear()
+            headers_inside[member.name] = found
         locator = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
-                          member=member.name, stamp=f"{member.offset_data}:{member.size}")
+                          member=member.name, stamp=f"{member.offset_data}:{member.size}", listed=listed)
         return locator, available  # group_by_key only looks at names and problems, never at data
 
-    yield from scan_tar(stream, "r:" if seekable else "r|*", locate, max_member_bytes=max_member_bytes)
+    def header_inside(archive: tarfile.TarFile, member: tarfile.TarInfo, locator: Locator) -> Optional[tuple[int, str]]:
+        """The start of a tar header in ``member``'s data, as the loader finds it in the bytes it holds
+        (``scan_tar``): read back here, after a damaged header."""
+        if not seekable:
+            return headers_inside.get(member.name)
+        stream.seek(member.offset_data)
+        done = 0
+        while done < member.size and (chunk := stream.read(min(_READ_CHUNK_BYTES, member.size - done))):
+            if (inside := find_tar_header(chunk)) is not None:
+                return done + inside[0], inside[1]
+            done += len(chunk)
+        return None
+
+    yield from scan_tar(stream, "r:" if seekable else "r|*", locate, max_member_bytes=max_member_bytes,
+                        header_inside=header_inside)
 
 
 def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") -> dict[str, dict[str, Locator]]:
@@ -414,24 +464,32 @@ def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
 
 
 def _directory_of_shards(root: str) -> list[str]:
-    """The ``.tar`` files of ``root``'s top level (sorted) when it holds some and no media file anywhere below it
-    (a media file would be a sample of the directory: nothing is dropped); else []."""
-    tars = [os.path.join(root, n) for n in sorted(os.listdir(root))
-            if n.lower().endswith(".tar") and not n.startswith(".") and os.path.isfile(os.path.join(root, n))]
+    """The shards of ``root``'s top level (sorted; names ending in one of ``avcore.SHARD_SUFFIXES``: plain or
+    gzip/bzip2/xz-compressed tars, as the shard reader opens them) when it holds some and no media file anywhere
+    below it (a media file would be a sample of the directory: nothing is dropped); else []. An entry with a shard's
+    name that is not a regular file (a directory ``x.tar``) is listed too: the shard reader skips it as ``open``,
+    counted and named, where leaving it out would say nothing (adv61: ``.tar.gz`` shards were left out silently)."""
+    names = [n for n in sorted(os.listdir(root)) if not n.startswith(".")]
+    tars = [os.path.join(root, n) for n in names if n.lower().endswith(SHARD_SUFFIXES)]
     if not tars:
         return []
     for dirpath, dirnames, filenames in walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         if any(n.rpartition(".")[2].lower() in MEDIA_EXTENSIONS for n in filenames if not n.startswith(".")):
             return []
+    others = [n for n in names if not n.lower().endswith(SHARD_SUFFIXES)]
+    if others:
+        logger.info("%s: %d top-level entr%s not read (not shards: names ending %s): %s%s", root, len(others),
+                    "y" if len(others) == 1 else "ies", "/".join(SHARD_SUFFIXES), ", ".join(others[:5]),
+                    " …" if len(others) > 5 else "")
     return tars
 
 
 def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
     """Find the samples of ``source``: a directory, one media file, a tar path, a brace pattern or an fsspec/pipe URL.
 
-    A directory whose top level holds ``.tar`` files, and that holds no media file at any depth, is read as those
-    shards (sorted by name).
+    A directory whose top level holds shards (``.tar``, or compressed: ``avcore.SHARD_SUFFIXES``), and that holds no
+    media file at any depth, is read as those shards (sorted by name).
 
     One media file (``talks/a.mp4``) is read as a directory holding only it and its same-stem sidecars
     (``talks/a.srt``…): one sample, keyed by its stem (``a``). A transcript or caption file alone is refused.
@@ -458,7 +516,7 @@ def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
             raise PermissionError(f"input directory {source!r} is not readable; hint: check its permissions")
         shards = _directory_of_shards(source)
         if shards:
-            logger.info("%s: no media files, %d .tar shard(s): reading the shards", source, len(shards))
+            logger.info("%s: no media files, %d shard(s): reading the shards", source, len(shards))
             return _list_shards(shards, on_error=on_error)
         return _list_directory(source)
     if os.path.isfile(source):
@@ -497,6 +555,7 @@ def read_members(locators: list[Locator]) -> list[bytes]:
             by_shard.setdefault(loc.path, []).append(i)
     for url, indices in by_shard.items():
         with open_shard(url) as stream:
+            _check_unchanged(url, stream, [locators[i] for i in indices])
             if all(locators[i].offset >= 0 for i in indices):
                 for i in sorted(indices, key=lambda j: locators[j].offset):
                     stream.seek(locators[i].offset)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
 from avalign._walk import walk
-from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, VIDEO_EXTENSIONS, SampleError,
-                    read_align_json)
+from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
+                    VIDEO_EXTENSIONS, SampleError, read_align_json)
 from loaders.media import MediaSource
 from loaders.shards import expand_shard_urls
 from loaders.transcripts import pick_transcript
@@ -94,7 +94,8 @@ def _skipped(key: str, shard: str, reason: str, message: str) -> Skipped:
 
 
 def _is_shard_spec(path: str) -> bool:
-    return path.endswith((".tar", ".tar.gz", ".tgz")) or "{" in path or "::" in path or path.startswith("pipe:") or "://" in path
+    return (path.lower().endswith(SHARD_SUFFIXES) or "{" in path or "::" in path or path.startswith("pipe:")
+            or "://" in path)
 
 
 _PREPROCESS_FILES = ("state.jsonl", "manifest.jsonl", "skipped.jsonl")
@@ -116,7 +117,7 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
         SampleError: a shard-level problem with ``on_error="raise"`` (shard, key and reason attached).
     """
     if os.path.isdir(path):
-        tars = sorted(glob.glob(os.path.join(path, "*.tar")) + glob.glob(os.path.join(path, "*.tar.gz")))
+        tars = _shards_of(path)
         media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
         preprocessed = any(os.path.isfile(os.path.join(path, name)) for name in _PREPROCESS_FILES)
         if (tars or preprocessed) and not media:  # shards, or preprocess output whose every sample was skipped
@@ -172,16 +173,25 @@ def count_clips(path: str) -> Optional[int]:
     listings and tar headers only; None when it cannot tell cheaply (remote or piped shards, patterns)."""
     try:
         if os.path.isdir(path):
-            tars = sorted(glob.glob(os.path.join(path, "*.tar")))
+            tars = _shards_of(path)
             media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
             if media or not tars:
                 return len({os.path.splitext(f)[0] for f in media})
+            if not all(t.lower().endswith(".tar") and os.path.isfile(t) for t in tars):
+                return None  # a compressed shard is read through to list its headers: not cheap
             return len(set().union(*(_tar_keys(t) for t in tars)))  # a key in two shards is one clip (duplicate_key)
         if os.path.isfile(path):
-            return len(_tar_keys(path)) if path.endswith(".tar") else 1
+            return len(_tar_keys(path)) if path.lower().endswith(".tar") else 1
     except (OSError, tarfile.TarError):
         return None
     return None
+
+
+def _shards_of(directory: str) -> list[str]:
+    """The shards at the top level of ``directory`` (names ending in one of ``avcore.SHARD_SUFFIXES``, not hidden),
+    sorted: the rule ``avalign preprocess`` reads a directory of shards by."""
+    return sorted(os.path.join(directory, n) for n in os.listdir(directory)
+                  if not n.startswith(".") and n.lower().endswith(SHARD_SUFFIXES))
 
 
 def _tar_keys(path: str) -> set[str]:
