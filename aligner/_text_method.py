@@ -20,7 +20,7 @@
                                  none: words_do_not_match_audio, confidence 0: confirms nothing)
     forced's answer, >= 3 onsets after a pause ──▶ energy's onset peak within ±30 ms of it, if there is one
                                                    (method ``forced_*+onsets``), else forced's answer
-    forced's answer not re-read ──▶ energy's best guess (its abstained peak) if within ±30 ms of it
+    forced's answer not re-read ──▶ energy's best guess (its abstained peak) if within ±20 ms of it
                                     (method ``forced_*+energy_peak``)
     forced's answer not dated by energy, captions with one start after a pause ──▶ abstain (few_caption_edges)
     (an onset peak exists where it is inside the window and no single item carries more than half the onset sum)
@@ -154,7 +154,7 @@ def estimate_transcript_offset(
     the band-SNR onset evidence within 30 ms of forced alignment's (``forced_words+onsets`` / ``forced_spans+onsets``)
     where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
     alignment's word starts carry a lead that differs between voices, onsets do not. Otherwise, where the energy
-    estimator's best guess (its abstained peak) lies within 30 ms of forced alignment's answer, the answer is that
+    estimator's best guess (its abstained peak) lies within 20 ms of forced alignment's answer, the answer is that
     guess (``forced_words+energy_peak`` / ``forced_spans+energy_peak``). A caption answer that energy dates neither way
     and that rests on one caption start after a pause abstains (``few_caption_edges``). Forced alignment's answer then
     stands only where at least 70 % of the transcript's items are aligned within 60 ms of where it puts them (else
@@ -298,7 +298,7 @@ def _not_placed(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
 
 def _alone_in_digital_silence(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
     """Captions in digital silence where energy abstained and no energy evidence dates forced alignment's answer (no
-    onset reading, no energy peak within 30 ms of it): that answer is not taken (abstain
+    onset reading, no energy peak within 20 ms of it): that answer is not taken (abstain
     ``forced_alone_in_digital_silence``, its answer as the best guess). Without a floor its caption starts get no lead
     correction, and such answers were 37.6 and 65.2 ms off on the tune set's digital-silence clips
     (``random_specs(33033)``, two of two; BENCHMARKS.md, "Fits in digital silence judged over a recording's floor").
@@ -316,7 +316,7 @@ def _alone_in_digital_silence(energy: TextEstimate, forced: TextEstimate) -> Tex
 def _one_edge_alone(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
     """Captions with one start after a pause (every other caption abuts the one before it) where energy abstained and
     no energy evidence dates forced alignment's answer (no onset reading, no energy peak within
-    :data:`_ONSET_WINDOW_MS` of it): abstain ``few_caption_edges``, forced alignment's answer as the best guess.
+    :data:`_FEW_EDGES_AGREE_MS` of it): abstain ``few_caption_edges``, forced alignment's answer as the best guess.
 
     Forced alignment's caption answer is read from the captions out of silence (``aligner._text_forced``, "Captions
     out of silence"), so here a single word boundary decides it. On the tune sets (TUNE, TUNE2) such answers were
@@ -331,7 +331,7 @@ def _one_edge_alone(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
                               f"{forced.text_offset_ms:+.0f} ms (confidence {forced.confidence:.2f}), energy abstained "
                               f"({energy.found or energy.method})",
                         needed=f"at least 2 caption starts after pauses, or the energy evidence dating forced "
-                               f"alignment's answer (its onsets, or its peak within {_ONSET_WINDOW_MS:g} ms)")
+                               f"alignment's answer (its onsets, or its peak within {_FEW_EDGES_AGREE_MS:g} ms)")
 
 
 def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimate,
@@ -352,20 +352,19 @@ def _dated_by_energy_peak(answer: TextEstimate, forced: TextEstimate, energy: Te
 
     Where the onset reading (:func:`_onset_refined`) did not apply (fewer than :data:`_FEW_EDGES` onsets after a
     pause, or no peak in its window) and the energy estimator's best guess, the highest point of its evidence over the
-    whole search range, lies within :data:`_ONSET_WINDOW_MS` of forced alignment's answer, the answer takes that
+    whole search range, lies within :data:`_FEW_EDGES_AGREE_MS` of forced alignment's answer, the answer takes that
     guess (method ``+energy_peak``, forced alignment's confidence kept). Energy abstained because rival peaks elsewhere
     stood nearly as high; forced alignment chooses among them, and the one it chooses dates the onsets without the
     aligner's lead, which varies from item to item (an item inside connected speech is aligned 11-20 ms later than one
     after a pause on the wild generator's speech; BENCHMARKS.md, "A/V on three sets never used for A/V, and where forced
-    alignment's transcript answers lose precision"). The window is the onset reading's (:func:`_onset_refined`): one
-    window for energy evidence near forced alignment's answer. Until 2026-12-07 it was 20 ms (a few-edge energy
-    answer's agreement with forced alignment); on TUNE the guesses within 20 ms were 0.3-3.6 ms from the truth where
-    forced alignment was 0.1-20.3 ms off. On TUNE and TUNE2, 25 and 30 ms each add one reading (TUNE2's wild41039:
-    -27.9 -> -3.5 ms, the guess 24.4 ms from forced alignment's answer); 35 ms adds one that is wrong (wild41009: -14.8 ->
-    -46.3 ms, 31.5 ms away), 40 ms another (BENCHMARKS.md, "Transcript offset: the energy peak within 30 ms of forced
-    alignment"). It moves an answer by at most 30 ms and never makes one."""
+    alignment's transcript answers lose precision"). The agreement window is the one a few-edge energy answer needs
+    from forced alignment. On TUNE the guesses within it were 0.3-3.6 ms from the truth where forced alignment was 0.1-20.3
+    ms off; the guesses beyond it (37-38 ms away) were once right, once 35 ms wrong. A 30 ms window (the onset
+    reading's) was screened on 2026-12-07 and dropped: on human speech it moved forced alignment's answers on joined
+    utterances from +0.4..+2.5 to -20.1 ms and from +22.8 to +47.1 ms (BENCHMARKS.md, "Transcript offset: forced
+    alignment alone on one caption start"). It moves an answer by at most 20 ms and never makes one."""
     guess = energy.best_guess_ms
-    if answer.method != forced.method or guess is None or abs(guess - answer.text_offset_ms) > _ONSET_WINDOW_MS:
+    if answer.method != forced.method or guess is None or abs(guess - answer.text_offset_ms) > _FEW_EDGES_AGREE_MS:
         return answer
     return dataclasses.replace(answer, text_offset_ms=guess, best_guess_ms=guess, method=answer.method + "+energy_peak")
 
