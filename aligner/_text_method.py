@@ -269,7 +269,7 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
     dated = _dated_by_energy_peak(_onset_refined(audio, transcript, forced, options), forced, energy)
     if not transcript.words and not has_floor and dated.method == forced.method:
         return _alone_in_digital_silence(energy, forced)
-    if not transcript.words and dated.method == forced.method and caption_edges(transcript) < 2:
+    if not transcript.words and dated.method == forced.method and forced.num_starts_after_pause < 2:
         return _one_edge_alone(energy, forced)
     return _heard(dated, forced)
 
@@ -314,7 +314,8 @@ def _alone_in_digital_silence(energy: TextEstimate, forced: TextEstimate) -> Tex
 
 
 def _one_edge_alone(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
-    """Captions with one start after a pause (every other caption abuts the one before it) where energy abstained and
+    """Captions with one start out of silence as forced alignment placed them (``num_starts_after_pause``: by their
+    stamps or as aligned; every other caption abuts the one before it) where energy abstained and
     no energy evidence dates forced alignment's answer (no onset reading, no energy peak within
     :data:`_FEW_EDGES_AGREE_MS` of it): abstain ``few_caption_edges``, forced alignment's answer as the best guess.
 
@@ -327,10 +328,10 @@ def _one_edge_alone(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
     (BENCHMARKS.md, "Transcript offset: forced alignment alone on one caption start")."""
     return text_abstain("few_caption_edges", confidence=forced.confidence, best_guess_ms=forced.text_offset_ms,
                         num_words_aligned=forced.num_words_aligned, item_differences_ms=forced.item_differences_ms,
-                        found=f"1 caption start after a pause; forced alignment alone says "
+                        found=f"{forced.num_starts_after_pause} caption start(s) out of silence; forced alignment alone says "
                               f"{forced.text_offset_ms:+.0f} ms (confidence {forced.confidence:.2f}), energy abstained "
                               f"({energy.found or energy.method})",
-                        needed=f"at least 2 caption starts after pauses, or the energy evidence dating forced "
+                        needed=f"at least 2 caption starts out of silence, or the energy evidence dating forced "
                                f"alignment's answer (its onsets, or its peak within {_FEW_EDGES_AGREE_MS:g} ms)")
 
 

@@ -28,5 +28,6 @@ def test_a_bare_forced_answer_on_one_caption_start_abstains(wild_seed) -> None:
     assert abs(forced.text_offset_ms - truth) > 50.0  # forced alignment alone: confidently wrong (81 ms)
     assert auto.abstained and auto.method == "abstain:few_caption_edges", auto
     assert auto.best_guess_ms == pytest.approx(forced.text_offset_ms)
-    assert "1 caption start after a pause" in auto.found and "forced alignment alone" in auto.found
-    assert "at least 2 caption starts" in auto.needed
+    assert forced.num_starts_after_pause == 1
+    assert "1 caption start(s) out of silence" in auto.found and "forced alignment alone" in auto.found
+    assert "at least 2 caption starts out of silence" in auto.needed
