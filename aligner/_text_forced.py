@@ -372,7 +372,8 @@ def estimate_text_offset_forced(
                         found=f"{d.size} of {len(items)} item(s) aligned, {agreement:.0%} within ±{agree_ms:g} ms of "
                               f"the median: confidence {confidence:.2f}", needed=f"confidence >= {min_confidence}")
     return TextEstimate(offset_seconds * 1000.0, confidence, method, best_guess_ms=offset_seconds * 1000.0,
-                        num_words_aligned=int(d.size), item_differences_ms=item_differences_ms)
+                        num_words_aligned=int(d.size), item_differences_ms=item_differences_ms,
+                        num_starts_after_pause=0 if use_words else len(post_pause))
 
 
 CAPTION_MARGIN_SECONDS = 0.25

@@ -22,6 +22,7 @@
                                                    (method ``forced_*+onsets``), else forced's answer
     forced's answer not re-read ──▶ energy's best guess (its abstained peak) if within ±20 ms of it
                                     (method ``forced_*+energy_peak``)
+    forced's answer not dated by energy, captions with one start after a pause ──▶ abstain (few_caption_edges)
     (an onset peak exists where it is inside the window and no single item carries more than half the onset sum)
     forced's answer not dated by energy, captions in digital silence ──▶ abstain (forced_alone_in_digital_silence)
     energy's caption answer in digital silence, forced alignment placing none of the words ──▶ abstain
@@ -154,7 +155,8 @@ def estimate_transcript_offset(
     where the transcript has at least 3 onsets after a pause and that evidence peaks inside the window: forced
     alignment's word starts carry a lead that differs between voices, onsets do not. Otherwise, where the energy
     estimator's best guess (its abstained peak) lies within 20 ms of forced alignment's answer, the answer is that
-    guess (``forced_words+energy_peak`` / ``forced_spans+energy_peak``). Forced alignment's answer then
+    guess (``forced_words+energy_peak`` / ``forced_spans+energy_peak``). A caption answer that energy dates neither way
+    and that rests on one caption start after a pause abstains (``few_caption_edges``). Forced alignment's answer then
     stands only where at least 70 % of the transcript's items are aligned within 60 ms of where it puts them (else
     ``words_not_heard``, naming items not heard: a transcript that is not this audio's, or shares only a sentence
     with it); :func:`heard_items`. Every method's answer within 30 ms of ``±options.max_offset_ms`` abstains
@@ -267,6 +269,8 @@ def _auto(audio: AudioClip, transcript: Transcript, energy: TextEstimate, forced
     dated = _dated_by_energy_peak(_onset_refined(audio, transcript, forced, options), forced, energy)
     if not transcript.words and not has_floor and dated.method == forced.method:
         return _alone_in_digital_silence(energy, forced)
+    if not transcript.words and dated.method == forced.method and forced.num_starts_after_pause < 2:
+        return _one_edge_alone(energy, forced)
     return _heard(dated, forced)
 
 
@@ -309,6 +313,28 @@ def _alone_in_digital_silence(energy: TextEstimate, forced: TextEstimate) -> Tex
                                "alignment's caption answers alone are tens of ms off)")
 
 
+def _one_edge_alone(energy: TextEstimate, forced: TextEstimate) -> TextEstimate:
+    """Captions with one start out of silence as forced alignment placed them (``num_starts_after_pause``: by their
+    stamps or as aligned; every other caption abuts the one before it) where energy abstained and
+    no energy evidence dates forced alignment's answer (no onset reading, no energy peak within
+    :data:`_FEW_EDGES_AGREE_MS` of it): abstain ``few_caption_edges``, forced alignment's answer as the best guess.
+
+    Forced alignment's caption answer is read from the captions out of silence (``aligner._text_forced``, "Captions
+    out of silence"), so here a single word boundary decides it. On the tune sets (TUNE, TUNE2) such answers were
+    -81.0, +19.7 and +20.4 ms off (confidence 0.62-1.0): one boundary is as precise as one forced-alignment word start,
+    whose tail reaches tens of ms (caption starts: |error| p90 24 ms on TUNE). The energy path already asks for this
+    (``_confirmed``: an energy answer on fewer than 3 caption starts needs forced alignment to confirm it); with two
+    starts the pair rule of ``aligner._text_forced`` can set one against the other, so two still answer
+    (BENCHMARKS.md, "Transcript offset: forced alignment alone on one caption start")."""
+    return text_abstain("few_caption_edges", confidence=forced.confidence, best_guess_ms=forced.text_offset_ms,
+                        num_words_aligned=forced.num_words_aligned, item_differences_ms=forced.item_differences_ms,
+                        found=f"{forced.num_starts_after_pause} caption start(s) out of silence; forced alignment alone says "
+                              f"{forced.text_offset_ms:+.0f} ms (confidence {forced.confidence:.2f}), energy abstained "
+                              f"({energy.found or energy.method})",
+                        needed=f"at least 2 caption starts out of silence, or the energy evidence dating forced "
+                               f"alignment's answer (its onsets, or its peak within {_FEW_EDGES_AGREE_MS:g} ms)")
+
+
 def _onset_refined(audio: AudioClip, transcript: Transcript, forced: TextEstimate,
                    options: TextOptions) -> TextEstimate:
     """Forced alignment's answer, read off the onset evidence where that is possible.
@@ -334,8 +360,10 @@ def _dated_by_energy_peak(answer: TextEstimate, forced: TextEstimate, energy: Te
     after a pause on the wild generator's speech; BENCHMARKS.md, "A/V on three sets never used for A/V, and where forced
     alignment's transcript answers lose precision"). The agreement window is the one a few-edge energy answer needs
     from forced alignment. On TUNE the guesses within it were 0.3-3.6 ms from the truth where forced alignment was 0.1-20.3
-    ms off; the guesses beyond it (37-38 ms away) were once right, once 35 ms wrong. It moves an answer by at most 20 ms
-    and never makes one."""
+    ms off; the guesses beyond it (37-38 ms away) were once right, once 35 ms wrong. A 30 ms window (the onset
+    reading's) was screened on 2026-12-07 and dropped: on human speech it moved forced alignment's answers on joined
+    utterances from +0.4..+2.5 to -20.1 ms and from +22.8 to +47.1 ms (BENCHMARKS.md, "Transcript offset: forced
+    alignment alone on one caption start"). It moves an answer by at most 20 ms and never makes one."""
     guess = energy.best_guess_ms
     if answer.method != forced.method or guess is None or abs(guess - answer.text_offset_ms) > _FEW_EDGES_AGREE_MS:
         return answer

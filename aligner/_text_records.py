@@ -48,6 +48,9 @@ class TextEstimate:
     in transcript order (None where its chunk did not align or did not fit the audio; items without a dictionary word are left out: no
     verdict); () from the energy estimator and when abstaining before aligning. What
     :func:`~aligner.estimators.heard_items` reads."""
+    num_starts_after_pause: int = 0
+    """Forced alignment on captions: placed captions that start out of silence (by their stamps, or as aligned), the
+    items its caption answer is read from (``aligner._text_forced``, "Captions out of silence"); 0 otherwise."""
 
     @property
     def abstained(self) -> bool:
@@ -118,6 +121,7 @@ def text_abstain(reason: str, *, num_onsets: int = 0, psr: float = 0.0, confiden
         if confidence:
             found += f", confidence {confidence:.2f}"
     logger.info("text offset estimation abstains: %s (%s)", reason, found)
-    return TextEstimate(None, float(confidence), f"abstain:{reason}", num_onsets, float(psr),
-                        None if best_guess_ms is None else float(best_guess_ms), found, needed or default_needed, hint,
-                        num_words_aligned, item_differences_ms)
+    return TextEstimate(None, float(confidence), f"abstain:{reason}", num_onsets=num_onsets, peak_to_sidelobe=float(psr),
+                        best_guess_ms=None if best_guess_ms is None else float(best_guess_ms), found=found,
+                        needed=needed or default_needed, hint=hint, num_words_aligned=num_words_aligned,
+                        item_differences_ms=item_differences_ms)
