@@ -158,8 +158,8 @@ REPORT59_SEEDS = range(59000, 59024)
 :data:`REPORT57_SEEDS`; run once, never tuned on."""
 REPORT61_SEEDS = range(61000, 61024)
 """Seeds of a twenty-ninth held-out set (24 clips, with the sub-frame stream), reserved on 2026-12-07 (twelfth
-session) before any of its clips was generated, with :data:`REPORT63_SEEDS`, for one untouched A/V report of main after
-the session's changes (drift reporting); run once, never tuned on."""
+session) before any of its clips was generated, with :data:`REPORT63_SEEDS`, for one untouched report of main at the
+end of that session (A/V; the transcript offset after the one-caption-start abstention); run once, never tuned on."""
 REPORT63_SEEDS = range(63000, 63024)
 """Seeds of a thirtieth held-out set (24 clips, with the sub-frame stream), reserved with :data:`REPORT61_SEEDS`; run
 once, never tuned on."""
