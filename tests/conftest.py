@@ -516,3 +516,21 @@ def collector_on_test_objects():
     make_loader forks its workers) walk only what the test made."""
     with collector_on_new_objects():
         yield
+
+
+def spread_flash_events(seconds: float, fps: float = 5.0, every: tuple[float, float] = (20.0, 40.0)):
+    """``(visual_events, pts_seconds, AudioOnsets)`` of a long clip with a flash every ``every`` s (irregular, seed 0)
+    over ``seconds`` at ``fps`` and each flash's sound 100 ms later: the A/V search's work at scale (the truth: +100 ms,
+    no drift)."""
+    import numpy as np
+
+    import aligner.estimators
+
+    pts = np.arange(0.0, seconds, 1.0 / fps)
+    visual = np.zeros(pts.size)
+    gaps = np.random.default_rng(0).integers(int(every[0] * fps), int(every[1] * fps), size=int(seconds / every[0]))
+    flashes = 20 + np.cumsum(gaps)
+    flashes = flashes[flashes < pts.size - 20]
+    visual[flashes] = 50.0
+    onsets = aligner.estimators.AudioOnsets(pts[flashes] + 0.1, np.full(flashes.size, 8.0), seconds)
+    return visual, pts, onsets

@@ -13,6 +13,7 @@ import aligner.estimators
 import aligner.spans
 import aligner.timeline
 from loaders import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
+from tests.conftest import spread_flash_events
 
 SAMPLE_RATE = 16000
 
@@ -356,22 +357,12 @@ def test_audio_on_video_clock_refuses_a_window_that_is_not_finite(start, stop):
                                               start_seconds=start, stop_seconds=stop)
 
 
-def _spread_events(seconds: float, fps: float = 5.0):
-    """A change signal with a flash every 20-40 s (irregular) over ``seconds`` and each flash's sound 100 ms later."""
-    pts = np.arange(0.0, seconds, 1.0 / fps)
-    visual = np.zeros(pts.size)
-    gaps = np.random.default_rng(0).integers(int(20 * fps), int(40 * fps), size=int(seconds / 20))
-    flashes = 20 + np.cumsum(gaps)
-    flashes = flashes[flashes < pts.size - 20]
-    visual[flashes] = 50.0
-    onsets = aligner.estimators.AudioOnsets(pts[flashes] + 0.1, np.full(flashes.size, 8.0), seconds)
-    return visual, pts, onsets
 
 
 def test_a_search_too_wide_for_the_clip_abstains_instead_of_allocating_gigabytes():
     """±10 s and ±20000 ppm over 2 h of events is 571 million lag x drift cells: a 4.6 GB match surface and more
     than 5 minutes (killed there) in one estimate; now an abstention that says so, at once."""
-    visual, pts, onsets = _spread_events(7200.0)
+    visual, pts, onsets = spread_flash_events(7200.0)
     options = aligner.AVOptions(max_offset_ms=10_000, max_drift_ppm=20_000)
     est = aligner.estimators.estimate_av_offset_from_features(visual, pts, onsets, options=options)
     assert est.av_offset_ms is None and est.abstain.reason == "search_too_large"
@@ -382,7 +373,7 @@ def test_a_search_too_wide_for_the_clip_abstains_instead_of_allocating_gigabytes
 
 
 def test_a_search_within_the_budget_still_answers():
-    visual, pts, onsets = _spread_events(600.0)
+    visual, pts, onsets = spread_flash_events(600.0)
     est = aligner.estimators.estimate_av_offset_from_features(visual, pts, onsets)
     assert est.av_offset_ms == pytest.approx(100.0, abs=1.0)
 

@@ -18,7 +18,7 @@ import aligner.timeline
 import avcore
 from avalign.cli import MAX_OFFSET_MS, MAX_SEARCH_OFFSET_MS, main
 from loaders import AudioClip, Span, Transcript, VideoClip, VideoMetadata, Word
-from tests.conftest import SAMPLE_DATA
+from tests.conftest import SAMPLE_DATA, spread_flash_events
 
 SAMPLE_RATE = 16000
 _MAP = dict(level="word", clock=aligner.ClockModel(), sample_rate=SAMPLE_RATE)
@@ -41,16 +41,6 @@ def _words() -> Transcript:
     return Transcript((Span("hello world", 0.5, 1.4, words),))
 
 
-def _spread_events(seconds: float, fps: float = 5.0, every: tuple[float, float] = (20.0, 40.0)):
-    """A change signal with a flash every 20-40 s (irregular) over ``seconds`` and each flash's sound 100 ms later."""
-    pts = np.arange(0.0, seconds, 1.0 / fps)
-    visual = np.zeros(pts.size)
-    gaps = np.random.default_rng(0).integers(int(every[0] * fps), int(every[1] * fps), size=int(seconds / every[0]))
-    flashes = 20 + np.cumsum(gaps)
-    flashes = flashes[flashes < pts.size - 20]
-    visual[flashes] = 50.0
-    onsets = aligner.estimators.AudioOnsets(pts[flashes] + 0.1, np.full(flashes.size, 8.0), seconds)
-    return visual, pts, onsets
 
 
 # ---------------------------------------------------------------- L2: a search of minutes under the cell limit
@@ -60,7 +50,7 @@ def test_a_search_of_minutes_abstains_at_once_naming_what_to_narrow():
     """1 h of events (119 flashes) at ±10 s: 21.3 million cells, under the 50 million cell limit, but 2.5 billion
     event-cells: 175 s (375 s on the loaded 2-core machine) answering +100 ms before; now an abstention in 0.03 s
     (a 1 h clip with 913 events at the default ranges, 1.6 billion event-cells, still answers: 63-68 s)."""
-    visual, pts, onsets = _spread_events(3600.0)
+    visual, pts, onsets = spread_flash_events(3600.0)
     options = aligner.AVOptions(max_offset_ms=10_000)
     started = time.perf_counter()
     est = aligner.estimators.estimate_av_offset_from_features(visual, pts, onsets, options=options)
@@ -81,7 +71,7 @@ def test_a_search_of_minutes_abstains_at_once_naming_what_to_narrow():
 def test_many_events_at_a_wide_lag_range_and_no_drift_still_answer():
     """600 events over 40 min at ±10 s without a drift search: 12 million event-cells a row, done in blocks of lags
     (each step held 96 MB a temporary, gigabytes at thousands of events); the answer is the flashes' 100 ms."""
-    visual, pts, onsets = _spread_events(2400.0, every=(3.0, 5.0))
+    visual, pts, onsets = spread_flash_events(2400.0, every=(3.0, 5.0))
     options = aligner.AVOptions(max_offset_ms=10_000, max_drift_ppm=0.0)
     est = aligner.estimators.estimate_av_offset_from_features(visual, pts, onsets, options=options)
     assert est.num_events > 500 and est.av_offset_ms == pytest.approx(100.0, abs=1.0)
