@@ -265,6 +265,13 @@ def _guess_from_name(name: str) -> Optional[str]:
     return _SUFFIXES.get(suffix)
 
 
+def _is_ass(name: str, text: str) -> bool:
+    """An ASS / SSA (Advanced SubStation Alpha) file, by its suffix or its ``[Script Info]`` header: its ``[`` would
+    otherwise be sniffed as JSON and refused as invalid JSON."""
+    suffix = name.lower().rsplit(".", 1)[-1]
+    return suffix in ("ass", "ssa") or text.lstrip("\ufeff \t\r\n").startswith("[Script Info]")
+
+
 def sniff_format(text: str) -> Optional[str]:
     """Guess the format from the content; None when nothing matches."""
     head = text.lstrip("\ufeff \t\r\n")
@@ -466,6 +473,11 @@ def read_transcript(
     if not text.strip():
         logger.debug("%s: empty transcript", label)
         return Transcript(spans=(), source=label, format=chosen or "")
+    if format is None and _guess_from_name(label) is None and _is_ass(label, text):
+        raise TranscriptError(
+            f"{label}: ASS/SSA subtitles are not read as a transcript (SRT, WebVTT, Whisper/WhisperX JSON, TextGrid and "
+            f"STM are); hint: convert it to SRT with `ffmpeg -i {label} OUT.srt` and read OUT.srt"
+        )
     if chosen is None:
         raise TranscriptError(
             f"{label}: cannot tell the transcript format from the name or the content (starts {text[:30]!r}); "

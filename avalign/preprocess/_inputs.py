@@ -237,9 +237,12 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
             group[ext] = Locator(path=path, stamp=f"{status.st_size}:{status.st_mtime_ns}")
 
     if +ignored:  # not media, transcripts or captions: not samples, but said (a .mxf folder must not look empty)
-        logger.warning("%s: %d file(s) ignored, not media, transcripts or captions: %s; media extensions: %s", root,
+        subtitles = sorted(e for e in +ignored if e in (".ass", ".ssa"))  # sidecars a user means as transcripts
+        logger.warning("%s: %d file(s) ignored, not media, transcripts or captions: %s; media extensions: %s%s", root,
                        sum(ignored.values()), ", ".join(f"{e} ({n})" for e, n in sorted((+ignored).items())),
-                       list(MEDIA_EXTENSIONS))
+                       list(MEDIA_EXTENSIONS),
+                       f"; {'/'.join(subtitles)} subtitles are not read as transcripts: convert each to SRT beside its "
+                       f"media (`ffmpeg -i KEY{subtitles[0]} KEY.srt`) to measure against it" if subtitles else "")
 
     def read_json(loc: Locator) -> bytes:
         with open(loc.path, "rb") as handle:

@@ -227,6 +227,18 @@ def summarize(rows: Sequence[dict], skipped: Sequence[Skipped], gate_result: dic
     }
 
 
+def _worst_offsets(worst: dict) -> str:
+    """``"text 192.461 ms (A/V -5.47 ms)"``: a worst clip's larger offset first, signed and named, then the other."""
+    names = {"av_offset_ms": "A/V", "text_offset_ms": "text"}
+    known = [f for f in names if worst.get(f) is not None]
+    if not known:
+        return f"{worst['offset_ms']} ms"
+    first = max(known, key=lambda f: abs(worst[f]))
+    text = f"{names[first]} {worst[first]} ms"
+    others = [f"{names[f]} {worst[f]} ms" for f in known if f != first]
+    return text + (f" ({', '.join(others)})" if others else "")
+
+
 def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
     """A few lines for the terminal: counts, offsets, standards, gate verdict and where the report is."""
     def fmt(stats: dict, unit: str) -> str:
@@ -255,7 +267,7 @@ def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
             if field == "av_offset_ms" or r["count"]:
                 lines.append(f"vs truth    {name} residual {fmt(r, unit)}")
     for w in summary["worst"][:3]:
-        lines.append(f"worst       {w['key']}  {w['offset_ms']} ms  ({w['shard']})")
+        lines.append(f"worst       {w['key']}  {_worst_offsets(w)}  ({w['shard']})")
     g = summary["gate"]
     if g["fail_over_ms"] is not None:
         verdict = "FAIL" if g["exit_code"] else "pass"

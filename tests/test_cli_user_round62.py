@@ -1,0 +1,162 @@
+"""A user's defects (round 62): each test writes what the user had (subtitle files, a progress run, a report's worst
+clips, whose bytes, times and values the test knows) and checks what avalign says about them against those."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import re
+
+import pytest
+
+from avalign.cli import Progress, main
+from tests.conftest import REPO, ffmpeg, tiny_clip
+
+# ---------------------------------------------------------------- 1. plain progress: the final line once
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_plain_progress_does_not_repeat_its_final_line():
+    """Before: ``avalign report``'s clip pages (and ``preprocess`` of a directory) printed the same final line twice
+    off a terminal (``clip pages: 2/2 page (100%), 0.18 page/s, ETA 0 s`` ×2): the periodic line fired on the last
+    unit (10 s had passed) and ``close`` wrote it again. Oracle: the units and times the test counted."""
+    stream, clock = io.StringIO(), _Clock()
+    with Progress(total=2, desc="clip pages", unit="page", stream=stream, interval_seconds=10.0, clock=clock) as bar:
+        clock.now = 5.5
+        bar.update(1)
+        clock.now = 11.0
+        bar.update(1)  # 11 s after the start: the periodic line, already the final count
+    assert stream.getvalue().splitlines() == ["clip pages: 2/2 page (100%), 0.18 page/s, ETA 0 s"]
+
+    # The final line is still written when the last periodic one is behind the count, or its counters changed.
+    stream, clock = io.StringIO(), _Clock()
+    with Progress(total=3, desc="preprocess", stream=stream, interval_seconds=10.0, clock=clock) as bar:
+        clock.now = 10.0
+        bar.update(2, done=2, skipped=0)
+        clock.now = 12.0
+        bar.update(1, done=3)
+    assert stream.getvalue().splitlines() == ["preprocess: 2/3 clip (67%), 0.20 clip/s, ETA 5 s, done=2, skipped=0",
+                                              "preprocess: 3/3 clip (100%), 0.25 clip/s, ETA 0 s, done=3, skipped=0"]
+    stream, clock = io.StringIO(), _Clock()
+    with Progress(total=1, desc="report", stream=stream, interval_seconds=10.0, clock=clock) as bar:
+        clock.now = 10.0
+        bar.update(1)
+        bar.update(0, reported=1, skipped=0)  # counters set after the count's line: a last line shows them
+    assert stream.getvalue().splitlines() == ["report: 1/1 clip (100%), 0.10 clip/s, ETA 0 s",
+                                              "report: 1/1 clip (100%), 0.10 clip/s, ETA 0 s, reported=1, skipped=0"]
+
+
+# ---------------------------------------------------------------- 2. the report's worst clips: which offset, signed
+
+
+def test_report_worst_lines_name_the_offset_and_its_sign():
+    """Before: ``worst       b1  124.873 ms`` for a clip whose A/V offset was +113.482 ms and text offset -124.873 ms:
+    neither which offset nor its sign (``report.json`` had both). Oracle: the offsets the test put in the summary."""
+    from avalign.report import format_terminal_summary, gate, summarize
+
+    summary = summarize([], [], gate([], fail_over_ms=None))
+    summary["worst"] = [
+        {"key": "a1", "shard": "out/shard-000000.tar", "offset_ms": 192.461, "av_offset_ms": -5.47, "text_offset_ms": 192.461},
+        {"key": "b1", "shard": "out/shard-000000.tar", "offset_ms": 124.873, "av_offset_ms": 113.482,
+         "text_offset_ms": -124.873},
+        {"key": "c1", "shard": "out/shard-000000.tar", "offset_ms": 80.0, "av_offset_ms": -80.0, "text_offset_ms": None},
+    ]
+    worst = [line for line in format_terminal_summary(summary).splitlines() if line.startswith("worst")]
+    assert worst == ["worst       a1  text 192.461 ms (A/V -5.47 ms)  (out/shard-000000.tar)",
+                     "worst       b1  text -124.873 ms (A/V 113.482 ms)  (out/shard-000000.tar)",
+                     "worst       c1  A/V -80.0 ms  (out/shard-000000.tar)"]
+
+
+# ---------------------------------------------------------------- 3. subtitle files avalign does not take as media
+
+VTT = "WEBVTT\n\n00:00:01.000 --> 00:00:02.500\nhello there\n"
+ASS = ("[Script Info]\nScriptType: v4.00+\n\n[Events]\n"
+       "Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\n"
+       "Dialogue: 0,0:00:01.00,0:00:02.50,Default,,0,0,0,,hello there\n")
+
+
+def _measure_error(capsys, *args: str) -> dict:
+    assert main(["measure", *args, "--json"]) == 2
+    return json.loads(capsys.readouterr().out)["error"]
+
+
+def test_a_subtitle_given_as_media_gets_a_hint_that_works(tmp_path, capsys):
+    """Before: a WebVTT file given as the media was told to be named ``.webvtt`` (FFmpeg's format name; a directory
+    or shard sidecar must be ``.vtt``, the only WebVTT suffix preprocess pairs), even when it was already ``.vtt``;
+    an ASS file was told to be given as the transcript named ``.ass``, which is then refused. Oracle: the cue the
+    test wrote, read back by following each hint."""
+    import loaders
+
+    as_mp4 = tmp_path / "talk.mp4"
+    as_mp4.write_text(VTT)
+    error = _measure_error(capsys, str(as_mp4))
+    assert error["message"].endswith("is a subtitle file (format webvtt), not audio or video; hint: give it as the "
+                                     "transcript (--transcript), named .vtt"), error
+    assert ".webvtt" not in error["message"]
+    renamed = as_mp4.rename(tmp_path / "talk.vtt")
+    error = _measure_error(capsys, str(renamed))
+    assert error["message"].endswith("hint: give it as the transcript (--transcript)"), error
+    assert [(s.text, s.start_seconds, s.stop_seconds) for s in loaders.read_transcript(str(renamed)).spans] == \
+        [("hello there", 1.0, 2.5)]
+
+    ass = tmp_path / "talk.ass"
+    ass.write_text(ASS)
+    error = _measure_error(capsys, str(ass))
+    assert error["reason"] == "decode" and "avalign does not read ass subtitles as a transcript" in error["message"]
+    command = re.search(r"`(ffmpeg -i \S+ OUT\.srt)`", error["message"]).group(1)
+    assert command == f"ffmpeg -i {ass} OUT.srt"
+    ffmpeg("-i", str(ass), str(tmp_path / "OUT.srt"))
+    assert [(s.text, s.start_seconds, s.stop_seconds) for s in loaders.read_transcript(str(tmp_path / "OUT.srt")).spans] \
+        == [("hello there", 1.0, 2.5)]
+
+
+def test_an_ass_transcript_is_refused_as_ass_not_as_broken_json(tmp_path, capsys, caplog):
+    """Before: ``avalign measure clip.mp4 --transcript talk.ass`` said ``talk.ass: line 1 column 2: invalid JSON:
+    Expecting value`` (its ``[Script Info]`` was sniffed as JSON), and ``preprocess`` of a directory with a
+    ``KEY.ass`` sidecar only listed ``.ass`` among the ignored files. Oracle: the file the test wrote."""
+    import loaders
+
+    ass = tmp_path / "talk.ass"
+    ass.write_text(ASS)
+    for source, name in ((str(ass), "talk.ass"), (ASS.encode(), "talk.srt.bak")):  # by suffix, and by content
+        with pytest.raises(loaders.TranscriptError, match=r"ASS/SSA subtitles are not read as a transcript") as info:
+            loaders.read_transcript(source, name=None if name == "talk.ass" else name)
+        assert "invalid JSON" not in str(info.value) and "ffmpeg -i" in str(info.value)
+        assert info.value.reason == "transcript"
+    # The formats it reads are untouched: the same cue as SRT, and an explicit format still parses.
+    srt = b"1\n00:00:01,000 --> 00:00:02,500\nhello there\n"
+    assert [(s.text, s.start_seconds) for s in loaders.read_transcript(srt, name="talk.srt").spans] == [("hello there", 1.0)]
+
+    clip = tmp_path / "clips" / "talk.mp4"
+    clip.parent.mkdir()
+    tiny_clip(clip, 1.0, fps=10, sample_rate=16000)
+    error = _measure_error(capsys, str(clip), "--transcript", str(ass))
+    assert error["file"] == str(ass) and error["reason"] == "transcript"
+    assert error["message"].startswith(f"{ass}: ASS/SSA subtitles are not read as a transcript"), error
+
+    (clip.parent / "talk.ass").write_text(ASS)
+    with caplog.at_level(logging.WARNING, logger="avalign"):
+        assert main(["preprocess", str(clip.parent), str(tmp_path / "out"), "--dry-run", "--no-progress"]) == 0
+    (warning,) = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert ".ass (1)" in warning and "convert each to SRT beside its media (`ffmpeg -i KEY.ass KEY.srt`)" in warning
+
+
+# ---------------------------------------------------------------- 4. README: the clip pages' names
+
+
+def test_readme_names_the_clip_pages_as_report_writes_them():
+    """Before: README said ``report/clips/NNNN.html``; ``avalign report`` writes ``clips/<key>-<8 hex of the key's
+    SHA-1>.html`` (``a1-f29bc91b.html``). Oracle: the SHA-1 the test computes."""
+    from avalign.report import clip_page_name
+
+    readme = (REPO / "README.md").read_text()
+    assert "report/clips/<key>-<8 hex>.html" in readme and "NNNN.html" not in readme
+    assert clip_page_name("a1") == f"clips/a1-{hashlib.sha1(b'a1').hexdigest()[:8]}.html" == "clips/a1-f29bc91b.html"
