@@ -11,7 +11,7 @@ import re
 import pytest
 
 from avalign.cli import Progress, main
-from tests.conftest import REPO, ffmpeg, tiny_clip
+from tests.conftest import REPO, ffmpeg, tiny_clip, write_tar
 
 # ---------------------------------------------------------------- 1. plain progress: the final line once
 
@@ -160,3 +160,40 @@ def test_readme_names_the_clip_pages_as_report_writes_them():
     readme = (REPO / "README.md").read_text()
     assert "report/clips/<key>-<8 hex>.html" in readme and "NNNN.html" not in readme
     assert clip_page_name("a1") == f"clips/a1-{hashlib.sha1(b'a1').hexdigest()[:8]}.html" == "clips/a1-f29bc91b.html"
+
+
+# ---------------------------------------------------------------- 5. report --truth whose keys do not meet the clips
+
+
+def test_report_says_how_the_truth_keys_met_the_clips(tmp_path, capsys):
+    """Before: ``avalign report out/ --truth truth.json`` whose keys matched no clip (``A1`` for ``a1``) printed no
+    residual line and nothing else: the truth was silently unused; a truth key matching no clip, or a clip without
+    one, was not said either. Oracle: the keys the test wrote in the shard and the truth file."""
+    import avalign
+
+    clip = tmp_path / "clip.mp4"
+    tiny_clip(clip, 1.0, fps=10, sample_rate=16000)
+    record = json.dumps(avalign.measure(str(clip))).encode()
+    shard = write_tar(tmp_path / "shard-000000.tar", [(f"{key}.{ext}", data) for key in ("a1", "b1", "c1")
+                                                      for ext, data in (("mp4", clip.read_bytes()), ("align.json", record))])
+    cases = {
+        "typo.json": ({"A1": {"av_offset_ms": 0.0}},
+                      "truth       0 of 3 clips have a truth entry; none for: a1, b1, c1; 1 truth key(s) match no clip: "
+                      "A1 (hint: truth keys are the samples' keys, as the clip table lists them)"),
+        "part.json": ({"a1": {"av_offset_ms": 0.0}, "b1": {"av_offset_ms": 0.0}, "zz": {"av_offset_ms": 1.0}},
+                      "truth       2 of 3 clips have a truth entry; none for: c1; 1 truth key(s) match no clip: zz"),
+    }
+    for name, (clips, expected) in cases.items():
+        truth = tmp_path / name
+        truth.write_text(json.dumps({"clips": clips}))
+        out = tmp_path / f"report-{name}"
+        assert main(["report", str(shard), "--out", str(out), "--truth", str(truth), "--clip-pages", "0",
+                     "--no-progress"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert [line for line in lines if line.startswith("truth ")] == [expected], lines
+        coverage = json.loads((out / "report.json").read_text())["summary"]["truth_coverage"]
+        with_truth = sorted(set(clips) & {"a1", "b1", "c1"})
+        assert coverage["num_clips_with_truth"] == len(with_truth) and coverage["num_truth_keys"] == len(clips)
+        assert coverage["unmatched_truth_keys"] == sorted(set(clips) - {"a1", "b1", "c1"})
+    assert main(["report", str(shard), "--out", str(tmp_path / "no-truth"), "--clip-pages", "0", "--no-progress"]) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("truth ")]
