@@ -23,6 +23,7 @@ import itertools
 import logging
 import os
 import re
+from collections.abc import Mapping
 from typing import BinaryIO, Callable, Literal, Optional, TextIO, Union, get_args
 
 from avcore import TRANSCRIPT_EXTENSIONS, Span, Transcript, TranscriptError
@@ -334,7 +335,7 @@ def is_transcript_json(data: Union[bytes, str]) -> bool:
     return False
 
 
-def pick_transcript(available, read) -> Optional[str]:
+def pick_transcript(available, read, *, name: Optional[str] = None) -> Optional[str]:
     """The extension of the transcript to use among ``available`` extensions (lower case), or None.
 
     ``read(ext)`` returns a member's bytes; it is called only for a ``json`` member, to tell a transcript
@@ -342,7 +343,8 @@ def pick_transcript(available, read) -> Optional[str]:
 
     Without one, a single language-tagged subtitle is used (``en.srt`` of member ``KEY.en.srt``, as yt-dlp names
     them: WebDataset's key ends at the first dot); its format is :func:`transcript_format_of` it. Several tagged
-    ones (``en.vtt`` and ``de.vtt``) are ambiguous: None, with a warning (once per set of tags in a process).
+    ones (``en.vtt`` and ``de.vtt``) are ambiguous: None, with a warning (once per set of tags in a process) naming
+    the first sample found so: ``name``, else a WebDataset sample's ``__url__:__key__``.
     """
     for ext in TRANSCRIPT_EXTENSIONS:
         if ext in available and (ext != "json" or is_transcript_json(read(ext))):
@@ -350,9 +352,11 @@ def pick_transcript(available, read) -> Optional[str]:
     tagged = sorted(ext for ext in available if _is_language_tagged(ext))
     if len(tagged) > 1 and tuple(tagged) not in _AMBIGUOUS_WARNED:
         _AMBIGUOUS_WARNED.add(tuple(tagged))
-        logger.warning("several language-tagged subtitles (%s) and no untagged transcript: none is used, the sample "
-                       "has no text (warned once per set of tags); keep one per sample, or name the one to use "
-                       "KEY.srt / KEY.vtt", ", ".join(tagged))
+        if name is None and isinstance(available, Mapping) and isinstance(available.get("__key__"), str):
+            name = ":".join(str(available[k]) for k in ("__url__", "__key__") if available.get(k))
+        logger.warning("%sseveral language-tagged subtitles (%s) and no untagged transcript: none is used, the sample "
+                       "has no text (warned once per set of tags, at the first sample that has them); keep one per "
+                       "sample, or name the one to use KEY.srt / KEY.vtt", f"{name}: " if name else "", ", ".join(tagged))
     return tagged[0] if len(tagged) == 1 else None
 
 

@@ -197,3 +197,27 @@ def test_report_says_how_the_truth_keys_met_the_clips(tmp_path, capsys):
         assert coverage["unmatched_truth_keys"] == sorted(set(clips) - {"a1", "b1", "c1"})
     assert main(["report", str(shard), "--out", str(tmp_path / "no-truth"), "--clip-pages", "0", "--no-progress"]) == 0
     assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("truth ")]
+
+
+# ---------------------------------------------------------------- 6. several language-tagged subtitles: which sample
+
+
+def test_the_ambiguous_language_tags_warning_names_the_sample(tmp_path, caplog):
+    """Before: ``several language-tagged subtitles (de.vtt, en.vtt) and no untagged transcript: none is used`` named
+    no sample, shard or file (it is said once per set of tags, so a dataset of thousands gave no lead to the one to
+    fix). Oracle: the shard, key and tags the test wrote (tags no other test uses: the warning is once per process)."""
+    from loaders.transcripts import pick_transcript
+
+    vtt = VTT.encode()
+    clip = tmp_path / "clip.mp4"
+    tiny_clip(clip, 1.0, fps=10, sample_rate=16000)
+    shard = write_tar(tmp_path / "yt-000000.tar", [("dQw4w9WgXcQ.mp4", clip.read_bytes()), ("dQw4w9WgXcQ.nl.vtt", vtt),
+                                                   ("dQw4w9WgXcQ.sv.vtt", vtt)])
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        assert main(["preprocess", str(shard), str(tmp_path / "out"), "--dry-run", "--no-progress"]) == 0
+        sample = {"__key__": "clip7", "__url__": "s-000001.tar", "mp4": b"", "da.srt": b"", "fi.srt": b""}
+        assert pick_transcript(sample, sample.__getitem__) is None  # a WebDataset sample names itself
+        assert pick_transcript({"mp4": b"", "is.srt": b"", "no.srt": b""}, bytes, name="talks/t9") is None
+    said = [r.getMessage() for r in caplog.records if "language-tagged" in r.getMessage()]
+    assert [m.split(": several", 1)[0] for m in said] == [f"{shard}:dQw4w9WgXcQ", "s-000001.tar:clip7", "talks/t9"], said
+    assert "(nl.vtt, sv.vtt)" in said[0] and "(da.srt, fi.srt)" in said[1] and "(is.srt, no.srt)" in said[2]

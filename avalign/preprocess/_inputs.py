@@ -163,7 +163,7 @@ def _assemble(
     """One sample from the members of one key (extension → locator); None (and a skip, its message ending with
     ``hint``) if there is no media."""
     media = [ext for ext in MEDIA_EXTENSIONS if ext in found]
-    t = pick_transcript(found, lambda ext: read_json(found[ext])) or ""
+    t = pick_transcript(found, lambda ext: read_json(found[ext]), name=source or key) or ""
     extras: list[tuple[str, Locator]] = []
     if "json" in found and (t != "json" and not is_transcript_json(read_json(found["json"]))
                             or t == "json" and _holds_whisper_transcript(read_json(found["json"]))):
@@ -424,7 +424,8 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
                                        skip_log=getattr(skipped, "skip_log", None)):
                 found = {ext: loc for ext, loc in sample.items() if ext in known}
                 # A language-tagged subtitle (`KEY.en.srt`: extension `en.srt`), read as the loader reads it.
-                tagged = pick_transcript([ext for ext in sample if "." in ext and ext not in known], lambda ext: b"")
+                tagged = pick_transcript([ext for ext in sample if "." in ext and ext not in known], lambda ext: b"",
+                                         name=f"{url}:{sample['__key__']}")
                 if tagged is not None and found:
                     found[tagged] = sample[tagged]
                 if found:

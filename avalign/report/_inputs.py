@@ -224,7 +224,7 @@ def _sidecar(stem: str) -> Optional[str]:
         with open(candidates[ext], "rb") as f:
             return f.read()
 
-    ext = pick_transcript(candidates, read)
+    ext = pick_transcript(candidates, read, name=stem)
     return candidates[ext] if ext else None
 
 
