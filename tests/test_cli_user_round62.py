@@ -221,3 +221,29 @@ def test_the_ambiguous_language_tags_warning_names_the_sample(tmp_path, caplog):
     said = [r.getMessage() for r in caplog.records if "language-tagged" in r.getMessage()]
     assert [m.split(": several", 1)[0] for m in said] == [f"{shard}:dQw4w9WgXcQ", "s-000001.tar:clip7", "talks/t9"], said
     assert "(nl.vtt, sv.vtt)" in said[0] and "(da.srt, fi.srt)" in said[1] and "(is.srt, no.srt)" in said[2]
+
+
+# ---------------------------------------------------------------- 7. preprocess: members the output does not carry
+
+
+def test_preprocess_says_which_shard_members_it_does_not_carry(tmp_path, caplog):
+    """Before: ``avalign preprocess`` of shards whose samples carry more than media and text (a class label
+    ``KEY.cls``, yt-dlp's ``KEY.info.json``) wrote output shards without them and said nothing (a directory's ignored
+    files are said). Oracle: the members the test wrote; said once for all shards, not once per shard."""
+    clip = tmp_path / "clip.mp4"
+    tiny_clip(clip, 1.0, fps=10, sample_rate=16000)
+    media = clip.read_bytes()
+    first = write_tar(tmp_path / "train-000000.tar", [("a.mp4", media), ("a.cls", b"3"), ("a.info.json", b"{}"),
+                                                      ("b.mp4", media), ("b.cls", b"7"), ("b.txt", b"a caption")])
+    write_tar(tmp_path / "train-000001.tar", [("c.mp4", media), ("c.cls", b"1")])
+    third = write_tar(tmp_path / "train-000002.tar", [("d.mp4", media), ("d.txt", b"kept")])
+    with caplog.at_level(logging.WARNING, logger="avalign"):
+        assert main(["preprocess", str(tmp_path / "train-{000000..000002}.tar"), str(tmp_path / "out"), "--dry-run",
+                     "--no-progress"]) == 0
+    said = [r.getMessage() for r in caplog.records if "not written to the output" in r.getMessage()]
+    assert said == [f"4 member(s) of 2 shard(s) not written to the output shards (not media, transcripts or captions): "
+                    f".cls (3), .info.json (1); first in {first}; keep the input shards for them"], said
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="avalign"):
+        assert main(["preprocess", str(third), str(tmp_path / "out3"), "--dry-run", "--no-progress"]) == 0
+    assert not [r for r in caplog.records if "not written to the output" in r.getMessage()]
