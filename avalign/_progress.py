@@ -86,7 +86,10 @@ class Progress:
         return done / elapsed if done > 0 and elapsed > 0 else None
 
     def eta_seconds(self) -> Optional[float]:
-        """Seconds left at the current rate; None when the total or the rate is unknown."""
+        """Seconds left at the current rate (0 once the total is reached, resumed work included); None when the
+        total or the rate is unknown."""
+        if self.total is not None and self.n >= self.total:
+            return 0.0
         rate = self.rate_per_second()
         if self.total is None or rate is None:
             return None

@@ -247,3 +247,18 @@ def test_preprocess_says_which_shard_members_it_does_not_carry(tmp_path, caplog)
     with caplog.at_level(logging.WARNING, logger="avalign"):
         assert main(["preprocess", str(third), str(tmp_path / "out3"), "--dry-run", "--no-progress"]) == 0
     assert not [r for r in caplog.records if "not written to the output" in r.getMessage()]
+
+
+def test_progress_of_a_run_that_resumed_everything_ends_at_eta_0():
+    """Before: ``avalign preprocess`` rerun on finished output ended with ``preprocess: 4/4 clip (100%), ? clip/s,
+    ETA ?``: nothing left, yet an unknown ETA. Oracle: the units the test resumed and did."""
+    stream, clock = io.StringIO(), _Clock()
+    with Progress(total=4, initial=4, desc="preprocess", stream=stream, interval_seconds=10.0, clock=clock):
+        clock.now = 3.0
+    assert stream.getvalue().splitlines() == ["preprocess: 4/4 clip (100%), ? clip/s, ETA 0 s"]
+    stream, clock = io.StringIO(), _Clock()
+    with Progress(total=4, initial=3, desc="preprocess", stream=stream, interval_seconds=10.0, clock=clock) as bar:
+        assert bar.eta_seconds() is None  # one left, no rate yet: unknown
+        clock.now = 2.0
+        bar.update(1)
+    assert stream.getvalue().splitlines() == ["preprocess: 4/4 clip (100%), 0.50 clip/s, ETA 0 s"]
