@@ -262,3 +262,18 @@ def test_progress_of_a_run_that_resumed_everything_ends_at_eta_0():
         clock.now = 2.0
         bar.update(1)
     assert stream.getvalue().splitlines() == ["preprocess: 4/4 clip (100%), 0.50 clip/s, ETA 0 s"]
+
+
+def test_readme_says_what_json_confidence_an_abstention_has(tmp_path, capsys):
+    """Before: README said an abstention is "null and its reason, no confidence", but ``--json`` keeps a number in
+    ``av_confidence`` beside ``av_offset_ms: null`` (the best lag's match strength, as ``measure --help`` says).
+    Oracle: a clip the test made with no flash or beep (a test pattern and a steady tone): the A/V estimate abstains."""
+    clip = tmp_path / "tone.mp4"
+    tiny_clip(clip, 1.0, fps=10, sample_rate=16000)
+    assert main(["measure", str(clip), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["av_offset_ms"] is None and record["av_abstain"]["reason"] and record["av_abstain"]["hint"]
+    assert isinstance(record["av_confidence"], float)  # a figure, not null
+    readme = (REPO / "README.md").read_text()
+    assert "null and its reason, no confidence" not in readme
+    assert "--json keeps the estimator's figure" in readme and "in av_confidence / text_confidence: not a confidence" in readme
