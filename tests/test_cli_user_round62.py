@@ -277,3 +277,37 @@ def test_readme_says_what_json_confidence_an_abstention_has(tmp_path, capsys):
     readme = (REPO / "README.md").read_text()
     assert "null and its reason, no confidence" not in readme
     assert "--json keeps the estimator's figure" in readme and "in av_confidence / text_confidence: not a confidence" in readme
+
+
+# ---------------------------------------------------------------- 8. report on a media directory: said once, with hints
+
+CP1252_SRT = b"1\r\n00:00:00,200 --> 00:00:00,900\r\nCaf\xe9 cr\xe8me\r\n"
+
+
+def test_report_on_a_directory_warns_once_per_file_and_hints_as_preprocess_does(tmp_path, caplog):
+    """Before: ``avalign report clips/`` said a cp1252 transcript's warning twice (measured, then read again for the
+    word count), three times with its clip page; a yt-dlp ``talk.en.vtt`` beside ``talk.mp4`` was skipped with no hint
+    (``preprocess`` names the file to rename it to) and a ``KEY.ass`` sidecar was "not media or a transcript: .ass"
+    with no way on. Oracle: the files the test wrote (their names, the cp1252 byte at offset 37)."""
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    tiny_clip(clips / "dvd.mp4", 1.0, fps=10, sample_rate=16000)
+    (clips / "dvd.srt").write_bytes(CP1252_SRT)
+    tiny_clip(clips / "talk.mp4", 1.0, fps=10, sample_rate=16000)
+    (clips / "talk.en.vtt").write_text(VTT)
+    tiny_clip(clips / "anime.mp4", 1.0, fps=10, sample_rate=16000)
+    (clips / "anime.ass").write_text(ASS)
+    with caplog.at_level(logging.WARNING):
+        # --fail-over-ms 0: every answered clip is flagged and gets a page (the third read of dvd.srt)
+        main(["report", str(clips), "--out", str(tmp_path / "rep"), "--fail-over-ms", "0", "--no-progress"])
+    cp1252 = [r.getMessage() for r in caplog.records if "not UTF-8" in r.getMessage()]
+    assert len(cp1252) == 1 and cp1252[0].startswith(f"{clips / 'dvd.srt'}: not UTF-8 (byte 37 is b'\\xe9')"), cp1252
+    skipped = {s["key"]: s for s in json.loads((tmp_path / "rep" / "report.json").read_text())["skipped"]}
+    assert skipped["talk.en.vtt"]["reason"] == "missing_media"
+    assert skipped["talk.en.vtt"]["message"].endswith(
+        "; hint: 'talk.mp4' has this stem plus '.en' and is measured without it (a transcript pairs with media of the "
+        "same stem): rename it to 'talk.vtt' to measure the media against it")
+    assert skipped["anime.ass"]["reason"] == "unknown_extension"
+    assert skipped["anime.ass"]["message"] == ("not media or a transcript: .ass; ASS/SSA subtitles are not read as "
+                                              "transcripts: convert it to SRT beside its media (`ffmpeg -i anime.ass "
+                                              "anime.srt`)")

@@ -71,7 +71,7 @@ class _Silence(logging.Filter):
         return False
 
 
-_SECOND_PASS_LOGGERS = ("avalign.report._inputs", "loaders._shards")
+_SECOND_PASS_LOGGERS = ("avalign.report._inputs", "loaders._shards", "loaders._transcripts")
 
 
 def _write_clip_pages(input_path: str, out_dir: str, rows: list[dict], *, sample_rate: int, max_pixels: int,
