@@ -311,3 +311,22 @@ def test_report_on_a_directory_warns_once_per_file_and_hints_as_preprocess_does(
     assert skipped["anime.ass"]["message"] == ("not media or a transcript: .ass; ASS/SSA subtitles are not read as "
                                               "transcripts: convert it to SRT beside its media (`ffmpeg -i anime.ass "
                                               "anime.srt`)")
+
+
+# ---------------------------------------------------------------- 9. preprocess --timeout below 0
+
+
+def test_preprocess_refuses_a_negative_timeout(tmp_path, capsys):
+    """Before: ``avalign preprocess raw/ out/ --timeout -1`` ran with no time limit at all (``--timeout`` > 0 was the
+    limit, anything else none), without a word; the help says 0 means none. Oracle: the value the test passed; no
+    output directory is made."""
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    tiny_clip(clips / "a.mp4", 1.0, fps=10, sample_rate=16000)
+    with pytest.raises(SystemExit) as exited:
+        main(["preprocess", str(clips), str(tmp_path / "out"), "--timeout", "-1", "--no-progress"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        "avalign preprocess: error: argument --timeout: '-1' is not >= 0 (seconds; 0: no limit)"
+    assert not (tmp_path / "out").exists()
+    assert main(["preprocess", str(clips), str(tmp_path / "out"), "--timeout", "0", "--dry-run", "--no-progress"]) == 0
