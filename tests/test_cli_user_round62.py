@@ -13,6 +13,9 @@ import pytest
 from avalign.cli import Progress, main
 from tests.conftest import REPO, ffmpeg, tiny_clip, write_tar
 
+SAMPLE = REPO / "sample_data"
+
+
 # ---------------------------------------------------------------- 1. plain progress: the final line once
 
 
@@ -330,3 +333,29 @@ def test_preprocess_refuses_a_negative_timeout(tmp_path, capsys):
         "avalign preprocess: error: argument --timeout: '-1' is not >= 0 (seconds; 0: no limit)"
     assert not (tmp_path / "out").exists()
     assert main(["preprocess", str(clips), str(tmp_path / "out"), "--timeout", "0", "--dry-run", "--no-progress"]) == 0
+
+
+# ---------------------------------------------------------------- 10. aligner.align given a path or swapped clips
+
+
+def test_align_given_a_transcript_path_or_swapped_clips_says_what_to_pass():
+    """Before: ``aligner.align(video, audio, "clip01.srt")`` (README's call, with the path instead of
+    ``read_transcript``'s record) raised ``AttributeError: 'str' object has no attribute 'spans'``, and
+    ``align(audio, video)`` ``AttributeError: 'AudioClip' object has no attribute 'num_frames'``. Oracle: the
+    sample clip and transcript README reads; what the right call gives is unchanged (README: -82.6 ms, frame 10)."""
+    import aligner
+    import loaders
+
+    media, srt = str(SAMPLE / "clip01.mkv"), str(SAMPLE / "clip01.srt")
+    video, audio = loaders.read_video(media), loaders.read_audio(media)
+    with pytest.raises(TypeError) as info:
+        aligner.align(video, audio, srt)
+    assert str(info.value) == (f"transcript must be a Transcript (loaders.read_transcript(path)) or None, got str "
+                               f"{srt!r}; read it first: loaders.read_transcript({srt!r})")
+    with pytest.raises(TypeError, match=r"^video must be a VideoClip \(loaders\.read_video\(path\)\) or None, got "
+                                        r"AudioClip .*; video and audio are swapped: align\(video, audio, …\)$"):
+        aligner.align(audio, video)
+    with pytest.raises(TypeError, match=r"^audio must be an AudioClip \(loaders\.read_audio\(path\)\), got str "):
+        aligner.align(video, media)
+    sample = aligner.align(video, audio, loaders.read_transcript(srt), sample_rate=16000)
+    assert (round(sample.report.av_offset_ms, 1), sample.segments[0].frame_start) == (-82.6, 10)
