@@ -359,3 +359,20 @@ def test_align_given_a_transcript_path_or_swapped_clips_says_what_to_pass():
         aligner.align(video, media)
     sample = aligner.align(video, audio, loaders.read_transcript(srt), sample_rate=16000)
     assert (round(sample.report.av_offset_ms, 1), sample.segments[0].frame_start) == (-82.6, 10)
+
+
+# ---------------------------------------------------------------- 11. bench decode on a user's short clip
+
+
+def test_bench_decode_on_a_short_clip_says_what_the_sparse_case_needs(tmp_path, capsys):
+    """Before: ``avalign bench decode clip.mp4`` on an 8 s clip ran the full-decode case, then failed with
+    ``clip.mp4: window [10.000000, 18.000000) s is outside the video``: nothing says the one file is also the sparse
+    case's, or that that case reads from 10 s. Oracle: the 2 s clip the test made (its frames at 10 fps)."""
+    clip = tmp_path / "short.mp4"
+    tiny_clip(clip, 2.0, fps=10, sample_rate=None)
+    assert main(["bench", "decode", str(clip), "--repeats", "1", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["message"] == (
+        f"{clip}: its video covers [0.000, 2.000) s, and the sparse case reads 8 frames at 1 fps from 10 s; hint: give a "
+        "clip longer than 10 s (all 8 frames: 18 s) as SPARSE_FILE (the second file; one file is used for both), or no "
+        "file for the generated clips"), error
