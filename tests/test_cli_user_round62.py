@@ -376,3 +376,33 @@ def test_bench_decode_on_a_short_clip_says_what_the_sparse_case_needs(tmp_path, 
         f"{clip}: its video covers [0.000, 2.000) s, and the sparse case reads 8 frames at 1 fps from 10 s; hint: give a "
         "clip longer than 10 s (all 8 frames: 18 s) as SPARSE_FILE (the second file; one file is used for both), or no "
         "file for the generated clips"), error
+
+
+# ---------------------------------------------------------------- 12. a window from past the end, with no stop
+
+
+@pytest.mark.parametrize("backend", ["pyav", "torchcodec", "decord"])
+def test_a_window_starting_past_the_end_is_outside_as_with_a_stop(backend):
+    """Before: ``read_video(p, start_seconds=100)`` on a 6.5 s clip returned an empty clip (``pts_seconds=[nan ..
+    nan]``) and ``read_audio`` a 0-sample clip "starting" at 6.5005 s, while ``start_seconds=100, stop_seconds=101``
+    raised ``IndexError`` as documented ("the window lies entirely outside the stream"). A window open at its end now
+    follows the same rule. Oracle: ffprobe's frame times of the sample clip (``clip01.frames.json``)."""
+    import loaders
+
+    if backend == "decord":
+        pytest.importorskip("decord")
+    media = str(SAMPLE / "clip01.mkv")
+    pts = [float(f["pts_time"]) for f in json.loads((SAMPLE / "clip01.frames.json").read_text())["frames"]]
+    with pytest.raises(IndexError) as info:
+        loaders.read_video(media, start_seconds=100, backend=backend)
+    said = re.fullmatch(re.escape(f"{media}: window [100.000000, inf) s is outside the video, which covers "
+                                  f"[{pts[0]:.6f}, ") + r"([\d.]+)\) s", str(info.value))
+    assert said is not None and pts[-1] < float(said.group(1)) < pts[-1] + 0.1, str(info.value)
+    clip = loaders.read_video(media, start_seconds=3.0, backend=backend)  # inside: the frames from 3 s to the end
+    assert clip.pts_seconds.tolist() == pytest.approx([t for t in pts if t >= 3.0], abs=5e-7)
+    if backend == "pyav":
+        with pytest.raises(IndexError, match=r"window \[100\.000000, inf\) s is outside the audio, which covers "
+                                             r"\[0\.000000, 6\.5\d*\) s"):  # 6.5 s of 48 kHz Opus from 0
+            loaders.read_audio(media, start_seconds=100)
+        audio = loaders.read_audio(media, start_seconds=6.0)
+        assert audio.start_seconds == 6.0 and 0.5 * 48000 <= audio.num_samples <= 0.502 * 48000
