@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import signal
 import tarfile
+import time
 
 import pytest
 
@@ -68,3 +71,83 @@ def test_preprocess_rerun_redoes_a_shard_rewritten_in_place_with_the_same_layout
 
     last = preprocess(str(raw), str(out), progress=False)  # and unchanged since: a no-op again
     assert last.shards_reused == ("shard-000000.tar",) and last.shards_written == ()
+
+
+# ------------------------------------------------------- 1: a loader worker that stops without dying (SIGSTOP, hung NFS)
+
+
+class _StopsOnCaption:
+    """A tokenizer that stops its own process (SIGSTOP) on the caption ``text`` inside a loader worker, after writing
+    its pid and the time to ``record``: a worker that is alive but never sends again. Elsewhere it splits on spaces."""
+
+    def __init__(self, text: str, record: str) -> None:
+        self.text, self.record, self.parent = text, record, os.getpid()
+
+    def __call__(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        if self.text in text and os.getpid() != self.parent:
+            with open(self.record, "w") as handle:
+                handle.write(f"{os.getpid()} {time.time()}")
+            os.kill(os.getpid(), signal.SIGSTOP)
+        pieces = [m.span() for m in re.finditer(r"\S+", text)]
+        return list(range(len(pieces))), pieces
+
+
+def _captioned(prefix: str, clip: bytes, n: int) -> list[tuple[str, bytes]]:
+    return [m for j in range(n) for m in ((f"{prefix}k{j}.mp4", clip), (f"{prefix}k{j}.txt", f"caption {prefix}k{j}".encode()))]
+
+
+@pytest.mark.usefixtures("collector_on_test_objects")  # make_loader's pre-fork collection: this test's objects
+def test_a_stopped_loader_worker_ends_the_epoch_with_its_pid_and_shard_within_the_stall_limit(tmp_path, clip):
+    # Before: the main process waited for the stopped worker forever (as torch's DataLoader does without timeout=).
+    shards = [write_tar(tmp_path / f"{p}.tar", _captioned(p, clip, 3)) for p in "ab"]
+    record = tmp_path / "stopped"
+    stall_seconds = 2.0
+    loader = loaders.make_loader(shards, seed=0, num_workers=2, tokenizer=_StopsOnCaption("caption bk1", str(record)),
+                                 pipe_stall_seconds=1.0, worker_stall_seconds=stall_seconds, **OPTIONS)
+    pid = None
+    try:
+        with pytest.raises(RuntimeError) as info:
+            for _ in loader:
+                pass
+        raised = time.time()
+        pid, stopped = record.read_text().split()
+        pid = int(pid)
+        assert raised - float(stopped) < stall_seconds + 5.0  # within the limit (and the 1 s poll, on a busy machine)
+        message = str(info.value)
+        assert re.fullmatch(rf"loader worker [01] \(pid {pid}, stopped\) sent nothing for \d+\.\d s "
+                            rf"\(worker_stall_seconds=2\) while reading shard '{re.escape(shards[1])}', after its "
+                            r"sample 'bk0'; it is alive but not progressing: stopped \(SIGSTOP, a debugger\), .*", message)
+        assert float(re.search(r"sent nothing for (\S+) s", message).group(1)) >= stall_seconds
+        with pytest.raises(ProcessLookupError):  # killed and reaped: no stopped process is left behind
+            os.kill(pid, 0)
+    finally:
+        if pid is not None:
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+
+
+@pytest.mark.usefixtures("collector_on_test_objects")
+def test_the_default_worker_stall_limit_leaves_a_normal_run_whole(tmp_path, clip):
+    import inspect
+
+    assert inspect.signature(loaders.make_loader).parameters["worker_stall_seconds"].default == 900.0
+    shards = [write_tar(tmp_path / f"{p}.tar", _captioned(p, clip, 3)) for p in "ab"]
+    loader = loaders.make_loader(shards, seed=0, num_workers=2, **OPTIONS)
+    assert sorted(k for batch in loader for k in batch.sample_keys) == ["ak0", "ak1", "ak2", "bk0", "bk1", "bk2"]
+    assert loader.stats.skipped_samples == ()
+
+
+@pytest.mark.parametrize("value, match", [
+    (0, r"worker_stall_seconds must be a positive number of seconds or None \(wait forever\), got 0; try 900"),
+    (float("inf"), r"worker_stall_seconds must be a positive number of seconds or None .*got inf"),
+    ("60", r"worker_stall_seconds must be a positive number of seconds or None .*got '60'"),
+    (True, r"worker_stall_seconds must be a positive number of seconds or None .*got True"),
+    (120, r"worker_stall_seconds must be above pipe_stall_seconds \(300 s: .*got worker_stall_seconds = 120; try 900"),
+])
+def test_worker_stall_seconds_is_checked(tmp_path, clip, value, match):
+    shard = write_tar(tmp_path / "a.tar", _captioned("a", clip, 1))
+    with pytest.raises(ValueError, match=match):
+        loaders.make_loader([shard], seed=0, num_workers=2, worker_stall_seconds=value, **OPTIONS)
