@@ -3,7 +3,10 @@ leftovers"). Inputs are generated here (tiny ffmpeg clips in tar shards); oracle
 written into the shards, and the pid of the worker stopped on purpose."""
 from __future__ import annotations
 
+import gzip
 import io
+import json
+import logging
 import os
 import re
 import signal
@@ -33,6 +36,73 @@ def _tar(members: list[tuple[str, bytes]]) -> bytes:
             info.size = len(blob)
             tar.addfile(info, io.BytesIO(blob))
     return out.getvalue()
+
+
+# ------------------------------------------------------ 2: a tar member whose header claims fewer bytes than it has
+
+CAPTION = " ".join(f"word{j:03d}" for j in range(90)).encode()  # 719 bytes: two blocks of data
+CAPTION_OPTIONS = dict(OPTIONS, budgets=(100, 64_000, 256))  # 90 tokens a caption
+
+
+def _short_size(data: bytes, member: str, size: int) -> bytes:
+    """``data`` (a tar) with ``member``'s header claiming ``size`` bytes, fewer than it holds (checksum fixed: the
+    header itself is valid, as after a writer's bug or a bit flip in the size field that was then re-summed)."""
+    offset = tarfile.open(fileobj=io.BytesIO(data)).getmember(member).offset
+    block = bytearray(data[offset:offset + 512])
+    block[124:136] = b"%011o\0" % size
+    block[148:156] = b"%06o\0 " % (sum(block[:148]) + 8 * 32 + sum(block[156:]))
+    assert tarfile.TarInfo.frombuf(bytes(block), "utf-8", "surrogateescape").size == size
+    return data[:offset] + bytes(block) + data[offset + 512:]
+
+
+def _caption_members(prefix: str, clip: bytes, n: int) -> list[tuple[str, bytes]]:
+    return [m for j in range(n) for m in ((f"{prefix}k{j}.mp4", clip), (f"{prefix}k{j}.txt", CAPTION))]
+
+
+@pytest.mark.usefixtures("collector_on_test_objects")
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_member_claiming_fewer_bytes_than_it_has_drops_its_sample_in_the_loader(tmp_path, clip, caplog, num_workers):
+    # Before: 'bk0' was delivered with its caption cut to its first 100 bytes ('word000 … word012 w'), and the loss
+    # was counted under no key: ('…/b.tar', '', 'truncated'), "tar header after member 'bk0.txt' is damaged".
+    good = write_tar(tmp_path / "a.tar", _caption_members("a", clip, 2))
+    short = tmp_path / "b.tar"
+    short.write_bytes(_short_size(_tar(_caption_members("b", clip, 2)), "bk0.txt", 100))
+    # The rule's other side (unchanged): a block that still reads as a header (octal fields, ustar magic) whose
+    # checksum fails is a damaged header of the member after, not data: the sample before it is whole and kept.
+    data = bytearray(_tar(_caption_members("c", clip, 2)))
+    offset = tarfile.open(fileobj=io.BytesIO(bytes(data))).getmember("ck1.mp4").offset
+    data[offset + 148:offset + 156] = b"0000000\0"  # a wrong checksum
+    bad_sum = tmp_path / "c.tar"
+    bad_sum.write_bytes(bytes(data))
+    loader = loaders.make_loader([good, str(short), str(bad_sum)], seed=0, num_workers=num_workers, **CAPTION_OPTIONS)
+    with caplog.at_level(logging.WARNING):
+        batches = list(loader)
+    assert sorted(k for batch in batches for k in batch.sample_keys) == ["ak0", "ak1", "ck0"]
+    assert all(text == CAPTION.decode() for batch in batches for text in batch.segment_texts)
+    assert sorted(loader.stats.skipped_samples) == [(str(short), "bk0", "truncated"), (str(bad_sum), "ck1", "truncated")]
+    if num_workers == 0:  # (the workers' log records stay in the workers)
+        assert ("sample 'bk0' dropped (truncated): tar member 'bk0.txt' is followed by a block that is no tar header "
+                "where the next header must be (invalid header; name field 'word064 word065 " in caplog.text)
+        assert "the member's header may claim fewer bytes (100) than it has" in caplog.text
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["seekable_tar", "streamed_tar_gz"])
+def test_preprocess_drops_the_sample_of_a_member_claiming_fewer_bytes_than_it_has(tmp_path, clip, compressed):
+    # Before: preprocess wrote 'dk0' with its caption cut to 100 bytes, and recorded the damage with an empty key.
+    from avalign.preprocess import preprocess
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_tar(raw / "a.tar", _caption_members("a", clip, 1))
+    data = _short_size(_tar(_caption_members("d", clip, 2)), "dk0.txt", 100)
+    (raw / ("d.tar.gz" if compressed else "d.tar")).write_bytes(gzip.compress(data) if compressed else data)
+    result = preprocess(str(raw), str(tmp_path / "out"), progress=False)
+    manifest = [json.loads(line) for line in (tmp_path / "out" / "manifest.jsonl").read_text().splitlines()]
+    skipped = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    assert [row["key"] for row in manifest] == ["ak0"]
+    assert [(row["key"], row["reason"]) for row in skipped] == [("dk0", "truncated")]
+    assert "tar member 'dk0.txt' is followed by a block that is no tar header" in skipped[0]["message"]
+    assert result.num_samples == 1 and result.num_skipped == 1
 
 
 # ------------------------------------------- 3: a shard rewritten with the same layout is redone by a preprocess rerun
