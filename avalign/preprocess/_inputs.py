@@ -295,7 +295,7 @@ def _check_unchanged(url: str, stream, locators: list[Locator]) -> None:
         raise OSError(f"{url}: the shard changed after it was listed ({', '.join(changes) or 'not a file now'}): "
                       f"member(s) {names} are not read from another file at the offsets listed; hint: let whatever "
                       "writes the shard finish, then preprocess it into a fresh output directory (a rerun into this "
-                      "one redoes only the samples whose members moved)")
+                      "one redoes the samples of every shard that changed)")
 
 
 def _seekable_plain_tar(stream) -> bool:
