@@ -249,14 +249,24 @@ class _CheckedTarInfo(tarfile.TarInfo):
     is missing (no end-of-archive blocks): every later sample would vanish with no record. The damage is
     kept on the archive (``avalign_damage``: the header's name field as far as it is readable, how many bytes there
     were, why, and whether the block still looks like a header: :func:`_looks_like_header`) for :func:`scan_tar` to
-    report.
+    report. A block of zeros ends the archive when the block after it is zeros too, or missing (rel62): the
+    end-of-archive is two zero blocks. A single zero block followed by data (a header zeroed in place, or a member
+    whose header claims fewer bytes than it has, read on to a zero block of its data) is damage, where ``tarfile``
+    ended silently and lost every later member. (Two or more zero blocks inside data still read as the end.)
     """
 
     @classmethod
     def fromtarfile(cls, archive):
+        start = archive.fileobj.tell()
         buf = archive.fileobj.read(tarfile.BLOCKSIZE)
         try:
             obj = cls.frombuf(buf, archive.encoding, archive.errors)
+        except tarfile.EOFHeaderError:
+            after = archive.fileobj.read(tarfile.BLOCKSIZE)  # one more block: the second end-of-archive block
+            if after.count(0) != len(after):
+                archive.avalign_damage = ("", "<a block of zeros>", len(buf), f"a block of zeros at byte {start} "
+                                          "followed by data, not by the second end-of-archive block", False)
+            raise
         except (tarfile.TruncatedHeaderError, tarfile.InvalidHeaderError, tarfile.EmptyHeaderError) as e:
             field_bytes = buf[:100]
             complete = b"\0" in field_bytes
@@ -323,7 +333,12 @@ def scan_tar(
                 last = (member, data)
                 yield TarMember(name, data)
             damage = getattr(archive, "avalign_damage", None)
-            if damage is not None and reading:  # (at the very start tarfile raises ReadError itself)
+            if damage is not None and not reading:  # a first block of zeros with data after it (any other damage
+                # there makes tarfile raise ReadError itself)
+                yield TarMember("", b"", "truncated", f"the tar's first header is damaged ({damage[3]}): every member "
+                                "of the shard is lost")
+                return
+            if damage is not None:
                 name, partial, size, why, header_like = damage
                 damaged = (f"tar header after member {reading!r} is damaged ({why}; {size} of {tarfile.BLOCKSIZE} "
                            f"bytes, name field {partial if partial.startswith('<') else repr(partial)})")

@@ -105,6 +105,21 @@ def test_preprocess_drops_the_sample_of_a_member_claiming_fewer_bytes_than_it_ha
     assert result.num_samples == 1 and result.num_skipped == 1
 
 
+@pytest.mark.parametrize("zeroed, dropped", [("zk1.mp4", "zk0"), ("zk0.mp4", "")], ids=["after_a_member", "first"])
+def test_a_header_zeroed_in_place_is_not_taken_for_the_end_of_the_archive(tmp_path, clip, zeroed, dropped):
+    # Before: tarfile took the zero block for the end of the archive: 'zk0' was delivered (maybe without a member of
+    # its own: the zeroed header may have been one) and every later sample was lost with no record (skipped: ()).
+    good = write_tar(tmp_path / "a.tar", _caption_members("a", clip, 1))
+    data = bytearray(_tar(_caption_members("z", clip, 3)))
+    offset = tarfile.open(fileobj=io.BytesIO(bytes(data))).getmember(zeroed).offset
+    data[offset:offset + 512] = bytes(512)
+    url = tmp_path / "z.tar"
+    url.write_bytes(bytes(data))
+    loader = loaders.make_loader([good, str(url)], seed=0, **CAPTION_OPTIONS)
+    assert [k for batch in loader for k in batch.sample_keys] == ["ak0"]
+    assert loader.stats.skipped_samples == ((str(url), dropped, "truncated"),)
+
+
 # ------------------------------------------- 3: a shard rewritten with the same layout is redone by a preprocess rerun
 
 
