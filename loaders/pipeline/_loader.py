@@ -19,7 +19,8 @@ failure rules are those of :class:`~loaders.pipeline._dataset.AVDataset`.
 A worker that dies (killed, segfault in a native decoder) ends the epoch with ``RuntimeError("loader worker
 N (pid P) was killed by signal 9 …")``; a worker that stops without dying (SIGSTOP, a read stuck on a hung network
 filesystem) ends it after ``worker_stall_seconds`` with ``RuntimeError("loader worker N (pid P, stopped) sent
-nothing for …")`` naming the shard and the last sample received from it, and is killed; a failure of the loader itself inside a worker reaches the caller as
+nothing for …")`` naming the shard and the last sample received from it, and is killed; a failure of the loader
+itself inside a worker reaches the caller as
 ``RuntimeError("loader worker N failed: …")`` chained to the worker's exception (a ``SampleError`` under
 ``on_error="raise"`` is re-raised as is).
 """
