@@ -29,10 +29,10 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import math
 import multiprocessing.util
 import os
 import pickle
-import math
 import queue as queue_module
 import time
 from collections.abc import Iterator, Sequence
