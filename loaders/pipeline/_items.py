@@ -150,7 +150,7 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         decode_errors += more_errors
     try:
         transcript = _transcript(sample, key)
-        caption = caption_text(sample) if transcript is None else None
+        caption = caption_text(sample) if transcript is None else _caption_beside_transcript(sample, key)
     except Exception as error:
         raise _staged("transcript", error)
     kwargs: dict[str, Any]
@@ -168,11 +168,13 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         aligned = align(video, audio, transcript, sample_rate=options.sample_rate, key=key, **kwargs)
     except Exception as error:
         raise _staged("align", error)
-    if caption is not None:
+    if caption is not None and transcript is None:
         aligned = with_caption(aligned, caption)
     if empty_audio and options.missing_audio == "empty":
         aligned = _without_audio(aligned)
     items = _windowed_items(aligned, options)
+    if caption is not None:
+        items = [dataclasses.replace(item, caption=caption) for item in items]
     _check_budgets(items, options, url)
     if decode_errors:
         items[0] = dataclasses.replace(items[0], decode_errors=decode_errors)
@@ -228,6 +230,18 @@ def _transcript(sample: dict, key: str):
     if ext is None:
         return None
     return read_transcript(sample[ext], format=transcript_format_of(ext), name=f"{key}.{ext}")
+
+
+def _caption_beside_transcript(sample: dict, key: str) -> Optional[str]:
+    """The clip-level caption of a sample that has a transcript (:func:`~loaders.pipeline._text.caption_text`), passed
+    through as ``BatchItem.caption`` (never aligned, not a segment: the transcript's spans are the item's text). One that
+    cannot be read (binary, too large) is left out with a warning: the sample keeps its transcript, as it did when
+    such a caption was not read at all."""
+    try:
+        return caption_text(sample)
+    except ValueError as error:  # TranscriptError: a broken KEY.txt beside a readable transcript
+        logger.warning("%s: caption beside the transcript left out: %s", key, error)
+        return None
 
 
 def _without_audio(aligned: Any) -> Any:
