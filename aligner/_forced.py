@@ -184,8 +184,8 @@ _ABBREVIATION = re.compile(r"\w\.\w")
 
 def _written_form(raw: str) -> str:
     """A whitespace-separated piece of text as the word it writes, case kept: a piece with digits as
-    :func:`~aligner._spoken_numbers.written_label` says (``"$1,000."`` → ``"$1,000"``, ``"25%,"`` → ``"25%"``); any other
-    without the characters around it that are neither letters, digits nor ``_`` (``"“Hello,”"`` → ``"Hello"``,
+    :func:`~aligner._spoken_numbers.written_label` says (``"$1,000."`` → ``"$1,000"``, ``"25%,"`` → ``"25%"``); any
+    other without the characters around it that are neither letters, digits nor ``_`` (``"“Hello,”"`` → ``"Hello"``,
     ``"'cause"`` → ``"cause"``, as its dictionary form drops them), an abbreviation's last dot kept (``"U.S.,"`` →
     ``"U.S."``; ``"Mr."`` → ``"Mr"``: a single dot may end the sentence)."""
     if any(c.isdigit() for c in raw):
@@ -415,9 +415,10 @@ def forced_align_words(
             on the one lead (the transcript-offset estimator's choice: its answer on real speech moved 7 ms with it).
 
     Returns:
-        The dictionary words of ``span_text`` in order, as written (:func:`written_words`), each with ``[start_seconds, stop_seconds)`` on the
-        audio clock inside ``[start_seconds, stop_seconds)``, lead-corrected (module docstring); ``()`` when no word is in
-        the dictionary, the span is refused (:func:`alignment_refusal`, logged) or the alignment fails.
+        The dictionary words of ``span_text`` in order, as written (:func:`written_words`), each with
+        ``[start_seconds, stop_seconds)`` on the audio clock inside ``[start_seconds, stop_seconds)``, lead-corrected
+        (module docstring); ``()`` when no word is in the dictionary, the span is refused (:func:`alignment_refusal`,
+        logged) or the alignment fails.
 
     Raises:
         ValueError: ``stop_seconds <= start_seconds`` or the span lies outside the audio.

@@ -30,10 +30,13 @@ def speech():
 
 
 def _shard(tmp_path, speech) -> str:
-    """talk: transcript + caption; desc: caption only; plain: transcript only; broken: transcript + a binary txt."""
+    """talk: transcript + caption; desc: caption only; plain: transcript only; broken: transcript + a binary txt;
+    whisper: a JSON transcript (segments) + caption."""
     _, wav, cues = speech
     members = []
+    segments = json.dumps({"segments": [{"start": 0.5, "end": speech[0].num_samples / 16000 - 0.5, "text": SENTENCE}]})
     for key, extra in (("talk", [("srt", cues), ("txt", f"  {CAPTION}\n".encode())]),
+                       ("whisper", [("json", segments.encode()), ("txt", b"Whisper's clip.")]),
                        ("desc", [("txt", b"A clip with no transcript.")]),
                        ("plain", [("srt", cues)]),
                        ("broken", [("srt", cues), ("txt", b"\x00\xff\xfe binary" * 20)])):
@@ -59,13 +62,14 @@ def test_caption_beside_a_transcript_reaches_the_batch(speech, tmp_path, caplog)
     audio = speech[0]
     shard = _shard(tmp_path, speech)
     with caplog.at_level(logging.WARNING, logger="loaders"):
-        loader = loaders.make_loader(shard, seed=0, budgets=(1, 4 * audio.num_samples + 64000, 256), tail="trim")
+        loader = loaders.make_loader(shard, seed=0, budgets=(1, 5 * audio.num_samples + 80000, 256), tail="trim")
         items = _items(list(loader))
-    assert sorted(items) == ["broken", "desc", "plain", "talk"]
+    assert sorted(items) == ["broken", "desc", "plain", "talk", "whisper"]
     words = ["Every", "morning", "Maria", "walks", "her", "dog", "near", "the", "river"]
     # The caption, whitespace collapsed, beside the transcript's cue and words; its text is not tokenized.
     assert items["talk"] == (CAPTION, [SENTENCE], words, len(SENTENCE.split()))
     assert items["plain"] == (None, [SENTENCE], words, len(SENTENCE.split()))
+    assert items["whisper"] == ("Whisper's clip.", [SENTENCE], words, len(SENTENCE.split()))
     # Caption only: its one segment, as before, and the same caption in caption_texts.
     assert items["desc"] == ("A clip with no transcript.", ["A clip with no transcript."], [], 5)
     # A caption that cannot be read beside a readable transcript: the sample keeps its transcript, with a warning.

@@ -278,8 +278,8 @@ def tokenize_item(sample: Any, tokenizer: Any = None, *, cut_edges: tuple[bool, 
     order, in its segments' joined text (see :func:`locate_words`), that text is tokenized, so caption words placed
     by forced alignment (punctuation around them stripped; sound tags, speaker labels and words missing from its
     dictionary left out) do not change the ids: they equal the tokenizer called on the captions. A token inside a
-    word's whitespace-separated piece belongs to that word (``Hello,`` is the piece of the forced word ``Hello``), any other token to its segment
-    (frame and sample ranges of the segment; no word's token range holds it). ``cut_edges`` says whether the item's
+    word's whitespace-separated piece belongs to that word (``Hello,`` is the piece of the forced word ``Hello``), any
+    other token to its segment (frame and sample ranges of the segment; no word's token range holds it). ``cut_edges`` says whether the item's
     start and stop are cuts of a longer clip (a window's, not the clip's own edges): a segment that a cut crosses (it
     starts at or before a cut start, or stops at or after a cut stop) contributes its text from its first to its last
     word in the item only on that side, so that windows share a cut caption's tokens as they share its words, instead
