@@ -172,10 +172,23 @@ def spoken_text(text: str) -> str:
     return _SPEAKER_LABEL.sub(r"\1 ", _ANNOTATION.sub(" ", text))
 
 
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'"})
+"""Typographic apostrophes (``don’t``: subtitles and ASR output write them) read as the dictionary's ``'``."""
+_DASHES = re.compile(r"[-\u2010\u2011\u2012\u2013\u2014]+")
+"""Hyphens and dashes inside a piece of text (``well-known``, ``I—I``): between words that are said."""
+
+
 def _dictionary_form(raw: str) -> str:
-    """The dictionary form of a whitespace-separated piece of text: lowercased, without punctuation (apostrophes
-    inside the word kept); ``""`` when nothing is left."""
-    return re.sub(r"[^\w']", "", raw.lower()).strip("'")
+    """The dictionary form of a whitespace-separated piece of text: lowercased, typographic apostrophes as ``'``,
+    without punctuation (apostrophes inside the word kept); ``""`` when nothing is left."""
+    return re.sub(r"[^\w']", "", raw.lower().translate(_APOSTROPHES)).strip("'")
+
+
+def _dashed_parts(raw: str) -> tuple[str, ...]:
+    """The dictionary forms of a piece's parts between hyphens or dashes (``"well-known,"`` → ``("well", "known")``,
+    ``"I—I"`` → ``("i", "i")``): how a hyphenated piece is said. One part (or none) when it has no dash between
+    words."""
+    return tuple(part for part in (_dictionary_form(p) for p in _DASHES.split(raw)) if part)
 
 
 _EDGES = re.compile(r"^\W+|\W+$")
@@ -238,9 +251,11 @@ def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, 
     """The words of :func:`written_words`, one entry per written word, each with the dictionary words it is spoken as:
     where forced alignment aligns text and reports its words. A word with digits is spoken as
     :func:`~aligner._spoken_numbers.spoken_form` says (``"$1,000,"`` → ``("$1,000", ("one", "thousand", "dollars"))``);
-    one that cannot be spoken out, and every other word, is its dictionary form (:func:`normalise_words`:
-    ``("Paid", ("paid",))``, ``("555-0199", ("5550199",))``; so are all words with digits when ``num2words`` is not
-    installed). Entries and ``limit`` count as :func:`normalise_words`' words do.
+    a word of parts between hyphens or dashes is said as its parts (``("well-known", ("well", "known"))``,
+    ``("I—I", ("i", "i"))``: the dictionary holds the parts, not ``wellknown``); one that cannot be spoken out, and
+    every other word, is its dictionary form (:func:`normalise_words`: ``("Paid", ("paid",))``, ``("don’t",
+    ("don't",))``, ``("555-0199", ("5550199",))``; so are all words with digits when ``num2words`` is not installed).
+    Entries and ``limit`` count as :func:`normalise_words`' words do.
     """
     out: list[tuple[str, tuple[str, ...]]] = []
     for match in _WORD.finditer(spoken_text(text)):
@@ -254,6 +269,8 @@ def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, 
                 spoken = spoken_form(raw)
             except ImportError:  # num2words (extra [align]) missing: digits stay unspoken, as before it was used
                 spoken = None
+        if spoken is None and not any(c.isdigit() for c in raw) and len(_dashed_parts(raw)) > 1:
+            spoken = _dashed_parts(raw)  # "well-known": said as "well known", reported as written
         out.append((_written_form(raw), spoken or (token,)))
         if limit is not None and len(out) > limit:
             break

@@ -101,3 +101,40 @@ def test_loader_batches_carry_the_written_words(speech, tmp_path):
     assert list(batch.word_texts) == WRITTEN and list(batch.segment_texts) == [CAPTION]
     # whitespace tokens of the caption: "Hello," "Paris!" "Don't" "pay" "$1,000." -> one per word, in order
     assert batch.word_spans[:5, 5].tolist() == [0, 1, 2, 3, 4] and batch.word_spans[:5, 6].tolist() == [1, 2, 3, 4, 5]
+
+
+# ---------------------------------------------------------------- typographic apostrophes and hyphenated words
+
+TYPOGRAPHIC = "Don\u2019t pay the well-known man\u2014now."
+"""A caption as subtitles and ASR output write it: a curly apostrophe, a hyphenated word, an em dash between words.
+Before, their dictionary forms (``dont``, ``wellknown``, ``mannow``) are in no dictionary and the words were left out."""
+PLAIN = "Don't pay the well known man now."
+"""The same words as the dictionary holds them: the oracle of the times."""
+
+
+def test_typographic_apostrophes_and_dashes_are_said_as_the_dictionary_holds_them():
+    assert estimators.spoken_tokens(TYPOGRAPHIC) == [
+        ("Don\u2019t", ("don't",)), ("pay", ("pay",)), ("the", ("the",)), ("well-known", ("well", "known")),
+        ("man\u2014now", ("man", "now"))]
+    assert estimators.normalise_words("It\u2019s \u2018quoted\u2019") == ["it's", "quoted"]
+    # a word with digits keeps its own rule: not split at its hyphen
+    assert estimators.spoken_tokens("555-0199")[0][1] in (("5550199",), ("five", "five", "five", "zero", "one", "nine", "nine"))
+
+
+def test_typographic_caption_words_are_aligned_not_left_out():
+    pytest.importorskip("pocketsphinx")
+    audio, placed = speech_over_noise(35.0, sentences=(PLAIN,), seed=5)
+    words = placed[0]
+    lo, hi = words[0][1] - 0.3, words[-1][2] + 0.3
+    decoder = estimators.shared_decoder()
+    typographic = estimators.forced_align_words(audio, TYPOGRAPHIC, lo, hi, decoder=decoder)
+    plain = estimators.forced_align_words(audio, PLAIN, lo, hi, decoder=decoder)
+    assert [w.text for w in typographic] == ["Don\u2019t", "pay", "the", "well-known", "man\u2014now"]
+    assert [w.text for w in plain] == ["Don't", "pay", "the", "well", "known", "man", "now"]
+    # each written word spans the words it is said as, at the times of the plain caption
+    spans = [(w.start_seconds, w.stop_seconds) for w in plain]
+    assert [(w.start_seconds, w.stop_seconds) for w in typographic] == \
+        spans[:3] + [(spans[3][0], spans[4][1]), (spans[5][0], spans[6][1])]
+    # and where espeak-ng said them (pocketsphinx puts "now", after "man", 0.1 s late: the median is the check)
+    errors = sorted(abs(w.start_seconds - start) for w, (_, start, _) in zip(plain, words))
+    assert errors[len(errors) // 2] < 0.03, [(w.text, w.start_seconds, start) for w, (_, start, _) in zip(plain, words)]
