@@ -11,9 +11,12 @@ in the ``pocketsphinx==5.1.1`` wheel) places each word::
     lead correction    + FORCED_LEAD_MS to starts and stops (not in digital silence), + STOP_LEAD_MS to the
                        starts of stop-initial words, clamped into [start, stop)
 
-Text is lowercased, punctuation is stripped (apostrophes inside words kept), and words missing from
-the dictionary are left out of the alignment and of the result (logged); the remaining words keep
-their order. Times are on the clock of ``audio`` (apply the transcript offset before, if known).
+The dictionary is looked up with the text lowercased and punctuation stripped (apostrophes inside words kept:
+:func:`normalise_words`); words missing from the dictionary are left out of the alignment and of the result (logged);
+the remaining words keep their order. Each word is reported as written (:func:`written_words`: ``"Hello,"`` →
+``"Hello"``, ``"Don't!"`` → ``"Don't"``, ``"$1,000."`` → ``"$1,000"``); sound tags (``"[Music]"``) and speaker labels
+(``"JOHN:"``) are not words (:func:`spoken_text`): neither aligned nor reported (the segment's text keeps them).
+Times are on the clock of ``audio`` (apply the transcript offset before, if known).
 
 Corrections of pocketsphinx's raw word times (measured in BENCHMARKS.md, "Word starts on
 human-timed speech"):
@@ -99,6 +102,7 @@ __all__ = [
     "forced_align_words",
     "normalise_words",
     "spoken_tokens",
+    "written_words",
 ]
 
 FORCED_LEAD_MS = 22.1
@@ -168,16 +172,54 @@ def spoken_text(text: str) -> str:
     return _SPEAKER_LABEL.sub(r"\1 ", _ANNOTATION.sub(" ", text))
 
 
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'"})
+"""Typographic apostrophes (``don’t``: subtitles and ASR output write them) read as the dictionary's ``'``."""
+_DASHES = re.compile(r"[-\u2010\u2011\u2012\u2013\u2014]+")
+"""Hyphens and dashes inside a piece of text (``well-known``, ``I—I``): between words that are said."""
+
+
+def _dictionary_form(raw: str) -> str:
+    """The dictionary form of a whitespace-separated piece of text: lowercased, typographic apostrophes as ``'``,
+    without punctuation (apostrophes inside the word kept); ``""`` when nothing is left."""
+    return re.sub(r"[^\w']", "", raw.lower().translate(_APOSTROPHES)).strip("'")
+
+
+def _dashed_parts(raw: str) -> tuple[str, ...]:
+    """The dictionary forms of a piece's parts between hyphens or dashes (``"well-known,"`` → ``("well", "known")``,
+    ``"I—I"`` → ``("i", "i")``): how a hyphenated piece is said. One part (or none) when it has no dash between
+    words."""
+    return tuple(part for part in (_dictionary_form(p) for p in _DASHES.split(raw)) if part)
+
+
+_EDGES = re.compile(r"^\W+|\W+$")
+_ABBREVIATION = re.compile(r"\w\.\w")
+
+
+def _written_form(raw: str) -> str:
+    """A whitespace-separated piece of text as the word it writes, case kept: a piece with digits as
+    :func:`~aligner._spoken_numbers.written_label` says (``"$1,000."`` → ``"$1,000"``, ``"25%,"`` → ``"25%"``); any
+    other without the characters around it that are neither letters, digits nor ``_`` (``"“Hello,”"`` → ``"Hello"``,
+    ``"'cause"`` → ``"cause"``, as its dictionary form drops them), an abbreviation's last dot kept (``"U.S.,"`` →
+    ``"U.S."``; ``"Mr."`` → ``"Mr"``: a single dot may end the sentence)."""
+    if any(c.isdigit() for c in raw):
+        return written_label(raw)
+    word = _EDGES.sub("", raw)
+    if _ABBREVIATION.search(word) and raw[raw.find(word) + len(word):].startswith("."):
+        word += "."
+    return word
+
+
 def normalise_words(text: str, *, limit: Optional[int] = None) -> list[str]:
-    """The spoken words of ``text`` (:func:`spoken_text`), lowercased and without punctuation
-    (``"Don't!"`` → ``["don't"]``, ``"JOHN: Hi! [laughs]"`` → ``["hi"]``).
+    """The spoken words of ``text`` (:func:`spoken_text`), lowercased and without punctuation: the dictionary forms
+    (``"Don't!"`` → ``["don't"]``, ``"JOHN: Hi! [laughs]"`` → ``["hi"]``). :func:`written_words` gives the same words
+    as written (what forced alignment reports).
 
     With ``limit``, stop after ``limit + 1`` words (enough to tell that there are too many) without
     splitting the rest of the text.
     """
     words = []
     for match in _WORD.finditer(spoken_text(text)):
-        token = re.sub(r"[^\w']", "", match.group(0).lower()).strip("'")
+        token = _dictionary_form(match.group(0))
         if token:
             words.append(token)
             if limit is not None and len(words) > limit:
@@ -185,18 +227,40 @@ def normalise_words(text: str, *, limit: Optional[int] = None) -> list[str]:
     return words
 
 
+def written_words(text: str, *, limit: Optional[int] = None) -> list[str]:
+    """The words of :func:`normalise_words` (the same count, in order), each as ``text`` writes it: case kept, the
+    punctuation around it dropped (``"Hello, Paris! Don't pay $1,000."`` → ``["Hello", "Paris", "Don't", "pay",
+    "$1,000"]``; rule in :func:`_written_form`). Sound tags and speaker labels are not words (:func:`spoken_text`:
+    ``"JOHN: Hi! [laughs]"`` → ``["Hi"]``). The texts forced alignment reports its words under; ``limit`` as in
+    :func:`normalise_words`.
+
+    Example:
+        >>> written_words("- JOHN: Hello, Paris! [Music] Don't pay $1,000 in the U.S.")
+        ['Hello', 'Paris', "Don't", 'pay', '$1,000', 'in', 'the', 'U.S.']
+    """
+    words = []
+    for match in _WORD.finditer(spoken_text(text)):
+        if _dictionary_form(match.group(0)):
+            words.append(_written_form(match.group(0)))
+            if limit is not None and len(words) > limit:
+                break
+    return words
+
+
 def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, tuple[str, ...]]]:
-    """The words of :func:`normalise_words`, one entry per written word, each with the words it is spoken as: where
-    forced alignment aligns text and reports its words. A word with digits is spoken as
-    :func:`~aligner._spoken_numbers.spoken_form` says and reported under its written form without the punctuation
-    around it (``"$1,000,"`` → ``("$1,000", ("one", "thousand", "dollars"))``); one that cannot be spoken out, and
-    every other word, is itself (``("paid", ("paid",))``, ``("555-0199", ("5550199",))``; so are all words with
-    digits when ``num2words`` is not installed). Entries and ``limit`` count as :func:`normalise_words`' words do.
+    """The words of :func:`written_words`, one entry per written word, each with the dictionary words it is spoken as:
+    where forced alignment aligns text and reports its words. A word with digits is spoken as
+    :func:`~aligner._spoken_numbers.spoken_form` says (``"$1,000,"`` → ``("$1,000", ("one", "thousand", "dollars"))``);
+    a word of parts between hyphens or dashes is said as its parts (``("well-known", ("well", "known"))``,
+    ``("I—I", ("i", "i"))``: the dictionary holds the parts, not ``wellknown``); one that cannot be spoken out, and
+    every other word, is its dictionary form (:func:`normalise_words`: ``("Paid", ("paid",))``, ``("don’t",
+    ("don't",))``, ``("555-0199", ("5550199",))``; so are all words with digits when ``num2words`` is not installed).
+    Entries and ``limit`` count as :func:`normalise_words`' words do.
     """
     out: list[tuple[str, tuple[str, ...]]] = []
     for match in _WORD.finditer(spoken_text(text)):
         raw = match.group(0)
-        token = re.sub(r"[^\w']", "", raw.lower()).strip("'")
+        token = _dictionary_form(raw)
         if not token:
             continue
         spoken = None
@@ -205,7 +269,9 @@ def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, 
                 spoken = spoken_form(raw)
             except ImportError:  # num2words (extra [align]) missing: digits stay unspoken, as before it was used
                 spoken = None
-        out.append((written_label(raw), spoken) if spoken else (token, (token,)))
+        if spoken is None and not any(c.isdigit() for c in raw) and len(_dashed_parts(raw)) > 1:
+            spoken = _dashed_parts(raw)  # "well-known": said as "well known", reported as written
+        out.append((_written_form(raw), spoken or (token,)))
         if limit is not None and len(out) > limit:
             break
     return out
@@ -366,9 +432,10 @@ def forced_align_words(
             on the one lead (the transcript-offset estimator's choice: its answer on real speech moved 7 ms with it).
 
     Returns:
-        The dictionary words of ``span_text`` in order, each with ``[start_seconds, stop_seconds)`` on the
-        audio clock inside ``[start_seconds, stop_seconds)``, lead-corrected (module docstring); ``()`` when no word is in
-        the dictionary, the span is refused (:func:`alignment_refusal`, logged) or the alignment fails.
+        The dictionary words of ``span_text`` in order, as written (:func:`written_words`), each with
+        ``[start_seconds, stop_seconds)`` on the audio clock inside ``[start_seconds, stop_seconds)``, lead-corrected
+        (module docstring); ``()`` when no word is in the dictionary, the span is refused (:func:`alignment_refusal`,
+        logged) or the alignment fails.
 
     Raises:
         ValueError: ``stop_seconds <= start_seconds`` or the span lies outside the audio.
@@ -377,7 +444,7 @@ def forced_align_words(
     Example:
         >>> words = forced_align_words(audio, "He was not an ill-disposed young man.", 0.0, 3.0)  # doctest: +SKIP
         >>> [(w.text, round(w.start_seconds, 2)) for w in words][:2]                              # doctest: +SKIP
-        [('he', 0.23), ('was', 0.35)]
+        [('He', 0.23), ('was', 0.35)]
     """
     return forced_align_scored(audio, span_text, start_seconds, stop_seconds, decoder=decoder, passes=passes,
                                start_is_word_boundary=start_is_word_boundary, pad_start=pad_start,

@@ -39,9 +39,9 @@ _TIME = re.compile(r"(\d{1,2}):(\d{2})\s*([ap])?\.?(?:m\.?)?", re.IGNORECASE)
 
 
 def written_label(token: str) -> str:
-    """``token`` without the punctuation around it (``"$1,000."`` → ``"$1,000"``), lowercased: the text a word of a
-    token with digits is reported under."""
-    return token.strip(_EDGE_PUNCTUATION).lower()
+    """``token`` without the punctuation around it, case kept (``"$1,000."`` → ``"$1,000"``, ``"COVID-19,"`` →
+    ``"COVID-19"``): the text a word of a token with digits is reported under."""
+    return token.strip(_EDGE_PUNCTUATION)
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -95,7 +95,7 @@ def spoken_form(token: str) -> Optional[tuple[str, ...]]:
         >>> spoken_form("3:30pm")
         ('three', 'thirty', 'p', 'm')
     """
-    text = written_label(token)
+    text = written_label(token).lower()
     digits = sum(c.isdigit() for c in text)
     if not digits or digits > _MAX_DIGITS:
         return None

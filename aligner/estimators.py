@@ -17,7 +17,8 @@ Transcript offset
     each estimator run once), :func:`refine_word_times`, :func:`onset_offset_near` (the
     onset evidence near another method's answer).
 Forced alignment (optional extra ``[align]``)
-    :func:`forced_align_words`, :func:`forced_align_scored` (with the words' acoustic fit), :func:`caption_words`, :func:`normalise_words`, :func:`spoken_tokens`, :func:`alignment_refusal`,
+    :func:`forced_align_words`, :func:`forced_align_scored` (with the words' acoustic fit), :func:`caption_words`, :func:`normalise_words` (dictionary forms), :func:`written_words` (the words as reported), :func:`spoken_tokens`,
+    :func:`alignment_refusal`,
     :func:`new_decoder`, :func:`shared_decoder` and their constants.
 Signals
     :func:`mono`, :func:`log_energy` (per-frame level), :func:`band_snr_levels` (each speech band over its own floor;
@@ -44,6 +45,7 @@ from aligner._forced import (
     forced_align_words,
     normalise_words,
     spoken_tokens,
+    written_words,
 )
 from aligner._onsets import AudioOnsets, audio_onsets, tonal_boost, tonal_rise_db
 from aligner._options import NULL_THRESHOLD, TEXT_METHODS, VISUAL_FEATURES, TextMethod
@@ -64,5 +66,5 @@ __all__ = [
     "estimate_text_offset_forced", "estimate_transcript_offsets", "fit_drift", "forced_align_scored",
     "forced_align_words", "heard_items", "log_energy", "match_lag_drift", "matched_pairs", "mono", "new_decoder",
     "normalise_words", "onset_offset_near", "onset_ranks", "onset_weights", "refine_word_times", "shared_decoder",
-    "spoken_tokens", "tonal_boost", "tonal_rise_db", "visual_change_events",
+    "spoken_tokens", "tonal_boost", "tonal_rise_db", "visual_change_events", "written_words",
 ]

@@ -20,8 +20,9 @@ TRANSCRIPT_EXTENSIONS = ("transcript.json", "json", "textgrid", "vtt", "srt", "s
 formats that can carry word times (``loaders.transcripts.pick_transcript`` chooses with it; a ``json`` member
 counts only when it holds a transcript, not video2dataset's metadata)."""
 CAPTION_EXTENSIONS = ("txt", "caption", "json")
-"""Members read as a clip-level caption when the sample has no transcript: ``txt`` / ``caption`` (the text),
-``json`` metadata with a string ``caption`` field (video2dataset)."""
+"""Members read as a clip-level caption: ``txt`` / ``caption`` (the text), ``json`` metadata with a string ``caption``
+field (video2dataset). Without a transcript the caption is the sample's one segment; beside a transcript it is passed
+through unaligned (``PackedBatch.caption_texts``)."""
 SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 """File names (lower case) read as WebDataset shards in a directory of shards (``avalign preprocess`` and ``avalign
 report``): a plain tar, or one compressed as the shard reader opens it (``tarfile`` ``r|*``: gzip, bzip2, xz)."""

@@ -282,6 +282,10 @@ class BatchItem:
     """Its tokens (see :func:`loaders.pipeline._text.tokenize_item`)."""
     decode_errors: int = 0
     """Packets the decoders skipped in this sample's media (counted once, on the sample's first window)."""
+    caption: Optional[str] = None
+    """The sample's clip-level caption (``KEY.txt`` / ``KEY.caption``, or video2dataset metadata's ``caption``: a
+    description of the clip, with no times), passed through unaligned; every window of the sample carries it, with or
+    without a transcript. None when the sample has none."""
 
     @property
     def key(self) -> str:

@@ -247,15 +247,26 @@ class _CheckedTarInfo(tarfile.TarInfo):
 
     ``tarfile`` ends iteration silently when a header after the first is cut short, fails its checksum, or
     is missing (no end-of-archive blocks): every later sample would vanish with no record. The damage is
-    kept on the archive (``avalign_damage``: the header's name field as far as it is readable, and why) for
-    :func:`scan_tar` to report.
+    kept on the archive (``avalign_damage``: the header's name field as far as it is readable, how many bytes there
+    were, why, and whether the block still looks like a header: :func:`_looks_like_header`) for :func:`scan_tar` to
+    report. A block of zeros ends the archive when the block after it is zeros too, or missing (rel62): the
+    end-of-archive is two zero blocks. A single zero block followed by data (a header zeroed in place, or a member
+    whose header claims fewer bytes than it has, read on to a zero block of its data) is damage, where ``tarfile``
+    ended silently and lost every later member. (Two or more zero blocks inside data still read as the end.)
     """
 
     @classmethod
     def fromtarfile(cls, archive):
+        start = archive.fileobj.tell()
         buf = archive.fileobj.read(tarfile.BLOCKSIZE)
         try:
             obj = cls.frombuf(buf, archive.encoding, archive.errors)
+        except tarfile.EOFHeaderError:
+            after = archive.fileobj.read(tarfile.BLOCKSIZE)  # one more block: the second end-of-archive block
+            if after.count(0) != len(after):
+                archive.avalign_damage = ("", "<a block of zeros>", len(buf), f"a block of zeros at byte {start} "
+                                          "followed by data, not by the second end-of-archive block", False)
+            raise
         except (tarfile.TruncatedHeaderError, tarfile.InvalidHeaderError, tarfile.EmptyHeaderError) as e:
             field_bytes = buf[:100]
             complete = b"\0" in field_bytes
@@ -263,7 +274,7 @@ class _CheckedTarInfo(tarfile.TarInfo):
             reason = "no end-of-archive blocks" if isinstance(e, tarfile.EmptyHeaderError) else str(e)
             if not name.isprintable():  # random bytes (a damaged block), not a member's name: no sample key of it
                 name, complete = f"<{len(name)} bytes that are not text>", False
-            archive.avalign_damage = (name if complete else "", name, len(buf), reason)
+            archive.avalign_damage = (name if complete else "", name, len(buf), reason, _looks_like_header(buf))
             raise
         obj.offset = archive.fileobj.tell() - tarfile.BLOCKSIZE
         return obj._proc_member(archive)
@@ -289,11 +300,18 @@ def scan_tar(
       (``header_inside(archive, member, data)`` → ``(offset, name)``; by default :func:`find_tar_header` on ``data``
       when it is bytes): that member's header claimed more bytes than it has and its data runs into the members after
       it, so its sample is dropped, not delivered with a wrong last member and without the members it swallowed.
+    - A whole block that is no tar header at all (:func:`_looks_like_header`: its numeric fields are not octal and
+      it has no ``ustar`` magic) where the header after a member must be (rel62): that member's header may claim
+      FEWER bytes than it has, so what was read as its data is cut and its last bytes were taken for the next header
+      (tar keeps no checksum of data: a caption came through cut, with no error), or the header after it was
+      overwritten (a member of the same sample may be lost). Either way its sample is dropped, under its key, not
+      delivered. The end-of-archive zero blocks are not damage.
     - A tar that ends at, or inside, the header after a member, where what is left of that header's name does not show
       another key (a shard still being written, a cut download): the member lost may be one of the open sample's,
       so that sample is dropped, not delivered without it.
     - Any other damaged header is named by its own name field, as far as readable (a header of another key that is
-      cut, or garbage over a whole header block: the sample before it is kept whole).
+      cut, or a whole header whose checksum fails but whose fields still read as a header's: the sample before it is
+      kept whole).
     """
     reading = ""
     last: Optional[tuple[tarfile.TarInfo, Any]] = None
@@ -315,8 +333,13 @@ def scan_tar(
                 last = (member, data)
                 yield TarMember(name, data)
             damage = getattr(archive, "avalign_damage", None)
-            if damage is not None and reading:  # (at the very start tarfile raises ReadError itself)
-                name, partial, size, why = damage
+            if damage is not None and not reading:  # a first block of zeros with data after it (any other damage
+                # there makes tarfile raise ReadError itself)
+                yield TarMember("", b"", "truncated", f"the tar's first header is damaged ({damage[3]}): every member "
+                                "of the shard is lost")
+                return
+            if damage is not None:
+                name, partial, size, why, header_like = damage
                 damaged = (f"tar header after member {reading!r} is damaged ({why}; {size} of {tarfile.BLOCKSIZE} "
                            f"bytes, name field {partial if partial.startswith('<') else repr(partial)})")
                 inside = None
@@ -331,6 +354,15 @@ def scan_tar(
                                     f"{last[0].size} bytes, but the header of member {inner!r} starts at byte {offset} "
                                     f"of them, and the {damaged[:1].lower()}{damaged[1:]}; its sample and the members "
                                     "after it are lost")
+                    return
+                if last is not None and size == tarfile.BLOCKSIZE and not header_like:
+                    yield TarMember(reading, b"", "truncated",
+                                    f"tar member {reading!r} is followed by a block that is no tar header where the "
+                                    f"next header must be ({why}; name field "
+                                    f"{partial if partial.startswith('<') else repr(partial)}): the member's header may "
+                                    f"claim fewer bytes ({last[0].size}) than it has, so its data was cut there (tar "
+                                    "keeps no checksum of data), or the header after it was overwritten; its sample is "
+                                    "dropped, and the members after it are lost")
                     return
                 if size < tarfile.BLOCKSIZE and not name and _may_continue(reading, partial):
                     # The tar ends at (or inside) the header after `reading` and what is left of the name does not
@@ -399,6 +431,18 @@ _OCTAL_FIELDS = ((100, 108), (108, 116), (116, 124), (124, 136), (136, 148), (14
 """mode, uid, gid, size, mtime, chksum: the octal fields of a tar header before its type flag."""
 
 
+def _octal_fields(buf: bytes) -> bool:
+    """Whether ``buf``'s numeric header fields read as octal (size, mtime and chksum not blank)."""
+    fields = [buf[a:b].strip(b" \0") for a, b in _OCTAL_FIELDS]
+    return all(all(48 <= c <= 55 for c in f) for f in fields) and all(fields[3:])
+
+
+def _looks_like_header(buf: bytes) -> bool:
+    """Whether a whole block that failed to parse as a tar header is still a damaged header (its numeric fields are
+    octal, or it has the ``ustar`` magic), not the data of a member or garbage (:func:`scan_tar`)."""
+    return len(buf) == tarfile.BLOCKSIZE and (buf[257:262] == b"ustar" or _octal_fields(buf))
+
+
 def _header_name(buf: bytes) -> Optional[str]:
     """The member name of the tar header ``buf`` (512 bytes, or its first 156 or more), else None."""
     if len(buf) >= tarfile.BLOCKSIZE:
@@ -417,10 +461,9 @@ def _header_name(buf: bytes) -> Optional[str]:
         return None
     if not text.isprintable():
         return None
-    fields = [buf[a:b].strip(b" \0") for a, b in _OCTAL_FIELDS]
-    octal = [all(48 <= c <= 55 for c in f) for f in fields]  # digits 0-7 only (empty: a field left blank)
-    if not all(octal) or not all(fields[3:]):  # size, mtime and chksum are never blank
+    if not _octal_fields(buf):  # digits 0-7 only (empty: a field left blank); size, mtime and chksum never blank
         return None
+    fields = [buf[a:b].strip(b" \0") for a, b in _OCTAL_FIELDS]
     partial_sum = sum(buf[:148]) + 8 * 32 + sum(buf[156:])  # the bytes missing from the block only add to it
     return text if partial_sum <= int(fields[5], 8) else None
 

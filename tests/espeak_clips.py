@@ -65,3 +65,18 @@ def caption_offset_estimate(cues_of, offset_ms: float, *, snr_db: float = 12.0, 
     transcript = loaders.read_transcript(srt(cues_of(placed), offset_ms), name=name)
     return aligner.estimate_transcript_offset(audio, transcript)
 
+
+
+def wav_bytes(audio: AudioClip) -> bytes:
+    """``audio`` (mono) as a 16-bit PCM WAV file, e.g. a shard's ``KEY.wav`` member."""
+    import io
+    import wave
+
+    pcm = (np.clip(audio.samples[0].numpy(), -1.0, 1.0) * 32767.0).astype("<i2")
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(audio.sample_rate)
+        w.writeframes(pcm.tobytes())
+    return out.getvalue()

@@ -53,7 +53,7 @@ def test_labelled_caption_words_are_the_spoken_words():
     transcript = loaders.read_transcript(srt(_labelled(placed)[:4], 0.0), name="labelled.srt")
     out, failed = caption_words(audio, transcript)
     assert failed == 0
-    spoken = [(w.lower(), start) for words in placed[:3] for w, start, _ in words]
+    spoken = [(w, start) for words in placed[:3] for w, start, _ in words]  # as written ("Seven")
     assert [w.text for w in out.words] == [w for w, _ in spoken]  # no "john", no "applause"
     errors_ms = [abs(w.start_seconds - start) * 1000 for w, (_, start) in zip(out.words, spoken)]
     assert np.median(errors_ms) < 30.0 and max(errors_ms) < 100.0, errors_ms

@@ -14,7 +14,7 @@ import pytest
 
 import aligner
 import loaders
-from aligner.estimators import FORCED_LEAD_MS, caption_words, forced_align_words, normalise_words, shared_decoder
+from aligner.estimators import FORCED_LEAD_MS, caption_words, forced_align_words, shared_decoder, written_words
 from tests.conftest import wild_clip
 
 pytest.importorskip("pocketsphinx")
@@ -73,7 +73,7 @@ def test_abutting_caption_starts_where_its_first_word_starts(clips) -> None:
     out, failed = caption_words(audio, captions, text_offset_ms=record["text_offset_ms"])
     assert failed == 0
     truth = _true_starts_on_audio_clock(record)
-    assert [w.text for w in out.words] == [n for s in captions.spans for n in normalise_words(s.text)]
+    assert [w.text for w in out.words] == [n for s in captions.spans for n in written_words(s.text)]
     errors_ms = np.array([(w.start_seconds - offset_seconds - t) * 1000.0 for w, t in zip(out.words, truth)])
     first = np.cumsum([0] + [len(s.words) for s in out.spans])[:-1]
     abutting = [int(first[i]) for i in range(1, len(out.spans))

@@ -13,7 +13,7 @@ import pytest
 
 import aligner
 import loaders
-from aligner.estimators import normalise_words
+from aligner.estimators import normalise_words, written_words
 from conftest import SAMPLE_DATA, sample_truth
 
 pytest.importorskip("pocketsphinx")
@@ -50,7 +50,7 @@ def test_measure_gives_caption_words_and_segments(clip, capsys):
     unplaced: set = set()
     assert record["caption_words_failed"] == len(unplaced)
     assert [w["text"] for w in record["words"]] == [n for s in captions.spans if s.text not in unplaced
-                                                    for n in normalise_words(s.text)]
+                                                    for n in written_words(s.text)]
     spoken = [t for s in captions.spans if s.text not in unplaced for t in normalise_words(s.text)]
     placed_truth = [t for t in truth["words"] if normalise_words(t["text"])[0] in spoken]
     errors_ms = [abs(w["start_seconds"] - t["start_seconds"]) * 1000 for w, t in zip(record["words"], placed_truth)]
@@ -71,7 +71,7 @@ def test_align_keeps_segments_when_caption_alignment_fails():
     sample = aligner.align(None, audio, broken, text_offset_ms=truth["text_offset_ms"])
     assert len(sample.segments) == len(captions.spans)
     assert sample.report.caption_words_failed == 1
-    assert [w.text for w in sample.words] == [n for s in captions.spans[1:] for n in normalise_words(s.text)]
+    assert [w.text for w in sample.words] == [n for s in captions.spans[1:] for n in written_words(s.text)]
     assert sample.transcript.spans[0].words == () and all(s.words for s in sample.transcript.spans[1:])
 
 
@@ -104,7 +104,7 @@ def test_preprocess_stores_caption_words(tmp_path):
         with tarfile.open(shard) as tar:
             members.update({m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()})
     record = json.loads(members["clip02.align.json"])
-    expected = [n for s in loaders.read_transcript(str(SAMPLE_DATA / truth["transcript"])).spans for n in normalise_words(s.text)]
+    expected = [n for s in loaders.read_transcript(str(SAMPLE_DATA / truth["transcript"])).spans for n in written_words(s.text)]
     assert [w["text"] for w in record["words"]] == expected and len(record["segments"]) == 3
     stored = loaders.read_transcript(members["clip02.transcript.json"], format="json", name="clip02.transcript.json")
     assert [w.text for w in stored.words] == expected
@@ -130,7 +130,7 @@ def test_loader_batches_carry_caption_words():
     for key, record in sample_truth().items():
         if record["transcript"].endswith((".srt", ".vtt")):
             captions = loaders.read_transcript(str(SAMPLE_DATA / record["transcript"]))
-            caption_words_all |= {n for s in captions.spans for n in normalise_words(s.text)}
+            caption_words_all |= {n for s in captions.spans for n in written_words(s.text)}
             audio = loaders.read_audio(str(SAMPLE_DATA / record["media"]))
             # At the generator's transcript offset: at none, a caption 240 ms off (clip02) misses part of its speech and
             # its words no longer fit the audio (``MIN_WORD_FIT``: kept without words).

@@ -25,7 +25,7 @@ def clip(tune1000_captions):
 
 def _is_stop(words) -> np.ndarray:
     decoder = shared_decoder()
-    return np.array([decoder.lookup_word(w.text).split()[0] in ("P", "B", "T", "D", "K", "G") for w in words])
+    return np.array([decoder.lookup_word(w.text.lower()).split()[0] in ("P", "B", "T", "D", "K", "G") for w in words])
 
 
 @pytest.mark.slow

@@ -91,12 +91,12 @@ def test_av_abstentions_on_real_clips_explain_themselves(av):
 
 def test_pocketsphinx_word_times_follow_the_transcription(librivox):
     """Forced-aligned words equal the shipped transcription in order; times increase and stay inside the audio."""
-    from aligner.estimators import normalise_words
+    from aligner.estimators import written_words
 
     audio, transcript, utterances = librivox
     assert len(utterances) == 5
     for u in utterances:
-        assert [w.text for w in u["words"]] == normalise_words(u["text"])
+        assert [w.text for w in u["words"]] == written_words(u["text"])
         starts = np.asarray([w.start_seconds for w in u["words"]])
         assert np.all(np.diff(starts) > 0)
         assert u["audio"].start_seconds <= starts[0] and u["words"][-1].stop_seconds <= u["audio"].stop_seconds + 0.01

@@ -30,7 +30,7 @@ def hand_timed_word_starts(cache_dir) -> dict:
         # The process's decoder: each recording is one whole utterance (batch CMN), so a new decoder per recording
         # gives the same words and only costs its build (~0.4 CPU-s).
         aligned = forced_align_words(audio, text, audio.start_seconds, audio.stop_seconds, decoder=shared_decoder())
-        if [w.text for w in aligned] != [w for w, _ in utterance.words]:
+        if [w.text.lower() for w in aligned] != [w.lower() for w, _ in utterance.words]:  # words keep their writing
             raise RuntimeError(f"{utterance.key}: aligned words {[w.text for w in aligned]} differ from the annotation")
         for w, (name, start) in zip(aligned, utterance.words):
             rows.append({"key": utterance.key, "role": utterance.role, "text": name, "annotated_s": round(start, 4),

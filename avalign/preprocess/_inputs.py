@@ -87,11 +87,14 @@ class Locator:
     member: str = ""
     """Tar member name; empty for a plain file."""
     stamp: str = ""
-    """A fingerprint of the source (size and mtime, or shard offset and size): a change forces a redo."""
+    """A fingerprint of the source: a change forces a redo. A plain file: its size and ``mtime_ns``. A member of a
+    local shard: its offset and size, then the shard's size and ``mtime_ns`` (rel62: a shard rewritten with the same
+    layout, e.g. a caption edited to the same length, used to keep its old outputs; touching a shard, or copying it
+    without its mtime, now redoes its samples). A member of a remote or ``pipe:`` shard: its offset and size only."""
     listed: tuple = ()
     """A local shard's ``(size, mtime_ns, inode)`` when it was listed (empty otherwise): reading its members back, a
-    shard that has changed since is refused (``read``), not read at offsets of another file (not in ``stamp``: the
-    fingerprint of a plan stays as before)."""
+    shard that has changed since is refused (``read``), not read at offsets of another file (size and mtime are in
+    ``stamp`` too; the inode is not: a shard moved to another disk unchanged is not redone)."""
 
 
 @dataclass(frozen=True)
@@ -295,7 +298,7 @@ def _check_unchanged(url: str, stream, locators: list[Locator]) -> None:
         raise OSError(f"{url}: the shard changed after it was listed ({', '.join(changes) or 'not a file now'}): "
                       f"member(s) {names} are not read from another file at the offsets listed; hint: let whatever "
                       "writes the shard finish, then preprocess it into a fresh output directory (a rerun into this "
-                      "one redoes only the samples whose members moved)")
+                      "one redoes the samples of every shard that changed)")
 
 
 def _seekable_plain_tar(stream) -> bool:
@@ -348,6 +351,10 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
         total = stream.seek(0, os.SEEK_END)
         stream.seek(0)
     listed = _file_identity(stream)
+    shard_stamp = f":{listed[0]}:{listed[1]}" if listed else ""  # the shard's size and mtime_ns (see Locator.stamp)
+
+    def stamp_of(member: tarfile.TarInfo) -> str:
+        return f"{member.offset_data}:{member.size}{shard_stamp}"
 
     headers_inside: dict[str, Optional[tuple[int, str]]] = {}
     """Member name → the start of a tar header found in its data (streamed members; kept for the last one only)."""
@@ -364,7 +371,7 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
             headers_inside.clear()
             headers_inside[member.name] = found
         locator = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
-                          member=member.name, stamp=f"{member.offset_data}:{member.size}", listed=listed)
+                          member=member.name, stamp=stamp_of(member), listed=listed)
         return locator, available  # group_by_key only looks at names and problems, never at data
 
     def header_inside(archive: tarfile.TarFile, member: tarfile.TarInfo, locator: Locator) -> Optional[tuple[int, str]]:

@@ -142,6 +142,11 @@ class PackedBatch:
     """Key of each item (``clip`` or ``clip@2`` for a window), in packed order."""
     padding: dict[str, float]
     """Fraction of each capacity that is padding: keys ``frames``, ``samples``, ``tokens`` (and ``hops``)."""
+    caption_texts: tuple[Optional[str], ...] = ()
+    """The clip-level caption of each item (``BatchItem.caption``: ``KEY.txt`` / metadata ``caption``, a description
+    of the clip), in packed order (``num_items`` entries), None for an item without one. Passed through: not aligned
+    and not tokenized for a sample with a transcript (its segments and words are the transcript's); a caption-only
+    sample's caption is also its one segment (``segment_texts``)."""
 
     def to(self, device: Union[str, torch.device], *, non_blocking: bool = False) -> "PackedBatch":
         """A copy with every tensor on ``device`` (``non_blocking`` copies from pinned memory overlap compute)."""
@@ -181,7 +186,7 @@ class PackedBatch:
             value = getattr(self, field.name)
             if isinstance(value, torch.Tensor):
                 parts.append(f"{field.name}={tuple(value.shape)}")
-            elif field.name in ("word_texts", "segment_texts", "sample_keys"):
+            elif field.name in ("word_texts", "segment_texts", "sample_keys", "caption_texts"):
                 parts.append(f"{field.name}=<{len(value)}>")
             elif field.name == "padding":
                 parts.append("padding={" + ", ".join(f"{k}: {v:.3f}" for k, v in value.items()) + "}")
@@ -389,6 +394,7 @@ class Collator:
             num_segments=int((segments[:, 0] >= 0).sum()),
             sample_keys=tuple(s.key for s in samples),
             padding=padding,
+            caption_texts=tuple(item.caption for item in items),
         )
 
     def empty(self) -> PackedBatch:

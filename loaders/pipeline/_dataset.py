@@ -944,7 +944,7 @@ def build(cls: type, urls: Union[str, Sequence[str]], *, seed: int, **kwargs: An
     """Validates the options of :func:`make_dataset` and builds ``cls`` (AVDataset or a subclass) with them;
     ``kwargs`` beyond make_dataset's options are passed to ``cls``."""
     o = dict(_DEFAULTS)
-    loader_only = ("num_workers", "multiprocessing_context", "pin_memory", "interleave_shards")
+    loader_only = ("num_workers", "multiprocessing_context", "pin_memory", "interleave_shards", "worker_stall_seconds")
     unknown = set(kwargs) - set(o) - set(loader_only)
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; see make_dataset for the valid ones.")

@@ -149,8 +149,10 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         _, audio, more_errors = _decode(sample[audio_ext], audio_ext, key, options, None, with_video=False)
         decode_errors += more_errors
     try:
-        transcript = _transcript(sample, key)
-        caption = caption_text(sample) if transcript is None else None
+        transcript_ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
+        transcript = _transcript(sample, transcript_ext, key)
+        caption = (caption_text(sample) if transcript is None
+                   else _caption_beside_transcript({k: v for k, v in sample.items() if k != transcript_ext}, key))
     except Exception as error:
         raise _staged("transcript", error)
     kwargs: dict[str, Any]
@@ -168,11 +170,13 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         aligned = align(video, audio, transcript, sample_rate=options.sample_rate, key=key, **kwargs)
     except Exception as error:
         raise _staged("align", error)
-    if caption is not None:
+    if caption is not None and transcript is None:
         aligned = with_caption(aligned, caption)
     if empty_audio and options.missing_audio == "empty":
         aligned = _without_audio(aligned)
     items = _windowed_items(aligned, options)
+    if caption is not None:
+        items = [dataclasses.replace(item, caption=caption) for item in items]
     _check_budgets(items, options, url)
     if decode_errors:
         items[0] = dataclasses.replace(items[0], decode_errors=decode_errors)
@@ -223,11 +227,22 @@ def _decode(media: bytes, ext: str, key: str, options: SampleOptions, index: Opt
     return video, audio, decode_errors
 
 
-def _transcript(sample: dict, key: str):
-    ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
+def _transcript(sample: dict, ext: Optional[str], key: str):
     if ext is None:
         return None
     return read_transcript(sample[ext], format=transcript_format_of(ext), name=f"{key}.{ext}")
+
+
+def _caption_beside_transcript(sample: dict, key: str) -> Optional[str]:
+    """The clip-level caption of a sample that has a transcript (:func:`~loaders.pipeline._text.caption_text` of
+    ``sample`` without the transcript's member), passed through as ``BatchItem.caption`` (never aligned, not a segment:
+    the transcript's spans are the item's text). One that cannot be read (binary, too large) is left out with a
+    warning: the sample keeps its transcript, as it did when such a caption was not read at all."""
+    try:
+        return caption_text(sample)
+    except ValueError as error:  # TranscriptError: a broken KEY.txt beside a readable transcript
+        logger.warning("%s: caption beside the transcript left out: %s", key, error)
+        return None
 
 
 def _without_audio(aligned: Any) -> Any:

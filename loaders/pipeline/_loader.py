@@ -17,7 +17,10 @@ stream, so it has one tail (``tail``: see ``make_dataset``) whatever ``num_worke
 failure rules are those of :class:`~loaders.pipeline._dataset.AVDataset`.
 
 A worker that dies (killed, segfault in a native decoder) ends the epoch with ``RuntimeError("loader worker
-N (pid P) was killed by signal 9 …")``; a failure of the loader itself inside a worker reaches the caller as
+N (pid P) was killed by signal 9 …")``; a worker that stops without dying (SIGSTOP, a read stuck on a hung network
+filesystem) ends it after ``worker_stall_seconds`` with ``RuntimeError("loader worker N (pid P, stopped) sent
+nothing for …")`` naming the shard and the last sample received from it, and is killed; a failure of the loader
+itself inside a worker reaches the caller as
 ``RuntimeError("loader worker N failed: …")`` chained to the worker's exception (a ``SampleError`` under
 ``on_error="raise"`` is re-raised as is).
 """
@@ -26,10 +29,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import math
 import multiprocessing.util
 import os
 import pickle
 import queue as queue_module
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Union
@@ -55,6 +60,14 @@ DEFAULT_INTERLEAVE_SHARDS = 8
 """Shards read at a time by ``make_loader`` (a multiple of ``num_workers`` keeps every worker busy)."""
 _PARENT_POLL_SECONDS = 0.5
 """How often a blocked worker checks that the main process is still alive."""
+DEFAULT_WORKER_STALL_SECONDS = 900.0
+"""How long the main process waits for a worker's next step (one sample's events) before it ends the epoch with an
+error naming the worker, instead of waiting forever (rel62). A step is one sample read, decoded, aligned and
+tokenized; the longest legitimate wait is a ``pipe:`` shard that stalls (killed after ``pipe_stall_seconds``, 300 s
+by default, then skipped as a named shard problem) plus the slowest sample (seconds on this project's clips;
+``estimate=True`` on a long clip, or a cold remote read, can take minutes). 900 s is three times the pipe limit,
+so a stalled ``pipe:`` command is always a skip, never this error; and it is half of ``torch.distributed``'s
+default collective timeout (30 min), so under DDP the stalled rank names its worker before its peers time out."""
 
 
 @dataclass(frozen=True)
@@ -79,13 +92,15 @@ class Loader(AVDataset):
     _advance_epoch_on_iter = True
 
     def __init__(self, urls: Sequence[str], *, num_workers: int = 0, multiprocessing_context: str = "fork",
-                 pin_memory: bool = False, interleave_shards: int = DEFAULT_INTERLEAVE_SHARDS, **kwargs: Any) -> None:
+                 pin_memory: bool = False, interleave_shards: int = DEFAULT_INTERLEAVE_SHARDS,
+                 worker_stall_seconds: Optional[float] = DEFAULT_WORKER_STALL_SECONDS, **kwargs: Any) -> None:
         if int(num_workers) < 0:
             raise ValueError(f"num_workers must be >= 0, got {num_workers = }.")
         if isinstance(interleave_shards, bool) or not isinstance(interleave_shards, int) or interleave_shards < 1:
             raise ValueError(f"interleave_shards must be a positive int, got {interleave_shards = !r}; try "
                              f"{DEFAULT_INTERLEAVE_SHARDS} (a multiple of num_workers).")
         super().__init__(urls, **kwargs)
+        self._stall_seconds = check_worker_stall_seconds(worker_stall_seconds, self._options)
         self._interleave = int(interleave_shards)
         self._num_workers = int(num_workers)
         self._context = multiprocessing_context
@@ -123,6 +138,9 @@ class Loader(AVDataset):
                 if process.is_alive():
                     process.terminate()
                     process.join(timeout=1.0)
+                if process.is_alive():  # a stopped worker keeps SIGTERM pending until continued: SIGKILL ends it
+                    process.kill()
+                    process.join(timeout=1.0)
             for q in queues:
                 q.cancel_join_thread()
                 q.close()
@@ -130,6 +148,8 @@ class Loader(AVDataset):
         # Also at interpreter exit, before multiprocessing joins its non-daemonic children: a loader left mid-epoch
         # (``it = iter(loader); next(it)``, then the script ends) would otherwise wait for its workers forever.
         shut_down_once = multiprocessing.util.Finalize(None, shut_down, exitpriority=100)
+        urls = dict(jobs)
+        last_keys: dict[int, str] = {}  # shard position → the last sample key received from it (for a stall's message)
         try:
             for group in shard_groups(jobs, self._interleave):
                 active = [p for p, _ in group]
@@ -137,7 +157,8 @@ class Loader(AVDataset):
                     still = []
                     for p in active:
                         w = p % self._num_workers
-                        step = _get(queues[w], processes[w], w)
+                        step = _get(queues[w], processes[w], w, stall_seconds=self._stall_seconds,
+                                    reading=lambda: _reading(urls[p], last_keys.get(p)))
                         if isinstance(step, WorkerFailure):
                             if step.sample_error is not None:
                                 raise step.sample_error
@@ -146,6 +167,9 @@ class Loader(AVDataset):
                             raise RuntimeError(f"loader worker {w} failed: {step.error_type}: {step.message}") from step.cause
                         if isinstance(step, ShardEnd):
                             continue
+                        keys = [getattr(event, "sample_key", "") for event in step]
+                        if any(keys):
+                            last_keys[p] = [k for k in keys if k][-1]
                         yield from step
                         still.append(p)
                     active = still
@@ -213,14 +237,65 @@ def _picklable(error: BaseException) -> Optional[BaseException]:
         return None
 
 
-def _get(source: Any, process: Any, worker_id: int) -> Any:
-    """Next event from a worker queue; raises a clear error if the worker died (even mid-transfer)."""
+def check_worker_stall_seconds(value: object, options: SampleOptions) -> Optional[float]:
+    """``worker_stall_seconds`` as a float (None: wait forever); raises ValueError unless it is None or a positive
+    finite number above ``pipe_stall_seconds`` and ``sample_timeout_seconds`` (each of which ends a wait of its own
+    with a named skip, and must come first)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"worker_stall_seconds must be a positive number of seconds or None (wait forever), got "
+                         f"{value!r}; try {DEFAULT_WORKER_STALL_SECONDS:g}.")
+    for name in ("pipe_stall_seconds", "sample_timeout_seconds"):
+        limit = getattr(options, name)
+        if limit is not None and value <= limit:
+            raise ValueError(f"worker_stall_seconds must be above {name} ({limit:g} s: a wait that ends in a named skip "
+                             f"of its own), got worker_stall_seconds = {value!r}; try {limit + 600:g}, or None.")
+    return float(value)
+
+
+def _reading(url: str, last_key: Optional[str]) -> str:
+    where = f"after its sample {last_key!r}" if last_key else "before its first sample"
+    return f"shard {url!r}, {where}"
+
+
+def _process_state(pid: int) -> str:
+    """What Linux says a process is doing (``/proc/PID/stat``), in words; "" where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rpartition(b")")[2].split()[0].decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return ""
+    return {"T": "stopped", "t": "stopped by a debugger", "D": "in uninterruptible I/O", "S": "sleeping",
+            "R": "running", "Z": "a zombie"}.get(state, f"state {state}")
+
+
+def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[float] = None,
+         reading: Any = None) -> Any:
+    """Next event from a worker queue; raises a clear error if the worker died (even mid-transfer), or if it sent
+    nothing for ``stall_seconds`` (None: wait forever), naming what it was reading (``reading()``)."""
+    started = time.monotonic()
     while True:
+        waited = time.monotonic() - started
+        poll = 1.0 if stall_seconds is None else max(0.01, min(1.0, stall_seconds - waited))
         try:
-            return source.get(timeout=1.0)
+            return source.get(timeout=poll)
         except queue_module.Empty:
             if not process.is_alive():
                 raise _died(process, worker_id) from None
+            waited = time.monotonic() - started
+            if stall_seconds is not None and waited >= stall_seconds:
+                state = _process_state(process.pid)
+                what = reading() if reading is not None else "its shards"
+                process.kill()  # SIGKILL ends a stopped process too (SIGTERM would stay pending until SIGCONT)
+                process.join(timeout=1.0)
+                raise RuntimeError(
+                    f"loader worker {worker_id} (pid {process.pid}{', ' + state if state else ''}) sent nothing for "
+                    f"{waited:.1f} s (worker_stall_seconds={stall_seconds:g}) while reading {what}; it is alive but "
+                    "not progressing: stopped (SIGSTOP, a debugger), or a read stuck on a hung network filesystem. The "
+                    "epoch ends here and the worker is killed; hint: check the shard's storage, or raise "
+                    "worker_stall_seconds for samples that legitimately take longer (None waits forever)."
+                ) from None
         except (ConnectionError, EOFError, OSError) as error:  # a shared-memory tensor whose owner is gone
             process.join(timeout=2.0)
             raise _died(process, worker_id, detail=f" ({type(error).__name__} while receiving its data)") from None
@@ -235,7 +310,8 @@ def _died(process: Any, worker_id: int, detail: str = "") -> RuntimeError:
 
 def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int = 0,
                 multiprocessing_context: str = "fork", pin_memory: bool = False,
-                interleave_shards: int = DEFAULT_INTERLEAVE_SHARDS, **options: Any) -> Loader:
+                interleave_shards: int = DEFAULT_INTERLEAVE_SHARDS,
+                worker_stall_seconds: Optional[float] = DEFAULT_WORKER_STALL_SECONDS, **options: Any) -> Loader:
     """A resumable loader of :class:`PackedBatch` over WebDataset shards, decoding in ``num_workers`` processes.
 
     Args:
@@ -251,6 +327,13 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
         interleave_shards: Shards read at a time, sample by sample (a multiple of ``num_workers`` keeps every worker
             busy; more mixes the packer's input more and opens more shards at once). Part of the order: batches
             depend on it, not on ``num_workers``.
+        worker_stall_seconds: With workers, how long to wait for a worker's next sample before the epoch ends with
+            ``RuntimeError`` naming the worker (pid, and ``stopped`` / ``in uninterruptible I/O`` as Linux says), the
+            shard and the last sample received from it; the worker is killed. A worker stopped by SIGSTOP, or stuck
+            reading a hung network filesystem, used to hang the epoch forever (as torch's ``DataLoader`` does without
+            ``timeout=``). Must exceed ``pipe_stall_seconds`` and ``sample_timeout_seconds`` (their waits end in named
+            skips); default 900 (:data:`DEFAULT_WORKER_STALL_SECONDS` says why); None waits forever. Time spent by the
+            caller between batches does not count. Unused with ``num_workers=0``.
         **options: Every option of :func:`~loaders.make_dataset` (``tokenizer``, ``budgets``, ``window_seconds``…).
 
     Returns:
@@ -259,6 +342,7 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
 
     Raises:
         ValueError: A bad option; the message names it, the valid range and a hint.
+        RuntimeError: While iterating: a worker died, failed, or sent nothing for ``worker_stall_seconds``.
         FileNotFoundError: Every URL is a local path and none exists.
 
     Example:
@@ -267,7 +351,8 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
         ...     print(batch.sample_keys, batch.padding)
     """
     return build(Loader, urls, seed=seed, num_workers=num_workers, multiprocessing_context=multiprocessing_context,
-                 pin_memory=pin_memory, interleave_shards=interleave_shards, **options)
+                 pin_memory=pin_memory, interleave_shards=interleave_shards,
+                 worker_stall_seconds=worker_stall_seconds, **options)
 
 
 def _full_signature() -> inspect.Signature:

@@ -3,7 +3,9 @@
 Captions: a video2dataset sample carries its text as ``KEY.txt`` (the caption) or in ``KEY.json`` metadata
 (``{"caption": …}``); neither has times. :func:`caption_text` reads it and :func:`with_caption` makes it one
 segment spanning the whole aligned item (every frame and sample); it does not go through the aligner, which
-has nothing to estimate or force-align on a description of the clip.
+has nothing to estimate or force-align on a description of the clip. Beside a transcript (``KEY.srt`` …) the caption
+is no segment (the transcript's spans are the item's text, and its tokens): it is passed through as the item's
+``caption`` (``PackedBatch.caption_texts``).
 
 Tokens: the item's text units (its words when it has any, else its segments: caption lines, cues) are joined
 with single spaces and tokenized once (words found in their segments' text tokenize that text instead, so that
@@ -274,10 +276,10 @@ def tokenize_item(sample: Any, tokenizer: Any = None, *, cut_edges: tuple[bool, 
 
     The text tokenized is the transcript's own: when the item has words and segments and every word is found, in
     order, in its segments' joined text (see :func:`locate_words`), that text is tokenized, so caption words placed
-    by forced alignment (lowercased, punctuation stripped, words missing from its dictionary left out) do not change
-    the ids: they equal the tokenizer called on the captions. A token inside a word's whitespace-separated piece
-    belongs to that word (``Hello,`` is the piece of the forced word ``hello``), any other token to its segment
-    (frame and sample ranges of the segment; no word's token range holds it). ``cut_edges`` says whether the item's
+    by forced alignment (punctuation around them stripped; sound tags, speaker labels and words missing from its
+    dictionary left out) do not change the ids: they equal the tokenizer called on the captions. A token inside a
+    word's whitespace-separated piece belongs to that word (``Hello,`` is the piece of the forced word ``Hello``), any
+    other token to its segment (frame and sample ranges of the segment; no word's token range holds it). ``cut_edges`` says whether the item's
     start and stop are cuts of a longer clip (a window's, not the clip's own edges): a segment that a cut crosses (it
     starts at or before a cut start, or stops at or after a cut stop) contributes its text from its first to its last
     word in the item only on that side, so that windows share a cut caption's tokens as they share its words, instead
@@ -331,7 +333,8 @@ def locate_words(
 ) -> Optional[tuple[str, list[tuple[int, int]], list[tuple[int, int]]]]:
     """The segments' joined text with each word's characters in it, or None when a word is not found.
 
-    Words are searched in order, each after the previous one, ignoring case (forced alignment lowercases) and never
+    Words are searched in order, each after the previous one, ignoring case (words of other sources may differ in case
+    from their segment's text) and never
     inside a longer word; a word whose whitespace-separated piece of the text holds no other word owns the whole
     piece (``Hello,`` for ``hello``), else only its own characters.
 
