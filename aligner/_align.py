@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -253,6 +254,25 @@ def _with_caption_words(audio: AudioClip, transcript: Transcript, text_offset_ms
         return transcript, 0
 
 
+def _check_inputs(video, audio, transcript) -> None:
+    """``TypeError`` naming what was passed and what to pass, for clips or a transcript of another type (a path where
+    a decoded record is expected, video and audio swapped), rather than an ``AttributeError`` from deep inside."""
+    def got(value) -> str:
+        text = repr(value)
+        return f"{type(value).__name__} {text[:80] + '…' if len(text) > 80 else text}"
+
+    if video is not None and not isinstance(video, VideoClip):
+        swapped = "; video and audio are swapped: align(video, audio, …)" if isinstance(video, AudioClip) else ""
+        raise TypeError(f"video must be a VideoClip (loaders.read_video(path)) or None, got {got(video)}{swapped}")
+    if not isinstance(audio, AudioClip):
+        raise TypeError(f"audio must be an AudioClip (loaders.read_audio(path)), got {got(audio)}")
+    if transcript is not None and not isinstance(transcript, Transcript):
+        hint = (f"; read it first: loaders.read_transcript({str(transcript)!r})"
+                if isinstance(transcript, (str, os.PathLike)) else "")
+        raise TypeError(f"transcript must be a Transcript (loaders.read_transcript(path)) or None, got "
+                        f"{got(transcript)}{hint}")
+
+
 def _check_arguments(sample_rate, start_seconds, stop_seconds, text_method, av_options, text_options,
                      given: dict) -> None:
     """Raise before any work for an argument of :func:`align` that no alignment can use (the message shows it).
@@ -331,7 +351,8 @@ def align(
             out of range, a given offset beyond ``aligner.timeline.MAX_OFFSET_MS``, a video of several frames whose
             pts are all equal, audio samples that are not finite; ``DecodeError`` (``too_large``) for media that
             start long after 0 (above).
-        TypeError: ``av_options`` / ``text_options`` of another type.
+        TypeError: ``video`` / ``audio`` / ``transcript`` not a ``VideoClip`` / ``AudioClip`` / ``Transcript`` (a path
+            for the transcript, swapped clips), ``av_options`` / ``text_options`` of another type.
 
     Example:
         >>> sample = align(read_video(p), read_audio(p), read_transcript(t))   # doctest: +SKIP
@@ -340,6 +361,7 @@ def align(
     from aligner._estimate import estimate_av_offset
     from aligner._text_offset import refine_word_times
 
+    _check_inputs(video, audio, transcript)
     _check_arguments(sample_rate, start_seconds, stop_seconds, text_method, av_options, text_options,
                      dict(av_offset_ms=av_offset_ms, drift_ppm=drift_ppm, text_offset_ms=text_offset_ms))
     _check_pts_increase(video, key)

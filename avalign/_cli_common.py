@@ -12,7 +12,7 @@ import re
 
 __all__ = ["DEFAULT_MAX_PIXELS", "INPUT_HINT", "MAX_OFFSET_MS", "MAX_SEARCH_OFFSET_MS", "MEDIA_HINT", "TRANSCRIPT_FORMATS",
            "check_local_input", "cli_message", "display_path", "error_document", "error_reason", "finite_float",
-           "offset_ms", "positive_int", "search_offset_ms"]
+           "limit_seconds", "offset_ms", "positive_int", "search_offset_ms"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
 """= ``loaders.media.DEFAULT_MAX_PIXELS`` (frames larger than this are skipped as ``too_large``)."""
@@ -68,6 +68,15 @@ def search_offset_ms(text: str) -> float:
     if not 0 < value <= MAX_SEARCH_OFFSET_MS:
         raise argparse.ArgumentTypeError(f"{text!r} is not in (0, {MAX_SEARCH_OFFSET_MS:.0f}]: the estimators search "
                                          f"at most ±{MAX_SEARCH_OFFSET_MS:.0f} ms (a known larger offset: --av-offset-ms)")
+    return value
+
+
+def limit_seconds(text: str) -> float:
+    """argparse ``type`` for a time limit where 0 means none (``preprocess --timeout``): a finite float >= 0 (a negative
+    one was taken as "no limit" without a word)."""
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not >= 0 (seconds; 0: no limit)")
     return value
 
 

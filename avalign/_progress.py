@@ -6,8 +6,8 @@
     pipe/log   preprocess: 40/100 clip (40%), 3.3 clip/s, ETA 18 s, done=38, skipped=2
 
 While a bar is drawn, log records go through ``tqdm.write`` (they print above the bar, never onto its
-line); plain lines are written only every ``interval_seconds`` and once at the end, so a log file
-gets a few lines, not one per clip.
+line); plain lines are written only every ``interval_seconds`` and once at the end (unless the last periodic line
+already showed the final count), so a log file gets a few lines, not one per clip.
 """
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ class Progress:
         self.postfix: dict = {}
         self._start = clock()
         self._last_line = self._start
+        self._printed: Optional[tuple] = None  # (n, postfix) of the last plain line written
         self._redirect = contextlib.ExitStack()
         self._closed = False
         if bar is None:
@@ -85,7 +86,10 @@ class Progress:
         return done / elapsed if done > 0 and elapsed > 0 else None
 
     def eta_seconds(self) -> Optional[float]:
-        """Seconds left at the current rate; None when the total or the rate is unknown."""
+        """Seconds left at the current rate (0 once the total is reached, resumed work included); None when the
+        total or the rate is unknown."""
+        if self.total is not None and self.n >= self.total:
+            return 0.0
         rate = self.rate_per_second()
         if self.total is None or rate is None:
             return None
@@ -119,7 +123,11 @@ class Progress:
         now = self.clock()
         if now - self._last_line >= self.interval_seconds:
             self._last_line = now
-            print(self.line(), file=self.stream, flush=True)
+            self._print_line()
+
+    def _print_line(self) -> None:
+        self._printed = (self.n, tuple(self.postfix.items()))
+        print(self.line(), file=self.stream, flush=True)
 
     def close(self) -> None:
         """Finish: close the bar (and the log redirection), or write the final plain line."""
@@ -129,5 +137,5 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
             self._redirect.close()
-        else:
-            print(self.line(), file=self.stream, flush=True)
+        elif self._printed != (self.n, tuple(self.postfix.items())):  # not the line just written, again
+            self._print_line()

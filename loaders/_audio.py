@@ -644,7 +644,8 @@ def _windowed(samples: np.ndarray, first_seconds: float, out_rate: int, start_se
         lo = first_seconds if start_seconds is None else start_seconds
         hi = end_seconds if stop_seconds is None else stop_seconds
         covered_from = first_seconds if stream_start_seconds is None else min(first_seconds, stream_start_seconds)
-        check_window_overlaps(lo, hi, covered_from, end_seconds, label=label, what="audio")
+        check_window_overlaps(lo, math.inf if stop_seconds is None else hi, covered_from, end_seconds, label=label,
+                              what="audio")  # [start, open end): past the end is outside, as [start, stop) is
         a = min(max(seconds_to_samples(lo - first_seconds, out_rate), 0), samples.shape[1])
         b = min(max(seconds_to_samples(hi - first_seconds, out_rate), a), samples.shape[1])
         samples = samples[:, a:b]

@@ -151,6 +151,24 @@ def decode_failure(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+_TRANSCRIPT_SUFFIX_OF_FFMPEG_FORMAT = {"srt": "srt", "webvtt": "vtt"}
+"""FFmpeg's name of a subtitle format that avalign reads as a transcript → the suffix avalign knows it by
+(``avcore.TRANSCRIPT_EXTENSIONS``: WebVTT is ``.vtt``, not FFmpeg's ``webvtt``)."""
+
+
+def _subtitle_hint(label: str, format_name: str) -> str:
+    """What to do with a subtitle file given as media: use it as the transcript (renamed to the suffix avalign reads
+    it by, where its name does not have it), or, for a format avalign does not read (ASS/SSA…), convert it to SRT."""
+    name = format_name.split(",")[0]
+    suffix = _TRANSCRIPT_SUFFIX_OF_FFMPEG_FORMAT.get(name)
+    if suffix is None:
+        return (f"avalign does not read {name} subtitles as a transcript (it reads SRT, WebVTT, Whisper JSON, TextGrid, "
+                f"STM): convert it with `ffmpeg -i {label} OUT.srt` and give OUT.srt as the transcript (--transcript)")
+    if label.lower().endswith(f".{suffix}"):
+        return "give it as the transcript (--transcript)"
+    return f"give it as the transcript (--transcript), named .{suffix}"
+
+
 def open_container(source: MediaSource, label: str, *, kind: str):
     """``av.open`` the source and check it has a stream of ``kind`` (``"video"`` or ``"audio"``).
 
@@ -178,10 +196,7 @@ def open_container(source: MediaSource, label: str, *, kind: str):
         container_formats = ("matroska", "mov", "mp4", "avi", "mpegts", "ogg", "flv", "asf", "nut")
         is_container = any(name in format_name.split(",") for name in container_formats)
         if types and all(t == "subtitle" for t in types) and not is_container:  # e.g. an SRT saved as .mp4
-            raise DecodeError(
-                f"{label} is a subtitle file (format {format_name}), not audio or video; hint: give it as the "
-                f"transcript (--transcript) and name it by its format (.{format_name.split(',')[0]})",
-                reason="decode",
-            )
+            raise DecodeError(f"{label} is a subtitle file (format {format_name}), not audio or video; "
+                              f"hint: {_subtitle_hint(label, format_name)}", reason="decode")
         raise DecodeError(f"{label} has no {kind} stream (streams: {types})", reason=f"missing_{kind}")
     return container

@@ -23,6 +23,7 @@ import itertools
 import logging
 import os
 import re
+from collections.abc import Mapping
 from typing import BinaryIO, Callable, Literal, Optional, TextIO, Union, get_args
 
 from avcore import TRANSCRIPT_EXTENSIONS, Span, Transcript, TranscriptError
@@ -265,6 +266,13 @@ def _guess_from_name(name: str) -> Optional[str]:
     return _SUFFIXES.get(suffix)
 
 
+def _is_ass(name: str, text: str) -> bool:
+    """An ASS / SSA (Advanced SubStation Alpha) file, by its suffix or its ``[Script Info]`` header: its ``[`` would
+    otherwise be sniffed as JSON and refused as invalid JSON."""
+    suffix = name.lower().rsplit(".", 1)[-1]
+    return suffix in ("ass", "ssa") or text.lstrip("\ufeff \t\r\n").startswith("[Script Info]")
+
+
 def sniff_format(text: str) -> Optional[str]:
     """Guess the format from the content; None when nothing matches."""
     head = text.lstrip("\ufeff \t\r\n")
@@ -327,7 +335,7 @@ def is_transcript_json(data: Union[bytes, str]) -> bool:
     return False
 
 
-def pick_transcript(available, read) -> Optional[str]:
+def pick_transcript(available, read, *, name: Optional[str] = None) -> Optional[str]:
     """The extension of the transcript to use among ``available`` extensions (lower case), or None.
 
     ``read(ext)`` returns a member's bytes; it is called only for a ``json`` member, to tell a transcript
@@ -335,7 +343,8 @@ def pick_transcript(available, read) -> Optional[str]:
 
     Without one, a single language-tagged subtitle is used (``en.srt`` of member ``KEY.en.srt``, as yt-dlp names
     them: WebDataset's key ends at the first dot); its format is :func:`transcript_format_of` it. Several tagged
-    ones (``en.vtt`` and ``de.vtt``) are ambiguous: None, with a warning (once per set of tags in a process).
+    ones (``en.vtt`` and ``de.vtt``) are ambiguous: None, with a warning (once per set of tags in a process) naming
+    the first sample found so: ``name``, else a WebDataset sample's ``__url__:__key__``.
     """
     for ext in TRANSCRIPT_EXTENSIONS:
         if ext in available and (ext != "json" or is_transcript_json(read(ext))):
@@ -343,9 +352,11 @@ def pick_transcript(available, read) -> Optional[str]:
     tagged = sorted(ext for ext in available if _is_language_tagged(ext))
     if len(tagged) > 1 and tuple(tagged) not in _AMBIGUOUS_WARNED:
         _AMBIGUOUS_WARNED.add(tuple(tagged))
-        logger.warning("several language-tagged subtitles (%s) and no untagged transcript: none is used, the sample "
-                       "has no text (warned once per set of tags); keep one per sample, or name the one to use "
-                       "KEY.srt / KEY.vtt", ", ".join(tagged))
+        if name is None and isinstance(available, Mapping) and isinstance(available.get("__key__"), str):
+            name = ":".join(str(available[k]) for k in ("__url__", "__key__") if available.get(k))
+        logger.warning("%sseveral language-tagged subtitles (%s) and no untagged transcript: none is used, the sample "
+                       "has no text (warned once per set of tags, at the first sample that has them); keep one per "
+                       "sample, or name the one to use KEY.srt / KEY.vtt", f"{name}: " if name else "", ", ".join(tagged))
     return tagged[0] if len(tagged) == 1 else None
 
 
@@ -466,6 +477,11 @@ def read_transcript(
     if not text.strip():
         logger.debug("%s: empty transcript", label)
         return Transcript(spans=(), source=label, format=chosen or "")
+    if format is None and _guess_from_name(label) is None and _is_ass(label, text):
+        raise TranscriptError(
+            f"{label}: ASS/SSA subtitles are not read as a transcript (SRT, WebVTT, Whisper/WhisperX JSON, TextGrid and "
+            f"STM are); hint: convert it to SRT with `ffmpeg -i {label} OUT.srt` and read OUT.srt"
+        )
     if chosen is None:
         raise TranscriptError(
             f"{label}: cannot tell the transcript format from the name or the content (starts {text[:30]!r}); "

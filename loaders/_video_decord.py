@@ -73,7 +73,7 @@ def read_decord(source, label: str, request: VideoRequest) -> VideoClip:
     first, end = (float(pts_all[0]), index.end_seconds) if pts_all.size else (0.0, 0.0)
     lo = first if start is None else start
     hi = end if stop is None else stop
-    check_window_overlaps(lo, hi, first, end, label=label, what="video")
+    check_window_overlaps(lo, math.inf if stop is None else hi, first, end, label=label, what="video")
     if fps is None:
         a, b = int(np.searchsorted(pts_all, lo, "left")), int(np.searchsorted(pts_all, hi, "left"))
         indices = np.arange(a, b)

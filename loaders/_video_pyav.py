@@ -553,7 +553,7 @@ def read_pyav(source, label: str, request: VideoRequest) -> VideoClip:
             check_duration(first, end, index.num_frames, label, request.max_duration_seconds)
             lo = first if start is None else start
             hi = end if stop is None else stop
-            check_window_overlaps(lo, hi, first, end, label=label, what="video")
+            check_window_overlaps(lo, math.inf if stop is None else hi, first, end, label=label, what="video")
             seeker = _Seeker(container, stream, index, lambda: open_video(source, label), bad_packets, label)
         if whole:
             hint = request.index.num_frames if request.index is not None else meta.num_frames_from_header

@@ -115,7 +115,7 @@ def _read_torchcodec(source, label: str, request: VideoRequest) -> VideoClip:
     start, stop, fps = request.start, request.stop, request.fps
     lo = first if start is None else start
     hi = end if stop is None else stop
-    check_window_overlaps(lo, hi, first, end, label=label, what="video")
+    check_window_overlaps(lo, math.inf if stop is None else hi, first, end, label=label, what="video")
     decoder = VideoDecoder(_source_for_torchcodec(source), stream_index=meta.stream_index, dimension_order="NHWC",
                            num_ffmpeg_threads=request.num_threads, seek_mode="exact")
     height, width = coded_size((meta.height, meta.width), meta.rotation_degrees)  # as stored: turned at the end

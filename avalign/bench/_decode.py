@@ -197,6 +197,10 @@ def _creation(path: str, threads: int) -> dict[str, Callable[[], int]]:
     return out
 
 
+_SPARSE_START_SECONDS, _SPARSE_FRAMES, _SPARSE_FPS = 10.0, 8, 1.0
+"""The sparse workload: 8 frames at 1 fps from 10 s (its file must reach 18 s)."""
+
+
 def bench_decode(files: Optional[list[str]] = None, *, threads: int = 2, repeats: int = 5, work_dir: Optional[str] = None) -> dict:
     """Run the three workloads; returns ``{"full": rows, "sparse": rows, "creation": rows, ...}``."""
     if shutil.which("ffmpeg") is None:
@@ -206,6 +210,15 @@ def bench_decode(files: Optional[list[str]] = None, *, threads: int = 2, repeats
     import loaders
 
     num_frames = loaders.probe_video(full_path)[1].num_frames
+    sparse_index = loaders.probe_video(sparse_path)[1]
+    needed = _SPARSE_START_SECONDS + _SPARSE_FRAMES / _SPARSE_FPS
+    if sparse_index.num_frames == 0 or sparse_index.end_seconds <= _SPARSE_START_SECONDS:  # before the full decode runs
+        first = float(sparse_index.pts_seconds[0]) if sparse_index.num_frames else 0.0
+        raise ValueError(
+            f"{sparse_path}: its video covers [{first:.3f}, {sparse_index.end_seconds:.3f}) s, and the sparse case reads "
+            f"{_SPARSE_FRAMES} frames at {_SPARSE_FPS:g} fps from {_SPARSE_START_SECONDS:g} s; hint: give a clip longer "
+            f"than {_SPARSE_START_SECONDS:g} s (all {_SPARSE_FRAMES} frames: {needed:g} s) as SPARSE_FILE (the second "
+            "file; one file is used for both), or no file for the generated clips")
     result: dict = {"threads": threads, "repeats": repeats, "full_file": full_path, "sparse_file": sparse_path}
     rows = []
     for name, fn in _full_decoders(full_path, threads).items():
@@ -216,7 +229,7 @@ def bench_decode(files: Optional[list[str]] = None, *, threads: int = 2, repeats
         r["vs_ffmpeg"] = r["fps"] / base
     result["full"] = rows
     rows = []
-    for name, fn in _sparse_decoders(sparse_path, threads, 10.0, 8, 1.0).items():
+    for name, fn in _sparse_decoders(sparse_path, threads, _SPARSE_START_SECONDS, _SPARSE_FRAMES, _SPARSE_FPS).items():
         seconds, count = _median_seconds(fn, repeats)
         rows.append({"tool": name, "seconds": seconds, "frames": count})
     result["sparse"] = rows

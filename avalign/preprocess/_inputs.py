@@ -166,7 +166,7 @@ def _assemble(
     """One sample from the members of one key (extension → locator); None (and a skip, its message ending with
     ``hint``) if there is no media."""
     media = [ext for ext in MEDIA_EXTENSIONS if ext in found]
-    t = pick_transcript(found, lambda ext: read_json(found[ext])) or ""
+    t = pick_transcript(found, lambda ext: read_json(found[ext]), name=source or key) or ""
     extras: list[tuple[str, Locator]] = []
     if "json" in found and (t != "json" and not is_transcript_json(read_json(found["json"]))
                             or t == "json" and _holds_whisper_transcript(read_json(found["json"]))):
@@ -240,9 +240,12 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
             group[ext] = Locator(path=path, stamp=f"{status.st_size}:{status.st_mtime_ns}")
 
     if +ignored:  # not media, transcripts or captions: not samples, but said (a .mxf folder must not look empty)
-        logger.warning("%s: %d file(s) ignored, not media, transcripts or captions: %s; media extensions: %s", root,
+        subtitles = sorted(e for e in +ignored if e in (".ass", ".ssa"))  # sidecars a user means as transcripts
+        logger.warning("%s: %d file(s) ignored, not media, transcripts or captions: %s; media extensions: %s%s", root,
                        sum(ignored.values()), ", ".join(f"{e} ({n})" for e, n in sorted((+ignored).items())),
-                       list(MEDIA_EXTENSIONS))
+                       list(MEDIA_EXTENSIONS),
+                       f"; {'/'.join(subtitles)} subtitles are not read as transcripts: convert each to SRT beside its "
+                       f"media (`ffmpeg -i KEY{subtitles[0]} KEY.srt`) to measure against it" if subtitles else "")
 
     def read_json(loc: Locator) -> bytes:
         with open(loc.path, "rb") as handle:
@@ -388,8 +391,10 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
                         header_inside=header_inside)
 
 
-def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") -> dict[str, dict[str, Locator]]:
-    """Key → extension → locator for one shard, with the loader's drop rules (see the module docstring).
+def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip",
+                left_out: Optional[collections.Counter] = None) -> dict[str, dict[str, Locator]]:
+    """Key → extension → locator for one shard, with the loader's drop rules (see the module docstring); ``left_out``
+    counts ``(url, extension)`` of the members of its samples that the output does not carry (``KEY.cls``…).
 
     Raises:
         SampleError: a shard-level problem with ``on_error="raise"``.
@@ -421,6 +426,7 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
         _skip(skipped, shard, key, reason, f"{shard}: {sample}{what} ({reason}): {detail}", log=False)
 
     known = MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH
+    members_left_out: collections.Counter = collections.Counter()  # kept samples' members the output does not carry
     with stream:
         members = noted(name_pipe_failures(_tar_locators(url, stream, seekable=_seekable_plain_tar(stream)), stream, url))
         try:
@@ -428,11 +434,13 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
                                        skip_log=getattr(skipped, "skip_log", None)):
                 found = {ext: loc for ext, loc in sample.items() if ext in known}
                 # A language-tagged subtitle (`KEY.en.srt`: extension `en.srt`), read as the loader reads it.
-                tagged = pick_transcript([ext for ext in sample if "." in ext and ext not in known], lambda ext: b"")
+                tagged = pick_transcript([ext for ext in sample if "." in ext and ext not in known], lambda ext: b"",
+                                         name=f"{url}:{sample['__key__']}")
                 if tagged is not None and found:
                     found[tagged] = sample[tagged]
                 if found:
                     groups[sample["__key__"]] = found
+                    members_left_out.update(ext for ext in sample if not ext.startswith("__") and ext not in found)
                 else:  # e.g. only `b.v2.mp4`: its extension is `v2.mp4` (the loader reports it too)
                     exts = sorted(ext for ext in sample if not ext.startswith("__"))
                     _skip(skipped, url, sample["__key__"], "missing_media",
@@ -443,20 +451,31 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip") ->
                 _shard_problem(skipped, url, "", "open", f"{url}: {e.message}", on_error)
                 return groups
             raise SampleError(e.message, shard=e.shard, key=e.key, reason=e.reason) from None
+    if left_out is not None:
+        left_out.update({(url, ext): n for ext, n in members_left_out.items()})
     return groups
 
 
 def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
     skipped: list[dict] = _Skipped()
     by_key: dict[str, tuple[str, str, dict[str, Locator]]] = {}
+    left_out: collections.Counter = collections.Counter()
     for url in urls:
-        for raw_key, found in _scan_shard(url, skipped, on_error=on_error).items():
+        for raw_key, found in _scan_shard(url, skipped, on_error=on_error, left_out=left_out).items():
             key = _clean_key(raw_key)
             if key in by_key:
                 _shard_problem(skipped, url, raw_key, "duplicate_key",
                                f"{url}: key {raw_key!r} already seen in {by_key[key][0]}; the first is used", on_error)
                 continue
             by_key[key] = (url, raw_key, found)
+    if left_out:  # said once, as a directory's ignored files are: a dataset's labels or metadata must not vanish unsaid
+        by_ext = collections.Counter()
+        for (_, ext), n in left_out.items():
+            by_ext[ext] += n
+        logger.warning("%d member(s) of %d shard(s) not written to the output shards (not media, transcripts or "
+                       "captions): %s; first in %s; keep the input shards for them", sum(by_ext.values()),
+                       len({url for url, _ in left_out}), ", ".join(f".{ext} ({n})" for ext, n in sorted(by_ext.items())),
+                       next(iter(left_out))[0])
 
     def read_json(loc: Locator) -> bytes:
         return read_members([loc])[0]

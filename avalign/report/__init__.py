@@ -30,6 +30,7 @@ _EXPORTS = {
     "probe_container": "avalign.report._probe",
     "run_report": "avalign.report._report",
     "summarize": "avalign.report._summary",
+    "truth_coverage": "avalign.report._summary",
     "to_standard_offset_ms": "avalign.report._standards",
     "within_tolerance": "avalign.report._standards",
 }

@@ -143,7 +143,7 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
         "source": source,
         "has_transcript": has_transcript,
         "has_video": has_video,
-        "num_words": _num_words(clip, record, problems),
+        "num_words": _num_words(clip, record, problems, warned=source == "measured"),
         "abstain_reasons": abstain_reasons,
         "abstain_details": {field: _abstain_detail(record, field.split("_")[0]) for field in abstain_reasons},
         "duration_seconds": container.get("video_duration_seconds") or container.get("audio_duration_seconds"),
@@ -192,18 +192,31 @@ def abstain_reason(record: dict, prefix: str) -> Optional[str]:
     return "unknown"
 
 
-def _num_words(clip: ClipInput, record: dict, problems: list[str]) -> int:
+class _Silence(logging.Filter):
+    """Drops records: a transcript read again must not log its warnings (a cp1252 file…) a second time."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+def _num_words(clip: ClipInput, record: dict, problems: list[str], *, warned: bool = False) -> int:
     """Words of the clip's transcript, counted as ``preprocess``'s manifest counts them: its word entries, else the
-    whitespace-separated tokens of its spans (a caption-only SRT); without a transcript, the record's ``words``."""
+    whitespace-separated tokens of its spans (a caption-only SRT); without a transcript, the record's ``words``.
+    ``warned``: the transcript was read already (the clip was measured), which logged what it had to say."""
     if clip.transcript is not None:
         import loaders
         from avalign._measure import count_words
 
+        silence, transcript_logger = _Silence(), logging.getLogger("loaders._transcripts")
+        if warned:
+            transcript_logger.addFilter(silence)
         try:
             transcript = loaders.read_transcript(clip.transcript, name=clip.transcript_name)
         except (ValueError, OSError) as e:
             problems.append(f"transcript unreadable for the word count: {e}")
             return 0
+        finally:
+            transcript_logger.removeFilter(silence)
         return count_words(transcript)
     words = record.get("words")
     return len(words) if isinstance(words, list) else 0

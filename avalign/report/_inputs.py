@@ -224,7 +224,7 @@ def _sidecar(stem: str) -> Optional[str]:
         with open(candidates[ext], "rb") as f:
             return f.read()
 
-    ext = pick_transcript(candidates, read)
+    ext = pick_transcript(candidates, read, name=stem)
     return candidates[ext] if ext else None
 
 
@@ -255,9 +255,29 @@ def _directory_inputs(directory: str) -> Iterator[Item]:
         elif ext in TRANSCRIPT_EXTENSIONS and stem in media_stems:
             continue  # a sidecar, reported with its media
         elif ext in TRANSCRIPT_EXTENSIONS:
-            yield _skipped(os.path.relpath(f, directory), directory, "missing_media", "transcript without a media file of the same stem")
+            yield _skipped(os.path.relpath(f, directory), directory, "missing_media", "transcript without a media file of "
+                           f"the same stem{_tagged_sidecar_hint(f, files, media_stems, directory)}")
         else:
-            yield _skipped(os.path.relpath(f, directory), directory, "unknown_extension", f"not media or a transcript: .{ext}")
+            hint = (f"; ASS/SSA subtitles are not read as transcripts: convert it to SRT beside its media (`ffmpeg -i "
+                    f"{os.path.relpath(f, directory)} {os.path.relpath(stem, directory)}.srt`)" if ext in ("ass", "ssa") else "")
+            yield _skipped(os.path.relpath(f, directory), directory, "unknown_extension", f"not media or a transcript: .{ext}{hint}")
+
+
+def _tagged_sidecar_hint(path: str, files: list[str], media_stems: set[str], directory: str) -> str:
+    """For a transcript whose stem is a media file's stem plus a tag (yt-dlp's ``talk.en.vtt`` beside ``talk.mp4``),
+    when that media has no transcript of its own: a hint naming the media and the name to rename to (as ``avalign
+    preprocess`` says it); else ``""``."""
+    stem = os.path.splitext(path)[0]
+    base, dot, tag = stem.rpartition(".")
+    if not (dot and base and tag) or base not in media_stems:
+        return ""
+    beside = [f for f in files if os.path.splitext(f)[0] == base]
+    if any(_ext(f) in TRANSCRIPT_EXTENSIONS for f in beside):  # it has its own transcript
+        return ""
+    media = next(f for f in beside if _ext(f) in MEDIA_EXTENSIONS)
+    return (f"; hint: {os.path.relpath(media, directory)!r} has this stem plus '.{tag}' and is measured without it (a "
+            f"transcript pairs with media of the same stem): rename it to "
+            f"{os.path.relpath(base, directory) + '.' + _ext(path)!r} to measure the media against it")
 
 
 def _shard_inputs(urls, *, on_error: OnError = "skip") -> Iterator[Item]:

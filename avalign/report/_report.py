@@ -17,6 +17,7 @@ from avalign.report._summary import (
     format_terminal_summary,
     gate,
     summarize,
+    truth_coverage,
 )
 from loaders.media import DEFAULT_MAX_PIXELS
 
@@ -70,7 +71,7 @@ class _Silence(logging.Filter):
         return False
 
 
-_SECOND_PASS_LOGGERS = ("avalign.report._inputs", "loaders._shards")
+_SECOND_PASS_LOGGERS = ("avalign.report._inputs", "loaders._shards", "loaders._transcripts")
 
 
 def _write_clip_pages(input_path: str, out_dir: str, rows: list[dict], *, sample_rate: int, max_pixels: int,
@@ -215,6 +216,8 @@ def run_report(
         "skipped": [s.to_json() for s in skipped],
         "summary": summarize(rows, skipped, gate_check),
     }
+    if truth is not None:
+        report["summary"]["truth_coverage"] = truth_coverage(rows, truth)
     files = _write_clip_pages(input_path, out_dir, [r for r, _ in flagged[:clip_pages]], sample_rate=sample_rate,
                               max_pixels=max_pixels, progress=progress)
     report["summary"]["num_flagged"] = len(flagged)

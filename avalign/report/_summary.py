@@ -28,7 +28,7 @@ from avalign.report._standards import STANDARDS
 logger = logging.getLogger(__name__)
 
 __all__ = ["CORRUPT_REASONS", "DEFAULT_MAX_ABSTAIN", "GateOn", "NOT_MEDIA_REASONS", "badness_ms", "check_gate_options",
-           "clip_flags", "flagged_rows", "format_terminal_summary", "gate", "summarize"]
+           "clip_flags", "flagged_rows", "format_terminal_summary", "gate", "summarize", "truth_coverage"]
 
 GateOn = Literal["av", "text", "any"]
 _GATE_FIELDS = {"av": ("av_offset_ms",), "text": ("text_offset_ms",), "any": ("av_offset_ms", "text_offset_ms")}
@@ -227,6 +227,56 @@ def summarize(rows: Sequence[dict], skipped: Sequence[Skipped], gate_result: dic
     }
 
 
+def _worst_offsets(worst: dict) -> str:
+    """``"text 192.461 ms (A/V -5.47 ms)"``: a worst clip's larger offset first, signed and named, then the other."""
+    names = {"av_offset_ms": "A/V", "text_offset_ms": "text"}
+    known = [f for f in names if worst.get(f) is not None]
+    if not known:
+        return f"{worst['offset_ms']} ms"
+    first = max(known, key=lambda f: abs(worst[f]))
+    text = f"{names[first]} {worst[first]} ms"
+    others = [f"{names[f]} {worst[f]} ms" for f in known if f != first]
+    return text + (f" ({', '.join(others)})" if others else "")
+
+
+_TRUTH_KEYS_SHOWN = 5
+"""Keys listed by :func:`truth_coverage` (the first, in order); the counts give the rest."""
+
+
+def truth_coverage(rows: Sequence[dict], truth: dict) -> dict:
+    """How a truth file's keys met the report's clips: a mistyped or differently keyed truth file must not just leave
+    the residuals out. ``{"num_truth_keys", "num_clips", "num_clips_with_truth", "clips_without_truth": [first keys],
+    "unmatched_truth_keys": [first keys]}``."""
+    keys = {row["key"] for row in rows}
+    without = [row["key"] for row in rows if row.get("truth") is None]
+    unmatched = [key for key in truth if key not in keys]
+    return {
+        "num_truth_keys": len(truth),
+        "num_clips": len(rows),
+        "num_clips_with_truth": len(rows) - len(without),
+        "clips_without_truth": without[:_TRUTH_KEYS_SHOWN],
+        "unmatched_truth_keys": unmatched[:_TRUTH_KEYS_SHOWN],
+        "num_unmatched_truth_keys": len(unmatched),
+    }
+
+
+def _truth_line(coverage: dict) -> str:
+    """``"truth       2 of 3 clips have a truth entry; none for: c1; 1 truth key(s) match no clip: zz"``."""
+    def listed(keys: list, total: int) -> str:
+        return ", ".join(keys) + (f", … ({total - len(keys)} more)" if total > len(keys) else "")
+
+    line = f"truth       {coverage['num_clips_with_truth']} of {coverage['num_clips']} clips have a truth entry"
+    if coverage["clips_without_truth"]:
+        missing = coverage["num_clips"] - coverage["num_clips_with_truth"]
+        line += f"; none for: {listed(coverage['clips_without_truth'], missing)}"
+    if coverage["num_unmatched_truth_keys"]:
+        line += (f"; {coverage['num_unmatched_truth_keys']} truth key(s) match no clip: "
+                 f"{listed(coverage['unmatched_truth_keys'], coverage['num_unmatched_truth_keys'])}")
+    if not coverage["num_clips_with_truth"] and coverage["num_clips"]:
+        line += " (hint: truth keys are the samples' keys, as the clip table lists them)"
+    return line
+
+
 def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
     """A few lines for the terminal: counts, offsets, standards, gate verdict and where the report is."""
     def fmt(stats: dict, unit: str) -> str:
@@ -248,6 +298,8 @@ def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
     ]
     for s in summary["standards"].values():
         lines.append(f"{s['name']:<28} within {s['within']}, outside {s['outside']}, unknown {s['unknown']}")
+    if summary.get("truth_coverage"):  # --truth given: how its keys met the clips (before the residuals they make)
+        lines.append(_truth_line(summary["truth_coverage"]))
     if summary["residuals"]:  # A/V always; drift and text where a residual exists (a truth file may not give them)
         for field, name, unit in (("av_offset_ms", "A/V", " ms"), ("drift_ppm", "drift", " ppm"),
                                   ("text_offset_ms", "text", " ms")):
@@ -255,7 +307,7 @@ def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
             if field == "av_offset_ms" or r["count"]:
                 lines.append(f"vs truth    {name} residual {fmt(r, unit)}")
     for w in summary["worst"][:3]:
-        lines.append(f"worst       {w['key']}  {w['offset_ms']} ms  ({w['shard']})")
+        lines.append(f"worst       {w['key']}  {_worst_offsets(w)}  ({w['shard']})")
     g = summary["gate"]
     if g["fail_over_ms"] is not None:
         verdict = "FAIL" if g["exit_code"] else "pass"
