@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -96,6 +96,7 @@ __all__ = [
     "MAX_ALIGN_WORDS",
     "MAX_WORDS_PER_SECOND",
     "PAD_SECONDS",
+    "add_missing_pronunciations",
     "alignment_refusal",
     "floor_gap_db",
     "forced_align_scored",
@@ -275,6 +276,30 @@ def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, 
         if limit is not None and len(out) > limit:
             break
     return out
+
+
+_LATIN_WORD = re.compile(r"[a-z'\u00e0-\u00f6\u00f8-\u00ff]+")
+"""A dictionary form espeak-ng's English rules may pronounce: lowercase Latin letters (Latin-1 accents included)."""
+
+
+def add_missing_pronunciations(decoder: Any, words: Sequence[str]) -> int:
+    """Add to ``decoder``'s dictionary each of ``words`` (dictionary forms) that it lacks, with espeak-ng's
+    pronunciation (:func:`~aligner._g2p.espeak_pronunciations`); returns how many were added. Only words in Latin
+    letters are pronounced (:data:`_LATIN_WORD`: English rules say nothing useful of other scripts, and words with
+    digits are :func:`spoken_tokens`' to spell). A word that gets no pronunciation (other letters, no espeak-ng, an IPA
+    symbol without a phone) stays missing: it is left out of the alignment, as every missing word was before."""
+    missing = [w for w in dict.fromkeys(words) if decoder.lookup_word(w) is None and _LATIN_WORD.fullmatch(w)]
+    if not missing:
+        return 0
+    from aligner._g2p import espeak_pronunciations
+
+    added = [(w, phones) for w, phones in espeak_pronunciations(missing).items() if phones is not None]
+    for j, (word, phones) in enumerate(added):
+        decoder.add_word(word, phones, j == len(added) - 1)  # the recognizer is updated once, after the last
+    if added:
+        logger.info("forced alignment: %d word(s) missing from the dictionary pronounced by espeak-ng: %s", len(added),
+                    ", ".join(f"{w} ({p})" for w, p in added[:10]))
+    return len(added)
 
 
 def alignment_refusal(num_words: int, duration_seconds: float) -> Optional[str]:
@@ -498,6 +523,7 @@ def forced_align_scored(
                        "more than " if len(tokens) > MAX_ALIGN_WORDS else "", len(tokens), hi - lo)
         return (), None
     decoder = decoder if decoder is not None else new_decoder()
+    add_missing_pronunciations(decoder, [w for _, spoken in tokens for w in spoken])
     # A written word is aligned as the words it is spoken as (spoken_tokens) and reported under its written form.
     known_tokens = [(name, spoken) for name, spoken in tokens if all(decoder.lookup_word(w) is not None for w in spoken)]
     if len(known_tokens) < len(tokens):

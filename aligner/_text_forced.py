@@ -79,8 +79,8 @@ from typing import Any, Optional
 import numpy as np
 
 from aligner._decoder import new_decoder, shared_decoder
-from aligner._forced import (MAX_ALIGN_SECONDS, MAX_ALIGN_WORDS, MAX_WORDS_PER_SECOND, alignment_refusal,
-                             forced_align_scored, normalise_words, spoken_tokens)
+from aligner._forced import (MAX_ALIGN_SECONDS, MAX_ALIGN_WORDS, MAX_WORDS_PER_SECOND, add_missing_pronunciations,
+                             alignment_refusal, forced_align_scored, normalise_words, spoken_tokens)
 from aligner._options import TextOptions
 from aligner._text_offset import after_pause
 from aligner._text_records import TextEstimate, text_abstain
@@ -165,8 +165,9 @@ def _in_dictionary(text: str, decoder: Any) -> bool:
 def _dictionary_words(text: str, decoder: Any) -> list[str]:
     """The written words of ``text`` that forced alignment can align: those whose spoken words (``spoken_tokens``:
     ``"$1,000"`` is spoken ``one thousand dollars``) are all in the decoder's dictionary."""
-    return [name for name, spoken in spoken_tokens(text, limit=MAX_ALIGN_WORDS)
-            if all(decoder.lookup_word(w) is not None for w in spoken)]
+    tokens = spoken_tokens(text, limit=MAX_ALIGN_WORDS)
+    add_missing_pronunciations(decoder, [w for _, spoken in tokens for w in spoken])
+    return [name for name, spoken in tokens if all(decoder.lookup_word(w) is not None for w in spoken)]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,8 @@ Transcript offset
     each estimator run once), :func:`refine_word_times`, :func:`onset_offset_near` (the
     onset evidence near another method's answer).
 Forced alignment (optional extra ``[align]``)
-    :func:`forced_align_words`, :func:`forced_align_scored` (with the words' acoustic fit), :func:`caption_words`, :func:`normalise_words` (dictionary forms), :func:`written_words` (the words as reported), :func:`spoken_tokens`,
+    :func:`forced_align_words`, :func:`forced_align_scored` (with the words' acoustic fit), :func:`caption_words`,
+    :func:`add_missing_pronunciations` (espeak-ng's pronunciations of words missing from the dictionary), :func:`normalise_words` (dictionary forms), :func:`written_words` (the words as reported), :func:`spoken_tokens`,
     :func:`alignment_refusal`,
     :func:`new_decoder`, :func:`shared_decoder` and their constants.
 Signals
@@ -40,6 +41,7 @@ from aligner._forced import (
     MAX_WORDS_PER_SECOND,
     PAD_SECONDS,
     STOP_LEAD_MS,
+    add_missing_pronunciations,
     alignment_refusal,
     forced_align_scored,
     forced_align_words,
@@ -60,7 +62,8 @@ __all__ = [
     "MAX_SEARCH_EVENT_CELLS", "MAX_WORDS_PER_SECOND", "MIN_PAIRS_FOR_DRIFT", "MIN_RETRY_FIT", "MIN_WORD_FIT",
     "MatchedPairs", "NULL_THRESHOLD", "OFFSET_PAIR_SECONDS", "OFFSET_PERCENTILE", "PAD_SECONDS",
     "SEARCH_EVENT_CELLS_PER_SECOND", "STOP_LEAD_MS", "TEXT_METHODS", "TextMethod", "VISUAL_FEATURES", "VisualEvents",
-    "VisualFeature", "alignment_refusal", "audio_onset_envelope", "audio_onsets", "band_snr_levels", "caption_edges",
+    "VisualFeature", "add_missing_pronunciations", "alignment_refusal", "audio_onset_envelope", "audio_onsets",
+    "band_snr_levels", "caption_edges",
     "caption_words", "confidence_from_score", "dating_sigma_seconds", "detect_visual_events", "drift_line",
     "estimate_av_offset_from_arrays", "estimate_av_offset_from_features", "estimate_text_offset",
     "estimate_text_offset_forced", "estimate_transcript_offsets", "fit_drift", "forced_align_scored",
