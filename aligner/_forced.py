@@ -101,6 +101,7 @@ __all__ = [
     "floor_gap_db",
     "forced_align_scored",
     "forced_align_words",
+    "in_dictionary",
     "normalise_words",
     "spoken_tokens",
     "written_words",
@@ -278,6 +279,18 @@ def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, 
     return out
 
 
+_PRONOUNCED: set[str] = set()
+"""Words this process added to a decoder with espeak-ng's pronunciation (:func:`add_missing_pronunciations`): not
+words of the dictionary itself (:func:`in_dictionary`)."""
+
+
+def in_dictionary(decoder: Any, word: str) -> bool:
+    """Whether ``word`` (a dictionary form) is in pocketsphinx's own dictionary: found by ``decoder``, and not one
+    that :func:`add_missing_pronunciations` added (the transcript-offset estimator counts only these; a decoder shared
+    with caption words holds both)."""
+    return word not in _PRONOUNCED and decoder.lookup_word(word) is not None
+
+
 _LATIN_WORD = re.compile(r"[a-z'\u00e0-\u00f6\u00f8-\u00ff]+")
 """A dictionary form espeak-ng's English rules may pronounce: lowercase Latin letters (Latin-1 accents included)."""
 
@@ -294,6 +307,7 @@ def add_missing_pronunciations(decoder: Any, words: Sequence[str]) -> int:
     from aligner._g2p import espeak_pronunciations
 
     added = [(w, phones) for w, phones in espeak_pronunciations(missing).items() if phones is not None]
+    _PRONOUNCED.update(w for w, _ in added)
     for word, phones in added:
         # update=False: each alignment pass builds its search from the dictionary (set_align_text); updating the
         # recognizer rebuilds a search it never uses (0.26 s a call, against 0.8 ms per word; same word times).
@@ -434,6 +448,7 @@ def forced_align_words(
     pad_start: Optional[bool] = None,
     stop_lead: bool = True,
     context_lead: bool = True,
+    pronounce_missing: bool = True,
 ) -> tuple[Word, ...]:
     """Split one caption span into words with times, by forced alignment of ``span_text`` to
     ``audio[start_seconds, stop_seconds)``.
@@ -457,6 +472,9 @@ def forced_align_words(
         context_lead: add :data:`CONNECTED_LEAD_MS` to each boundary inside connected speech and
             :data:`AFTER_PAUSE_LEAD_MS` to each start after a pause (where the lead applies); False keeps every word
             on the one lead (the transcript-offset estimator's choice: its answer on real speech moved 7 ms with it).
+        pronounce_missing: give words missing from the dictionary espeak-ng's pronunciation and align them
+            (:func:`add_missing_pronunciations`); False aligns only the dictionary's own words (:func:`in_dictionary`:
+            the transcript-offset estimator's choice, whose thresholds were measured on them).
 
     Returns:
         The dictionary words of ``span_text`` in order, as written (:func:`written_words`), each with
@@ -475,7 +493,7 @@ def forced_align_words(
     """
     return forced_align_scored(audio, span_text, start_seconds, stop_seconds, decoder=decoder, passes=passes,
                                start_is_word_boundary=start_is_word_boundary, pad_start=pad_start,
-                               stop_lead=stop_lead, context_lead=context_lead)[0]
+                               stop_lead=stop_lead, context_lead=context_lead, pronounce_missing=pronounce_missing)[0]
 
 
 def forced_align_scored(
@@ -490,6 +508,7 @@ def forced_align_scored(
     pad_start: Optional[bool] = None,
     stop_lead: bool = True,
     context_lead: bool = True,
+    pronounce_missing: bool = True,
 ) -> tuple[tuple[Word, ...], Optional[float]]:
     """:func:`forced_align_words`, with how well the words fit the audio: ``(words, fit)``.
 
@@ -525,9 +544,14 @@ def forced_align_scored(
                        "more than " if len(tokens) > MAX_ALIGN_WORDS else "", len(tokens), hi - lo)
         return (), None
     decoder = decoder if decoder is not None else new_decoder()
-    add_missing_pronunciations(decoder, [w for _, spoken in tokens for w in spoken])
+    if pronounce_missing:
+        add_missing_pronunciations(decoder, [w for _, spoken in tokens for w in spoken])
+
+    def known(word: str) -> bool:
+        return decoder.lookup_word(word) is not None if pronounce_missing else in_dictionary(decoder, word)
+
     # A written word is aligned as the words it is spoken as (spoken_tokens) and reported under its written form.
-    known_tokens = [(name, spoken) for name, spoken in tokens if all(decoder.lookup_word(w) is not None for w in spoken)]
+    known_tokens = [(name, spoken) for name, spoken in tokens if all(known(w) for w in spoken)]
     if len(known_tokens) < len(tokens):
         logger.info("forced alignment: %d word(s) not in the dictionary, left out: %s", len(tokens) - len(known_tokens),
                     sorted({name for name, _ in tokens} - {name for name, _ in known_tokens}))

@@ -79,8 +79,8 @@ from typing import Any, Optional
 import numpy as np
 
 from aligner._decoder import new_decoder, shared_decoder
-from aligner._forced import (MAX_ALIGN_SECONDS, MAX_ALIGN_WORDS, MAX_WORDS_PER_SECOND, add_missing_pronunciations,
-                             alignment_refusal, forced_align_scored, normalise_words, spoken_tokens)
+from aligner._forced import (MAX_ALIGN_SECONDS, MAX_ALIGN_WORDS, MAX_WORDS_PER_SECOND, alignment_refusal,
+                             forced_align_scored, in_dictionary, normalise_words, spoken_tokens)
 from aligner._options import TextOptions
 from aligner._text_offset import after_pause
 from aligner._text_records import TextEstimate, text_abstain
@@ -164,10 +164,10 @@ def _in_dictionary(text: str, decoder: Any) -> bool:
 
 def _dictionary_words(text: str, decoder: Any) -> list[str]:
     """The written words of ``text`` that forced alignment can align: those whose spoken words (``spoken_tokens``:
-    ``"$1,000"`` is spoken ``one thousand dollars``) are all in the decoder's dictionary."""
-    tokens = spoken_tokens(text, limit=MAX_ALIGN_WORDS)
-    add_missing_pronunciations(decoder, [w for _, spoken in tokens for w in spoken])
-    return [name for name, spoken in tokens if all(decoder.lookup_word(w) is not None for w in spoken)]
+    ``"$1,000"`` is spoken ``one thousand dollars``) are all in pocketsphinx's own dictionary (``in_dictionary``: not
+    the words espeak-ng pronounced for caption words; this estimator's thresholds were measured on dictionary words)."""
+    return [name for name, spoken in spoken_tokens(text, limit=MAX_ALIGN_WORDS)
+            if all(in_dictionary(decoder, w) for w in spoken)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,7 +206,7 @@ def _chunk_differences(audio: AudioClip, chunk: list[tuple[str, float, float]], 
     # A median needs no half frames; one lead for every word (the offset estimator was measured without stop_lead;
     # with context_lead its answer on real speech moved 7 ms: BENCHMARKS.md, "Caption words: a lead by context").
     aligned, fit = forced_align_scored(audio, text, lo, hi, decoder=decoder, passes=1, stop_lead=False,
-                                       context_lead=False)
+                                       context_lead=False, pronounce_missing=False)
     if not aligned:
         return None
     out, position, bounds = {}, 0, {}

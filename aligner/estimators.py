@@ -18,7 +18,8 @@ Transcript offset
     onset evidence near another method's answer).
 Forced alignment (optional extra ``[align]``)
     :func:`forced_align_words`, :func:`forced_align_scored` (with the words' acoustic fit), :func:`caption_words`,
-    :func:`add_missing_pronunciations` (espeak-ng's pronunciations of words missing from the dictionary), :func:`normalise_words` (dictionary forms), :func:`written_words` (the words as reported), :func:`spoken_tokens`,
+    :func:`add_missing_pronunciations` (espeak-ng's pronunciations of words missing from the dictionary),
+    :func:`in_dictionary` (a word of the dictionary itself), :func:`normalise_words` (dictionary forms), :func:`written_words` (the words as reported), :func:`spoken_tokens`,
     :func:`alignment_refusal`,
     :func:`new_decoder`, :func:`shared_decoder` and their constants.
 Signals
@@ -45,6 +46,7 @@ from aligner._forced import (
     alignment_refusal,
     forced_align_scored,
     forced_align_words,
+    in_dictionary,
     normalise_words,
     spoken_tokens,
     written_words,
@@ -67,7 +69,7 @@ __all__ = [
     "caption_words", "confidence_from_score", "dating_sigma_seconds", "detect_visual_events", "drift_line",
     "estimate_av_offset_from_arrays", "estimate_av_offset_from_features", "estimate_text_offset",
     "estimate_text_offset_forced", "estimate_transcript_offsets", "fit_drift", "forced_align_scored",
-    "forced_align_words", "heard_items", "log_energy", "match_lag_drift", "matched_pairs", "mono", "new_decoder",
+    "forced_align_words", "heard_items", "in_dictionary", "log_energy", "match_lag_drift", "matched_pairs", "mono", "new_decoder",
     "normalise_words", "onset_offset_near", "onset_ranks", "onset_weights", "refine_word_times", "shared_decoder",
     "spoken_tokens", "tonal_boost", "tonal_rise_db", "visual_change_events", "written_words",
 ]

@@ -68,3 +68,16 @@ def test_words_in_other_scripts_are_not_pronounced_by_english_rules():
     assert estimators.add_missing_pronunciations(decoder, ["你好", "5550199", "café"]) == 1
     assert decoder.lookup_word("你好") is None and decoder.lookup_word("5550199") is None
     assert decoder.lookup_word("café") is not None
+
+
+def test_the_transcript_offset_estimator_counts_only_the_dictionary_words(speech):
+    """Its thresholds were measured on dictionary words: a word espeak-ng pronounced for caption words (in the same
+    shared decoder) is still not one of its words."""
+    audio, (lo, hi), _ = speech
+    decoder = estimators.shared_decoder()
+    estimators.forced_align_words(audio, CAPTION, lo, hi, decoder=decoder)  # pronounces the three names
+    assert all(decoder.lookup_word(w) is not None for w in MISSING)
+    assert not any(estimators.in_dictionary(decoder, w) for w in MISSING)
+    assert estimators.in_dictionary(decoder, "inspector")
+    only = estimators.forced_align_words(audio, CAPTION, lo, hi, decoder=decoder, pronounce_missing=False)
+    assert [w.text for w in only] == ["Inspector", "deployed", "near", "today"]
