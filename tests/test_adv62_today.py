@@ -1,0 +1,82 @@
+"""Adversarial round on the thirteenth session's changes (helper adv62; BENCHMARKS.md, "adv62"). Inputs are
+generated here (tiny ffmpeg clips in tar shards, tars written by GNU tar); oracles are the keys, members and bytes
+written, and the pid of the worker stopped on purpose."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+
+import pytest
+
+import loaders
+from tests.conftest import tiny_clip
+from tests.corrupt_cases import write_tar
+
+OPTIONS = dict(frame_size=(16, 16), budgets=(100, 64_000, 64), window_seconds=None, max_items=1)
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory) -> bytes:
+    return tiny_clip(tmp_path_factory.mktemp("adv62_clip") / "c.mp4", 1.0, fps=10, sample_rate=16000)
+
+
+# ---------------------------------------------- worker_stall_seconds: a worker stopped after it queued its steps
+
+
+class _RecordsPid:
+    """A tokenizer that writes its worker's pid to ``record`` (once) and splits on spaces."""
+
+    def __init__(self, record: str) -> None:
+        self.record, self.parent = record, os.getpid()
+
+    def __call__(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        if os.getpid() != self.parent and not os.path.exists(self.record):
+            with open(self.record, "w") as handle:
+                handle.write(str(os.getpid()))
+        pieces = [m.span() for m in re.finditer(r"\S+", text)]
+        return list(range(len(pieces))), pieces
+
+
+@pytest.mark.usefixtures("collector_on_test_objects")
+def test_a_worker_stopped_with_steps_on_its_queue_ends_the_epoch_within_the_stall_limit(tmp_path, clip):
+    # Before: the main process found the stopped worker's queued step at once, and unpickling its tensors asked the
+    # stopped worker for their shared-memory file descriptors (torch's resource_sharer, no timeout): it hung there
+    # forever whatever worker_stall_seconds. (Here a timer continues the worker after 20 s: the epoch then ended
+    # normally, with no error: "DID NOT RAISE".)
+    shards = [write_tar(tmp_path / f"{p}.tar", [m for j in range(100) for m in
+                                                ((f"{p}k{j}.mp4", clip), (f"{p}k{j}.txt", f"cap {p}{j}".encode()))])
+              for p in "ab"]
+    record = tmp_path / "pid"
+    stall_seconds = 2.0
+    loader = loaders.make_loader(shards, seed=0, num_workers=1, tokenizer=_RecordsPid(str(record)),
+                                 pipe_stall_seconds=1.0, worker_stall_seconds=stall_seconds, **OPTIONS)
+    it = iter(loader)
+    first = next(it)
+    assert len(first.sample_keys) == 1
+    time.sleep(1.0)  # the worker fills its queue with steps (their tensors in its shared memory)
+    pid = int(record.read_text())
+    os.kill(pid, signal.SIGSTOP)
+    rescue = threading.Timer(20.0, lambda: os.kill(pid, signal.SIGCONT))
+    rescue.start()
+    stopped = time.monotonic()
+    try:
+        with pytest.raises(RuntimeError) as info:
+            for _ in it:
+                pass
+        assert time.monotonic() - stopped < stall_seconds + 6.0
+        assert re.match(rf"loader worker 0 \(pid {pid}, stopped\) sent nothing for \d+\.\d s "
+                        r"\(worker_stall_seconds=2\) while reading shard '.*[ab]\.tar', after its sample '[ab]k\d+'",
+                        str(info.value))
+        time.sleep(0.5)
+        with pytest.raises(ProcessLookupError):  # killed and reaped
+            os.kill(pid, 0)
+    finally:
+        rescue.cancel()
+        for sig in (signal.SIGCONT, signal.SIGKILL):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
