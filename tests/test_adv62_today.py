@@ -80,3 +80,51 @@ def test_a_worker_stopped_with_steps_on_its_queue_ends_the_epoch_within_the_stal
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
+
+
+# ---------------------------------------------------------- tars from other writers: a sparse member (GNU tar -S)
+
+
+def _sparse_mp4(path, clip: bytes, hole: int) -> bytes:
+    """``clip`` with a trailing ``free`` box of ``hole`` zero bytes left as a hole in the file (ignored by decoders)."""
+    import struct
+
+    with open(path, "wb") as handle:
+        handle.write(clip + struct.pack(">I", 8 + hole) + b"free")
+        handle.seek(hole - 1, os.SEEK_CUR)
+        handle.write(b"\0")
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("last", [False, True], ids=["mid_shard", "last_member"])
+def test_preprocess_reads_a_sparse_member_of_a_seekable_tar_as_its_content(tmp_path, clip, last):
+    # Before: preprocess read `size` bytes at the member's offset, which for a sparse member are its stored pieces
+    # and the headers after it: mid-shard it wrote those bytes as x.mp4 (the output's x.mp4 != the member); as the
+    # last member it dropped the good sample 'x' as truncated (skipped.jsonl: [('x', 'truncated')]).
+    import json
+    import shutil
+    import subprocess
+    import tarfile
+
+    from avalign.preprocess import preprocess
+
+    if shutil.which("tar") is None:
+        pytest.skip("GNU tar is not installed")
+    src = tmp_path / "src"
+    src.mkdir()
+    content = _sparse_mp4(src / "x.mp4", clip, 256 * 1024)
+    if os.stat(src / "x.mp4").st_blocks * 512 >= len(content):
+        pytest.skip("this filesystem keeps no holes")
+    (src / "y.mp4").write_bytes(clip)
+    (src / "y.txt").write_bytes(os.urandom(300 * 1024).hex().encode())  # room after x for its full size
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    order = ["y.mp4", "y.txt", "x.mp4"] if last else ["x.mp4", "y.mp4", "y.txt"]
+    subprocess.run(["tar", "--format=gnu", "-S", "-cf", str(raw / "s.tar"), "-C", str(src), *order], check=True)
+    with tarfile.open(raw / "s.tar") as tar:
+        assert tar.getmember("x.mp4").issparse()
+    result = preprocess(str(raw), str(tmp_path / "out"), progress=False)
+    manifest = [json.loads(line)["key"] for line in (tmp_path / "out" / "manifest.jsonl").read_text().splitlines()]
+    assert sorted(manifest) == ["x", "y"] and result.num_skipped == 0
+    with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
+        assert tar.extractfile("x.mp4").read() == content
