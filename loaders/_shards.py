@@ -277,7 +277,15 @@ class _CheckedTarInfo(tarfile.TarInfo):
             archive.avalign_damage = (name if complete else "", name, len(buf), reason, _looks_like_header(buf))
             raise
         obj.offset = archive.fileobj.tell() - tarfile.BLOCKSIZE
-        return obj._proc_member(archive)
+        try:
+            return obj._proc_member(archive)
+        except tarfile.InvalidHeaderError as e:
+            # An extended header (PAX ``x``/``g``) whose records do not parse (adv62: a record length of 0):
+            # ``tarfile`` ended there silently, every later member lost with no record. It is the header of the member
+            # after it, whose name it held: damage under no key, the sample before it kept (as for a damaged header).
+            archive.avalign_damage = ("", f"<the extended header {obj.name!r} at byte {start}>", len(buf),
+                                      f"its records do not parse: {e}", True)
+            raise
 
 
 def scan_tar(

@@ -128,3 +128,45 @@ def test_preprocess_reads_a_sparse_member_of_a_seekable_tar_as_its_content(tmp_p
     assert sorted(manifest) == ["x", "y"] and result.num_skipped == 0
     with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
         assert tar.extractfile("x.mp4").read() == content
+
+
+# ------------------------------------------- a PAX extended header whose records do not parse: not a silent end
+
+
+def test_a_pax_header_that_does_not_parse_is_counted_not_taken_for_the_end(tmp_path, clip):
+    # Before: tarfile raised InvalidHeaderError inside the PAX header of the member after 'a' and ended the archive
+    # there with no error: the loader delivered 'a' and lost 'b' and 'c' with no record (skipped_samples == ()), and
+    # preprocess wrote 'a' alone with an empty skipped.jsonl.
+    import io
+    import json
+    import tarfile
+
+    from avalign.preprocess import preprocess
+
+    long_key = "b" * 120  # a name over 100 characters: a PAX header carries it
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, blob in [("a.mp4", clip), ("a.txt", b"cap a"), (f"{long_key}.mp4", clip), (f"{long_key}.txt", b"b"),
+                           ("c.mp4", clip), ("c.txt", b"cap c")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    data = bytearray(out.getvalue())
+    pax = next(off for off in range(0, len(data), 512) if data[off + 156:off + 157] == b"x")
+    assert data[pax + 512:pax + 516] == b"134 "  # "134 path=bbb…"
+    data[pax + 512:pax + 516] = b"0   "  # its first record's length: 0
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    shard = raw / "p.tar"
+    shard.write_bytes(bytes(data))
+
+    loader = loaders.make_loader([str(shard)], seed=0, **OPTIONS)
+    assert [k for batch in loader for k in batch.sample_keys] == ["a"]
+    assert loader.stats.skipped_samples == ((str(shard), "", "truncated"),)
+
+    preprocess(str(raw), str(tmp_path / "out"), progress=False)
+    manifest = [json.loads(line)["key"] for line in (tmp_path / "out" / "manifest.jsonl").read_text().splitlines()]
+    skipped = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    assert manifest == ["a"]
+    assert [(row["key"], row["reason"]) for row in skipped] == [("", "truncated")]
+    assert "its records do not parse" in skipped[0]["message"]
