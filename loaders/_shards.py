@@ -288,6 +288,11 @@ class _CheckedTarInfo(tarfile.TarInfo):
             raise
 
 
+_GNU_VOLUME_LABEL = b"V"
+"""The type of the archive label ``tar -V LABEL`` writes as the first header: no file, not a member of a sample (it
+was counted as a dropped sample named after the label, ``member_type``: adv62)."""
+
+
 def scan_tar(
     stream: IO[bytes],
     mode: str,
@@ -298,9 +303,9 @@ def scan_tar(
 ) -> Iterator[TarMember]:
     """The member loop every shard reader shares (the loader's stream and preprocess's header scan).
 
-    Directories are skipped; hostile members are yielded flagged (:func:`refuse_member`); each good member
-    is ``read(archive, member) -> (data, bytes_available)`` and yielded with that data; a member with fewer
-    bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member.
+    Directories and a GNU volume label are skipped; hostile members are yielded flagged (:func:`refuse_member`);
+    each good member is ``read(archive, member) -> (data, bytes_available)`` and yielded with that data; a member with
+    fewer bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member.
 
     Who the ``truncated`` member is named after (adv61):
 
@@ -328,7 +333,7 @@ def scan_tar(
             for member in archive:
                 name = reading = member.name
                 last = None
-                if member.isdir():
+                if member.isdir() or member.type == _GNU_VOLUME_LABEL:
                     continue
                 refused = refuse_member(member, max_member_bytes=max_member_bytes)
                 if refused is not None:

@@ -170,3 +170,24 @@ def test_a_pax_header_that_does_not_parse_is_counted_not_taken_for_the_end(tmp_p
     assert manifest == ["a"]
     assert [(row["key"], row["reason"]) for row in skipped] == [("", "truncated")]
     assert "its records do not parse" in skipped[0]["message"]
+
+
+def test_a_gnu_volume_label_is_not_a_dropped_sample(tmp_path, clip):
+    # Before: the label header of `tar -V LABEL` was read as a member that is not a regular file: a good shard
+    # counted a dropped sample named after the label (skipped_samples == ((url, 'my volume', 'member_type'),)).
+    import shutil
+    import subprocess
+
+    if shutil.which("tar") is None:
+        pytest.skip("GNU tar is not installed")
+    src = tmp_path / "src"
+    src.mkdir()
+    for key in ("a", "b"):
+        (src / f"{key}.mp4").write_bytes(clip)
+        (src / f"{key}.txt").write_bytes(f"caption {key}".encode())
+    shard = tmp_path / "v.tar"
+    subprocess.run(["tar", "-cf", str(shard), "-V", "my volume", "-C", str(src), "a.mp4", "a.txt", "b.mp4", "b.txt"],
+                   check=True)
+    loader = loaders.make_loader([str(shard)], seed=0, **OPTIONS)
+    assert sorted(k for batch in loader for k in batch.sample_keys) == ["a", "b"]
+    assert loader.stats.skipped_samples == ()
