@@ -367,6 +367,10 @@ def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[f
                     raise stall from None
                 process.join(timeout=2.0)
                 raise _died(process, worker_id, detail=f" ({type(error).__name__} while receiving its data)") from None
+            except Exception:  # noqa: BLE001 - whatever a receive cut by the stall watch raises (torch's rebuild)
+                if (stall := stalled()) is not None:
+                    raise stall from None
+                raise
             else:
                 if (error := stalled()) is not None:  # killed just as its step arrived: the epoch ends all the same
                     raise error from None
