@@ -40,14 +40,24 @@ class _RecordsPid:
         return list(range(len(pieces))), pieces
 
 
+SRT = b"1\n00:00:00,100 --> 00:00:00,800\nhello there\n\n"
+
+
 @pytest.mark.usefixtures("collector_on_test_objects")
-def test_a_worker_stopped_with_steps_on_its_queue_ends_the_epoch_within_the_stall_limit(tmp_path, clip):
+@pytest.mark.parametrize("big_steps", [False, True], ids=["small_steps", "steps_over_the_pipe_buffer"])
+def test_a_worker_stopped_with_steps_on_its_queue_ends_the_epoch_within_the_stall_limit(tmp_path, clip, big_steps):
     # Before: the main process found the stopped worker's queued step at once, and unpickling its tensors asked the
     # stopped worker for their shared-memory file descriptors (torch's resource_sharer, no timeout): it hung there
-    # forever whatever worker_stall_seconds. (Here a timer continues the worker after 20 s: the epoch then ended
-    # normally, with no error: "DID NOT RAISE".)
-    shards = [write_tar(tmp_path / f"{p}.tar", [m for j in range(100) for m in
-                                                ((f"{p}k{j}.mp4", clip), (f"{p}k{j}.txt", f"cap {p}{j}".encode()))])
+    # forever whatever worker_stall_seconds. With steps over the pipe's 64 KiB (a 320 KB caption passed through
+    # beside a transcript), the worker stopped in the middle of writing one, and the main process waited for the rest
+    # of it, forever too. (Here a timer continues the worker after 20 s: the epoch then ended normally, with no
+    # error: "DID NOT RAISE".)
+    def members(p: str, j: int) -> list[tuple[str, bytes]]:
+        if big_steps:
+            return [(f"{p}k{j}.mp4", clip), (f"{p}k{j}.srt", SRT), (f"{p}k{j}.txt", f"cap {p}{j} ".encode() * 40000)]
+        return [(f"{p}k{j}.mp4", clip), (f"{p}k{j}.txt", f"cap {p}{j}".encode())]
+
+    shards = [write_tar(tmp_path / f"{p}.tar", [m for j in range(60 if big_steps else 100) for m in members(p, j)])
               for p in "ab"]
     record = tmp_path / "pid"
     stall_seconds = 2.0

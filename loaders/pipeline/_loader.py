@@ -34,6 +34,7 @@ import multiprocessing.util
 import os
 import pickle
 import queue as queue_module
+import select
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -280,26 +281,32 @@ class _StallWatch:
     A worker stopped (SIGSTOP, a debugger) after it queued steps still has them on the queue: ``get`` finds one at
     once, and unpickling it asks the stopped worker for each tensor's shared-memory file descriptor (torch's
     ``file_descriptor`` strategy: ``resource_sharer`` connects to the worker and waits for its answer with no
-    timeout). The main process hung there forever, under any ``worker_stall_seconds``. This thread, armed by
-    :func:`_get` for each wait, SIGKILLs the worker once the wait has lasted ``stall_seconds`` plus one poll: the
-    connection then fails, and :func:`_get` raises the stall error. Two lock-protected attributes per wait: no cost
-    on a normal run."""
+    timeout). The main process hung there forever, under any ``worker_stall_seconds``. A worker stopped while its
+    queue's feeder thread was writing a step larger than the pipe's buffer (a long caption passed through beside a
+    transcript, ``PackedBatch.caption_texts``) left the main process reading the rest of that message, forever too.
+    This thread, armed by :func:`_get` for each wait, SIGKILLs the worker once the wait has lasted ``stall_seconds``
+    plus one poll: a connection to it then fails; a message it had begun is completed with zeros (the main process
+    holds the queue's write end too, so the worker's death alone does not end that read), which do not unpickle.
+    Either way :func:`_get` raises the stall error. A few lock-protected assignments per wait: no cost on a normal
+    run."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._armed: Optional[tuple[float, float, Any]] = None  # (started, deadline, process)
+        self._armed: Optional[tuple[float, float, Any, Any]] = None  # (started, deadline, process, queue)
+        self._receiving = False  # the main thread is still inside the wait that the watch ended
         self.fired: Optional[tuple[str, float]] = None  # the killed worker's state and how long it was waited for
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._run, name="avalign-loader-stall-watch", daemon=True)
         self._thread.start()
 
-    def arm(self, process: Any, started: float, deadline: float) -> None:
+    def arm(self, process: Any, started: float, deadline: float, source: Any = None) -> None:
         with self._lock:
-            self._armed = (started, deadline, process)
+            self._armed = (started, deadline, process, source)
 
     def disarm(self) -> None:
         with self._lock:
             self._armed = None
+            self._receiving = False
 
     def close(self) -> None:
         self._closed.set()
@@ -310,10 +317,25 @@ class _StallWatch:
             with self._lock:
                 if self._armed is None or time.monotonic() < self._armed[1]:
                     continue
-                started, _, process = self._armed
-                self._armed = None
+                started, _, process, source = self._armed
+                self._armed, self._receiving = None, True
                 self.fired = (_process_state(process.pid), time.monotonic() - started)
                 process.kill()  # the main thread's receive from it now fails (connection reset) instead of waiting
+            self._complete_message(source)
+
+    def _complete_message(self, source: Any, limit_seconds: float = 10.0) -> None:
+        """Writes zeros to ``source``'s pipe (in 512-byte writes, each only when the pipe has room: never blocking)
+        until the main thread's receive returns."""
+        writer = getattr(source, "_writer", None)  # multiprocessing.Queue's write end, held by this process too
+        if writer is None:
+            return
+        give_up = time.monotonic() + limit_seconds
+        while self._receiving and not self._closed.is_set() and time.monotonic() < give_up:
+            try:
+                if select.select([], [writer.fileno()], [], 0.05)[1]:
+                    os.write(writer.fileno(), bytes(512))
+            except (OSError, ValueError):  # closed meanwhile: the receive has ended
+                return
 
 
 def _stall_error(process: Any, worker_id: int, state: str, waited: float, stall_seconds: float,
@@ -335,7 +357,7 @@ def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[f
     a receive that blocks on the stalled worker itself (see :class:`_StallWatch`) ends the same way."""
     started = time.monotonic()
     if watch is not None and stall_seconds is not None:
-        watch.arm(process, started, started + stall_seconds + 1.0)  # after the poll below has had its chance
+        watch.arm(process, started, started + stall_seconds + 1.0, source)  # after the poll below had its chance
 
     def stalled() -> Optional[RuntimeError]:
         if watch is None or watch.fired is None:
