@@ -295,6 +295,7 @@ class _StallWatch:
         self._armed: Optional[tuple[float, float, Any, Any]] = None  # (started, deadline, process, queue)
         self._receiving = False  # the main thread is still inside the wait that the watch ended
         self.fired: Optional[tuple[str, float]] = None  # the killed worker's state and how long it was waited for
+        self.died = False  # the worker had died by itself: killed while it was sending a step, not stalled
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._run, name="avalign-loader-stall-watch", daemon=True)
         self._thread.start()
@@ -319,6 +320,7 @@ class _StallWatch:
                     continue
                 started, _, process, source = self._armed
                 self._armed, self._receiving = None, True
+                self.died = not process.is_alive()  # already dead (OOM killer) in the middle of sending a step
                 self.fired = (_process_state(process.pid), time.monotonic() - started)
                 process.kill()  # the main thread's receive from it now fails (connection reset) instead of waiting
             self._complete_message(source)
@@ -363,6 +365,8 @@ def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[f
         if watch is None or watch.fired is None:
             return None
         process.join(timeout=1.0)
+        if watch.died:
+            return _died(process, worker_id, detail=" (in the middle of sending a step)")
         return _stall_error(process, worker_id, *watch.fired, stall_seconds, reading)
 
     try:
