@@ -277,7 +277,20 @@ class _CheckedTarInfo(tarfile.TarInfo):
             archive.avalign_damage = (name if complete else "", name, len(buf), reason, _looks_like_header(buf))
             raise
         obj.offset = archive.fileobj.tell() - tarfile.BLOCKSIZE
-        return obj._proc_member(archive)
+        try:
+            return obj._proc_member(archive)
+        except tarfile.InvalidHeaderError as e:
+            # An extended header (PAX ``x``/``g``) whose records do not parse (adv62: a record length of 0):
+            # ``tarfile`` ended there silently, every later member lost with no record. It is the header of the member
+            # after it, whose name it held: damage under no key, the sample before it kept (as for a damaged header).
+            archive.avalign_damage = ("", f"<the extended header {obj.name!r} at byte {start}>", len(buf),
+                                      f"its records do not parse: {e}", True)
+            raise
+
+
+_GNU_VOLUME_LABEL = b"V"
+"""The type of the archive label ``tar -V LABEL`` writes as the first header: no file, not a member of a sample (it
+was counted as a dropped sample named after the label, ``member_type``: adv62)."""
 
 
 def scan_tar(
@@ -290,9 +303,9 @@ def scan_tar(
 ) -> Iterator[TarMember]:
     """The member loop every shard reader shares (the loader's stream and preprocess's header scan).
 
-    Directories are skipped; hostile members are yielded flagged (:func:`refuse_member`); each good member
-    is ``read(archive, member) -> (data, bytes_available)`` and yielded with that data; a member with fewer
-    bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member.
+    Directories and a GNU volume label are skipped; hostile members are yielded flagged (:func:`refuse_member`);
+    each good member is ``read(archive, member) -> (data, bytes_available)`` and yielded with that data; a member with
+    fewer bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member.
 
     Who the ``truncated`` member is named after (adv61):
 
@@ -320,7 +333,7 @@ def scan_tar(
             for member in archive:
                 name = reading = member.name
                 last = None
-                if member.isdir():
+                if member.isdir() or member.type == _GNU_VOLUME_LABEL:
                     continue
                 refused = refuse_member(member, max_member_bytes=max_member_bytes)
                 if refused is not None:

@@ -360,7 +360,15 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
     """Member name → the start of a tar header found in its data (streamed members; kept for the last one only)."""
 
     def locate(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[Locator, int]:
-        if seekable:
+        offset = member.offset_data if seekable else -1
+        if seekable and member.issparse():
+            # A sparse member (GNU tar -S) is stored without its holes: `size` bytes at its offset are its stored
+            # pieces and the headers after it, not its content. It is read back by streaming, as tarfile fills the
+            # holes (adv62: preprocess wrote those bytes as the member, or called it truncated near the shard's end).
+            stored = sum(length for _, length in member.sparse)
+            available = member.size if member.offset_data + stored <= total else max(0, total - member.offset_data)
+            offset = -1
+        elif seekable:
             available = max(0, min(member.size, total - member.offset_data))
         else:
             handle, available, found = archive.extractfile(member), 0, None
@@ -370,7 +378,7 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
                 available += len(chunk)
             headers_inside.clear()
             headers_inside[member.name] = found
-        locator = Locator(path=url, offset=member.offset_data if seekable else -1, size=member.size,
+        locator = Locator(path=url, offset=offset, size=member.size,
                           member=member.name, stamp=stamp_of(member), listed=listed)
         return locator, available  # group_by_key only looks at names and problems, never at data
 

@@ -34,6 +34,8 @@ import multiprocessing.util
 import os
 import pickle
 import queue as queue_module
+import select
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -148,6 +150,7 @@ class Loader(AVDataset):
         # Also at interpreter exit, before multiprocessing joins its non-daemonic children: a loader left mid-epoch
         # (``it = iter(loader); next(it)``, then the script ends) would otherwise wait for its workers forever.
         shut_down_once = multiprocessing.util.Finalize(None, shut_down, exitpriority=100)
+        watch = _StallWatch() if self._stall_seconds is not None else None
         urls = dict(jobs)
         last_keys: dict[int, str] = {}  # shard position → the last sample key received from it (for a stall's message)
         try:
@@ -158,7 +161,7 @@ class Loader(AVDataset):
                     for p in active:
                         w = p % self._num_workers
                         step = _get(queues[w], processes[w], w, stall_seconds=self._stall_seconds,
-                                    reading=lambda: _reading(urls[p], last_keys.get(p)))
+                                    reading=lambda: _reading(urls[p], last_keys.get(p)), watch=watch)
                         if isinstance(step, WorkerFailure):
                             if step.sample_error is not None:
                                 raise step.sample_error
@@ -174,6 +177,8 @@ class Loader(AVDataset):
                         still.append(p)
                     active = still
         finally:
+            if watch is not None:
+                watch.close()
             shut_down_once()
 
 
@@ -270,35 +275,150 @@ def _process_state(pid: int) -> str:
             "R": "running", "Z": "a zombie"}.get(state, f"state {state}")
 
 
+class _StallWatch:
+    """Kills a worker that stalls while the main process is inside ``Queue.get`` receiving its step (adv62).
+
+    A worker stopped (SIGSTOP, a debugger) after it queued steps still has them on the queue: ``get`` finds one at
+    once, and unpickling it asks the stopped worker for each tensor's shared-memory file descriptor (torch's
+    ``file_descriptor`` strategy: ``resource_sharer`` connects to the worker and waits for its answer with no
+    timeout). The main process hung there forever, under any ``worker_stall_seconds``. A worker stopped while its
+    queue's feeder thread was writing a step larger than the pipe's buffer (a long caption passed through beside a
+    transcript, ``PackedBatch.caption_texts``) left the main process reading the rest of that message, forever too.
+    This thread, armed by :func:`_get` for each wait, SIGKILLs the worker once the wait has lasted ``stall_seconds``
+    plus one poll: a connection to it then fails; a message it had begun is completed with zeros (the main process
+    holds the queue's write end too, so the worker's death alone does not end that read), which do not unpickle.
+    Either way :func:`_get` raises the stall error. A worker that died in the middle of a step (the OOM killer) is
+    found the same way, within two seconds of its death (a zombie that the main thread, reading, does not reap), and
+    named as a death. A few lock-protected assignments per wait and a read of ``/proc/PID/stat`` every 0.25 s: no
+    measurable cost."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._armed: Optional[tuple[float, float, Any, Any]] = None  # (started, deadline, process, queue)
+        self._receiving = False  # the main thread is still inside the wait that the watch ended
+        self._zombie_since: Optional[float] = None  # when the armed worker was first seen dead and unreaped
+        self.fired: Optional[tuple[str, float]] = None  # the killed worker's state and how long it was waited for
+        self.died = False  # the worker had died by itself: killed while it was sending a step, not stalled
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="avalign-loader-stall-watch", daemon=True)
+        self._thread.start()
+
+    def arm(self, process: Any, started: float, deadline: float, source: Any = None) -> None:
+        with self._lock:
+            self._armed = (started, deadline, process, source)
+            self._zombie_since = None
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._armed = None
+            self._receiving = False
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        while not self._closed.wait(0.25):
+            with self._lock:
+                if self._armed is None:
+                    continue
+                now = time.monotonic()
+                # A worker that died (the OOM killer) in the middle of sending a step stays a zombie, unreaped, while
+                # the main thread reads the rest of its message: no need to wait for the stall limit. (A death between
+                # steps is the main thread's own poll's to name, within a second: hence 1.5 s as a zombie.)
+                if _process_state(self._armed[2].pid) != "a zombie":
+                    self._zombie_since = None
+                elif self._zombie_since is None:
+                    self._zombie_since = now
+                dead = self._zombie_since is not None and now - self._zombie_since >= 1.5
+                if now < self._armed[1] and not dead:
+                    continue
+                started, _, process, source = self._armed
+                self._armed, self._receiving = None, True
+                self.died = not process.is_alive()  # already dead (OOM killer) in the middle of sending a step
+                self.fired = (_process_state(process.pid), time.monotonic() - started)
+                process.kill()  # the main thread's receive from it now fails (connection reset) instead of waiting
+            self._complete_message(source)
+
+    def _complete_message(self, source: Any, limit_seconds: float = 10.0) -> None:
+        """Writes zeros to ``source``'s pipe (in 512-byte writes, each only when the pipe has room: never blocking)
+        until the main thread's receive returns."""
+        writer = getattr(source, "_writer", None)  # multiprocessing.Queue's write end, held by this process too
+        if writer is None:
+            return
+        give_up = time.monotonic() + limit_seconds
+        while self._receiving and not self._closed.is_set() and time.monotonic() < give_up:
+            try:
+                if select.select([], [writer.fileno()], [], 0.05)[1]:
+                    os.write(writer.fileno(), bytes(512))
+            except (OSError, ValueError):  # closed meanwhile: the receive has ended
+                return
+
+
+def _stall_error(process: Any, worker_id: int, state: str, waited: float, stall_seconds: float,
+                 reading: Any) -> RuntimeError:
+    what = reading() if reading is not None else "its shards"
+    return RuntimeError(
+        f"loader worker {worker_id} (pid {process.pid}{', ' + state if state else ''}) sent nothing for "
+        f"{waited:.1f} s (worker_stall_seconds={stall_seconds:g}) while reading {what}; it is alive but "
+        "not progressing: stopped (SIGSTOP, a debugger), or a read stuck on a hung network filesystem. The "
+        "epoch ends here and the worker is killed; hint: check the shard's storage, or raise "
+        "worker_stall_seconds for samples that legitimately take longer (None waits forever)."
+    )
+
+
 def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[float] = None,
-         reading: Any = None) -> Any:
+         reading: Any = None, watch: Optional[_StallWatch] = None) -> Any:
     """Next event from a worker queue; raises a clear error if the worker died (even mid-transfer), or if it sent
-    nothing for ``stall_seconds`` (None: wait forever), naming what it was reading (``reading()``)."""
+    nothing for ``stall_seconds`` (None: wait forever), naming what it was reading (``reading()``). With ``watch``,
+    a receive that blocks on the stalled worker itself (see :class:`_StallWatch`) ends the same way."""
     started = time.monotonic()
-    while True:
-        waited = time.monotonic() - started
-        poll = 1.0 if stall_seconds is None else max(0.01, min(1.0, stall_seconds - waited))
-        try:
-            return source.get(timeout=poll)
-        except queue_module.Empty:
-            if not process.is_alive():
-                raise _died(process, worker_id) from None
+    if watch is not None and stall_seconds is not None:
+        watch.arm(process, started, started + stall_seconds + 1.0, source)  # after the poll below had its chance
+
+    def stalled() -> Optional[RuntimeError]:
+        if watch is None or watch.fired is None:
+            return None
+        process.join(timeout=1.0)
+        if watch.died:
+            return _died(process, worker_id, detail=" (in the middle of sending a step)")
+        return _stall_error(process, worker_id, *watch.fired, stall_seconds, reading)
+
+    try:
+        while True:
             waited = time.monotonic() - started
-            if stall_seconds is not None and waited >= stall_seconds:
-                state = _process_state(process.pid)
-                what = reading() if reading is not None else "its shards"
-                process.kill()  # SIGKILL ends a stopped process too (SIGTERM would stay pending until SIGCONT)
-                process.join(timeout=1.0)
-                raise RuntimeError(
-                    f"loader worker {worker_id} (pid {process.pid}{', ' + state if state else ''}) sent nothing for "
-                    f"{waited:.1f} s (worker_stall_seconds={stall_seconds:g}) while reading {what}; it is alive but "
-                    "not progressing: stopped (SIGSTOP, a debugger), or a read stuck on a hung network filesystem. The "
-                    "epoch ends here and the worker is killed; hint: check the shard's storage, or raise "
-                    "worker_stall_seconds for samples that legitimately take longer (None waits forever)."
-                ) from None
-        except (ConnectionError, EOFError, OSError) as error:  # a shared-memory tensor whose owner is gone
-            process.join(timeout=2.0)
-            raise _died(process, worker_id, detail=f" ({type(error).__name__} while receiving its data)") from None
+            poll = 1.0 if stall_seconds is None else max(0.01, min(1.0, stall_seconds - waited))
+            try:
+                step = source.get(timeout=poll)
+            except queue_module.Empty:
+                if (error := stalled()) is not None:
+                    raise error from None
+                if not process.is_alive():
+                    raise _died(process, worker_id) from None
+                waited = time.monotonic() - started
+                if stall_seconds is not None and waited >= stall_seconds:
+                    if watch is not None:
+                        watch.disarm()
+                    state = _process_state(process.pid)
+                    process.kill()  # SIGKILL ends a stopped process too (SIGTERM would stay pending until SIGCONT)
+                    process.join(timeout=1.0)
+                    raise _stall_error(process, worker_id, state, waited, stall_seconds, reading) from None
+            except (ConnectionError, EOFError, OSError) as error:  # a shared-memory tensor whose owner is gone
+                if (stall := stalled()) is not None:
+                    raise stall from None
+                process.join(timeout=2.0)
+                raise _died(process, worker_id, detail=f" ({type(error).__name__} while receiving its data)") from None
+            except Exception:  # noqa: BLE001 - whatever a receive cut by the stall watch raises (torch's rebuild)
+                if (stall := stalled()) is not None:
+                    raise stall from None
+                raise
+            else:
+                if (error := stalled()) is not None:  # killed just as its step arrived: the epoch ends all the same
+                    raise error from None
+                return step
+    finally:
+        if watch is not None:
+            watch.disarm()
 
 
 def _died(process: Any, worker_id: int, detail: str = "") -> RuntimeError:
