@@ -12,8 +12,9 @@ in the ``pocketsphinx==5.1.1`` wheel) places each word::
                        starts of stop-initial words, clamped into [start, stop)
 
 The dictionary is looked up with the text lowercased and punctuation stripped (apostrophes inside words kept:
-:func:`normalise_words`); words missing from the dictionary are left out of the alignment and of the result (logged);
-the remaining words keep their order. Each word is reported as written (:func:`written_words`: ``"Hello,"`` →
+:func:`normalise_words`); a word missing from it gets espeak-ng's pronunciation (:func:`add_missing_pronunciations`,
+Latin letters only), and one that still has none is left out of the alignment and of the result (logged); the
+remaining words keep their order. Each word is reported as written (:func:`written_words`: ``"Hello,"`` →
 ``"Hello"``, ``"Don't!"`` → ``"Don't"``, ``"$1,000."`` → ``"$1,000"``); sound tags (``"[Music]"``) and speaker labels
 (``"JOHN:"``) are not words (:func:`spoken_text`): neither aligned nor reported (the segment's text keeps them).
 Times are on the clock of ``audio`` (apply the transcript offset before, if known).
@@ -477,10 +478,10 @@ def forced_align_words(
             the transcript-offset estimator's choice, whose thresholds were measured on them).
 
     Returns:
-        The dictionary words of ``span_text`` in order, as written (:func:`written_words`), each with
-        ``[start_seconds, stop_seconds)`` on the audio clock inside ``[start_seconds, stop_seconds)``, lead-corrected
-        (module docstring); ``()`` when no word is in the dictionary, the span is refused (:func:`alignment_refusal`,
-        logged) or the alignment fails.
+        The words of ``span_text`` that have a pronunciation (``pronounce_missing``), in order, as written
+        (:func:`written_words`), each with ``[start_seconds, stop_seconds)`` on the audio clock inside
+        ``[start_seconds, stop_seconds)``, lead-corrected (module docstring); ``()`` when no word has one, the span is
+        refused (:func:`alignment_refusal`, logged) or the alignment fails.
 
     Raises:
         ValueError: ``stop_seconds <= start_seconds`` or the span lies outside the audio.
