@@ -272,8 +272,9 @@ def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, 
                 spoken = spoken_form(raw)
             except ImportError:  # num2words (extra [align]) missing: digits stay unspoken, as before it was used
                 spoken = None
-        if spoken is None and not any(c.isdigit() for c in raw) and len(_dashed_parts(raw)) > 1:
-            spoken = _dashed_parts(raw)  # "well-known": said as "well known", reported as written
+        if spoken is None and not any(c.isdigit() for c in raw):
+            parts = _dashed_parts(raw)  # "well-known": said as "well known", reported as written
+            spoken = parts if len(parts) > 1 else None
         out.append((_written_form(raw), spoken or (token,)))
         if limit is not None and len(out) > limit:
             break
