@@ -94,17 +94,20 @@ def test_a_worker_stopped_with_steps_on_its_queue_ends_the_epoch_within_the_stal
 
 @pytest.mark.timeout(120)  # on the code before, this test hangs: pytest-timeout ends it
 @pytest.mark.usefixtures("collector_on_test_objects")
-def test_a_worker_killed_in_the_middle_of_sending_a_step_is_named_not_waited_for(tmp_path, clip):
+@pytest.mark.parametrize("stall_seconds", [60.0, None], ids=["stall_limit", "no_stall_limit"])
+def test_a_worker_killed_in_the_middle_of_sending_a_step_is_named_not_waited_for(tmp_path, clip, stall_seconds):
     # Before: a worker SIGKILLed (the OOM killer) while its queue's feeder thread was writing a step over the pipe's
     # 64 KiB left the main process reading the rest of that message forever: the main process (and any other forked
     # worker) holds the pipe's write end too, so no end of file comes. Now the stall watch sees the zombie, ends the
-    # read within seconds (not after worker_stall_seconds) and names the death.
+    # read within seconds (not after worker_stall_seconds) and names the death. Without a stall limit
+    # (worker_stall_seconds=None: wait forever for a live worker) there was no watch, and the death hung the epoch
+    # (fourteenth session).
     shards = [write_tar(tmp_path / f"{p}.tar", [m for j in range(60) for m in (
         (f"{p}k{j}.mp4", clip), (f"{p}k{j}.srt", SRT), (f"{p}k{j}.txt", f"cap {p}{j} ".encode() * 40000))])
         for p in "ab"]
     record = tmp_path / "pid"
     loader = loaders.make_loader(shards, seed=0, num_workers=1, tokenizer=_RecordsPid(str(record)),
-                                 pipe_stall_seconds=1.0, worker_stall_seconds=60.0, **OPTIONS)
+                                 pipe_stall_seconds=1.0, worker_stall_seconds=stall_seconds, **OPTIONS)
     it = iter(loader)
     next(it)
     time.sleep(1.0)  # the worker's queue is full: its feeder thread is in the middle of writing a step

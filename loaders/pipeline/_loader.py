@@ -150,7 +150,7 @@ class Loader(AVDataset):
         # Also at interpreter exit, before multiprocessing joins its non-daemonic children: a loader left mid-epoch
         # (``it = iter(loader); next(it)``, then the script ends) would otherwise wait for its workers forever.
         shut_down_once = multiprocessing.util.Finalize(None, shut_down, exitpriority=100)
-        watch = _StallWatch() if self._stall_seconds is not None else None
+        watch = _StallWatch()  # also without a stall limit: a death in the middle of a step is named, not waited on
         urls = dict(jobs)
         last_keys: dict[int, str] = {}  # shard position → the last sample key received from it (for a stall's message)
         try:
@@ -289,8 +289,8 @@ class _StallWatch:
     holds the queue's write end too, so the worker's death alone does not end that read), which do not unpickle.
     Either way :func:`_get` raises the stall error. A worker that died in the middle of a step (the OOM killer) is
     found the same way, within two seconds of its death (a zombie that the main thread, reading, does not reap), and
-    named as a death. A few lock-protected assignments per wait and a read of ``/proc/PID/stat`` every 0.25 s: no
-    measurable cost."""
+    named as a death; with no ``stall_seconds`` (None) that is all it watches for. A few lock-protected assignments
+    per wait and a read of ``/proc/PID/stat`` every 0.25 s: no measurable cost."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -373,14 +373,14 @@ def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[f
     nothing for ``stall_seconds`` (None: wait forever), naming what it was reading (``reading()``). With ``watch``,
     a receive that blocks on the stalled worker itself (see :class:`_StallWatch`) ends the same way."""
     started = time.monotonic()
-    if watch is not None and stall_seconds is not None:
-        watch.arm(process, started, started + stall_seconds + 1.0, source)  # after the poll below had its chance
+    if watch is not None:  # its deadline after the poll below had its chance; without a limit, deaths only
+        watch.arm(process, started, math.inf if stall_seconds is None else started + stall_seconds + 1.0, source)
 
     def stalled() -> Optional[RuntimeError]:
         if watch is None or watch.fired is None:
             return None
         process.join(timeout=1.0)
-        if watch.died:
+        if watch.died or stall_seconds is None:  # without a limit the watch fires on a death only
             return _died(process, worker_id, detail=" (in the middle of sending a step)")
         return _stall_error(process, worker_id, *watch.fired, stall_seconds, reading)
 
@@ -452,7 +452,8 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
             shard and the last sample received from it; the worker is killed. A worker stopped by SIGSTOP, or stuck
             reading a hung network filesystem, used to hang the epoch forever (as torch's ``DataLoader`` does without
             ``timeout=``). Must exceed ``pipe_stall_seconds`` and ``sample_timeout_seconds`` (their waits end in named
-            skips); default 900 (:data:`DEFAULT_WORKER_STALL_SECONDS` says why); None waits forever. Time spent by the
+            skips); default 900 (:data:`DEFAULT_WORKER_STALL_SECONDS` says why); None waits forever for a live worker (a
+            dead one is still named within seconds). Time spent by the
             caller between batches does not count. Unused with ``num_workers=0``.
         **options: Every option of :func:`~loaders.make_dataset` (``tokenizer``, ``budgets``, ``window_seconds``…).
 
