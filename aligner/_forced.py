@@ -196,6 +196,16 @@ def _dashed_parts(raw: str) -> tuple[str, ...]:
 
 _EDGES = re.compile(r"^\W+|\W+$")
 _ABBREVIATION = re.compile(r"\w\.\w")
+_INITIALISM = re.compile(r"[^\W\d_](?:\.[^\W\d_])+")
+"""Single letters joined by dots (``U.S``, ``a.m``, ``U.S.A``; the dots around them stripped): said letter by letter."""
+
+
+def _initialism_letters(raw: str) -> tuple[str, ...]:
+    """The letters of a dotted initialism, lowercased, as they are said (``"U.S.,"`` → ``("u", "s")``, ``"a.m."`` →
+    ``("a", "m")``: each letter is a word of the dictionary, with its name's phones); ``()`` for any other piece
+    (``"Mr."``, ``"Ph.D."``, ``"e-mail"``)."""
+    word = _EDGES.sub("", raw.translate(_APOSTROPHES))
+    return tuple(word.lower().split(".")) if _INITIALISM.fullmatch(word) else ()
 
 
 def _written_form(raw: str) -> str:
@@ -255,7 +265,8 @@ def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, 
     where forced alignment aligns text and reports its words. A word with digits is spoken as
     :func:`~aligner._spoken_numbers.spoken_form` says (``"$1,000,"`` → ``("$1,000", ("one", "thousand", "dollars"))``);
     a word of parts between hyphens or dashes is said as its parts (``("well-known", ("well", "known"))``,
-    ``("I—I", ("i", "i"))``: the dictionary holds the parts, not ``wellknown``); one that cannot be spoken out, and
+    ``("I—I", ("i", "i"))``: the dictionary holds the parts, not ``wellknown``), a dotted initialism as its letters
+    (``("U.S.", ("u", "s"))``, not the word ``us``); one that cannot be spoken out, and
     every other word, is its dictionary form (:func:`normalise_words`: ``("Paid", ("paid",))``, ``("don’t",
     ("don't",))``, ``("555-0199", ("5550199",))``; so are all words with digits when ``num2words`` is not installed).
     Entries and ``limit`` count as :func:`normalise_words`' words do.
@@ -273,7 +284,8 @@ def spoken_tokens(text: str, *, limit: Optional[int] = None) -> list[tuple[str, 
             except ImportError:  # num2words (extra [align]) missing: digits stay unspoken, as before it was used
                 spoken = None
         if spoken is None and not any(c.isdigit() for c in raw):
-            parts = _dashed_parts(raw)  # "well-known": said as "well known", reported as written
+            # "U.S.": said as its letters (its dictionary form "us" is another word); "well-known": as "well known"
+            parts = _initialism_letters(raw) or _dashed_parts(raw)
             spoken = parts if len(parts) > 1 else None
         out.append((_written_form(raw), spoken or (token,)))
         if limit is not None and len(out) > limit:
