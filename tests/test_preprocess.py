@@ -489,4 +489,4 @@ def test_progress_off_a_terminal_is_plain_lines(clips, tmp_path, capsys):
     assert args.func(args) == 0
     err = capsys.readouterr().err
     assert "\r" not in err  # no bar drawn into a pipe or a log file
-    assert "preprocess: 5/5 clip (100%)" in err and "ETA 0 s" in err and "done=3, skipped=3" in err
+    assert "preprocess: 5/5 clip (100%)" in err and "ETA 0 s" in err and "done=3, skipped=2, not_clips=1" in err  # 3 + 2 of the 5 clips; orphan.srt is none

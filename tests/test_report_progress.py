@@ -2,6 +2,9 @@
 
 Before: "report: 9/8 clip (112%) ... reported=8, skipped=1" then "clips 8 reported, 3 skipped": preprocess's skips
 (skipped.jsonl) and a second media of one stem advanced the bar, and skips after the last clip were not shown.
+Then (fourteenth session): "report: 2/2 clip (100%) ... reported=2, skipped=2": the counters did not add up to the
+total. Now ``reported + skipped`` is the total's clips, and the inputs that are not clips (preprocess's skip records, a
+second media of a stem) are counted apart as ``not_clips``: ``skipped + not_clips`` is the summary's skipped count.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ def test_progress_of_shards_with_preprocess_skips_ends_at_the_total(tmp_path, ca
                                                   + "\n" for k, r in (("k0", "duplicate_key"), ("o", "missing_media"))))
     assert main(["report", str(folder), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
-    assert re.match(r"report: 2/2 clip \(100%\), .*, reported=2, skipped=2$", _final_progress(err)), err
+    assert re.match(r"report: 2/2 clip \(100%\), .*, reported=2, skipped=0, not_clips=2$", _final_progress(err)), err
     summary = json.loads((tmp_path / "out" / "report.json").read_text())
     assert len(summary["clips"]) == 2 and len(summary["skipped"]) == 2
 
@@ -39,4 +42,4 @@ def test_progress_of_a_media_directory_with_two_media_of_one_stem(tmp_path, caps
     (folder / "b.mp4").write_bytes(clip)
     assert main(["report", str(folder), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
-    assert re.match(r"report: 2/2 clip \(100%\), .*, reported=2, skipped=1$", _final_progress(err)), err
+    assert re.match(r"report: 2/2 clip \(100%\), .*, reported=2, skipped=0, not_clips=1$", _final_progress(err)), err

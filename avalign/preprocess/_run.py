@@ -354,8 +354,12 @@ def preprocess(
             logger.info("resuming: %d shard(s) already complete, %d to do", len(done), len(todo))
 
         bar = None
+        # done + skipped count the clips of the total; inputs refused while planning (a transcript without media, a
+        # duplicate key, an unreadable file) are not among them, and have a counter of their own
         counts = {"done": sum(len(state.entries[t.name]["manifest"]) for t in done),
-                  "skipped": len(plan.skipped) + sum(len(state.entries[t.name]["skipped"]) for t in done)}
+                  "skipped": sum(len(state.entries[t.name]["skipped"]) for t in done)}
+        if plan.skipped:
+            counts["not_clips"] = len(plan.skipped)
         if progress and plan.samples:  # nothing to count: no "0/0 clip" line before the summary
             from avalign._progress import Progress
 

@@ -273,6 +273,7 @@ def collect(
         bar = Progress(total=count_clips(path), desc="report", unit="clip")
     rows: list[dict] = []
     skipped: list[Skipped] = []
+    counts = {"reported": 0, "skipped": 0}  # the total counts media keys: inputs that are not clips have their own
     try:
         for item in items:
             result = item if isinstance(item, Skipped) else clip_row(item, sample_rate=sample_rate, truth=truth, max_pixels=max_pixels)
@@ -282,11 +283,16 @@ def collect(
                 skipped.append(result)
             else:
                 rows.append(result)
-            if bar is not None and not (isinstance(item, Skipped) and (item.from_preprocess or item.reason in _NOT_CLIPS)):
-                bar.update(1, reported=len(rows), skipped=len(skipped))  # the total counts media keys, not stray files
+            if bar is None:
+                continue
+            if isinstance(item, Skipped) and (item.from_preprocess or item.reason in _NOT_CLIPS):
+                counts["not_clips"] = counts.get("not_clips", 0) + 1  # a stray file, a record of preprocess's skips
+                bar.update(0, **counts)
+            else:
+                counts["skipped" if isinstance(result, Skipped) else "reported"] += 1
+                bar.update(1, **counts)
     finally:
         if bar is not None:
-            bar.update(0, reported=len(rows), skipped=len(skipped))  # the last skips may not be clips: counted here
             bar.close()
     return rows, skipped
 
