@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Iterable, Literal, Optional, Union
+from typing import Any, Iterable, Literal, Optional, Union
 
 from avalign.report._inputs import ClipInput, Skipped, count_clips, iter_inputs
 from avalign.report._standards import lipsync_status, to_standard_offset_ms
@@ -34,8 +34,11 @@ _NEVER_RAISED = ("unknown_extension",)
 OnError = Literal["skip", "raise"]
 
 
-def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int = DEFAULT_MAX_PIXELS) -> dict:
-    """Decode ``clip``'s media (path or bytes) and return its ``measure`` record (as ``avalign measure``).
+def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int = DEFAULT_MAX_PIXELS,
+                 transcript: Any = None) -> dict:
+    """Decode ``clip``'s media (path or bytes) and return its ``measure`` record (as ``avalign measure``), against
+    ``transcript`` (a :class:`avcore.Transcript` already read from ``clip.transcript``) or, when None, the transcript
+    read from ``clip.transcript``.
 
     Audio-only media (no video stream) are measured with a null A/V offset; video-only media (no audio stream)
     with null A/V and text offsets, unless the shard sample has a separate audio member (``clip.audio_media``),
@@ -48,7 +51,9 @@ def measure_clip(clip: ClipInput, *, sample_rate: int = 16000, max_pixels: int =
     import loaders
     from avalign._measure import measure_media
 
-    text = loaders.read_transcript(clip.transcript, name=clip.transcript_name) if clip.transcript is not None else None
+    text = transcript
+    if text is None and clip.transcript is not None:
+        text = loaders.read_transcript(clip.transcript, name=clip.transcript_name)
     return measure_media(clip.media, text, name=clip.media_name, sample_rate=sample_rate,
                          audio_media=clip.audio_media, audio_name=clip.audio_name,
                          decode_options=dict(max_pixels=max_pixels)).record
@@ -110,11 +115,15 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
     from avalign.report._probe import probe_container
 
     problems: list[str] = []
+    transcript, unreadable = _read_transcript(clip)  # read once: for the measure and for the word count
     if clip.align is not None:
         record, source = clip.align, "align.json"
     else:
         try:
-            record, source = measure_clip(clip, sample_rate=sample_rate, max_pixels=max_pixels), "measured"
+            if unreadable is not None:
+                raise unreadable
+            record = measure_clip(clip, sample_rate=sample_rate, max_pixels=max_pixels, transcript=transcript)
+            source = "measured"
         except Exception as e:  # corrupt media must be counted, never stop the report
             reason = reason_of(e, default="decode" if isinstance(e, (ValueError, IndexError)) else "error")
             logger.warning("%s: %s: %s", clip.media_name or clip.key, reason, e, exc_info=reason == "error")
@@ -143,7 +152,7 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
         "source": source,
         "has_transcript": has_transcript,
         "has_video": has_video,
-        "num_words": _num_words(clip, record, problems, warned=source == "measured"),
+        "num_words": _num_words(transcript, unreadable, record, problems),
         "abstain_reasons": abstain_reasons,
         "abstain_details": {field: _abstain_detail(record, field.split("_")[0]) for field in abstain_reasons},
         "duration_seconds": container.get("video_duration_seconds") or container.get("audio_duration_seconds"),
@@ -192,31 +201,28 @@ def abstain_reason(record: dict, prefix: str) -> Optional[str]:
     return "unknown"
 
 
-class _Silence(logging.Filter):
-    """Drops records: a transcript read again must not log its warnings (a cp1252 file…) a second time."""
+def _read_transcript(clip: ClipInput) -> tuple[Any, Optional[Exception]]:
+    """``(transcript, None)``, ``(None, None)`` without one, or ``(None, error)`` when it cannot be read (a measured
+    clip is then skipped with the error's reason; a clip of ``align.json`` only loses its word count)."""
+    if clip.transcript is None:
+        return None, None
+    import loaders
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        return False
+    try:
+        return loaders.read_transcript(clip.transcript, name=clip.transcript_name), None
+    except Exception as e:  # noqa: BLE001 - counted by the caller: bad data never stops the report
+        return None, e
 
 
-def _num_words(clip: ClipInput, record: dict, problems: list[str], *, warned: bool = False) -> int:
+def _num_words(transcript: Any, unreadable: Optional[Exception], record: dict, problems: list[str]) -> int:
     """Words of the clip's transcript, counted as ``preprocess``'s manifest counts them: its word entries, else the
-    whitespace-separated tokens of its spans (a caption-only SRT); without a transcript, the record's ``words``.
-    ``warned``: the transcript was read already (the clip was measured), which logged what it had to say."""
-    if clip.transcript is not None:
-        import loaders
+    whitespace-separated tokens of its spans (a caption-only SRT); without a transcript, the record's ``words``."""
+    if unreadable is not None:
+        problems.append(f"transcript unreadable for the word count: {unreadable}")
+        return 0
+    if transcript is not None:
         from avalign._measure import count_words
 
-        silence, transcript_logger = _Silence(), logging.getLogger("loaders._transcripts")
-        if warned:
-            transcript_logger.addFilter(silence)
-        try:
-            transcript = loaders.read_transcript(clip.transcript, name=clip.transcript_name)
-        except (ValueError, OSError) as e:
-            problems.append(f"transcript unreadable for the word count: {e}")
-            return 0
-        finally:
-            transcript_logger.removeFilter(silence)
         return count_words(transcript)
     words = record.get("words")
     return len(words) if isinstance(words, list) else 0
