@@ -53,3 +53,20 @@ def test_the_loader_batches_no_item_without_frames(ntsc_clip, tmp_path):
     batches = list(dataset)
     frames_per_item = [int(n) for b in batches for n in np.diff(b.cu_seqlens_frames.numpy()[:b.num_items + 1])]
     assert sorted(frames_per_item) == [150, 150] and sum(b.num_items for b in batches) == 2
+
+
+def test_a_gap_of_a_variable_rate_clip_keeps_its_windows():
+    """Only the clip's last window, shorter than a frame interval, is merged: windows inside a gap of a variable-rate
+    clip (frames to 0.9 s, then at 3.0 and 3.1 s) stay as they are, frameless, and the last one holds its frames."""
+    import torch
+
+    from avcore import AudioClip, Transcript, VideoClip, VideoMetadata
+
+    pts = torch.tensor([k / 10 for k in range(10)] + [3.0, 3.1], dtype=torch.float64)
+    frames = torch.zeros((12, 8, 10, 3), dtype=torch.uint8)
+    video = VideoClip(frames, pts, VideoMetadata("h264", 10, 8, 10.0, 12, 0.0, 3.2, fps_from_content=10.0))
+    audio = AudioClip(torch.zeros((1, 51200)), 16000, 0.0)
+    sample = aligner.align(video, audio, Transcript(()), sample_rate=16000, estimate=False, key="gap")
+    parts = split_windows(sample, window_seconds=1.0)
+    assert [p.video.num_frames for p in parts] == [10, 0, 0, 2]
+    assert parts[-1].stop_seconds == sample.stop_seconds and parts[-1].start_seconds == 3.0

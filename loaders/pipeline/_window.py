@@ -5,7 +5,7 @@ Windows tile the aligned sample's timeline ``[T0, T1)`` with no gap and no overl
     video time  T0            T0+W          T0+2W         T1
                 |-------------|-------------|------|
     windows     [  key@0      )[  key@1     )[key@2)          (the last one may be shorter)
-    a rest with no frame        [  key@0      )[  key@1        )   (merged into the window before it)
+    a last window under a frame interval that holds no frame joins the window before it (below)
     frames      pts rule: frame k is in window i iff a_i <= pts[k] < b_i
     samples     [round((a_i - T0)·sr), round((b_i - T0)·sr))   (half-up; counts add up to the whole)
     spans       those overlapping [a_i, b_i), clipped to it; frame/sample/token ranges re-based on the window
@@ -15,10 +15,11 @@ values were estimated or given once for the whole clip), so a span's samples are
 had in the parent, re-based to the window's first sample. A window's audio starts at
 ``T0 + round((a_i - T0)·sr) / sr``, within half a sample of ``a_i``.
 
-A clip with video whose last window would hold no frame has that rest merged into the window before it, which then
-holds a little more than ``window_seconds`` of audio (less than a frame interval more) and no more frames: a 29.97 fps
-clip of 300 frames spans 10.01 s, and ``window_seconds=10`` would otherwise add a 10 ms window of 160 samples and no
-frame to every such clip (an item of length 0 in the batch's video).
+A clip with video whose last window would be shorter than a frame interval (the median) and hold no frame has that
+rest merged into the window before it, which then holds a little more than ``window_seconds`` of audio (less than a
+frame interval more) and no more frames: a 29.97 fps clip of 300 frames spans 10.01 s, and ``window_seconds=10``
+would otherwise add a 10 ms window of 160 samples and no frame to every such clip (an item of length 0 in the batch's
+video).
 """
 from __future__ import annotations
 
@@ -76,11 +77,9 @@ def split_windows(sample: AlignedSample, *, window_seconds: Optional[float]) -> 
     if duration <= window_seconds + _TOLERANCE_SECONDS:
         return [sample]
     num_windows = int(math.ceil((duration - _TOLERANCE_SECONDS) / window_seconds))
-    if sample.video is not None and num_windows > 1:
-        pts = sample.video.pts_seconds.numpy()
-        last_start = start + (num_windows - 1) * window_seconds
-        if frame_range(pts, last_start, stop)[0] == frame_range(pts, last_start, stop)[1]:
-            num_windows -= 1  # the rest holds no frame: the window before it takes it (module docstring)
+    if sample.video is not None and num_windows > 1 and _frameless_rest(sample.video.pts_seconds.numpy(),
+                                                                        start + (num_windows - 1) * window_seconds, stop):
+        num_windows -= 1  # the window before it takes the rest (module docstring)
     if num_windows == 1:
         return [sample]
     out = []
@@ -89,6 +88,16 @@ def split_windows(sample: AlignedSample, *, window_seconds: Optional[float]) -> 
         window_stop_seconds = stop if index == num_windows - 1 else start + (index + 1) * window_seconds
         out.append(_cut(sample, window_start_seconds, window_stop_seconds, key=f"{sample.key}@{index}"))
     return out
+
+
+def _frameless_rest(pts: np.ndarray, rest_start_seconds: float, stop_seconds: float) -> bool:
+    """Whether ``[rest_start_seconds, stop_seconds)`` holds no frame and is shorter than the clip's typical frame
+    interval (its median): the rounding of a clip's span, not a stretch of video without frames (a held still of a
+    variable-rate clip, whose windows stay as they are)."""
+    first, last = frame_range(pts, rest_start_seconds, stop_seconds)
+    if first != last or pts.size < 2:
+        return False
+    return stop_seconds - rest_start_seconds < float(np.median(np.diff(pts)))
 
 
 def _cut(sample: AlignedSample, window_start_seconds: float, window_stop_seconds: float, *, key: str) -> AlignedSample:
