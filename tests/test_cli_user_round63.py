@@ -1,0 +1,160 @@
+"""A user's defects (round 63): each test writes what the user had (a shard with its ASR output under its own name,
+transcripts in the formats a user guesses, a shard given to ``measure``, a set of clips without transcripts) and
+checks what avalign says about them against what the test wrote."""
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from avalign.cli import main
+from tests.conftest import REPO, tiny_clip, write_tar
+
+SAMPLE = REPO / "sample_data"
+
+WHISPERX = json.dumps({"segments": [{"start": 0.1, "end": 0.9, "text": " Hello there.", "words": [
+    {"word": "Hello", "start": 0.1, "end": 0.4}, {"word": "there.", "start": 0.45, "end": 0.9}]}]}).encode()
+SRT = b"1\n00:00:00,100 --> 00:00:00,900\nHello there.\n"
+
+
+# ---------------------------------------------------------------- 1. a transcript member under its tool's name
+
+
+def test_a_transcript_member_under_another_name_is_said_not_read(tmp_path, caplog):
+    """Before: a shard whose ASR output is ``KEY.whisperx.json`` (or ``KEY.whisper.srt``, as ``measure --help``'s own
+    ``talk.whisperx.json`` suggests naming it) gave batches with no text and said nothing: ``stats`` counted no skip,
+    no member was dropped, and ``preprocess`` listed the member among those that are "not media, transcripts or
+    captions". A directory's ``talk.whisperx.json`` already got a rename hint. Oracle: the members the test wrote; a
+    record (``KEY.info.json``, ``KEY.align.json``) is not reported; names no other test uses (once per process)."""
+    from loaders import make_loader
+    from loaders.transcripts import pick_transcript
+
+    clip = tmp_path / "clip.mp4"
+    media = tiny_clip(clip, 1.0, fps=10, sample_rate=16000)
+    shard = write_tar(tmp_path / "asr-000000.tar", [("u1.mp4", media), ("u1.whisperx.json", WHISPERX)])
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        batches = list(make_loader(str(shard), seed=0, budgets=(300, 160_000, 512)))
+    assert [b.sample_keys for b in batches] == [("u1",)] and batches[0].num_words == 0  # still not read: said so
+    said = [r.getMessage() for r in caplog.records if "under a name that is not read" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(f"{shard}:u1: KEY.whisperx.json holds a transcript"), said
+    assert said[0].endswith("rename it to KEY.json when writing the shards"), said[0]
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        sample = {"__key__": "u2", "__url__": "s.tar", "mp4": b"", "whisper.srt": SRT}
+        assert pick_transcript(sample, sample.__getitem__) is None
+        records = {"__key__": "u3", "mp4": b"", "info.json": WHISPERX, "align.json": WHISPERX, "asr7.json": b"{}"}
+        assert pick_transcript(records, records.__getitem__) is None  # records, and JSON that is no transcript
+    said = [r.getMessage() for r in caplog.records if "under a name that is not read" in r.getMessage()]
+    assert said == [said[0]] and said[0].startswith("s.tar:u2: KEY.whisper.srt holds a transcript"), said
+    assert said[0].endswith("rename it to KEY.srt when writing the shards"), said[0]
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="avalign"):
+        assert main(["preprocess", str(shard), str(tmp_path / "out"), "--dry-run", "--no-progress"]) == 0
+    said = [r.getMessage() for r in caplog.records if "not written to the output" in r.getMessage()]
+    assert len(said) == 1 and said[0].endswith(
+        "if .whisperx.json holds the samples' transcript, name it KEY.json in the input shards"), said
+
+
+# ---------------------------------------------------------------- 2. transcripts in a format a user guesses
+
+
+@pytest.mark.parametrize("name, content, expected", [
+    ("talk.tsv", "start\tend\ttext\n100\t900\tHello there.\n",
+     "hint: this is openai-whisper's TSV output, which is not read: read the .srt, .vtt or .json"),
+    ("talk.txt", "Hello there. General Kenobi.\n",
+     "hint: it holds no time stamps (plain text?): a transcript needs times; for text without times, make it one SRT cue"),
+    ("talk.lrc", "[00:00.10]Hello there.\n[00:01.00]General Kenobi.\n",
+     "convert it with `ffmpeg -i {path} OUT.srt` and read OUT.srt"),
+    ("talk.sbv", "0:00:00.100,0:00:00.900\nHello there.\n",
+     "convert it with `ffmpeg -i {path} OUT.srt` and read OUT.srt"),
+    ("talk.ttml", '<?xml version="1.0"?><tt xmlns="http://www.w3.org/ns/ttml"><body><div><p begin="00:00:00.100" '
+                  'end="00:00:00.900">Hello there.</p></div></body></tt>',
+     "hint: XML subtitles (TTML / DFXP) are not read, and FFmpeg does not read them: get WebVTT or SRT"),
+])
+def test_a_transcript_in_a_format_not_read_gets_a_hint_that_works(tmp_path, capsys, name, content, expected):
+    """Before: every file whose format was not told was answered "pass --transcript-format, one of ['srt', …]",
+    which no format makes work for Whisper's TSV, plain text or TTML; an LRC file (``[00:00.10]Hello``) was read
+    as JSON and refused as ``line 1 column 3: invalid JSON``. Oracle: the file the test wrote; for the two
+    formats FFmpeg reads, the hint's command converts it, and the result is read with the test's times."""
+    from loaders import read_transcript
+    from tests.conftest import ffmpeg
+
+    path = tmp_path / name
+    path.write_text(content)
+    assert main(["measure", str(SAMPLE / "clip00.mp4"), "--transcript", str(path), "--json"]) == 2
+    document = json.loads(capsys.readouterr().out)["error"]
+    assert document["file"] == str(path) and document["reason"] == "transcript"
+    assert "invalid JSON" not in document["message"]
+    assert expected.format(path=path) in document["message"], document["message"]
+    if "ffmpeg -i" in expected:  # the hint works: the converted file holds the cue the test wrote
+        ffmpeg("-i", str(path), str(tmp_path / "OUT.srt"))
+        spans = read_transcript(tmp_path / "OUT.srt").spans
+        assert spans[0].text == "Hello there." and spans[0].start_seconds == pytest.approx(0.1)
+
+
+def test_a_plain_text_transcript_made_one_cue_as_the_hint_says_gets_its_words(tmp_path):
+    """The plain-text hint works: the text as one SRT cue over sample_data/clip00.mp4 (6 s) gets its words placed by
+    forced alignment inside the media. Oracle: the transcript's own words and the clip's length."""
+    from loaders import read_transcript
+
+    truth = read_transcript(SAMPLE / "clip00.json")
+    text = " ".join(span.text for span in truth.spans)
+    (tmp_path / "one.srt").write_text(f"1\n00:00:00,000 --> 00:00:06,000\n{text}\n")
+    out = tmp_path / "m.json"
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["measure", str(SAMPLE / "clip00.mp4"), "--transcript", str(tmp_path / "one.srt"), "--json"]) == 0
+    out.write_text(buffer.getvalue())
+    record = json.loads(out.read_text())
+    words = [w["text"] for w in record["words"]]
+    assert words == [w.text.strip(".,!?") for span in truth.spans for w in span.words], words
+    assert all(0.0 <= w["start_seconds"] < w["stop_seconds"] <= 6.0 for w in record["words"])
+
+
+# ---------------------------------------------------------------- 3. measure given a shard
+
+
+def test_measure_given_a_shard_says_it_is_a_shard_and_names_that_file(tmp_path, capsys):
+    """Before: ``avalign measure shard-000000.tar`` said ``cannot open …: Invalid data found when processing input;
+    hint: … another kind of file with a media extension?`` (a .tar has none), and ``--transcript`` given a shard or a
+    directory got a ``--json`` error whose ``file`` was the media, not the file refused. Oracle: the paths given."""
+    from avalign._cli_common import SHARD_SUFFIXES
+    from avcore import SHARD_SUFFIXES as LIBRARY_SHARD_SUFFIXES
+
+    assert SHARD_SUFFIXES == LIBRARY_SHARD_SUFFIXES  # the CLI's copy (no torch before parsing) mirrors the library
+    shard = str(SAMPLE / "shards" / "shard-000000.tar")
+    assert main(["measure", shard, "--json"]) == 2
+    document = json.loads(capsys.readouterr().out)["error"]
+    assert document["file"] == shard and document["reason"] == "invalid"
+    assert document["message"].startswith(f"media file {shard!r} is a WebDataset shard (a tar of samples), not one "
+                                          "media file; hint:"), document["message"]
+    assert "`avalign report INPUT --out DIR`" in document["message"]
+    media = str(SAMPLE / "clip00.mp4")
+    for transcript in (shard, str(tmp_path)):
+        assert main(["measure", media, "--transcript", transcript, "--json"]) == 2
+        document = json.loads(capsys.readouterr().out)["error"]
+        assert document["file"] == transcript, document
+        assert document["message"].startswith(f"transcript {transcript!r} is a"), document["message"]
+
+
+# ---------------------------------------------------------------- 4. report on clips without transcripts
+
+
+def test_report_on_clips_without_transcripts_says_so_not_zero_abstained(tmp_path, capsys):
+    """Before: ``avalign report`` of video2dataset clips (a ``KEY.txt`` caption, no transcript) printed ``text offset
+    none answered (0 abstained)`` and its histogram said ``none answered: all 0 abstained``. Oracle: the shard the
+    test wrote holds two clips and no transcript."""
+    clip = tmp_path / "clip.mp4"
+    media = tiny_clip(clip, 1.0, fps=10, sample_rate=16000)
+    shard = write_tar(tmp_path / "v2d-000000.tar", [("000000000.mp4", media), ("000000000.txt", b"a test pattern"),
+                                                    ("000000001.mp4", media), ("000000001.txt", b"a test pattern")])
+    assert main(["report", str(shard), "--out", str(tmp_path / "rep"), "--clip-pages", "0", "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "text offset none: no clip has a transcript   (> 0: stamps late)" in lines, lines
+    assert "clips       2 reported, 0 skipped" in lines
