@@ -586,6 +586,8 @@ def _transcript_under_another_name(ext: str) -> bool:
     """Whether a member extension left out could be a transcript named so that it is not read: a transcript format
     after a tag that is not a record's (``whisperx.json``, ``whisper.srt``; not ``info.json``, yt-dlp's metadata)."""
     tag, dot, last = ext.lower().rpartition(".")
+    if last != "json" and re.fullmatch(r"[a-z]{2,3}(?:[-_][a-z0-9]{2,8})*", tag):
+        return False  # a language-tagged subtitle (`en.srt`): read when it is the only one, else warned as ambiguous
     return bool(dot) and last in ("json", "srt", "vtt", "textgrid", "stm") and tag.rpartition(".")[2] not in (
         "align", "frames", "meta", "metadata", "info", "transcript")
 
