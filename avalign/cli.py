@@ -92,6 +92,9 @@ def _require_benchmark(args: argparse.Namespace) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    bench_log = logging.getLogger("avalign.bench")
+    if bench_log.getEffectiveLevel() > logging.INFO:  # its stage lines: minutes of work say where they are (stderr)
+        bench_log.setLevel(logging.INFO)
     if args.what == "decode":
         from avalign.bench import LONG_CASES, bench_decode, bench_long, format_decode_table, format_long_table
 

@@ -158,3 +158,27 @@ def test_report_on_clips_without_transcripts_says_so_not_zero_abstained(tmp_path
     lines = capsys.readouterr().out.splitlines()
     assert "text offset none: no clip has a transcript   (> 0: stamps late)" in lines, lines
     assert "clips       2 reported, 0 skipped" in lines
+
+
+# ---------------------------------------------------------------- 5. benchmarks say where they are
+
+
+def test_bench_decode_says_each_case_as_it_runs(tmp_path, caplog, capsys):
+    """Before: ``avalign bench decode`` printed nothing for a minute at ``--repeats 1`` (its default 5: minutes) and
+    ``avalign bench align`` nothing for more than 5 minutes at ``--num-clips 2`` (its wild sets are generated first):
+    their progress lines were INFO, shown only with ``-v``. Each stage now says itself on stderr, before the tables on
+    stdout. Oracle: the files the test gave, the tools of each table and the repeats asked for."""
+    full = tmp_path / "full.mp4"
+    tiny_clip(full, 2.0, fps=10, sample_rate=16000)
+    sparse = tmp_path / "sparse.mp4"
+    tiny_clip(sparse, 18.0, fps=10, sample_rate=16000)
+    assert main(["bench", "decode", str(full), str(sparse), "--repeats", "1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("avalign.bench")
+            and r.levelno == logging.INFO]
+    expected = [f"bench decode: (a) full decode of full.mp4: {row['tool']} [{n}/{len(result['full'])}], 1 run(s)"
+                for n, row in enumerate(result["full"], start=1)]
+    expected += [f"bench decode: (b) 8 frames at 1 fps from 10 s of sparse.mp4: {row['tool']} "
+                 f"[{n}/{len(result['sparse'])}], 1 run(s)" for n, row in enumerate(result["sparse"], start=1)]
+    expected += [f"bench decode: (c) decoder creation: {len(result['creation'])} tool(s), 1 run(s) each"]
+    assert said == expected, said
