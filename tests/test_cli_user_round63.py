@@ -182,3 +182,43 @@ def test_bench_decode_says_each_case_as_it_runs(tmp_path, caplog, capsys):
                  f"[{n}/{len(result['sparse'])}], 1 run(s)" for n, row in enumerate(result["sparse"], start=1)]
     expected += [f"bench decode: (c) decoder creation: {len(result['creation'])} tool(s), 1 run(s) each"]
     assert said == expected, said
+
+
+# ---------------------------------------------------------------- 6. resume, then set_epoch at the top of the loop
+
+
+@pytest.mark.parametrize("build", ["make_loader", "make_dataset"])
+def test_set_epoch_of_the_restored_epoch_keeps_the_restored_position(build, caplog):
+    """Before: the usual training loop after a restore, ``loader.load_state_dict(ckpt); for epoch in
+    range(ckpt_epoch, n): loader.set_epoch(epoch)``, read the restored epoch again from its start, silently: the
+    batches before the checkpoint were trained on twice (``set_epoch`` then ``load_state_dict`` resumed; the
+    other way round did not). Another epoch after a mid-epoch state drops its rest without a word. Oracle: the
+    uninterrupted run's batches after the checkpoint."""
+    import loaders
+
+    urls = str(SAMPLE / "shards" / "shard-{000000..000001}.tar")
+
+    def make():
+        return getattr(loaders, build)(urls, seed=0, budgets=(240, 128_000, 64), window_seconds=2.0)
+
+    loader = make()
+    batches = iter(loader)
+    before = [next(batches).sample_keys for _ in range(2)]
+    state = loader.state_dict()
+    rest = [b.sample_keys for b in batches]
+    assert rest and not set(sum(before, ())) & set(sum(rest, ()))
+
+    resumed = make()
+    resumed.load_state_dict(state)
+    resumed.set_epoch(0)  # the top of the training loop, at the checkpoint's epoch
+    assert [b.sample_keys for b in resumed] == rest
+
+    moved_on = make()
+    moved_on.load_state_dict(state)
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        moved_on.set_epoch(1)
+    said = [r.getMessage() for r in caplog.records if "after a loader state saved in the middle" in r.getMessage()]
+    assert said == ["set_epoch(1) after a loader state saved in the middle of epoch 0 was loaded: epoch 1 starts "
+                    "afresh (the rest of epoch 0 is not read); hint: set_epoch(0) keeps the restored position"], said
+    epoch1 = [k for b in moved_on for k in b.sample_keys]
+    assert sorted(epoch1) == sorted(sum(before, ()) + sum(rest, ()))  # a whole epoch: every window once
