@@ -222,3 +222,21 @@ def test_set_epoch_of_the_restored_epoch_keeps_the_restored_position(build, capl
                     "afresh (the rest of epoch 0 is not read); hint: set_epoch(0) keeps the restored position"], said
     epoch1 = [k for b in moved_on for k in b.sample_keys]
     assert sorted(epoch1) == sorted(sum(before, ()) + sum(rest, ()))  # a whole epoch: every window once
+
+
+def test_read_video_of_a_shard_says_it_is_a_tar(tmp_path):
+    """Before: ``loaders.read_video("shard-000000.tar")`` (and ``read_audio``, and a tar's bytes) said ``Invalid data
+    found when processing input; hint: … another kind of file with a media extension?``. Oracle: the sample shard, a
+    tar, and a copy of it named ``.mp4``."""
+    import loaders
+    from loaders.errors import DecodeError
+
+    shard = SAMPLE / "shards" / "shard-000000.tar"
+    renamed = tmp_path / "clip.mp4"
+    renamed.write_bytes(shard.read_bytes())
+    for read, source in ((loaders.read_video, str(shard)), (loaders.read_audio, str(shard)),
+                         (loaders.read_video, shard.read_bytes()), (loaders.read_video, str(renamed))):
+        with pytest.raises(DecodeError, match=r"it is a tar archive \(a WebDataset shard\?\), not audio or video; "
+                                              r"hint: read a shard's samples with loaders\.make_loader") as caught:
+            read(source)
+        assert caught.value.reason == "decode"
