@@ -240,3 +240,28 @@ def test_read_video_of_a_shard_says_it_is_a_tar(tmp_path):
                                               r"hint: read a shard's samples with loaders\.make_loader") as caught:
             read(source)
         assert caught.value.reason == "decode"
+
+
+# ---------------------------------------------------------------- 7. word-level JSON with no segments
+
+
+@pytest.mark.parametrize("words_key", ["words", "word_segments"])
+def test_words_without_segments_are_grouped_into_sentences(words_key, caplog):
+    """Before: OpenAI's ``verbose_json`` with ``timestamp_granularities=["word"]`` (``{"text", "words"}``, no
+    ``segments``) and WhisperX's ``word_segments`` alone made each word a segment of its own (a caption-level consumer,
+    ``segment_texts``, saw "Mr." as a caption; the loader's segment rows filled a word at a time) and logged a
+    WARNING that the words "lie in no span", for ordinary output. The pipeline's word chunks and whisper.cpp ``-ml 1``
+    were already grouped into sentences. Oracle: the words and sentences the test wrote."""
+    from loaders import read_transcript
+
+    words = [("Mr.", 0.5, 0.8, 0.9), ("Smith", 0.8, 1.2, 0.8), ("sat.", 1.2, 1.6, 0.7),
+             ("Then", 2.0, 2.3, 0.9), ("he", 2.3, 2.5, 0.9), ("left.", 2.5, 3.0, 0.6)]
+    doc = {"text": "Mr. Smith sat. Then he left.",
+           words_key: [{"word": w, "start": a, "end": b, "score": p} for w, a, b, p in words]}
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        spans = read_transcript(json.dumps(doc).encode(), name="talk.json").spans
+    assert [(s.text, s.start_seconds, s.stop_seconds) for s in spans] == [("Mr. Smith sat.", 0.5, 1.6),
+                                                                          ("Then he left.", 2.0, 3.0)]
+    assert [[(w.text, w.start_seconds, w.stop_seconds, w.score) for w in s.words] for s in spans] == [
+        [w for w in words[:3]], [w for w in words[3:]]]
+    assert not [r for r in caplog.records if "lie in no span" in r.getMessage()]
