@@ -265,3 +265,37 @@ def test_words_without_segments_are_grouped_into_sentences(words_key, caplog):
     assert [[(w.text, w.start_seconds, w.stop_seconds, w.score) for w in s.words] for s in spans] == [
         [w for w in words[:3]], [w for w in words[3:]]]
     assert not [r for r in caplog.records if "lie in no span" in r.getMessage()]
+
+
+# ---------------------------------------------------------------- 8. an A/V abstention at the search edge
+
+
+def test_an_av_abstention_at_the_search_edge_names_a_lag_at_the_edge(tmp_path, capsys):
+    """Before: ``measure`` of a 120 s test pattern over a steady tone said ``found best lag -412 ms at the edge;
+    needed a peak inside ±500 ms``: -412 ms is inside ±500 ms. The search runs over lags at the visual events'
+    centre; -412 ms was the offset at video time 0 after the cell's drift. The lag at the edge is now said as it was
+    searched, with the offset at time 0 beside it. Oracle: the search range asked for (±500 ms), the clip's
+    visual events (testsrc's counter, every second over the whole 120 s: centre near 60 s), and the clock model
+    (offset at 0 = lag − drift · centre). The estimator's answer is unchanged (``best_guess_ms``)."""
+    import re
+
+    from tests.conftest import ffmpeg
+
+    clip = tmp_path / "pattern.mp4"
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=320x240:rate=30", "-f", "lavfi", "-i", "sine=f=440:r=44100", "-t", "120",
+           "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", str(clip))
+    assert main(["measure", str(clip), "--json"]) == 0
+    abstain = json.loads(capsys.readouterr().out)["av_abstain"]
+    if abstain is None or abstain["reason"] != "peak_at_search_edge":
+        pytest.skip(f"this FFmpeg's pattern did not end at the search edge: {abstain}")
+    found = re.fullmatch(r"best lag ([+-]\d+) ms at the edge of the ±500 ms search(?: \(at the visual events' centre, "
+                         r"([\d.]+) s; with its drift of ([+-]\d+) ppm, ([+-]\d+) ms at video time 0\))?",
+                         abstain["found"])
+    assert found is not None, abstain["found"]
+    lag_ms = int(found.group(1))
+    assert 490 <= abs(lag_ms) <= 500  # at the edge of what was searched (two 5 ms steps from it at most)
+    if found.group(2) is not None:
+        centre, drift_ppm, at_zero = float(found.group(2)), int(found.group(3)), int(found.group(4))
+        assert 50.0 < centre < 70.0
+        assert at_zero == pytest.approx(lag_ms - drift_ppm * 1e-6 * centre * 1000.0, abs=2.0)
+        assert at_zero == pytest.approx(abstain["best_guess_ms"], abs=30.0)
