@@ -12,7 +12,7 @@ import re
 
 __all__ = ["DEFAULT_MAX_PIXELS", "INPUT_HINT", "MAX_OFFSET_MS", "MAX_SEARCH_OFFSET_MS", "MEDIA_HINT", "SHARD_SUFFIXES", "TRANSCRIPT_FORMATS",
            "check_local_input", "cli_message", "display_path", "error_document", "error_reason", "finite_float",
-           "limit_seconds", "offset_ms", "positive_int", "search_offset_ms"]
+           "limit_seconds", "offset_ms", "positive_int", "positive_seconds", "search_offset_ms"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
 """= ``loaders.media.DEFAULT_MAX_PIXELS`` (frames larger than this are skipped as ``too_large``)."""
@@ -81,6 +81,15 @@ def limit_seconds(text: str) -> float:
     value = finite_float(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not >= 0 (seconds; 0: no limit)")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """argparse ``type`` for a duration limit (``preprocess --max-duration``): a finite float > 0, refused with the
+    option's own name (the library's message names its Python parameter, ``max_duration_seconds``)."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not > 0 (seconds)")
     return value
 
 

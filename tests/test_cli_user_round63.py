@@ -299,3 +299,27 @@ def test_an_av_abstention_at_the_search_edge_names_a_lag_at_the_edge(tmp_path, c
         assert 50.0 < centre < 70.0
         assert at_zero == pytest.approx(lag_ms - drift_ppm * 1e-6 * centre * 1000.0, abs=2.0)
         assert at_zero == pytest.approx(abstain["best_guess_ms"], abs=30.0)
+
+
+# ---------------------------------------------------------------- 9. option errors name the option
+
+
+@pytest.mark.parametrize("command, option, value, expected", [
+    ("preprocess", "--workers", "0", "argument --workers: '0' is not > 0"),
+    ("preprocess", "--samples-per-shard", "0", "argument --samples-per-shard: '0' is not > 0"),
+    ("preprocess", "--max-duration", "-1", "argument --max-duration: '-1' is not > 0 (seconds)"),
+    ("preprocess", "--max-pixels", "0", "argument --max-pixels: '0' is not > 0"),
+    ("report", "--sample-rate", "0", "argument --sample-rate: '0' is not > 0"),
+])
+def test_a_bad_option_value_is_refused_by_its_flag(tmp_path, capsys, command, option, value, expected):
+    """Before: ``avalign preprocess raw/ out/ --max-duration -1`` said ``max_duration_seconds must be > 0 or None, got
+    max_duration_seconds = -1.0`` (and ``workers = 0``, ``max_pixels = 0``): the library's parameter names, not the
+    flags typed; ``measure --sample-rate 0`` already named its flag. Oracle: the flag and value the test passed."""
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    tiny_clip(clips / "a.mp4", 1.0, fps=10, sample_rate=16000)
+    out = ["--out", str(tmp_path / "rep")] if command == "report" else [str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as exited:
+        main([command, str(clips), *out, option, value, "--no-progress"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"avalign {command}: error: {expected}"
