@@ -840,6 +840,13 @@ def parse_json(text: str, *, name: str) -> list[Span]:
         # puts it at the top level as "words", with "segments" only when segment timestamps were asked for too.
         words_key = "word_segments" if document.get("word_segments") is not None else "words"
         word_segments = document.get(words_key)
+        if segments is None and word_segments is None and isinstance(document.get("caption"), str):
+            raise TranscriptError(
+                f"{name}: segments: missing: it is a clip's metadata with a 'caption' (video2dataset's KEY.json: "
+                f"{sorted(map(str, document))[:10]}), not a timed transcript; hint: a caption has no times: in a "
+                "shard the loader reads it as the sample's caption (PackedBatch.caption_texts); to align its words, make it one SRT cue over "
+                "the media (`1`, then `00:00:00,000 --> HH:MM:SS,mmm` to the media's end, then the text)"
+            )
         if segments is None and word_segments is None:
             raise TranscriptError(
                 f"{name}: segments: missing; hint: expected WhisperX/whisper JSON with a 'segments' list "

@@ -73,11 +73,16 @@ def test_a_transcript_member_under_another_name_is_said_not_read(tmp_path, caplo
     ("talk.ttml", '<?xml version="1.0"?><tt xmlns="http://www.w3.org/ns/ttml"><body><div><p begin="00:00:00.100" '
                   'end="00:00:00.900">Hello there.</p></div></body></tt>',
      "hint: XML subtitles (TTML / DFXP) are not read, and FFmpeg does not read them: get WebVTT or SRT"),
+    ("000000000.json", json.dumps({"url": "https://example.com/v.mp4", "key": "000000000", "status": "success",
+                                   "caption": "a dog runs on a beach", "duration": 6.0}),
+     "it is a clip's metadata with a 'caption' (video2dataset's KEY.json: ['caption', 'duration', 'key', 'status', "
+     "'url']), not a timed transcript; hint: a caption has no times"),
 ])
 def test_a_transcript_in_a_format_not_read_gets_a_hint_that_works(tmp_path, capsys, name, content, expected):
     """Before: every file whose format was not told was answered "pass --transcript-format, one of ['srt', …]",
     which no format makes work for Whisper's TSV, plain text or TTML; an LRC file (``[00:00.10]Hello``) was read
-    as JSON and refused as ``line 1 column 3: invalid JSON``. Oracle: the file the test wrote; for the two
+    as JSON and refused as ``line 1 column 3: invalid JSON``; video2dataset's metadata ``KEY.json`` given as the
+    transcript got "segments: missing" with no word that it is metadata. Oracle: the file the test wrote; for the two
     formats FFmpeg reads, the hint's command converts it, and the result is read with the test's times."""
     from loaders import read_transcript
     from tests.conftest import ffmpeg
