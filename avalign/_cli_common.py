@@ -117,8 +117,8 @@ def check_local_input(path: str, *, what: str = "input", hint: str = INPUT_HINT,
     ``hint`` says what the command takes. With ``file_only`` (``measure``), a directory, a WebDataset shard
     (:data:`SHARD_SUFFIXES`), a brace pattern or a URL is refused with ``ValueError``; ``elsewhere`` then says which
     commands take such an input. Every error carries ``path`` (the refused file: what a ``--json`` error names).
-    Brace patterns, URLs
-    (``s3://``, ``file://``…) and ``pipe:`` specs are otherwise left to the library, which expands them.
+    Brace patterns, URLs (``s3://``, ``file://``…) and ``pipe:`` specs are otherwise left to the library, which
+    expands them.
     """
     more = f"; {elsewhere}" if elsewhere else ""
 
