@@ -234,6 +234,18 @@ def _hint_unquoted_pattern(argv: Sequence[str], code: object) -> None:
           f"'{os.path.join(folder, 'shard-{000000..000005}.tar')}').", file=sys.stderr)
 
 
+def _hint_out_option(argv: Sequence[str], code: object) -> None:
+    """After a usage error: ``preprocess`` given ``report``'s ``--out DIR`` (argparse took DIR for OUTPUT_DIR and said
+    only "unrecognized arguments: --out", under the top-level usage)."""
+    command = next((a for a in argv if a in _COMMANDS), None)
+    out = next((i for i, a in enumerate(argv) if a == "--out" or a.startswith("--out=")), None)
+    if code in (0, None) or command != "preprocess" or out is None:
+        return
+    given = argv[out].partition("=")[2] or (argv[out + 1] if out + 1 < len(argv) else "OUTPUT_DIR")
+    print(f"avalign preprocess: hint: the output directory is preprocess's second argument, not an option: "
+          f"`avalign preprocess INPUT {given}` (`avalign report INPUT --out DIR` is the one with --out)", file=sys.stderr)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run one subcommand; return its exit status.
 
@@ -248,6 +260,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _require_benchmark(args)
     except SystemExit as e:  # a usage error: argparse has explained it on stderr
         _hint_unquoted_pattern(argv, e.code)
+        _hint_out_option(argv, e.code)
         if e.code not in (0, None) and "--json" in argv:
             command = next((a for a in argv if a in _COMMANDS), None)
             _print_json_error(command, None, "usage", "invalid arguments (see the usage message on stderr)",

@@ -328,3 +328,20 @@ def test_a_bad_option_value_is_refused_by_its_flag(tmp_path, capsys, command, op
         main([command, str(clips), *out, option, value, "--no-progress"])
     assert exited.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"avalign {command}: error: {expected}"
+
+
+def test_preprocess_given_reports_out_option_says_where_the_output_goes(tmp_path, capsys):
+    """Before: ``avalign preprocess raw/ --out out/`` (``report``'s way of naming the output) printed the top-level
+    usage and ``avalign: error: unrecognized arguments: --out``: not which command, nor that OUTPUT_DIR is positional.
+    Oracle: the directory the test passed; nothing is written."""
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    out = tmp_path / "out"
+    for argv in (["preprocess", str(clips), "--out", str(out)], ["preprocess", str(clips), f"--out={out}"]):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"avalign preprocess: hint: the output directory is preprocess's second argument, not an option: "
+            f"`avalign preprocess INPUT {out}` (`avalign report INPUT --out DIR` is the one with --out)")
+    assert not out.exists()
