@@ -345,3 +345,14 @@ def test_preprocess_given_reports_out_option_says_where_the_output_goes(tmp_path
             f"avalign preprocess: hint: the output directory is preprocess's second argument, not an option: "
             f"`avalign preprocess INPUT {out}` (`avalign report INPUT --out DIR` is the one with --out)")
     assert not out.exists()
+
+
+def test_preprocess_help_gives_the_manifests_units(capsys):
+    """Before: ``preprocess --help`` listed manifest.jsonl's ``duration`` and ``num_samples`` with no unit, while
+    ``--json``'s ``num_samples`` counts clips: a manifest line of clip00 says ``"duration":6.0,"num_samples":96000``.
+    Oracle: sample_data's clip00 (6 s, 16 kHz indices: 96000 samples) as preprocess writes its line."""
+    with pytest.raises(SystemExit):
+        main(["preprocess", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("manifest.jsonl (key, shard, duration: seconds, num_frames, num_samples: audio samples at --sample-rate "
+            "(0: no audio; --json's num_samples counts the samples written, clips)") in text, text

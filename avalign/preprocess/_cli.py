@@ -28,7 +28,8 @@ EPILOG = """examples:
   avalign preprocess clips/ out/                             # rerun after a crash: complete shards are kept
 
 output: out/shard-000000.tar … (<key>.<media>, <key>.align.json, <key>.frames.json, <key>.transcript.json),
-out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words, media_ext, source; num_words counts
+out/manifest.jsonl (key, shard, duration: seconds, num_frames, num_samples: audio samples at --sample-rate (0: no
+audio; --json's num_samples counts the samples written, clips), num_words, media_ext, source; num_words counts
 the transcript's words: align.json's "words" lists only those placed on the timeline, so a caption forced alignment
 could not split, counted in num_words, is in align.json's "segments" only and in its caption_words_failed),
 out/skipped.jsonl (input, key, reason: decode, missing_audio, too_large, transcript, unsafe_name, duplicate_key,
