@@ -349,8 +349,9 @@ def test_preprocess_given_reports_out_option_says_where_the_output_goes(tmp_path
 
 def test_preprocess_help_gives_the_manifests_units(capsys):
     """Before: ``preprocess --help`` listed manifest.jsonl's ``duration`` and ``num_samples`` with no unit, while
-    ``--json``'s ``num_samples`` counts clips: a manifest line of clip00 says ``"duration":6.0,"num_samples":96000``.
-    Oracle: sample_data's clip00 (6 s, 16 kHz indices: 96000 samples) as preprocess writes its line."""
+    ``--json``'s ``num_samples`` counts clips (sample_data's clip00 has the manifest line ``"duration":6.0,
+    "num_samples":96000``: 6 s of 16 kHz indices, and a run over it prints ``"num_samples": 1``). Oracle: the help
+    text, which now gives both units."""
     with pytest.raises(SystemExit):
         main(["preprocess", "--help"])
     text = " ".join(capsys.readouterr().out.split())
