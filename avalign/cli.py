@@ -10,7 +10,8 @@ import sys
 import traceback
 from typing import Optional, Sequence
 
-from avalign._cli_common import (DEFAULT_MAX_PIXELS, MAX_OFFSET_MS, MAX_SEARCH_OFFSET_MS, MEDIA_HINT, TRANSCRIPT_FORMATS,
+from avalign._cli_common import (DEFAULT_MAX_PIXELS, MAX_OFFSET_MS, MAX_SEARCH_OFFSET_MS, MEDIA_HINT, SHARD_SUFFIXES,
+                                 TRANSCRIPT_FORMATS,
                                  check_local_input, cli_message, display_path, error_document, error_reason, offset_ms,
                                  positive_int, search_offset_ms)
 from avalign._progress import Progress, format_eta
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_OFFSET_MS",
     "MAX_SEARCH_OFFSET_MS",
     "Progress",
+    "SHARD_SUFFIXES",
     "TRANSCRIPT_FORMATS",
     "build_parser",
     "check_local_input",

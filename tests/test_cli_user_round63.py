@@ -129,7 +129,7 @@ def test_measure_given_a_shard_says_it_is_a_shard_and_names_that_file(tmp_path, 
     """Before: ``avalign measure shard-000000.tar`` said ``cannot open …: Invalid data found when processing input;
     hint: … another kind of file with a media extension?`` (a .tar has none), and ``--transcript`` given a shard or a
     directory got a ``--json`` error whose ``file`` was the media, not the file refused. Oracle: the paths given."""
-    from avalign._cli_common import SHARD_SUFFIXES
+    from avalign.cli import SHARD_SUFFIXES
     from avcore import SHARD_SUFFIXES as LIBRARY_SHARD_SUFFIXES
 
     assert SHARD_SUFFIXES == LIBRARY_SHARD_SUFFIXES  # the CLI's copy (no torch before parsing) mirrors the library
