@@ -52,6 +52,9 @@ def _setup_logging(verbose: int) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    demo_log = logging.getLogger("avalign._demo")
+    if demo_log.getEffectiveLevel() > logging.INFO:  # a line per clip on stderr: tens of seconds say where they are
+        demo_log.setLevel(logging.INFO)
     from avalign._demo import format_summary, run_demo
 
     data = args.data

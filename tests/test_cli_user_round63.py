@@ -357,3 +357,15 @@ def test_preprocess_help_gives_the_manifests_units(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert ("manifest.jsonl (key, shard, duration: seconds, num_frames, num_samples: audio samples at --sample-rate "
             "(0: no audio; --json's num_samples counts the samples written, clips)") in text, text
+
+
+def test_demo_says_each_clip_as_it_goes(caplog, capsys):
+    """Before: ``avalign demo`` (what ``make demo`` runs first) printed nothing for 20-35 s on this machine, then
+    everything at once. It now says each clip as it is decoded and aligned, and the loader stage, on stderr (stdout
+    keeps the summary). Oracle: the clips the summary lists, in its order."""
+    assert main(["demo", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    said = [r.getMessage() for r in caplog.records if r.name == "avalign._demo" and r.levelno == logging.INFO]
+    assert said[0].startswith(f"demo: decoding and aligning the samples of {summary['shards']} shard(s) in ")
+    assert [m.split()[1] for m in said[1:-1]] == [clip["key"] for clip in summary["clips"]], said
+    assert said[-1] == f"demo: make_loader over the {summary['shards']} shard(s) (2 s windows, fixed-capacity batches)"
