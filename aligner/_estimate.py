@@ -61,6 +61,19 @@ STRONG_MATCH_SCORE = 2.5
 _DEFAULT = AVOptions()
 
 
+def _edge_found(match, options: AVOptions) -> str:
+    """What ``peak_at_search_edge`` found, in the range's own terms: the search runs over lags at the visual events'
+    centre, so the lag at the edge is said there (``-500 ms``), with its offset at video time 0 beside it when a drift
+    moves it (``-412 ms`` at -1466 ppm over a 120 s clip: not, on its own, at the edge of ±500 ms)."""
+    at_centre = match.lag_seconds * 1000.0
+    at_zero = match.lag_curve_ms[match.lag_index]
+    found = f"best lag {at_centre:+.0f} ms at the edge of the ±{options.max_offset_ms:.0f} ms search"
+    if abs(at_zero - at_centre) >= 1.0:
+        found += (f" (at the visual events' centre, {match.centre_seconds:.1f} s; with its drift of "
+                  f"{match.drift * 1e6:+.0f} ppm, {at_zero:+.0f} ms at video time 0)")
+    return found
+
+
 def _no_match(events: VisualEvents, num_audio: int, common: dict) -> Optional[AVEstimate]:
     """Step 1's abstentions: nothing to correlate (no isolated visual event, or no audio event)."""
     num_events, num_continuous = events.num_events, events.num_continuous
@@ -221,7 +234,7 @@ def estimate_av_offset_from_features(
     fit = fit_drift(pairs, options, matched_pairs(events.times_seconds, onsets, match, window_seconds=OFFSET_PAIR_SECONDS))
     common.update(num_matched=pairs.num_matched, confidence=confidence_from_score(match.score, options.null_threshold))
     if match.at_search_edge:  # abstains whatever min_confidence: the true offset may lie outside the range
-        return av_abstain("peak_at_search_edge", found=f"best lag {match.lag_curve_ms[match.lag_index]:+.0f} ms at the edge",
+        return av_abstain("peak_at_search_edge", found=_edge_found(match, options),
                           needed=f"a peak inside ±{options.max_offset_ms:.0f} ms", best_guess_ms=fit.offset_ms, **common)
     if events.num_events < MIN_EVENTS:
         common["confidence"] = 0.0  # one or two coincidences prove nothing, however sharp

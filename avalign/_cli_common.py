@@ -10,14 +10,18 @@ import math
 import os
 import re
 
-__all__ = ["DEFAULT_MAX_PIXELS", "INPUT_HINT", "MAX_OFFSET_MS", "MAX_SEARCH_OFFSET_MS", "MEDIA_HINT", "TRANSCRIPT_FORMATS",
+__all__ = ["DEFAULT_MAX_PIXELS", "INPUT_HINT", "MAX_OFFSET_MS", "MAX_SEARCH_OFFSET_MS", "MEDIA_HINT", "SHARD_SUFFIXES", "TRANSCRIPT_FORMATS",
            "check_local_input", "cli_message", "display_path", "error_document", "error_reason", "finite_float",
-           "limit_seconds", "offset_ms", "positive_int", "search_offset_ms"]
+           "limit_seconds", "offset_ms", "positive_int", "positive_seconds", "search_offset_ms"]
 
 DEFAULT_MAX_PIXELS = 3840 * 2160
 """= ``loaders.media.DEFAULT_MAX_PIXELS`` (frames larger than this are skipped as ``too_large``)."""
 TRANSCRIPT_FORMATS = ("srt", "vtt", "json", "textgrid", "stm")
 """= the formats ``loaders.read_transcript`` knows (its ``format=`` values), offered as ``--transcript-format``."""
+
+
+SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+"""= ``avcore.SHARD_SUFFIXES`` (names read as WebDataset shards): ``measure`` says a shard is not one media file."""
 
 
 MAX_OFFSET_MS = 100_000_000.0
@@ -80,6 +84,15 @@ def limit_seconds(text: str) -> float:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """argparse ``type`` for a duration limit (``preprocess --max-duration``): a finite float > 0, refused with the
+    option's own name (the library's message names its Python parameter, ``max_duration_seconds``)."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not > 0 (seconds)")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse ``type`` for a count or a rate (``--sample-rate``): an int > 0."""
     try:
@@ -101,14 +114,22 @@ def check_local_input(path: str, *, what: str = "input", hint: str = INPUT_HINT,
                       elsewhere: str = "") -> None:
     """Raise ``FileNotFoundError`` for a local ``path`` that does not exist, before any heavy import.
 
-    ``hint`` says what the command takes. With ``file_only`` (``measure``), a directory, a brace pattern or a URL is
-    refused with ``ValueError``; ``elsewhere`` then says which commands take such an input. Brace patterns, URLs
-    (``s3://``, ``file://``…) and ``pipe:`` specs are otherwise left to the library, which expands them.
+    ``hint`` says what the command takes. With ``file_only`` (``measure``), a directory, a WebDataset shard
+    (:data:`SHARD_SUFFIXES`), a brace pattern or a URL is refused with ``ValueError``; ``elsewhere`` then says which
+    commands take such an input. Every error carries ``path`` (the refused file: what a ``--json`` error names).
+    Brace patterns, URLs (``s3://``, ``file://``…) and ``pipe:`` specs are otherwise left to the library, which
+    expands them.
     """
     more = f"; {elsewhere}" if elsewhere else ""
+
+    def refused(message: str) -> ValueError:
+        error = ValueError(message)
+        error.path = path  # the file a --json error document names: this one, not the command's first input
+        return error
+
     if "{" in path or "://" in path or path.startswith("pipe:") or "::" in path:
         if file_only and not os.path.isfile(path):
-            raise ValueError(f"{what} {path!r} is not a local file; hint: {hint}{more}")
+            raise refused(f"{what} {path!r} is not a local file; hint: {hint}{more}")
         return
     if not os.path.exists(path):
         glob_note = ""  # a quoted glob: the commands take one input, so the shell cannot expand it for them either
@@ -119,7 +140,10 @@ def check_local_input(path: str, *, what: str = "input", hint: str = INPUT_HINT,
         error.path = path  # the file a --json error document names (``filename`` would change str(error))
         raise error
     if file_only and os.path.isdir(path):
-        raise ValueError(f"{what} {path!r} is a directory; hint: {hint}{more}")
+        raise refused(f"{what} {path!r} is a directory; hint: {hint}{more}")
+    if file_only and path.lower().endswith(SHARD_SUFFIXES):  # FFmpeg would call it "Invalid data", "not media?"
+        raise refused(f"{what} {path!r} is a WebDataset shard (a tar of samples), not one {what.split()[0]} file; "
+                      f"hint: {hint}{more}")
 
 
 def error_reason(error: BaseException) -> str:

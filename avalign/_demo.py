@@ -91,6 +91,7 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
     def report(shard: str, key: str, reason: str) -> None:
         skipped.append({"shard": shard, "key": key, "reason": reason})
 
+    logger.info("demo: decoding and aligning the samples of %d shard(s) in %s", len(shards), data_dir)
     for sample in shard_samples(shards, report=report):
         key = sample["__key__"]
         media_ext = next((e for e in MEDIA_EXTENSIONS if e in sample), None)
@@ -108,6 +109,7 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
             t0 = time.perf_counter()
             aligned = aligner.align(video, audio, transcript, sample_rate=sample_rate, key=key)
             align_seconds = time.perf_counter() - t0
+            logger.info("demo: %s decoded in %.1f s, aligned in %.1f s", key, decode_seconds, align_seconds)
         except (loaders.DecodeError, loaders.TranscriptError, IndexError) as e:
             report(sample["__url__"], key, f"{type(e).__name__}: {e}")
             continue
@@ -163,6 +165,7 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
             "packs": [[rows[i]["key"] for i in p] for p in packs],
             "padding_percent": [round(100 * (1 - used[j] / (len(packs) * budgets[j])), 1) for j in range(3)],
         }
+    logger.info("demo: make_loader over the %d shard(s) (2 s windows, fixed-capacity batches)", len(shards))
     loader_summary = _run_loader(shards, sample_rate=sample_rate)
     return {
         "data_dir": data_dir,

@@ -10,7 +10,8 @@ import sys
 import traceback
 from typing import Optional, Sequence
 
-from avalign._cli_common import (DEFAULT_MAX_PIXELS, MAX_OFFSET_MS, MAX_SEARCH_OFFSET_MS, MEDIA_HINT, TRANSCRIPT_FORMATS,
+from avalign._cli_common import (DEFAULT_MAX_PIXELS, MAX_OFFSET_MS, MAX_SEARCH_OFFSET_MS, MEDIA_HINT, SHARD_SUFFIXES,
+                                 TRANSCRIPT_FORMATS,
                                  check_local_input, cli_message, display_path, error_document, error_reason, offset_ms,
                                  positive_int, search_offset_ms)
 from avalign._progress import Progress, format_eta
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_OFFSET_MS",
     "MAX_SEARCH_OFFSET_MS",
     "Progress",
+    "SHARD_SUFFIXES",
     "TRANSCRIPT_FORMATS",
     "build_parser",
     "check_local_input",
@@ -50,6 +52,9 @@ def _setup_logging(verbose: int) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    demo_log = logging.getLogger("avalign._demo")
+    if demo_log.getEffectiveLevel() > logging.INFO:  # a line per clip on stderr: tens of seconds say where they are
+        demo_log.setLevel(logging.INFO)
     from avalign._demo import format_summary, run_demo
 
     data = args.data
@@ -92,6 +97,9 @@ def _require_benchmark(args: argparse.Namespace) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    bench_log = logging.getLogger("avalign.bench")
+    if bench_log.getEffectiveLevel() > logging.INFO:  # its stage lines: minutes of work say where they are (stderr)
+        bench_log.setLevel(logging.INFO)
     if args.what == "decode":
         from avalign.bench import LONG_CASES, bench_decode, bench_long, format_decode_table, format_long_table
 
@@ -231,6 +239,18 @@ def _hint_unquoted_pattern(argv: Sequence[str], code: object) -> None:
           f"'{os.path.join(folder, 'shard-{000000..000005}.tar')}').", file=sys.stderr)
 
 
+def _hint_out_option(argv: Sequence[str], code: object) -> None:
+    """After a usage error: ``preprocess`` given ``report``'s ``--out DIR`` (argparse took DIR for OUTPUT_DIR and said
+    only "unrecognized arguments: --out", under the top-level usage)."""
+    command = next((a for a in argv if a in _COMMANDS), None)
+    out = next((i for i, a in enumerate(argv) if a == "--out" or a.startswith("--out=")), None)
+    if code in (0, None) or command != "preprocess" or out is None:
+        return
+    given = argv[out].partition("=")[2] or (argv[out + 1] if out + 1 < len(argv) else "OUTPUT_DIR")
+    print(f"avalign preprocess: hint: the output directory is preprocess's second argument, not an option: "
+          f"`avalign preprocess INPUT {given}` (`avalign report INPUT --out DIR` is the one with --out)", file=sys.stderr)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run one subcommand; return its exit status.
 
@@ -245,6 +265,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _require_benchmark(args)
     except SystemExit as e:  # a usage error: argparse has explained it on stderr
         _hint_unquoted_pattern(argv, e.code)
+        _hint_out_option(argv, e.code)
         if e.code not in (0, None) and "--json" in argv:
             command = next((a for a in argv if a in _COMMANDS), None)
             _print_json_error(command, None, "usage", "invalid arguments (see the usage message on stderr)",

@@ -133,6 +133,21 @@ def open_for_pyav(source: MediaSource) -> Union[str, BinaryIO]:
     raise TypeError(f"source must be a path, bytes or a binary file object, got {type(source).__name__}")
 
 
+def _is_tar(source: MediaSource) -> bool:
+    """Whether ``source`` starts as a POSIX / GNU tar does (``ustar`` at byte 257): a WebDataset shard."""
+    try:
+        if isinstance(source, (str, os.PathLike)):
+            with open(source, "rb") as handle:
+                head = handle.read(265)
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            head = bytes(source[:265])
+        else:
+            return False
+    except OSError:
+        return False
+    return head[257:262] == b"ustar"
+
+
 def _open_failure(error: BaseException) -> str:
     """Why ``av.open`` failed, in words: FFmpeg's own message without its errno and file name (``[Errno 1094995529]``
     and ``'<none>'`` for bytes: the caller names the file), with a hint when FFmpeg found no container it reads."""
@@ -186,6 +201,12 @@ def open_container(source: MediaSource, label: str, *, kind: str):
     except (FileNotFoundError, TypeError):
         raise
     except (av.error.FFmpegError, ValueError, OSError) as e:
+        if _is_tar(source):  # a shard given as one media file: FFmpeg's "Invalid data" would not say so
+            error = DecodeError(f"cannot open {label}: it is a tar archive (a WebDataset shard?), not audio or video; "
+                                "hint: read a shard's samples with loaders.make_loader / loaders.make_dataset, or "
+                                "`avalign report SHARD --out DIR` / `avalign preprocess SHARD OUT_DIR`")
+            error.container_unreadable = True
+            raise error from e
         error = DecodeError(f"cannot open {label}: {_open_failure(e)}")
         error.container_unreadable = True  # FFmpeg cannot even read the container: no other FFmpeg-based decoder can
         raise error from e

@@ -689,6 +689,20 @@ def _word_segments(words: list[tuple[float, float, str]], document_text: Any = N
              "words": [{"word": w[2], "start": w[0], "end": w[1]} for w in g]} for g in groups]
 
 
+def _sentences_of(words: list[Word], document_text: Any, *, where: str) -> list[Span]:
+    """A document's words with no segments around them, as segments: grouped by :func:`_word_segments` as the other
+    word-level layouts are (the pipeline's word chunks, whisper.cpp ``-ml 1``), each segment keeping its words
+    (scores included). Before, each word became a segment of its own, with a warning that it "lies in no span"."""
+    ordered = sorted(words, key=lambda w: (w.start_seconds, w.stop_seconds))
+    groups = _word_segments([(w.start_seconds, w.stop_seconds, w.text) for w in ordered], document_text)
+    spans, first = [], 0
+    for number, group in enumerate(groups):
+        own = ordered[first:first + len(group["words"])]
+        first += len(own)
+        spans.append(make_span(group["text"], group["start"], group["end"], own, where=f"{where} (sentence {number})"))
+    return spans
+
+
 def _hf_chunks(chunks: list, *, name: str, text: Any = None) -> tuple[dict, str]:
     """The Hugging Face ASR pipeline's ``chunks`` (``text``: the document's own ``text``) as segments: each chunk a
     segment, or, when every chunk's text is one word (``return_timestamps="word"``), each chunk a word, the words
@@ -796,7 +810,8 @@ def parse_json(text: str, *, name: str) -> list[Span]:
     Segments have ``start``, ``end`` (or ``stop``), ``text`` and optional ``words`` (``word``, ``start``,
     ``end``, ``score`` or ``probability``). When segments carry no words, a top-level ``word_segments`` list
     (WhisperX), else a top-level ``words`` list (OpenAI's ``verbose_json`` with word timestamps, which has no
-    ``segments`` unless they were asked for too), is distributed over them. A video2dataset ``KEY.json`` record
+    ``segments`` unless they were asked for too), is distributed over them; with no ``segments`` at all, the words
+    are grouped into sentence segments (:func:`_sentences_of`). A video2dataset ``KEY.json`` record
     whose Whisper subsampler wrote its transcript under ``whisper_transcript`` (WhisperX's ``{"segments": …}``) is
     read from there. whisper.cpp's ``-oj`` / ``-ojf`` JSON (words from ``-ojf``'s tokens) and the Hugging Face ASR
     pipeline's ``chunks`` (words when every chunk is one word) are read too (:func:`_other_whisper_layouts`).
@@ -825,6 +840,13 @@ def parse_json(text: str, *, name: str) -> list[Span]:
         # puts it at the top level as "words", with "segments" only when segment timestamps were asked for too.
         words_key = "word_segments" if document.get("word_segments") is not None else "words"
         word_segments = document.get(words_key)
+        if segments is None and word_segments is None and isinstance(document.get("caption"), str):
+            raise TranscriptError(
+                f"{name}: segments: missing: it is a clip's metadata with a 'caption' (video2dataset's KEY.json: "
+                f"{sorted(map(str, document))[:10]}), not a timed transcript; hint: a caption has no times: in a "
+                "shard the loader reads it as the sample's caption (PackedBatch.caption_texts); to align its words, make it one SRT cue over "
+                "the media (`1`, then `00:00:00,000 --> HH:MM:SS,mmm` to the media's end, then the text)"
+            )
         if segments is None and word_segments is None:
             raise TranscriptError(
                 f"{name}: segments: missing; hint: expected WhisperX/whisper JSON with a 'segments' list "
@@ -840,7 +862,10 @@ def parse_json(text: str, *, name: str) -> list[Span]:
         if word_segments is not None and not any(s.words for s in spans):
             last_stop = max((s.stop_seconds for s in spans), default=0.0)
             loose = _json_words(word_segments, 0.0, last_stop, where=f"{name}: {words_key}", counter=counter)
-            spans = attach_words(spans, loose, name=name)
+            if segments is None:  # words only (OpenAI's word granularity, WhisperX's word_segments alone): sentences
+                spans = _sentences_of(loose, document.get("text"), where=f"{name}: {words_key}")
+            else:
+                spans = attach_words(spans, loose, name=name)
     else:
         raise TranscriptError(
             f"{name}: expected a JSON object with 'segments' or a list of segments, got {type(document).__name__}"

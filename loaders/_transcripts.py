@@ -273,12 +273,38 @@ def _is_ass(name: str, text: str) -> bool:
     return suffix in ("ass", "ssa") or text.lstrip("\ufeff \t\r\n").startswith("[Script Info]")
 
 
+_LRC_TIME = re.compile(r"\[\d{1,3}:\d{2}(?:[.:]\d{1,3})?\]")
+"""An LRC line's time tag (``[01:02.50]``): lyrics FFmpeg reads, whose ``[`` is not JSON's."""
+_WHISPER_TSV = re.compile(r"start\tend\ttext\s*\n")
+"""The header of openai-whisper's ``--output_format tsv`` (times in integer milliseconds)."""
+_ANY_TIME = re.compile(r"\d:\d\d|\d+[.,]\d+\s*(?:-->|,|\t|\s)\s*\d")
+"""Something that reads as a time stamp or a start/stop pair: a file without any is text with no times."""
+
+
+def _unknown_format_hint(label: str, text: str) -> str:
+    """What to do with a transcript whose format neither its name nor its content tells (the part after ``hint:``)."""
+    head = text.lstrip("\ufeff \t\r\n")
+    formats = f"pass format= one of {list(_FORMATS)} if it is one of them"
+    if _WHISPER_TSV.match(head):
+        return ("this is openai-whisper's TSV output, which is not read: read the .srt, .vtt or .json that Whisper writes "
+                "beside it (`--output_format json` keeps the word times with `--word_timestamps True`)")
+    if head.startswith("<") and "<sami" not in head[:500].lower():  # SAMI: FFmpeg reads it (the last hint)
+        return ("XML subtitles (TTML / DFXP) are not read, and FFmpeg does not read them: get WebVTT or SRT "
+                "instead (yt-dlp `--sub-format vtt`, or `--convert-subs srt`, which converts TTML itself)")
+    if _ANY_TIME.search(text[:100_000]) is None:
+        return ("it holds no time stamps (plain text?): a transcript needs times; for text without times, make it one "
+                "SRT cue over the media (`1`, then `00:00:00,000 --> HH:MM:SS,mmm` to the media's end, then the text): "
+                "its words are then placed by forced alignment")
+    return (f"{formats}; another subtitle format that FFmpeg reads (YouTube .sbv, .lrc lyrics, SAMI, MicroDVD…): "
+            f"convert it with `ffmpeg -i {label} OUT.srt` and read OUT.srt")
+
+
 def sniff_format(text: str) -> Optional[str]:
     """Guess the format from the content; None when nothing matches."""
     head = text.lstrip("\ufeff \t\r\n")
     if head.startswith("WEBVTT"):
         return "vtt"
-    if head[:1] in ("{", "["):
+    if head[:1] == "{" or head[:1] == "[" and _LRC_TIME.match(head) is None:  # `[00:01.50]` starts an LRC line
         return "json"
     if "ooTextFile" in head[:200]:
         return "textgrid"
@@ -345,22 +371,71 @@ def pick_transcript(available, read, *, name: Optional[str] = None) -> Optional[
     them: WebDataset's key ends at the first dot); its format is :func:`transcript_format_of` it. Several tagged
     ones (``en.vtt`` and ``de.vtt``) are ambiguous: None, with a warning (once per set of tags in a process) naming
     the first sample found so: ``name``, else a WebDataset sample's ``__url__:__key__``.
+
+    A member that holds a transcript under another name (``KEY.whisperx.json``, ``KEY.asr.json``, ``KEY.whisper.srt``:
+    a tag that is no language before a transcript format) is not read either: None, with a warning (once per set of
+    such extensions in a process, at the first sample that has them) that names the member and the names that are
+    read. A tagged ``json`` counts only when ``read(ext)`` parses as a transcript; avalign's and the tools' records
+    (``align.json``, ``frames.json``, ``meta.json``, yt-dlp's ``info.json``) never do.
     """
     for ext in TRANSCRIPT_EXTENSIONS:
         if ext in available and (ext != "json" or is_transcript_json(read(ext))):
             return ext
     tagged = sorted(ext for ext in available if _is_language_tagged(ext))
+    if name is None and isinstance(available, Mapping) and isinstance(available.get("__key__"), str):
+        name = ":".join(str(available[k]) for k in ("__url__", "__key__") if available.get(k))
     if len(tagged) > 1 and tuple(tagged) not in _AMBIGUOUS_WARNED:
         _AMBIGUOUS_WARNED.add(tuple(tagged))
-        if name is None and isinstance(available, Mapping) and isinstance(available.get("__key__"), str):
-            name = ":".join(str(available[k]) for k in ("__url__", "__key__") if available.get(k))
         logger.warning("%sseveral language-tagged subtitles (%s) and no untagged transcript: none is used, the sample "
                        "has no text (warned once per set of tags, at the first sample that has them); keep one per "
                        "sample, or name the one to use KEY.srt / KEY.vtt", f"{name}: " if name else "", ", ".join(tagged))
+    if not tagged:
+        _warn_misnamed(available, read, name)
     return tagged[0] if len(tagged) == 1 else None
 
 
 _AMBIGUOUS_WARNED: set[tuple[str, ...]] = set()
+_MISNAMED_WARNED: set[tuple[str, ...]] = set()
+_RECORD_TAGS = frozenset({"align", "frames", "meta", "metadata", "info", "transcript"})
+"""Tags of ``json`` members that are records, not a transcript under another name: avalign's ``align.json`` and
+``frames.json`` (whose ``segments`` / ``words`` are a measurement), video2dataset's ``meta.json``, yt-dlp's
+``info.json``; ``transcript.json`` is read first."""
+
+
+def _warn_misnamed(available, read, name: Optional[str]) -> None:
+    """Warn about members that hold a transcript under a name :func:`pick_transcript` does not read."""
+    found = []
+    for ext in available:
+        if not isinstance(ext, str) or ext.startswith("__") or "." not in ext:
+            continue
+        tag, _, last = ext.lower().rpartition(".")
+        if last in _TAGGABLE or (last == "json" and tag.rpartition(".")[2] not in _RECORD_TAGS
+                                 and _holds_transcript_json(read, ext)):
+            found.append(ext)
+    key = tuple(sorted(found))
+    if not key or key in _MISNAMED_WARNED:
+        return
+    _MISNAMED_WARNED.add(key)
+    members = ", ".join(f"KEY.{ext}" for ext in key)
+    logger.warning("%s%s hold%s a transcript under a name that is not read: the sample has no text (warned once per "
+                   "set of such names, at the first sample that has them); a sample's transcript is KEY.json, "
+                   "KEY.srt, KEY.vtt, KEY.TextGrid or KEY.stm, or one language-tagged subtitle such as KEY.en.srt: "
+                   "rename %s to KEY.%s when writing the shards", f"{name}: " if name else "", members,
+                   "s" if len(key) == 1 else "", "it" if len(key) == 1 else "the one to use",
+                   transcript_format_of(key[0]).replace("textgrid", "TextGrid"))
+
+
+def _holds_transcript_json(read, ext: str) -> bool:
+    """Whether member ``ext`` parses as JSON that :func:`is_transcript_json` calls a transcript (unreadable or
+    malformed bytes do not count here: only a transcript that would have been read is reported)."""
+    import json
+
+    try:
+        data = read(ext)
+        json.loads(data if isinstance(data, str) else bytes(data).decode("utf-8-sig"))
+    except Exception:  # noqa: BLE001 - not readable JSON: not a transcript to report
+        return False
+    return is_transcript_json(data)
 
 
 def _is_language_tagged(ext: str) -> bool:
@@ -485,7 +560,7 @@ def read_transcript(
     if chosen is None:
         raise TranscriptError(
             f"{label}: cannot tell the transcript format from the name or the content (starts {text[:30]!r}); "
-            f"hint: pass format= one of {list(_FORMATS)}"
+            f"hint: {_unknown_format_hint(label, text)}"
         )
     check_size(text, chosen, label, max_cues=max_cues, max_words=max_words)
     try:

@@ -431,8 +431,11 @@ def test_undecodable_bytes_raise_transcript_error() -> None:
 
 
 def test_unknown_content_without_suffix() -> None:
-    with pytest.raises(TranscriptError, match=r"<bytes>: cannot tell the transcript format.*format="):
+    # text with no time stamps: no format= makes it a transcript, so the hint says what does (round 63)
+    with pytest.raises(TranscriptError, match=r"<bytes>: cannot tell the transcript format.*no time stamps"):
         read_transcript(b"hello world")
+    with pytest.raises(TranscriptError, match=r"<bytes>: cannot tell the transcript format.*format= one of"):
+        read_transcript(b"00:00:01.000 00:00:02.000 hello world")
 
 
 def test_wrong_suffix_hints_at_the_sniffed_format() -> None:

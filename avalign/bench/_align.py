@@ -526,6 +526,7 @@ def bench_align(
     clip_dir = work / "clips"
     clip_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    logger.info("bench align: %d generated clip(s) in %s (seed %d)", num_clips, clip_dir, seed)
     records = _clip_records(random_specs(seed, num_clips, prefix="bench"), clip_dir)
     forced_decoder = None
     if forced:
@@ -535,8 +536,11 @@ def bench_align(
             forced_decoder = shared_decoder()
         except ImportError as e:
             logger.warning("caption forced alignment skipped: %s", e)
-    rows = [_measure_clip(records[k], clip_dir, sample_rate=sample_rate, repeats=repeats, forced_decoder=forced_decoder)
-            for k in sorted(records)]
+    rows = []
+    for number, k in enumerate(sorted(records), start=1):
+        logger.info("bench align: measuring %s [%d/%d], %d run(s)", k, number, len(records), repeats)
+        rows.append(_measure_clip(records[k], clip_dir, sample_rate=sample_rate, repeats=repeats,
+                                  forced_decoder=forced_decoder))
 
     def gather(name: str) -> list:
         return [v for r in rows for v in r.get(name, [])]
@@ -561,17 +565,23 @@ def bench_align(
     }
     result: dict[str, Any] = {"seed": seed, "num_clips": num_clips, "work_dir": str(work), "sample_rate": sample_rate,
                               "repeats": repeats, "clips": rows, "summary": summary}
+    if timing:
+        logger.info("bench align: the 30 s single-core timing clip, %d run(s)", repeats)
     result["timing"] = _timing_30s(seed, clip_dir, repeats=repeats) if timing else None
     if wild:
         from avalign.bench._wild import wild_set
         from avalign.synth import HELDOUT_SEEDS, TUNE_SEEDS
 
-        result["wild"] = [wild_set("tune", TUNE_SEEDS, work, text=wild_text),
-                          wild_set("heldout", HELDOUT_SEEDS, work, text=wild_text)]
+        result["wild"] = []
+        for name, seeds in (("tune", TUNE_SEEDS), ("heldout", HELDOUT_SEEDS)):
+            logger.info("bench align: the wild %s set, %d clip(s) (generated once into %s, ~5 min; --no-wild skips "
+                        "it)", name, len(seeds), work)
+            result["wild"].append(wild_set(name, seeds, work, text=wild_text))
     else:
         result["wild"] = None
     if real:
         cache = Path(cache_dir) if cache_dir is not None else work / "realmedia"
+        logger.info("bench align: real media (fetched once into %s; --no-real skips it)", cache)
         result["real"] = {"av_shifts": real_av_shifts(cache), "text_offsets": real_text_offsets(cache, work_dir=work)}
     else:
         result["real"] = None

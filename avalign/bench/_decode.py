@@ -206,6 +206,8 @@ def bench_decode(files: Optional[list[str]] = None, *, threads: int = 2, repeats
     if shutil.which("ffmpeg") is None:
         raise FileNotFoundError("ffmpeg is not installed (Debian package ffmpeg)")
     work_dir = work_dir or tempfile.mkdtemp(prefix="avalign-bench-")
+    if not files:
+        logger.info("bench decode: generating the 720p and 30 s clips in %s", work_dir)
     full_path, sparse_path = (files + files)[:2] if files else make_bench_clips(work_dir)
     import loaders
 
@@ -221,7 +223,10 @@ def bench_decode(files: Optional[list[str]] = None, *, threads: int = 2, repeats
             "file; one file is used for both), or no file for the generated clips")
     result: dict = {"threads": threads, "repeats": repeats, "full_file": full_path, "sparse_file": sparse_path}
     rows = []
-    for name, fn in _full_decoders(full_path, threads).items():
+    full = _full_decoders(full_path, threads)
+    for number, (name, fn) in enumerate(full.items(), start=1):
+        logger.info("bench decode: (a) full decode of %s: %s [%d/%d], %d run(s)", os.path.basename(full_path), name,
+                    number, len(full), repeats)
         seconds, _ = _median_seconds(fn, repeats)
         rows.append({"tool": name, "seconds": seconds, "fps": num_frames / seconds})
     base = rows[0]["fps"]
@@ -229,12 +234,17 @@ def bench_decode(files: Optional[list[str]] = None, *, threads: int = 2, repeats
         r["vs_ffmpeg"] = r["fps"] / base
     result["full"] = rows
     rows = []
-    for name, fn in _sparse_decoders(sparse_path, threads, _SPARSE_START_SECONDS, _SPARSE_FRAMES, _SPARSE_FPS).items():
+    sparse = _sparse_decoders(sparse_path, threads, _SPARSE_START_SECONDS, _SPARSE_FRAMES, _SPARSE_FPS)
+    for number, (name, fn) in enumerate(sparse.items(), start=1):
+        logger.info("bench decode: (b) %d frames at %g fps from %g s of %s: %s [%d/%d], %d run(s)", _SPARSE_FRAMES,
+                    _SPARSE_FPS, _SPARSE_START_SECONDS, os.path.basename(sparse_path), name, number, len(sparse), repeats)
         seconds, count = _median_seconds(fn, repeats)
         rows.append({"tool": name, "seconds": seconds, "frames": count})
     result["sparse"] = rows
     rows = []
-    for name, fn in _creation(sparse_path, threads).items():
+    creation = _creation(sparse_path, threads)
+    logger.info("bench decode: (c) decoder creation: %d tool(s), %d run(s) each", len(creation), repeats)
+    for name, fn in creation.items():
         seconds, _ = _median_seconds(fn, repeats)
         rows.append({"tool": name, "seconds": seconds})
     result["creation"] = rows

@@ -13,7 +13,7 @@ import logging
 import sys
 
 from avalign._cli_common import (DEFAULT_MAX_PIXELS, check_local_input, display_path, error_document, error_reason,
-                                 finite_float, limit_seconds)
+                                 limit_seconds, positive_int, positive_seconds)
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,8 @@ EPILOG = """examples:
   avalign preprocess clips/ out/                             # rerun after a crash: complete shards are kept
 
 output: out/shard-000000.tar … (<key>.<media>, <key>.align.json, <key>.frames.json, <key>.transcript.json),
-out/manifest.jsonl (key, shard, duration, num_frames, num_samples, num_words, media_ext, source; num_words counts
+out/manifest.jsonl (key, shard, duration: seconds, num_frames, num_samples: audio samples at --sample-rate (0: no
+audio; --json's num_samples counts the samples written, clips), num_words, media_ext, source; num_words counts
 the transcript's words: align.json's "words" lists only those placed on the timeline, so a caption forced alignment
 could not split, counted in num_words, is in align.json's "segments" only and in its caption_words_failed),
 out/skipped.jsonl (input, key, reason: decode, missing_audio, too_large, transcript, unsafe_name, duplicate_key,
@@ -156,22 +157,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                       "pattern, URL)")
     parser.add_argument("output_dir", help="where shards, manifest.jsonl and skipped.jsonl go (not inside INPUT)")
     parser.add_argument("--backend", choices=["local", "ray"], default="local", help="local processes or Ray (default local)")
-    parser.add_argument("--workers", type=int, default=1,
+    parser.add_argument("--workers", type=positive_int, default=1,
                         help="parallel processes (default 1): local, each sample is measured in its own worker "
                              "process, so one shard of 100 samples keeps N workers busy; shards are still written "
                              "in order by the main process. Ray: CPUs of a local instance, one task per shard")
     parser.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local instance)")
-    parser.add_argument("--samples-per-shard", type=int, default=100, help="samples per output shard (default 100)")
-    parser.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices (default 16000)")
+    parser.add_argument("--samples-per-shard", type=positive_int, default=100, help="samples per output shard (default 100)")
+    parser.add_argument("--sample-rate", type=positive_int, default=16000, help="rate for sample indices (default 16000)")
     parser.add_argument("--reencode", choices=["mp4"], default=None,
                         help="re-encode media to H.264 MP4 on the source's clock: AAC/AC-3/E-AC-3 audio copied, "
                              "other audio to AAC (default: keep bytes)")
     parser.add_argument("--on-error", choices=["skip", "raise"], default="skip",
                         help="skip bad samples into skipped.jsonl (default) or stop at the first")
-    parser.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, metavar="N",
+    parser.add_argument("--max-pixels", type=positive_int, default=DEFAULT_MAX_PIXELS, metavar="N",
                         help=f"skip media whose frames have more than N pixels (width x height) as too_large "
                              f"(default {DEFAULT_MAX_PIXELS} = 3840x2160)")
-    parser.add_argument("--max-duration", type=finite_float, default=None, metavar="SECONDS",
+    parser.add_argument("--max-duration", type=positive_seconds, default=None, metavar="SECONDS",
                         help="skip media whose video or audio spans longer as too_large (default: no limit)")
     parser.add_argument("--decoder-threads", type=int, default=None, metavar="N",
                         help="FFmpeg threads per video decode (0: FFmpeg's choice, one per core; default: each "

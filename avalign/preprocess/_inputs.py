@@ -480,10 +480,15 @@ def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
         by_ext = collections.Counter()
         for (_, ext), n in left_out.items():
             by_ext[ext] += n
+        renamed = [ext for ext in sorted(by_ext) if _transcript_under_another_name(ext)]
+        hint = ("; a transcript under another name is not read (a sample's transcript is KEY.json, KEY.srt, KEY.vtt, "
+                "KEY.TextGrid or KEY.stm, or one language-tagged subtitle such as KEY.en.srt): if "
+                + ", ".join(f".{ext}" for ext in renamed) + " holds the samples' transcript, name it KEY."
+                + renamed[0].rpartition(".")[2].replace("textgrid", "TextGrid") + " in the input shards") if renamed else ""
         logger.warning("%d member(s) of %d shard(s) not written to the output shards (not media, transcripts or "
-                       "captions): %s; first in %s; keep the input shards for them", sum(by_ext.values()),
+                       "captions): %s; first in %s; keep the input shards for them%s", sum(by_ext.values()),
                        len({url for url, _ in left_out}), ", ".join(f".{ext} ({n})" for ext, n in sorted(by_ext.items())),
-                       next(iter(left_out))[0])
+                       next(iter(left_out))[0], hint)
 
     def read_json(loc: Locator) -> bytes:
         return read_members([loc])[0]
@@ -575,6 +580,16 @@ def list_inputs(source: str, *, on_error: OnError = "skip") -> InputPlan:
                 "(path, brace pattern like data-{000..009}.tar, or an fsspec URL)"
             )
     return _list_shards(urls, on_error=on_error)
+
+
+def _transcript_under_another_name(ext: str) -> bool:
+    """Whether a member extension left out could be a transcript named so that it is not read: a transcript format
+    after a tag that is not a record's (``whisperx.json``, ``whisper.srt``; not ``info.json``, yt-dlp's metadata)."""
+    tag, dot, last = ext.lower().rpartition(".")
+    if last != "json" and re.fullmatch(r"[a-z]{2,3}(?:[-_][a-z0-9]{2,8})*", tag):
+        return False  # a language-tagged subtitle (`en.srt`): read when it is the only one, else warned as ambiguous
+    return bool(dot) and last in ("json", "srt", "vtt", "textgrid", "stm") and tag.rpartition(".")[2] not in (
+        "align", "frames", "meta", "metadata", "info", "transcript")
 
 
 def read_members(locators: list[Locator]) -> list[bytes]:

@@ -264,7 +264,8 @@ def preprocess(
     Each sample becomes ``<key>.<media ext>`` (bytes as they are), ``<key>.align.json`` (the ``avalign
     measure`` record plus ``config``), ``<key>.frames.json`` (frame index, video only) and
     ``<key>.transcript.json`` (normalised, original clock), in ``shard-000000.tar``…; plus
-    ``manifest.jsonl`` (key, shard, duration, num_frames, num_samples: 0 for video-only media, num_words: the
+    ``manifest.jsonl`` (key, shard, duration: seconds of the aligned clip, num_frames, num_samples: audio samples at
+    ``sample_rate``, 0 for video-only media (the result's ``num_samples`` counts clips), num_words: the
     transcript's words as ``avalign.count_words`` counts them, which can exceed the words ``align.json`` places),
     ``skipped.jsonl``
     (input, key, reason, message; reason codes from ``loaders.errors.REASONS``) and ``state.jsonl`` (for resuming).

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input, finite_float
+from avalign._cli_common import DEFAULT_MAX_PIXELS, check_local_input, finite_float, positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -71,10 +71,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="a page per flagged clip (over the gate, outside EBU R37, or abstained), worst first, "
                              "at most N (default 50; 0: none). Each decodes its clip again")
     parser.add_argument("--truth", metavar="FILE", help='truth JSON {"clips": {key: {"av_offset_ms", ...}}}: adds residuals')
-    parser.add_argument("--sample-rate", type=int, default=16000, help="rate for sample indices when measuring (default 16000)")
+    parser.add_argument("--sample-rate", type=positive_int, default=16000, help="rate for sample indices when measuring (default 16000)")
     parser.add_argument("--on-error", choices=["skip", "raise"], default="skip",
                         help="count bad inputs in the report (default) or stop at the first")
-    parser.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, metavar="N",
+    parser.add_argument("--max-pixels", type=positive_int, default=DEFAULT_MAX_PIXELS, metavar="N",
                         help=f"skip media whose frames have more than N pixels (width x height) as too_large "
                              f"(default {DEFAULT_MAX_PIXELS} = 3840x2160)")
     parser.add_argument("--no-progress", action="store_true",

@@ -60,7 +60,9 @@ def _abstention_bars(ax, reasons: Sequence[str]) -> None:
 
 
 def _histogram(values: Sequence[Optional[float]], reasons: Sequence[str], *, title: str, xlabel: str,
-               bands: bool = False) -> bytes:
+               bands: bool = False, empty: str = "no clip to plot") -> bytes:
+    """A histogram of the answered ``values`` beside a bar per abstention reason; ``empty`` is written when no clip
+    had the quantity to measure (not "all 0 abstained")."""
     from matplotlib.ticker import MaxNLocator
 
     fig, ax, side = _figure_with_abstentions()
@@ -72,7 +74,7 @@ def _histogram(values: Sequence[Optional[float]], reasons: Sequence[str], *, tit
         ax.hist(known, bins=min(40, max(5, len(known))), range=(lo, hi), color=VALUE_COLOUR, edgecolor="white",
                 zorder=2)
     else:
-        ax.text(0.5, 0.5, f"none answered: all {len(values)} abstained", ha="center", va="center",
+        ax.text(0.5, 0.5, f"none answered: all {len(values)} abstained" if values else empty, ha="center", va="center",
                 transform=ax.transAxes, color="#555")
     if bands:
         colours = {"bt1359_detectability": "#2a9d8f", "ebu_r37": "#e76f51"}
@@ -118,16 +120,18 @@ def make_plots(rows: Sequence[dict]) -> dict[str, bytes]:
     plots = {
         "av_offset_hist.png": _histogram(
             [r["av_offset_ms"] for r in video_rows], _reasons(video_rows, "av_offset_ms"), title="A/V offset",
-            xlabel="av_offset_ms (> 0: audio late)", bands=True,
+            xlabel="av_offset_ms (> 0: audio late)", bands=True, empty="no clip has video",
         ),
         "drift_hist.png": _histogram(
             [r["drift_ppm"] for r in video_rows if r["av_offset_ms"] is not None],
             ["not resolved" for r in video_rows if r["av_offset_ms"] is not None and r["drift_ppm"] is None],
             title="Clock drift (clips with an A/V offset)", xlabel="drift_ppm",
+            empty="no clip has an A/V offset",
         ),
         "text_offset_hist.png": _histogram(
             [r["text_offset_ms"] for r in rows if r.get("has_transcript")], _reasons(rows, "text_offset_ms"),
             title="Transcript offset", xlabel="text_offset_ms (> 0: stamps late)",
+            empty="no clip has a transcript",
         ),
         "offset_vs_duration.png": _scatter(rows),
     }

@@ -279,7 +279,9 @@ def _truth_line(coverage: dict) -> str:
 
 def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
     """A few lines for the terminal: counts, offsets, standards, gate verdict and where the report is."""
-    def fmt(stats: dict, unit: str) -> str:
+    def fmt(stats: dict, unit: str, nothing: str = "no clip measured") -> str:
+        if not stats["count"] and not stats["null"]:
+            return f"none: {nothing}"  # not "none answered (0 abstained)"
         if not stats["count"]:
             return f"none answered ({stats['null']} abstained)"
         return (
@@ -294,7 +296,7 @@ def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
         f"{summary['num_words']} words",
         f"A/V offset  {fmt(summary['av_offset_ms'], ' ms')}   (> 0: audio late)",
         f"drift       {fmt(summary['drift_ppm'], ' ppm')}",
-        f"text offset {fmt(summary['text_offset_ms'], ' ms')}   (> 0: stamps late)",
+        f"text offset {fmt(summary['text_offset_ms'], ' ms', 'no clip has a transcript')}   (> 0: stamps late)",
     ]
     for s in summary["standards"].values():
         lines.append(f"{s['name']:<28} within {s['within']}, outside {s['outside']}, unknown {s['unknown']}")

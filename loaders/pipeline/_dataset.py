@@ -204,6 +204,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._epoch_set_pending = False
         """A ``set_epoch`` reached this copy and no pass has begun since (``load_state_dict`` weighs it against the
         state's epoch). A DataLoader worker's copy inherits it from the main process's."""
+        self._restored_mid_epoch = False
+        """A state saved mid-epoch was loaded and no pass has begun since (``set_epoch`` of its epoch keeps it)."""
         self._board = TailBoard()
         """Where DataLoader workers hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
         self._pass_index = 0
@@ -222,8 +224,22 @@ class AVDataset(torch.utils.data.IterableDataset):
 
     def set_epoch(self, epoch: int) -> None:
         """Starts epoch ``epoch`` afresh at the next ``iter()`` (shards reshuffled with ``(seed, epoch)``), here and
-        in DataLoader workers, persistent ones included."""
-        self._epoch = check_counter("epoch", epoch, below=2**63)  # the cell shared with workers is an int64
+        in DataLoader workers, persistent ones included.
+
+        Right after :meth:`load_state_dict` of a state saved mid-epoch (no pass begun since), ``set_epoch`` of the
+        state's own epoch keeps the restored position: the training loop ``load_state_dict(ckpt); for epoch in
+        range(ckpt_epoch, n): set_epoch(epoch); ...`` resumes where the checkpoint was taken, as it does with the two
+        calls the other way round. Another epoch starts afresh, with a warning that the rest of the state's epoch is
+        not read."""
+        epoch = check_counter("epoch", epoch, below=2**63)  # the cell shared with workers is an int64
+        restored, self._restored_mid_epoch = self._restored_mid_epoch, False
+        if restored and epoch == self._epoch:
+            return  # the restored epoch: its position stands (a pass applies no set_epoch: generation unchanged)
+        if restored:
+            logger.warning("set_epoch(%d) after a loader state saved in the middle of epoch %d was loaded: epoch %d "
+                           "starts afresh (the rest of epoch %d is not read); hint: set_epoch(%d) keeps the restored "
+                           "position", epoch, self._epoch, epoch, self._epoch, self._epoch)
+        self._epoch = epoch
         self._reset_epoch_state()
         self._epoch_cell[0] = self._epoch
         self._epoch_cell[1] += 1
@@ -301,8 +317,9 @@ class AVDataset(torch.utils.data.IterableDataset):
         whatever the call order. A ``set_epoch(n)`` made before the state is loaded (no pass begun since): with ``n``
         the state's epoch, the state continues (saved at the end of its epoch: nothing is left of it); with another
         ``n``, epoch ``n`` starts afresh (the "checkpoint after each epoch" loop); a state saved mid-epoch is then
-        dropped with a warning (the rest of its epoch is not read). A ``set_epoch`` after this call starts that epoch
-        afresh.
+        dropped with a warning (the rest of its epoch is not read). A ``set_epoch`` after this call, before the next
+        pass, does the same for a state saved mid-epoch (its own epoch keeps the restored position; another starts
+        afresh, with that warning); after a state saved at the end of its epoch it starts that epoch afresh.
 
         Raises:
             ValueError: The state has another version, seed, rank, world size, worker slot, shard list or
@@ -345,6 +362,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._merge = None if merge is None else dict(merge)
         self._restores = int(state.get("restores", 0)) + 1  # a restored pass is named apart from the one saved
         self._generation_seen = generation  # the state's epoch wins over an earlier set_epoch of the same epoch
+        self._restored_mid_epoch = not self._completed and self._merge is None
 
     def _check_state_settings(self, state: dict[str, Any]) -> None:
         """Raises ValueError when the state was saved under other settings than this dataset's."""
@@ -383,6 +401,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         # StatefulDataLoader takes the pass's first worker state right after, before the first batch.
         self._apply_set_epoch()
         self._epoch_set_pending = False
+        self._restored_mid_epoch = False  # a pass has begun: a set_epoch from now on starts its epoch afresh
         if torch.utils.data.get_worker_info() is not None:
             self._epoch_cell[2] += 1
             self._warn_ranks_out_of_step()
