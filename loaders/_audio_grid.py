@@ -1,0 +1,107 @@
+"""Where a decode that starts at a seek falls on the whole stream's sample grid.
+
+A whole read times sample ``n`` at ``origin + n / rate``, ``origin`` being the time of the stream's first decoded
+sample. A read that seeks starts at a frame somewhere inside the stream and takes that frame's timestamp instead.
+Where the container's tick is coarser than a sample (Matroska/WebM: 1 ms, 48 samples at 48 kHz) that timestamp
+is rounded, and FFmpeg may round it twice (a packet's millisecond plus a decoder skip, such as Opus pre-skip
+after a seek, rescaled to the tick), so a seeked read could stamp the same samples up to a tick away from the
+whole read::
+
+    whole read       |origin        frame k starts at origin + m·step (a whole number of codec frames)
+                     [  ][    ][    ][    ][    ][    ] ...
+    seeked read                         [    ][    ] ...   FFmpeg's stamp: origin + m·step ± 1 tick
+    snapped                             ^ origin + m·step: the nearest grid point, the same sample as the whole read
+
+Every frame a seek can start on begins a whole number of ``step`` samples after ``origin`` when the codec's
+frames have sizes that are multiples of ``step`` (:func:`frame_step_samples`), so the seeked read's first sample
+is the grid point nearest FFmpeg's stamp, provided the stamp is less than half a step away: the grid is used
+only where ``step`` exceeds twice :attr:`SampleGrid.tolerance_samples` (one tick and one sample). A stamp
+farther than that from every grid point (the frame follows a gap in the timestamps) keeps FFmpeg's time.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Optional
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SampleGrid", "frame_step_samples", "needs_grid"]
+
+_OPUS_STEP_SECONDS = 0.0025
+"""Opus frames last 2.5, 5, 10, 20, 40 or 60 ms (RFC 6716 section 2.1.4): multiples of 2.5 ms."""
+
+
+def frame_step_samples(codec_name: str, frame_size: int, sample_rate: int) -> Optional[int]:
+    """The number of samples that every decoded frame of this codec is a multiple of, or None when unknown.
+
+    Opus: 2.5 ms (120 samples at 48 kHz; None at a rate where 2.5 ms is not a whole number of samples).
+    Otherwise the stream's constant frame size where the demuxer declares one (``frame_size``: AAC 1024, MP3 1152
+    or 576); codecs with variable frames (Vorbis, FLAC, PCM) declare none.
+
+    Example:
+        >>> frame_step_samples("opus", 0, 48000)
+        120
+        >>> frame_step_samples("vorbis", 0, 48000) is None
+        True
+    """
+    if codec_name in ("opus", "libopus"):
+        step = _OPUS_STEP_SECONDS * sample_rate
+        return int(step) if step == int(step) and step >= 1 else None
+    return int(frame_size) if frame_size and frame_size > 0 else None
+
+
+def needs_grid(tick_seconds: float, sample_rate: int) -> bool:
+    """True when timestamps of this tick cannot name a sample (the tick is longer than one sample)."""
+    return tick_seconds * sample_rate > 1.0
+
+
+@dataclass(frozen=True)
+class SampleGrid:
+    """The sample grid of a whole read: sample ``n`` at ``origin_seconds + n / sample_rate``, and a frame that a
+    seek can start on at a multiple of ``step_samples``."""
+
+    origin_seconds: float
+    """FFmpeg's time of the stream's first decoded sample (the start of a whole read, in FFmpeg's time)."""
+    step_samples: int
+    """Every decoded frame's size is a multiple of this (:func:`frame_step_samples`)."""
+    sample_rate: int
+    """Samples per second of the decoded stream."""
+    tolerance_samples: float
+    """How far FFmpeg's stamp of a frame may lie from its grid point: one tick of the stream's time base and one
+    sample. Must be under half a step (:meth:`for_stream` returns None otherwise)."""
+
+    def __post_init__(self) -> None:
+        if self.step_samples <= 0 or self.sample_rate <= 0:
+            raise ValueError(f"step and rate must be > 0, got {self.step_samples = }, {self.sample_rate = }")
+        if not 2 * self.tolerance_samples < self.step_samples:
+            raise ValueError(f"tolerance must be under half a step, got {self.tolerance_samples = }, "
+                             f"{self.step_samples = }")
+
+    @classmethod
+    def for_stream(cls, origin_seconds: float, *, step_samples: Optional[int], sample_rate: int,
+                   tick_seconds: float) -> Optional["SampleGrid"]:
+        """The grid of a stream whose first decoded sample is at ``origin_seconds``, or None when the frames'
+        step is unknown or too short for this tick (a stamp could then be nearer another grid point)."""
+        if step_samples is None:
+            return None
+        tolerance = tick_seconds * sample_rate + 1.0
+        if not 2 * tolerance < step_samples:
+            return None
+        return cls(origin_seconds, step_samples, sample_rate, tolerance)
+
+    def snap(self, stamp_seconds: float) -> float:
+        """The time of the grid point nearest ``stamp_seconds`` (FFmpeg's time of a frame's first sample), or
+        ``stamp_seconds`` itself when no grid point lies within :attr:`tolerance_samples`.
+
+        Example:
+            >>> grid = SampleGrid(0.0, 120, 48000, 49.0)
+            >>> grid.snap(0.021) * 48000   # Opus after a seek: 1 ms late on a 1 ms tick
+            960.0
+        """
+        position = (stamp_seconds - self.origin_seconds) * self.sample_rate
+        frames = round(position / self.step_samples)
+        on_grid = frames * self.step_samples
+        if abs(on_grid - position) > self.tolerance_samples:
+            return stamp_seconds
+        return self.origin_seconds + on_grid / self.sample_rate
