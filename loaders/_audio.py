@@ -38,10 +38,10 @@ sample ``n`` is always at ``start_seconds + n / sample_rate``.
 
 A window starting past :data:`_SEEK_FROM_SECONDS` is decoded from a seek (PyAV backend). Its first sample is put on
 the whole read's sample grid (:mod:`loaders._audio_grid`) where the container's tick is coarser than a sample
-(Matroska/WebM: 1 ms) and the codec's frames are multiples of a known step (Opus 2.5 ms, AAC, MP3), so the window
-holds the samples of a whole read at the same times. Where the tick is a sample or finer (MP4, Ogg, MPEG-TS, WAV,
-FLAC, MP3) FFmpeg's timestamp names the sample already; codecs of no known step in Matroska (Vorbis, FLAC, PCM) keep
-FFmpeg's stamp, which may lie up to a millisecond off the whole read's (BENCHMARKS.md, opus63).
+(Matroska/WebM: 1 ms) and the codec's frames are multiples of a known step (Opus 2.5 ms, AAC, MP3, fixed-block
+FLAC), so the window holds the samples of a whole read at the same times. Where the tick is a sample or finer (MP4,
+Ogg, MPEG-TS, WAV, FLAC, MP3) FFmpeg's timestamp names the sample already; codecs of no known step in Matroska
+(Vorbis, PCM) keep FFmpeg's stamp, which may lie up to a millisecond off the whole read's (BENCHMARKS.md, opus63).
 
 Backends (chosen in :func:`read_audio`, the one place): ``torchcodec`` (:mod:`loaders._audio_torchcodec`:
 FFmpeg's C++ decode loop, overlapped with the downmix and soxr; only AAC-LC in MP4 and PCM in WAV whose
@@ -476,7 +476,8 @@ def _whole_read_grid(source: MediaSource, label: str, stream_index: Optional[int
         context = stream.codec_context
         rate = int((context.sample_rate if context is not None else 0) or 0)
         tick = float(stream.time_base or 0)
-        step = frame_step_samples(context.name, context.frame_size, rate) if rate > 0 and context is not None else None
+        step = (frame_step_samples(context.name, context.frame_size, rate, context.extradata)
+                if rate > 0 and context is not None else None)
         if step is None or not needs_grid(tick, rate):
             return None
         for frame in _tolerant_frames(container, stream, label, []):

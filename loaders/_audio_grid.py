@@ -13,7 +13,7 @@ whole read::
     snapped                             ^ origin + m·step: the nearest grid point, the same sample as the whole read
 
 Every frame a seek can start on begins a whole number of ``step`` samples after ``origin`` when the codec's
-frames have sizes that are multiples of ``step`` (:func:`frame_step_samples`), so the seeked read's first sample
+frames have sizes that are multiples of ``step`` (:func:`frame_step_samples`: Opus, AAC, MP3, fixed-block FLAC), so the seeked read's first sample
 is the grid point nearest FFmpeg's stamp, provided the stamp is less than half a step away: the grid is used
 only where ``step`` exceeds twice :attr:`SampleGrid.tolerance_samples` (one tick and one sample). A stamp
 farther than that from every grid point (the frame follows a gap in the timestamps) keeps FFmpeg's time.
@@ -32,23 +32,42 @@ _OPUS_STEP_SECONDS = 0.0025
 """Opus frames last 2.5, 5, 10, 20, 40 or 60 ms (RFC 6716 section 2.1.4): multiples of 2.5 ms."""
 
 
-def frame_step_samples(codec_name: str, frame_size: int, sample_rate: int) -> Optional[int]:
-    """The number of samples that every decoded frame of this codec is a multiple of, or None when unknown.
+def frame_step_samples(codec_name: str, frame_size: int, sample_rate: int,
+                       extradata: Optional[bytes] = None) -> Optional[int]:
+    """The number of samples that every decoded frame of this codec is a multiple of (the last frame of a stream
+    aside), or None when unknown.
 
     Opus: 2.5 ms (120 samples at 48 kHz; None at a rate where 2.5 ms is not a whole number of samples).
+    FLAC: the block size where STREAMINFO (``extradata``) declares a fixed one (minimum = maximum).
     Otherwise the stream's constant frame size where the demuxer declares one (``frame_size``: AAC 1024, MP3 1152
-    or 576); codecs with variable frames (Vorbis, FLAC, PCM) declare none.
+    or 576); codecs with variable frames (Vorbis, PCM) declare none.
 
     Example:
         >>> frame_step_samples("opus", 0, 48000)
         120
+        >>> frame_step_samples("flac", 0, 44100, bytes.fromhex("12001200") + bytes(30))
+        4608
         >>> frame_step_samples("vorbis", 0, 48000) is None
         True
     """
     if codec_name in ("opus", "libopus"):
         step = _OPUS_STEP_SECONDS * sample_rate
         return int(step) if step == int(step) and step >= 1 else None
+    if codec_name == "flac":
+        return _flac_fixed_block_size(extradata)
     return int(frame_size) if frame_size and frame_size > 0 else None
+
+
+def _flac_fixed_block_size(extradata: Optional[bytes]) -> Optional[int]:
+    """STREAMINFO's block size when its minimum and maximum agree (a fixed-block-size stream), else None.
+    ``extradata``: the 34-byte STREAMINFO, or the ``fLaC`` header with its first metadata block."""
+    info = bytes(extradata or b"")
+    if info[:4] == b"fLaC":
+        info = info[8:]
+    if len(info) < 34:
+        return None
+    smallest, largest = int.from_bytes(info[0:2], "big"), int.from_bytes(info[2:4], "big")
+    return smallest if smallest == largest and smallest >= 16 else None
 
 
 def needs_grid(tick_seconds: float, sample_rate: int) -> bool:

@@ -2,8 +2,8 @@
 
 A window starting past 2 s is read from a seek. In Matroska/WebM (1 ms ticks: 48 samples at 48 kHz) FFmpeg stamps
 the first frame after the seek from a rounded millisecond (Opus: rounded twice, the packet's time and the pre-skip
-its new decoder drops), so the window's samples came back 1 ms late (Opus) or up to 0.7 ms early (AAC); they must
-be the whole read's samples at the whole read's times.
+its new decoder drops), so the window's samples came back 1 ms late (Opus) or up to 0.7 ms early (AAC), and at
+44.1 kHz off the whole read's sample grid (MP3, FLAC); they must be the whole read's samples at its times.
 
 Oracles: the whole read of the same file (the window's samples at the index its ``start_seconds`` names), and the
 generator's clicks at known sample positions (Opus, whose whole read starts at content time 0). Media are made here
@@ -26,33 +26,36 @@ STARTS = [3.0005, 6.0104, 9.123457]
 """Window starts past the seek threshold: mid-millisecond, mid-frame."""
 
 
-def _source(path) -> None:
-    """A quiet chirp with a click (+0.9, -0.9) at each of :data:`CLICKS`: the content dates itself."""
-    t = np.arange(SECONDS * RATE) / RATE
+def _source(path, rate: int) -> None:
+    """A quiet chirp with a click (+0.9, -0.9) at each of :data:`CLICKS` (at 48 kHz): the content dates itself."""
+    t = np.arange(SECONDS * rate) / rate
     signal = 0.05 * np.sin(2 * np.pi * (150.0 + 40.0 * t) * t)
-    for n in CLICKS:
+    for n in CLICKS if rate == RATE else ():
         signal[n], signal[n + 1] = 0.9, -0.9
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(2)
-        out.setframerate(RATE)
+        out.setframerate(rate)
         out.writeframes((signal * 32767).astype("<i2").tobytes())
 
 
-_ENCODINGS = {
-    "webm-opus": ("webm", ("-c:a", "libopus", "-b:a", "96k")),
-    "mkv-opus": ("mkv", ("-c:a", "libopus", "-b:a", "96k")),
-    "mkv-aac": ("mkv", ("-c:a", "aac", "-b:a", "128k")),
+_ENCODINGS = {  # name: (extension, sample rate of the source, codec)
+    "webm-opus": ("webm", RATE, ("-c:a", "libopus", "-b:a", "96k")),
+    "mkv-opus": ("mkv", RATE, ("-c:a", "libopus", "-b:a", "96k")),
+    "mkv-aac": ("mkv", RATE, ("-c:a", "aac", "-b:a", "128k")),
+    "mkv-mp3-44k": ("mkv", 44100, ("-c:a", "libmp3lame", "-b:a", "192k")),
+    "mkv-flac-44k": ("mkv", 44100, ("-c:a", "flac")),
 }
 
 
 @pytest.fixture(scope="module")
 def media(tmp_path_factory):
     folder = tmp_path_factory.mktemp("windowed")
-    source = folder / "source.wav"
-    _source(source)
     paths = {}
-    for name, (extension, codec) in _ENCODINGS.items():
+    for name, (extension, rate, codec) in _ENCODINGS.items():
+        source = folder / f"source{rate}.wav"
+        if not source.exists():
+            _source(source, rate)
         paths[name] = folder / f"{name}.{extension}"
         ffmpeg("-i", str(source), *codec, "-cluster_time_limit", "700", str(paths[name]))
     return paths
@@ -71,9 +74,10 @@ def test_seeked_window_holds_the_whole_reads_samples_at_their_times(media, name,
     whole = loaders.read_audio(media[name], backend="pyav")
     window = loaders.read_audio(media[name], start_seconds=start_seconds, stop_seconds=start_seconds + 0.5,
                                 backend="pyav")
-    at = (window.start_seconds - whole.start_seconds) * RATE
+    rate = whole.sample_rate
+    at = (window.start_seconds - whole.start_seconds) * rate
     assert at == pytest.approx(round(at), abs=1e-6)  # the window starts on the whole read's sample grid
-    assert abs(window.start_seconds - start_seconds) <= 0.5 / RATE
+    assert abs(window.start_seconds - start_seconds) <= 0.5 / rate
     shift, error = _offset_in_whole(whole.samples[0].numpy(), window.samples[0].numpy(), round(at))
     assert (shift, error) == (0, pytest.approx(0.0, abs=1e-6))
 
