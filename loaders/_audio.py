@@ -421,7 +421,8 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
 
     With ``mono`` and a new rate, blocks are resampled as they fill and (``stream_blocks``) reused, so the
     native-rate samples are never held whole; raises :class:`_ChannelsGrew` when that cannot give the result.
-    ``grid``: the whole read's sample grid (:func:`_whole_read_grid`), on which the first frame after the seek is put.
+    ``grid``: the whole read's sample grid (:func:`_whole_read_grid`), on which the first frame after the seek is put
+    (``container`` must be newly opened: see there).
     """
     context = stream.codec_context  # None when FFmpeg found no decoder parameters (a header cut short)
     rate = int((context.sample_rate if context is not None else 0) or getattr(stream, "rate", 0) or 0)
@@ -462,31 +463,27 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     return resample(buffer.join(gaps, mono=mono), rate, out_rate), start, rate, len(bad_packets)
 
 
-def _whole_read_grid(source: MediaSource, label: str, stream_index: Optional[int]) -> Optional[SampleGrid]:
-    """The sample grid of a whole read of the audio stream (:mod:`loaders._audio_grid`), or None where its
-    timestamps already name a sample or its frames have no known step.
+def _whole_read_grid(container, stream, label: str) -> Optional[SampleGrid]:
+    """The sample grid of a whole read of ``stream`` (:mod:`loaders._audio_grid`), or None where its timestamps
+    already name a sample or its frames have no known step (then nothing is decoded).
 
-    The origin is the time of the first frame a newly opened decoder gives, as in a whole read: a decoder skips
-    its initial delay (Opus pre-skip) once, in the first packets it decodes, so this is decoded in a container of
-    its own and the seeked read's decoder, also new, skips the same delay after its seek (its first frame is then
-    on the grid of the whole read's first frame)."""
-    container = open_container(source, label, kind="audio")
-    try:
-        stream = pick_stream(container, "audio", label, stream_index=stream_index)
-        context = stream.codec_context
-        rate = int((context.sample_rate if context is not None else 0) or 0)
-        tick = float(stream.time_base or 0)
-        step = (frame_step_samples(context.name, context.frame_size, rate, context.extradata)
-                if rate > 0 and context is not None else None)
-        if step is None or not needs_grid(tick, rate):
-            return None
-        for frame in _tolerant_frames(container, stream, label, []):
-            if frame.samples and frame.time is not None:
-                return SampleGrid.for_stream(float(frame.time), step_samples=step, sample_rate=frame.sample_rate,
-                                             tick_seconds=tick)
+    The origin is the time of the first frame that ``container``'s decoder, newly opened, gives, as in a whole
+    read. A decoder skips its initial delay (Opus pre-skip) once, in the first packets it decodes: the caller reads
+    the window with a decoder of its own, newly opened, which skips the same delay after its seek (its first frame
+    is then on the grid of the whole read's first frame)."""
+    context = stream.codec_context
+    rate = int((context.sample_rate if context is not None else 0) or 0)
+    tick = float(stream.time_base or 0)
+    if rate <= 0 or not needs_grid(tick, rate):
         return None
-    finally:
-        container.close()
+    step = frame_step_samples(context.name, context.frame_size, rate, context.extradata)
+    if step is None:
+        return None
+    for frame in _tolerant_frames(container, stream, label, []):
+        if frame.samples and frame.time is not None:
+            return SampleGrid.for_stream(float(frame.time), step_samples=step, sample_rate=frame.sample_rate,
+                                         tick_seconds=tick)
+    return None
 
 
 def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer, gaps: list[tuple[int, int]],
@@ -633,13 +630,17 @@ def read_audio(
                              codec=decoded.codec, decode_errors=0, stream_index=decoded.stream_index)
 
     def decode(stream_blocks: bool):
-        grid = _whole_read_grid(source, label, stream_index) if seeks else None
         container = open_container(source, label, kind="audio")
         try:
             stream = pick_stream(container, "audio", label, stream_index=stream_index)
-            seek = None
+            seek = grid = None
             if seeks:
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
+                grid = _whole_read_grid(container, stream, label)
+                if grid is not None:  # its decoder has decoded: the seek needs a new one (open_container rewinds)
+                    container.close()
+                    container = open_container(source, label, kind="audio")
+                    stream = pick_stream(container, "audio", label, stream_index=stream_index)
             decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
                                   sample_rate=sample_rate, stream_blocks=stream_blocks, grid=grid)
             return decoded, int(stream.index), stream.codec_context.name, _stream_start_seconds(container, stream)
