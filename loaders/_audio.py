@@ -65,7 +65,7 @@ import torch
 
 from avcore import AudioClip, DecodeError, check_window_overlaps, downmix, resample, seconds_to_samples
 from loaders import _audio_torchcodec
-from loaders._audio_grid import SampleGrid, frame_step_samples, needs_grid
+from loaders._audio_grid import SampleGrid, frame_step_samples, grid_step_samples, tolerance_samples
 from loaders._source import MediaSource, check_source, decode_failure, describe_source, open_container, pick_stream
 from loaders._truncated import check_not_truncated
 
@@ -463,26 +463,30 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     return resample(buffer.join(gaps, mono=mono), rate, out_rate), start, rate, len(bad_packets)
 
 
-def _whole_read_grid(container, stream, label: str) -> Optional[SampleGrid]:
-    """The sample grid of a whole read of ``stream`` (:mod:`loaders._audio_grid`), or None where its timestamps
-    already name a sample or its frames have no known step (then nothing is decoded).
-
-    The origin is the time of the first frame that ``container``'s decoder, newly opened, gives, as in a whole
-    read. A decoder skips its initial delay (Opus pre-skip) once, in the first packets it decodes: the caller reads
-    the window with a decoder of its own, newly opened, which skips the same delay after its seek (its first frame
-    is then on the grid of the whole read's first frame)."""
+def _grid_step(stream) -> Optional[int]:
+    """The step of the whole read's sample grid of ``stream`` (:func:`loaders._audio_grid.grid_step_samples`), or None
+    where its timestamps already name a sample or its frames have no known step."""
     context = stream.codec_context
     rate = int((context.sample_rate if context is not None else 0) or 0)
-    tick = float(stream.time_base or 0)
-    if rate <= 0 or not needs_grid(tick, rate):
+    if rate <= 0:
         return None
     step = frame_step_samples(context.name, context.frame_size, rate, context.extradata)
-    if step is None:
-        return None
+    return grid_step_samples(step, sample_rate=rate, tick_seconds=float(stream.time_base or 0))
+
+
+def _whole_read_grid(container, stream, label: str, step: int) -> Optional[SampleGrid]:
+    """The sample grid of a whole read of ``stream`` with ``step`` (:func:`_grid_step`), or None when no frame
+    decodes. Its origin is the time of the first frame that ``container``'s decoder, newly opened, gives, as in a
+    whole read.
+
+    A decoder skips its initial delay (Opus pre-skip) once, in the first packets it decodes: the caller reads the
+    window with a decoder of its own, newly opened, which skips the same delay after its seek (its first frame is
+    then on the grid of the whole read's first frame)."""
+    rate = int(stream.codec_context.sample_rate)  # > 0: checked by _grid_step
+    tolerance = tolerance_samples(rate, float(stream.time_base))
     for frame in _tolerant_frames(container, stream, label, []):
         if frame.samples and frame.time is not None:
-            return SampleGrid.for_stream(float(frame.time), step_samples=step, sample_rate=frame.sample_rate,
-                                         tick_seconds=tick)
+            return SampleGrid(float(frame.time), step, rate, tolerance)
     return None
 
 
@@ -636,8 +640,9 @@ def read_audio(
             seek = grid = None
             if seeks:
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
-                grid = _whole_read_grid(container, stream, label)
-                if grid is not None:  # its decoder has decoded: the seek needs a new one (open_container rewinds)
+                step = _grid_step(stream)
+                if step is not None:  # the grid's decoder has decoded: the seek needs a new one (a file is rewound)
+                    grid = _whole_read_grid(container, stream, label, step)
                     container.close()
                     container = open_container(source, label, kind="audio")
                     stream = pick_stream(container, "audio", label, stream_index=stream_index)

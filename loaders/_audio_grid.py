@@ -15,7 +15,7 @@ whole read::
 Every frame a seek can start on begins a whole number of ``step`` samples after ``origin`` when the codec's
 frames have sizes that are multiples of ``step`` (:func:`frame_step_samples`: Opus, AAC, MP3, fixed-block FLAC), so the seeked read's first sample
 is the grid point nearest FFmpeg's stamp, provided the stamp is less than half a step away: the grid is used
-only where ``step`` exceeds twice :attr:`SampleGrid.tolerance_samples` (one tick and one sample). A stamp
+only where ``step`` exceeds twice :func:`tolerance_samples` (one tick and one sample: :func:`grid_step_samples`). A stamp
 farther than that from every grid point (the frame follows a gap in the timestamps) keeps FFmpeg's time.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SampleGrid", "frame_step_samples", "needs_grid"]
+__all__ = ["SampleGrid", "frame_step_samples", "grid_step_samples", "tolerance_samples"]
 
 _OPUS_STEP_SECONDS = 0.0025
 """Opus frames last 2.5, 5, 10, 20, 40 or 60 ms (RFC 6716 section 2.1.4): multiples of 2.5 ms."""
@@ -70,9 +70,26 @@ def _flac_fixed_block_size(extradata: Optional[bytes]) -> Optional[int]:
     return smallest if smallest == largest and smallest >= 16 else None
 
 
-def needs_grid(tick_seconds: float, sample_rate: int) -> bool:
-    """True when timestamps of this tick cannot name a sample (the tick is longer than one sample)."""
-    return tick_seconds * sample_rate > 1.0
+def grid_step_samples(step_samples: Optional[int], *, sample_rate: int, tick_seconds: float) -> Optional[int]:
+    """``step_samples`` where a stream with this tick needs and can use a grid, else None: its timestamps cannot
+    name a sample (the tick is longer than one sample), and a stamp's error (:func:`tolerance_samples`) is under
+    half a step, so the nearest grid point is the right one.
+
+    Example:
+        >>> grid_step_samples(120, sample_rate=48000, tick_seconds=0.001)   # Opus in Matroska
+        120
+        >>> grid_step_samples(1024, sample_rate=48000, tick_seconds=1 / 48000) is None   # AAC in MP4: exact ticks
+        True
+    """
+    if step_samples is None or not tick_seconds * sample_rate > 1.0:
+        return None
+    return step_samples if 2 * tolerance_samples(sample_rate, tick_seconds) < step_samples else None
+
+
+def tolerance_samples(sample_rate: int, tick_seconds: float) -> float:
+    """How far FFmpeg's stamp of a frame may lie from its grid point: one tick (two roundings of half a tick each)
+    and one sample."""
+    return tick_seconds * sample_rate + 1.0
 
 
 @dataclass(frozen=True)
@@ -87,8 +104,7 @@ class SampleGrid:
     sample_rate: int
     """Samples per second of the decoded stream."""
     tolerance_samples: float
-    """How far FFmpeg's stamp of a frame may lie from its grid point: one tick of the stream's time base and one
-    sample. Must be under half a step (:meth:`for_stream` returns None otherwise)."""
+    """How far FFmpeg's stamp of a frame may lie from its grid point (:func:`tolerance_samples`); under half a step."""
 
     def __post_init__(self) -> None:
         if self.step_samples <= 0 or self.sample_rate <= 0:
@@ -96,18 +112,6 @@ class SampleGrid:
         if not 2 * self.tolerance_samples < self.step_samples:
             raise ValueError(f"tolerance must be under half a step, got {self.tolerance_samples = }, "
                              f"{self.step_samples = }")
-
-    @classmethod
-    def for_stream(cls, origin_seconds: float, *, step_samples: Optional[int], sample_rate: int,
-                   tick_seconds: float) -> Optional["SampleGrid"]:
-        """The grid of a stream whose first decoded sample is at ``origin_seconds``, or None when the frames'
-        step is unknown or too short for this tick (a stamp could then be nearer another grid point)."""
-        if step_samples is None:
-            return None
-        tolerance = tick_seconds * sample_rate + 1.0
-        if not 2 * tolerance < step_samples:
-            return None
-        return cls(origin_seconds, step_samples, sample_rate, tolerance)
 
     def snap(self, stamp_seconds: float) -> float:
         """The time of the grid point nearest ``stamp_seconds`` (FFmpeg's time of a frame's first sample), or
