@@ -7,16 +7,18 @@ is rounded, and FFmpeg may round it twice (a packet's millisecond plus a decoder
 after a seek, rescaled to the tick), so a seeked read could stamp the same samples up to a tick away from the
 whole read::
 
-    whole read       |origin        frame k starts at origin + m·step (a whole number of codec frames)
-                     [  ][    ][    ][    ][    ][    ] ...
-    seeked read                         [    ][    ] ...   FFmpeg's stamp: origin + m·step ± 1 tick
-    snapped                             ^ origin + m·step: the nearest grid point, the same sample as the whole read
+    whole read   origin
+                 v
+                 [ f0 ][  f1  ][  f2  ][  f3  ][  f4  ] ...   sample n at origin + n / rate
+    seeked read                        [  f3  ][  f4  ] ...   FFmpeg's stamp of f3: origin + m·step ± 1 tick
+    snapped                            ^ origin + m·step, the grid point nearest the stamp: f3's time in the whole read
 
-Every frame a seek can start on begins a whole number of ``step`` samples after ``origin`` when the codec's
-frames have sizes that are multiples of ``step`` (:func:`frame_step_samples`: Opus, AAC, MP3, fixed-block FLAC), so the seeked read's first sample
-is the grid point nearest FFmpeg's stamp, provided the stamp is less than half a step away: the grid is used
-only where ``step`` exceeds twice :func:`tolerance_samples` (one tick and one sample: :func:`grid_step_samples`). A stamp
-farther than that from every grid point (the frame follows a gap in the timestamps) keeps FFmpeg's time.
+Every frame a seek can start on begins a whole number of ``step`` samples after ``origin`` when the codec's frames
+have sizes that are multiples of ``step`` (:func:`frame_step_samples`: Opus, AAC, MP3, fixed-block FLAC), so the
+seeked read's first sample is the grid point nearest FFmpeg's stamp, provided the stamp is less than half a step
+away: the grid is used only where ``step`` exceeds twice :func:`tolerance_samples` (one tick and one sample:
+:func:`grid_step_samples`). A stamp farther than that from every grid point (the frame follows a gap in the
+timestamps) keeps FFmpeg's time.
 """
 from __future__ import annotations
 
