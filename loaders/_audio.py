@@ -36,6 +36,13 @@ output is still at ``start_seconds``; the output length is the half-up count of 
 at the new rate. Gaps between decoded frames are filled with silence and overlaps trimmed, so
 sample ``n`` is always at ``start_seconds + n / sample_rate``.
 
+A window starting past :data:`_SEEK_FROM_SECONDS` is decoded from a seek (PyAV backend). Its first sample is put on
+the whole read's sample grid (:mod:`loaders._audio_grid`) where the container's tick is coarser than a sample
+(Matroska/WebM: 1 ms) and the codec's frames are multiples of a known step (Opus 2.5 ms, AAC, MP3, fixed-block
+FLAC), so the window holds the samples of a whole read at the same times. Where the tick is a sample or finer (MP4,
+Ogg, MPEG-TS, WAV, FLAC, MP3) FFmpeg's timestamp names the sample already; codecs of no known step in Matroska
+(Vorbis, PCM) keep FFmpeg's stamp, which may lie up to a millisecond off the whole read's (BENCHMARKS.md, opus63).
+
 Backends (chosen in :func:`read_audio`, the one place): ``torchcodec`` (:mod:`loaders._audio_torchcodec`:
 FFmpeg's C++ decode loop, overlapped with the downmix and soxr; only AAC-LC in MP4 and PCM in WAV whose
 timeline it can show to be the frames end to end) and the PyAV code below (any file; fills gaps and trims
@@ -58,6 +65,7 @@ import torch
 
 from avcore import AudioClip, DecodeError, check_window_overlaps, downmix, resample, seconds_to_samples
 from loaders import _audio_torchcodec
+from loaders._audio_grid import SampleGrid, frame_step_samples, grid_step_samples, tolerance_samples
 from loaders._source import MediaSource, check_source, decode_failure, describe_source, open_container, pick_stream
 from loaders._truncated import check_not_truncated
 
@@ -401,7 +409,8 @@ def audio_timeline_shift_seconds(container, stream) -> float:
 
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                 max_duration_seconds: Optional[float] = None, *, mono: bool = False,
-                sample_rate: Optional[int] = None, stream_blocks: bool = True) -> tuple[np.ndarray, float, int, int]:
+                sample_rate: Optional[int] = None, stream_blocks: bool = True,
+                grid: Optional[SampleGrid] = None) -> tuple[np.ndarray, float, int, int]:
     """Decode the stream: (samples [C, N], or [1, N] downmixed when ``mono``, at ``sample_rate`` (default:
     the stream's); time of sample 0; the stream's rate; packets skipped as undecodable), repairing gaps and
     overlaps.
@@ -412,6 +421,8 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
 
     With ``mono`` and a new rate, blocks are resampled as they fill and (``stream_blocks``) reused, so the
     native-rate samples are never held whole; raises :class:`_ChannelsGrew` when that cannot give the result.
+    ``grid``: the whole read's sample grid (:func:`_whole_read_grid`), on which the first frame after the seek is put
+    (``container`` must be newly opened: see there).
     """
     context = stream.codec_context  # None when FFmpeg found no decoder parameters (a header cut short)
     rate = int((context.sample_rate if context is not None else 0) or getattr(stream, "rate", 0) or 0)
@@ -436,7 +447,8 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
         pipeline.recycle = buffer.recycle
     bad_packets: list = []
     try:
-        total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds, bad_packets)
+        total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds, bad_packets,
+                                    grid=grid)
         start -= shift
         if pipeline is not None:
             buffer.finish()
@@ -451,10 +463,39 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     return resample(buffer.join(gaps, mono=mono), rate, out_rate), start, rate, len(bad_packets)
 
 
+def _grid_step(stream) -> Optional[int]:
+    """The step of the whole read's sample grid of ``stream`` (:func:`loaders._audio_grid.grid_step_samples`), or None
+    where its timestamps already name a sample or its frames have no known step."""
+    context = stream.codec_context
+    rate = int((context.sample_rate if context is not None else 0) or 0)
+    if rate <= 0:
+        return None
+    step = frame_step_samples(context.name, context.frame_size, rate, context.extradata)
+    return grid_step_samples(step, sample_rate=rate, tick_seconds=float(stream.time_base or 0))
+
+
+def _whole_read_grid(container, stream, label: str, step: int) -> Optional[SampleGrid]:
+    """The sample grid of a whole read of ``stream`` with ``step`` (:func:`_grid_step`), or None when no frame
+    decodes. Its origin is the time of the first frame that ``container``'s decoder, newly opened, gives, as in a
+    whole read.
+
+    A decoder skips its initial delay (Opus pre-skip) once, in the first packets it decodes: the caller reads the
+    window with a decoder of its own, newly opened, which skips the same delay after its seek (its first frame is
+    then on the grid of the whole read's first frame)."""
+    rate = int(stream.codec_context.sample_rate)  # > 0: checked by _grid_step
+    tolerance = tolerance_samples(rate, float(stream.time_base))
+    for frame in _tolerant_frames(container, stream, label, []):
+        if frame.samples and frame.time is not None:
+            return SampleGrid(float(frame.time), step, rate, tolerance)
+    return None
+
+
 def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer, gaps: list[tuple[int, int]],
-                 max_duration_seconds: Optional[float], bad_packets: list) -> tuple[int, float]:
+                 max_duration_seconds: Optional[float], bad_packets: list, *,
+                 grid: Optional[SampleGrid] = None) -> tuple[int, float]:
     """Decode every frame into ``buffer``, appending timestamp gaps to ``gaps`` and the pts of packets the
     decoder rejects to ``bad_packets``; returns (samples including the silence of the gaps, time of sample 0).
+    ``grid``: after a seek, the first frame's time is its point on the whole read's grid (:meth:`SampleGrid.snap`).
     Raises DecodeError as :func:`_decode_all` documents."""
     start: Optional[float] = None
     written = decoded = filled = 0
@@ -469,7 +510,7 @@ def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer
         t = frame.time
         if t is not None:
             if start is None:
-                start = float(t)
+                start = float(t) if grid is None else grid.snap(float(t))
             drift = float(t) - (start + written / rate)
             if drift > _GAP_TOLERANCE_SECONDS:
                 pad = seconds_to_samples(drift, rate)
@@ -596,11 +637,17 @@ def read_audio(
         container = open_container(source, label, kind="audio")
         try:
             stream = pick_stream(container, "audio", label, stream_index=stream_index)
-            seek = None
+            seek = grid = None
             if seeks:
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
+                step = _grid_step(stream)
+                if step is not None:  # the grid's decoder has decoded: the seek needs a new one (a file is rewound)
+                    grid = _whole_read_grid(container, stream, label, step)
+                    container.close()
+                    container = open_container(source, label, kind="audio")
+                    stream = pick_stream(container, "audio", label, stream_index=stream_index)
             decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
-                                  sample_rate=sample_rate, stream_blocks=stream_blocks)
+                                  sample_rate=sample_rate, stream_blocks=stream_blocks, grid=grid)
             return decoded, int(stream.index), stream.codec_context.name, _stream_start_seconds(container, stream)
         finally:
             container.close()
