@@ -189,9 +189,10 @@ def _dictionary_form(raw: str) -> str:
 
 def _dashed_parts(raw: str) -> tuple[str, ...]:
     """The dictionary forms of a piece's parts between hyphens or dashes (``"well-known,"`` → ``("well", "known")``,
-    ``"I—I"`` → ``("i", "i")``): how a hyphenated piece is said. One part (or none) when it has no dash between
+    ``"I—I"`` → ``("i", "i")``): how a hyphenated piece is said, a part that is a dotted initialism as its letters
+    (``"U.S.-based"`` → ``("u", "s", "based")``, not the word ``us``). One part (or none) when it has no dash between
     words."""
-    return tuple(part for part in (_dictionary_form(p) for p in _DASHES.split(raw)) if part)
+    return tuple(part for p in _DASHES.split(raw) for part in (_initialism_letters(p) or (_dictionary_form(p),)) if part)
 
 
 _EDGES = re.compile(r"^\W+|\W+$")

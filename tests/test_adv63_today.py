@@ -43,3 +43,18 @@ def test_a_budget_of_exactly_one_window_keeps_the_clip(ntsc_clip, tmp_path, wind
     assert sum(frames) == ffprobe_frame_times(ntsc_clip).size == 300
     assert sum(samples) == sum(_lengths(unwindowed, "cu_seqlens_samples")) == 160160  # 10.01 s
     assert max(samples) <= per_window
+
+
+def test_a_dotted_initialism_before_a_hyphen_or_dash_is_said_as_its_letters():
+    """"U.S.-based" was said "us based" (the dictionary word ``us``, ``AH S``): the initialism rule skipped a piece
+    with dashes. Oracle: pocketsphinx's own dictionary, which spells ``u.s.`` as the letters' phones."""
+    from aligner import estimators
+
+    tokens = estimators.spoken_tokens("U.S.-based firms, the U.S.—U.K. deal, well-known")
+    assert tokens == [("U.S.-based", ("u", "s", "based")), ("firms", ("firms",)), ("the", ("the",)),
+                      ("U.S.—U.K.", ("u", "s", "u", "k")), ("deal", ("deal",)), ("well-known", ("well", "known"))]
+    assert len(tokens) == len(estimators.written_words("U.S.-based firms, the U.S.—U.K. deal, well-known"))
+    pytest.importorskip("pocketsphinx")
+    decoder = estimators.new_decoder()
+    said = " ".join(decoder.lookup_word(w) for w in tokens[0][1][:2])
+    assert said == decoder.lookup_word("u.s.") != decoder.lookup_word("us")
