@@ -58,3 +58,20 @@ def test_a_dotted_initialism_before_a_hyphen_or_dash_is_said_as_its_letters():
     decoder = estimators.new_decoder()
     said = " ".join(decoder.lookup_word(w) for w in tokens[0][1][:2])
     assert said == decoder.lookup_word("u.s.") != decoder.lookup_word("us")
+
+
+def test_a_long_run_of_punctuation_inside_a_word_is_split_in_linear_time():
+    """A hostile caption word of 40 000 characters ("a-.-. … b") took 36 s in spoken_tokens (and 18 s more in
+    written_words): stripping its edges with ``^\\W+|\\W+$`` retried ``\\W+$`` at every position. Oracle: the text
+    written (the word is itself, its edges being letters) and said as its two letters."""
+    import time
+
+    from aligner import estimators
+
+    word = "a" + "-." * 20_000 + "b"
+    started = time.perf_counter()
+    tokens = estimators.spoken_tokens(f"{word} end")
+    written = estimators.written_words(f"{word} end")
+    assert time.perf_counter() - started < 5.0
+    assert tokens == [(word, ("a", "b")), ("end", ("end",))]
+    assert written == [word, "end"] and len(estimators.normalise_words(f"{word} end")) == 2
