@@ -292,11 +292,15 @@ def _split(aligned: Any, window_seconds: float, options: SampleOptions) -> list[
     (:mod:`~loaders.pipeline._window`), is over a limit that the unmerged windows fit (a budget sized to exactly one
     window: 5 s at 16 kHz is 80000 samples, the merged last window of a 10.01 s clip 80160), the rest stays a window of
     its own: an item without frames, rather than the whole clip skipped as ``over_budget``."""
-    items = _tokenized_windows(split_windows(aligned, window_seconds=window_seconds), options)
+    windows = split_windows(aligned, window_seconds=window_seconds)
+    items = _tokenized_windows(windows, options)
     if _overshoot(items, options) <= 1.0:
         return items
-    unmerged = _tokenized_windows(split_windows(aligned, window_seconds=window_seconds, merge_rest=False), options)
-    return unmerged if len(unmerged) > len(items) and _overshoot(unmerged, options) <= 1.0 else items
+    unmerged = split_windows(aligned, window_seconds=window_seconds, merge_rest=False)
+    if len(unmerged) == len(windows):  # no rest was merged: nothing else to try
+        return items
+    unmerged_items = _tokenized_windows(unmerged, options)
+    return unmerged_items if _overshoot(unmerged_items, options) <= 1.0 else items
 
 
 def _tokenized_windows(windows: list, options: SampleOptions) -> list[BatchItem]:
