@@ -189,12 +189,26 @@ def _dictionary_form(raw: str) -> str:
 
 def _dashed_parts(raw: str) -> tuple[str, ...]:
     """The dictionary forms of a piece's parts between hyphens or dashes (``"well-known,"`` → ``("well", "known")``,
-    ``"I—I"`` → ``("i", "i")``): how a hyphenated piece is said. One part (or none) when it has no dash between
+    ``"I—I"`` → ``("i", "i")``): how a hyphenated piece is said, a part that is a dotted initialism as its letters
+    (``"U.S.-based"`` → ``("u", "s", "based")``, not the word ``us``). One part (or none) when it has no dash between
     words."""
-    return tuple(part for part in (_dictionary_form(p) for p in _DASHES.split(raw)) if part)
+    return tuple(part for p in _DASHES.split(raw) for part in (_initialism_letters(p) or (_dictionary_form(p),)) if part)
 
 
-_EDGES = re.compile(r"^\W+|\W+$")
+_WORD_CHARACTER = re.compile(r"\w")
+
+
+def _strip_edges(word: str) -> str:
+    r"""``word`` without the characters around it that are neither letters, digits nor ``_`` (``"“U.S.,”"`` →
+    ``"U.S"``; ``""`` when it has none). In linear time: the pattern ``^\W+|\W+$`` retried ``\W+$`` at every
+    position of a long run of punctuation inside a word (``"a-.-.- … b"``: 80 000 characters took 73 s)."""
+    first = _WORD_CHARACTER.search(word)
+    if first is None:
+        return ""
+    last = _WORD_CHARACTER.search(word[::-1])
+    return word[first.start():len(word) - last.start()]
+
+
 _ABBREVIATION = re.compile(r"\w\.\w")
 _INITIALISM = re.compile(r"[^\W\d_](?:\.[^\W\d_])+")
 """Single letters joined by dots (``U.S``, ``a.m``, ``U.S.A``; the dots around them stripped): said letter by letter."""
@@ -204,7 +218,7 @@ def _initialism_letters(raw: str) -> tuple[str, ...]:
     """The letters of a dotted initialism, lowercased, as they are said (``"U.S.,"`` → ``("u", "s")``, ``"a.m."`` →
     ``("a", "m")``: each letter is a word of the dictionary, with its name's phones); ``()`` for any other piece
     (``"Mr."``, ``"Ph.D."``, ``"e-mail"``)."""
-    word = _EDGES.sub("", raw.translate(_APOSTROPHES))
+    word = _strip_edges(raw.translate(_APOSTROPHES))
     return tuple(word.lower().split(".")) if _INITIALISM.fullmatch(word) else ()
 
 
@@ -216,7 +230,7 @@ def _written_form(raw: str) -> str:
     ``"U.S."``; ``"Mr."`` → ``"Mr"``: a single dot may end the sentence)."""
     if any(c.isdigit() for c in raw):
         return written_label(raw)
-    word = _EDGES.sub("", raw)
+    word = _strip_edges(raw)
     if _ABBREVIATION.search(word) and raw[raw.find(word) + len(word):].startswith("."):
         word += "."
     return word

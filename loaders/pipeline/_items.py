@@ -266,7 +266,7 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
     """Explicit windows, or with ``"auto"`` the fewest equal windows under the limits (no cut when it fits),
     each tokenized."""
     if options.window_seconds != AUTO:
-        return _tokenized_windows(split_windows(aligned, window_seconds=options.window_seconds), options)
+        return _split(aligned, options.window_seconds, options)
     whole = [tokenize_item(aligned, options.tokenizer)]
     over = _overshoot(whole, options)
     duration = float(aligned.stop_seconds - aligned.start_seconds)
@@ -281,10 +281,26 @@ def _windowed_items(aligned: Any, options: SampleOptions) -> list[BatchItem]:
         return whole  # windows under a log-mel hop: over_budget, uncut
     items = whole
     for count in range(math.ceil(over), math.ceil(over) + 4):  # rounding can put one frame or sample more in a window
-        items = _tokenized_windows(split_windows(aligned, window_seconds=duration / count), options)
+        items = _split(aligned, duration / count, options)
         if _overshoot(items, options) <= 1.0:
             break
     return items
+
+
+def _split(aligned: Any, window_seconds: float, options: SampleOptions) -> list[BatchItem]:
+    """The tokenized windows of ``aligned``; when the last window, holding a frameless rest merged into it
+    (:mod:`~loaders.pipeline._window`), is over a limit that the unmerged windows fit (a budget sized to exactly one
+    window: 5 s at 16 kHz is 80000 samples, the merged last window of a 10.01 s clip 80160), the rest stays a window of
+    its own: an item without frames, rather than the whole clip skipped as ``over_budget``."""
+    windows = split_windows(aligned, window_seconds=window_seconds)
+    items = _tokenized_windows(windows, options)
+    if _overshoot(items, options) <= 1.0:
+        return items
+    unmerged = split_windows(aligned, window_seconds=window_seconds, merge_rest=False)
+    if len(unmerged) == len(windows):  # no rest was merged: nothing else to try
+        return items
+    unmerged_items = _tokenized_windows(unmerged, options)
+    return unmerged_items if _overshoot(unmerged_items, options) <= 1.0 else items
 
 
 def _tokenized_windows(windows: list, options: SampleOptions) -> list[BatchItem]:

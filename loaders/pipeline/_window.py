@@ -66,8 +66,11 @@ def windows(samples: Iterable[AlignedSample], *, window_seconds: Optional[float]
         yield from split_windows(sample, window_seconds=window_seconds)
 
 
-def split_windows(sample: AlignedSample, *, window_seconds: Optional[float]) -> list[AlignedSample]:
-    """The windows of one sample (see :func:`windows`)."""
+def split_windows(sample: AlignedSample, *, window_seconds: Optional[float],
+                  merge_rest: bool = True) -> list[AlignedSample]:
+    """The windows of one sample (see :func:`windows`). ``merge_rest=False`` keeps a frameless last rest as a window
+    of its own (every window then at most ``window_seconds``: the pipeline's fallback when the merged window would be
+    over a budget sized to ``window_seconds``)."""
     if window_seconds is None:
         return [sample]
     if not (isinstance(window_seconds, (int, float)) and math.isfinite(window_seconds) and window_seconds > 0):
@@ -77,7 +80,7 @@ def split_windows(sample: AlignedSample, *, window_seconds: Optional[float]) -> 
     if duration <= window_seconds + _TOLERANCE_SECONDS:
         return [sample]
     num_windows = int(math.ceil((duration - _TOLERANCE_SECONDS) / window_seconds))
-    if sample.video is not None and num_windows > 1 and _frameless_rest(sample.video.pts_seconds.numpy(),
+    if merge_rest and sample.video is not None and num_windows > 1 and _frameless_rest(sample.video.pts_seconds.numpy(),
                                                                         start + (num_windows - 1) * window_seconds, stop):
         num_windows -= 1  # the window before it takes the rest (module docstring)
     if num_windows == 1:
