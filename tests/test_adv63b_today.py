@@ -1,0 +1,56 @@
+"""adv63b: adversarial round on opus63 (windowed audio on the whole read's sample grid) and user63 (BENCHMARKS.md,
+"adv63b").
+
+Each test asserts against an oracle (the clip's whole audio as read, an uninterrupted run's batches) and failed before
+its fix.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from loaders import read_audio
+from tests.conftest import encode_once
+
+
+class _Pipe(io.RawIOBase):
+    """A binary stream read once, front to back (a pipe, a socket, an HTTP body): ``seekable()`` is False."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        chunk = self._data.read(len(buffer))
+        buffer[:len(chunk)] = chunk
+        return len(chunk)
+
+
+class _ReadOnly:
+    """An object with ``read`` alone (no ``seek``, no ``seekable``)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._data.read(size)
+
+
+@pytest.mark.parametrize("wrap", [_Pipe, _ReadOnly])
+def test_a_seeked_opus_window_from_a_pipe_is_the_whole_reads_samples(tmp_path, wrap):
+    """A window past 2 s of WebM Opus read from a file object that cannot seek: opus63's second open of the source
+    (after the grid's decode) started where the first stopped reading, and a readable file was refused as
+    "not audio or video that FFmpeg can read". Now it is read once, without the grid, and its samples are the whole
+    read's at the same times."""
+    path = tmp_path / "tone.webm"
+    data = encode_once(path, "-f", "lavfi", "-i", "sine=f=440:r=48000:d=8", "-c:a", "libopus")
+    whole = read_audio(str(path), backend="pyav")
+    window = read_audio(wrap(data), start_seconds=5.371, stop_seconds=6.371, name="tone.webm")
+    first = int(round((window.start_seconds - whole.start_seconds) * whole.sample_rate))
+    assert window.start_seconds == pytest.approx(5.371, abs=1 / 48000)
+    assert window.samples.shape == (1, 48000)
+    np.testing.assert_allclose(window.samples.numpy(), whole.samples.numpy()[:, first:first + 48000], atol=1e-6)
