@@ -54,3 +54,38 @@ def test_a_seeked_opus_window_from_a_pipe_is_the_whole_reads_samples(tmp_path, w
     assert window.start_seconds == pytest.approx(5.371, abs=1 / 48000)
     assert window.samples.shape == (1, 48000)
     np.testing.assert_allclose(window.samples.numpy(), whole.samples.numpy()[:, first:first + 48000], atol=1e-6)
+
+
+def _batch_bytes(batch):
+    """A batch as its keys and the bytes of its frames and audio."""
+    return batch.sample_keys, batch.frames.numpy().tobytes(), batch.audio.numpy().tobytes()
+
+
+@pytest.mark.parametrize("build", ["make_loader", "make_dataset"])
+def test_set_epoch_twice_after_a_restore_keeps_the_restored_position(build):
+    """``load_state_dict(mid-epoch state); set_epoch(e); set_epoch(e)`` (the loop and a callback both calling it):
+    user63 kept the restored position for the first call only; the second started epoch e afresh, silently, and the
+    batches before the checkpoint were read twice. Oracle: the uninterrupted run's batches after the checkpoint (keys
+    and tensor bytes)."""
+    import pathlib
+
+    import loaders
+
+    urls = str(pathlib.Path(__file__).resolve().parent.parent / "sample_data" / "shards" / "shard-{000000..000001}.tar")
+
+    def make():
+        return getattr(loaders, build)(urls, seed=0, budgets=(240, 128_000, 64), window_seconds=2.0)
+
+    loader = make()
+    batches = iter(loader)
+    for _ in range(2):
+        next(batches)
+    state = loader.state_dict()
+    rest = [_batch_bytes(b) for b in batches]
+    assert rest
+
+    resumed = make()
+    resumed.load_state_dict(state)
+    resumed.set_epoch(0)
+    resumed.set_epoch(0)
+    assert [_batch_bytes(b) for b in resumed] == rest
