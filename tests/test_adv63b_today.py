@@ -89,3 +89,34 @@ def test_set_epoch_twice_after_a_restore_keeps_the_restored_position(build):
     resumed.set_epoch(0)
     resumed.set_epoch(0)
     assert [_batch_bytes(b) for b in resumed] == rest
+
+
+def test_a_misnamed_transcript_json_is_parsed_until_its_warning_is_given(caplog):
+    """Every sample with a tagged JSON member (``KEY.asr63b.json``: a transcript under a name that is not read) had it
+    parsed twice by user63's warning, after the warning (given once) too: 95 ms a sample for a word-level WhisperX JSON
+    of an hour. Now it is read at the first sample only; the warning is the same. Oracle: the members ``read`` is
+    asked for, sample by sample, and the warnings given."""
+    import json
+    import logging
+
+    from loaders.transcripts import pick_transcript
+
+    words = [{"word": "hi", "start": i * 0.3, "end": i * 0.3 + 0.2} for i in range(30)]
+    transcript = json.dumps({"segments": [{"start": 0.0, "end": 9.0, "text": "hi " * 30, "words": words}]}).encode()
+    asked = []
+
+    def sample(key):
+        members = {"__key__": key, "__url__": "s.tar", "mp4": b"", "asr63b.json": transcript,
+                   "json": json.dumps({"url": "u", "caption": "c"}).encode(), "txt": b"a caption"}
+
+        def read(ext):
+            asked.append((key, ext))
+            return members[ext]
+        return members, read
+
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        for key in ("k0", "k1", "k2"):
+            assert pick_transcript(*sample(key)) is None
+    said = [r.getMessage() for r in caplog.records if "KEY.asr63b.json" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("s.tar:k0: KEY.asr63b.json holds a transcript under a name"), said
+    assert [a for a in asked if a[1] == "asr63b.json"] == [("k0", "asr63b.json")]
