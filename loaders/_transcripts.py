@@ -273,8 +273,9 @@ def _is_ass(name: str, text: str) -> bool:
     return suffix in ("ass", "ssa") or text.lstrip("\ufeff \t\r\n").startswith("[Script Info]")
 
 
-_LRC_TIME = re.compile(r"\[\d{1,3}:\d{2}(?:[.:]\d{1,3})?\]")
-"""An LRC line's time tag (``[01:02.50]``): lyrics FFmpeg reads, whose ``[`` is not JSON's."""
+_LRC_TIME = re.compile(r"\[(?:\d{1,3}:\d{2}(?:[.:]\d{1,3})?|[A-Za-z#]{1,8}:[^\]\n]*)\]")
+"""An LRC line's time tag (``[01:02.50]``) or ID tag (``[ti:Title]``, ``[ar:Artist]``, ``[length: 03:20]``,
+``[offset:+100]``, which most LRC files start with): lyrics FFmpeg reads, whose ``[`` is not JSON's."""
 _WHISPER_TSV = re.compile(r"start\tend\ttext\s*\n")
 """The header of openai-whisper's ``--output_format tsv`` (times in integer milliseconds)."""
 _ANY_TIME = re.compile(r"\d:\d\d|\d+[.,]\d+\s*(?:-->|,|\t|\s)\s*\d")

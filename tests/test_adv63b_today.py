@@ -120,3 +120,25 @@ def test_a_misnamed_transcript_json_is_parsed_until_its_warning_is_given(caplog)
     said = [r.getMessage() for r in caplog.records if "KEY.asr63b.json" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith("s.tar:k0: KEY.asr63b.json holds a transcript under a name"), said
     assert [a for a in asked if a[1] == "asr63b.json"] == [("k0", "asr63b.json")]
+
+
+@pytest.mark.parametrize("head", ["[ti:A song]\n[ar:Someone]\n[length: 00:04]\n", "[offset:+100]\n", ""])
+def test_lrc_lyrics_with_id_tags_get_the_lrc_hint(tmp_path, head):
+    """Most LRC files start with ID tags (``[ti:…]``, ``[ar:…]``, ``[offset:…]``): user63's LRC rule knew only a time
+    tag first, and such a file was sniffed as JSON and refused as "invalid JSON: Expecting value". Now it gets the hint
+    that FFmpeg reads .lrc lyrics and converts them. Oracle: FFmpeg's lrc demuxer reads the same file."""
+    import subprocess
+
+    from loaders import TranscriptError, read_transcript
+
+    text = head + "[00:01.50]hello world\n[00:03.00]second line\n"
+    path = tmp_path / "lyrics.txt"
+    path.write_text(text)
+    probe = subprocess.run(["ffprobe", "-v", "error", "-f", "lrc", "-show_entries", "format=format_name", "-of",
+                            "csv=p=0", str(path)], capture_output=True, text=True)
+    assert probe.stdout.strip() == "lrc", probe.stderr
+    with pytest.raises(TranscriptError) as caught:
+        read_transcript(text.encode(), name="lyrics")
+    message = str(caught.value)
+    assert "cannot tell the transcript format" in message and ".lrc lyrics" in message, message
+    assert "invalid JSON" not in message
