@@ -42,6 +42,8 @@ the whole read's sample grid (:mod:`loaders._audio_grid`) where the container's 
 FLAC), so the window holds the samples of a whole read at the same times. Where the tick is a sample or finer (MP4,
 Ogg, MPEG-TS, WAV, FLAC, MP3) FFmpeg's timestamp names the sample already; codecs of no known step in Matroska
 (Vorbis, PCM) keep FFmpeg's stamp, which may lie up to a millisecond off the whole read's (BENCHMARKS.md, opus63).
+The grid is found by a decode of its own, the source then opened again: a file object that cannot seek (a pipe,
+:func:`loaders._source.can_reopen`) is decoded from its start instead, as a whole read (BENCHMARKS.md, adv63b).
 
 Backends (chosen in :func:`read_audio`, the one place): ``torchcodec`` (:mod:`loaders._audio_torchcodec`:
 FFmpeg's C++ decode loop, overlapped with the downmix and soxr; only AAC-LC in MP4 and PCM in WAV whose
@@ -66,7 +68,8 @@ import torch
 from avcore import AudioClip, DecodeError, check_window_overlaps, downmix, resample, seconds_to_samples
 from loaders import _audio_torchcodec
 from loaders._audio_grid import SampleGrid, frame_step_samples, grid_step_samples, tolerance_samples
-from loaders._source import MediaSource, check_source, decode_failure, describe_source, open_container, pick_stream
+from loaders._source import (MediaSource, can_reopen, check_source, decode_failure, describe_source, open_container,
+                             pick_stream)
 from loaders._truncated import check_not_truncated
 
 logger = logging.getLogger(__name__)
@@ -563,7 +566,8 @@ def read_audio(
     """Decode the first audio stream of ``source`` with the presentation time of its first sample.
 
     Args:
-        source: a path, the file's bytes or a binary file object; audio-only files are fine.
+        source: a path, the file's bytes or a binary file object; audio-only files are fine. A file object that
+            cannot seek (a pipe) is decoded from its start, whatever the window.
         sample_rate: resample to this rate (soxr HQ); default: the stream's own rate.
         start_seconds: keep samples from this presentation time (half-open window ``[start, stop)``).
         stop_seconds: keep samples before this time.
@@ -638,7 +642,7 @@ def read_audio(
         try:
             stream = pick_stream(container, "audio", label, stream_index=stream_index)
             seek = grid = None
-            if seeks:
+            if seeks and can_reopen(source):  # a pipe is decoded from its start: it cannot be opened twice
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
                 step = _grid_step(stream)
                 if step is not None:  # the grid's decoder has decoded: the seek needs a new one (a file is rewound)

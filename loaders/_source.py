@@ -9,7 +9,7 @@ from typing import BinaryIO, Callable, Optional, TypeVar, Union
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MediaSource", "check_source", "decode_failure", "describe_source", "open_container", "open_for_pyav",
+__all__ = ["MediaSource", "can_reopen", "check_source", "decode_failure", "describe_source", "open_container", "open_for_pyav",
            "pick_stream", "read_seekable"]
 
 MediaSource = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO]
@@ -51,6 +51,21 @@ def read_seekable(source, read: Callable[[BinaryIO], _T]) -> Optional[_T]:
         return None
     finally:
         source.seek(position)
+
+
+def can_reopen(source: MediaSource) -> bool:
+    """Whether :func:`open_container` can open ``source`` a second time from its first byte: a path or bytes, or a
+    file object that says it is seekable (``seekable()``; one without that method, if it has ``seek``). A pipe or a
+    stream read once is not: its second open would start where the first stopped reading."""
+    if isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)):
+        return True
+    seekable = getattr(source, "seekable", None)
+    if callable(seekable):
+        try:
+            return bool(seekable())
+        except (OSError, ValueError):
+            return False
+    return hasattr(source, "seek")
 
 
 def check_source(source: MediaSource) -> None:

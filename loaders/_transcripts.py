@@ -273,8 +273,9 @@ def _is_ass(name: str, text: str) -> bool:
     return suffix in ("ass", "ssa") or text.lstrip("\ufeff \t\r\n").startswith("[Script Info]")
 
 
-_LRC_TIME = re.compile(r"\[\d{1,3}:\d{2}(?:[.:]\d{1,3})?\]")
-"""An LRC line's time tag (``[01:02.50]``): lyrics FFmpeg reads, whose ``[`` is not JSON's."""
+_LRC_TIME = re.compile(r"\[(?:\d{1,3}:\d{2}(?:[.:]\d{1,3})?|[A-Za-z#]{1,8}:[^\]\n]*)\]")
+"""An LRC line's time tag (``[01:02.50]``) or ID tag (``[ti:Title]``, ``[ar:Artist]``, ``[length: 03:20]``,
+``[offset:+100]``, which most LRC files start with): lyrics FFmpeg reads, whose ``[`` is not JSON's."""
 _WHISPER_TSV = re.compile(r"start\tend\ttext\s*\n")
 """The header of openai-whisper's ``--output_format tsv`` (times in integer milliseconds)."""
 _ANY_TIME = re.compile(r"\d:\d\d|\d+[.,]\d+\s*(?:-->|,|\t|\s)\s*\d")
@@ -404,14 +405,18 @@ _RECORD_TAGS = frozenset({"align", "frames", "meta", "metadata", "info", "transc
 
 def _warn_misnamed(available, read, name: Optional[str]) -> None:
     """Warn about members that hold a transcript under a name :func:`pick_transcript` does not read."""
-    found = []
+    found, tagged_json = [], []
     for ext in available:
         if not isinstance(ext, str) or ext.startswith("__") or "." not in ext:
             continue
         tag, _, last = ext.lower().rpartition(".")
-        if last in _TAGGABLE or (last == "json" and tag.rpartition(".")[2] not in _RECORD_TAGS
-                                 and _holds_transcript_json(read, ext)):
+        if last in _TAGGABLE:
             found.append(ext)
+        elif last == "json" and tag.rpartition(".")[2] not in _RECORD_TAGS:
+            tagged_json.append(ext)
+    if tagged_json and not _could_warn(found, tagged_json):
+        tagged_json = []  # whatever they hold, the warning was given: not parsed again (BENCHMARKS.md, adv63b)
+    found += [ext for ext in tagged_json if _holds_transcript_json(read, ext)]
     key = tuple(sorted(found))
     if not key or key in _MISNAMED_WARNED:
         return
@@ -423,6 +428,25 @@ def _warn_misnamed(available, read, name: Optional[str]) -> None:
                    "rename %s to KEY.%s when writing the shards", f"{name}: " if name else "", members,
                    "s" if len(key) == 1 else "", "it" if len(key) == 1 else "the one to use",
                    transcript_format_of(key[0]).replace("textgrid", "TextGrid"))
+
+
+_MAX_JSON_SUBSETS = 4
+"""Up to this many tagged ``json`` members, :func:`_could_warn` weighs every warning they could give."""
+
+
+def _could_warn(found: list, tagged_json: list) -> bool:
+    """Whether parsing the ``tagged_json`` members could give a warning not given yet: some subset of them (those
+    that hold a transcript) joined to ``found`` names a set not in ``_MISNAMED_WARNED``. A sample with a tagged JSON
+    member is parsed until its warning is given, not at every sample after (a word-level WhisperX JSON of an hour:
+    95 ms a sample)."""
+    if len(tagged_json) > _MAX_JSON_SUBSETS:
+        return True
+    for size in range(len(tagged_json) + 1):
+        for chosen in itertools.combinations(tagged_json, size):
+            key = tuple(sorted([*found, *chosen]))
+            if key and key not in _MISNAMED_WARNED:
+                return True
+    return False
 
 
 def _holds_transcript_json(read, ext: str) -> bool:

@@ -229,12 +229,14 @@ class AVDataset(torch.utils.data.IterableDataset):
         Right after :meth:`load_state_dict` of a state saved mid-epoch (no pass begun since), ``set_epoch`` of the
         state's own epoch keeps the restored position: the training loop ``load_state_dict(ckpt); for epoch in
         range(ckpt_epoch, n): set_epoch(epoch); ...`` resumes where the checkpoint was taken, as it does with the two
-        calls the other way round. Another epoch starts afresh, with a warning that the rest of the state's epoch is
-        not read."""
+        calls the other way round, however many times it is called before the pass (a callback and the loop both
+        calling it). Another epoch starts afresh, with a warning that the rest of the state's epoch is not read."""
         epoch = check_counter("epoch", epoch, below=2**63)  # the cell shared with workers is an int64
-        restored, self._restored_mid_epoch = self._restored_mid_epoch, False
+        restored = self._restored_mid_epoch
         if restored and epoch == self._epoch:
-            return  # the restored epoch: its position stands (a pass applies no set_epoch: generation unchanged)
+            return  # the restored epoch: its position stands, and stands again for a second set_epoch of it (a pass
+            # applies no set_epoch: generation unchanged)
+        self._restored_mid_epoch = False
         if restored:
             logger.warning("set_epoch(%d) after a loader state saved in the middle of epoch %d was loaded: epoch %d "
                            "starts afresh (the rest of epoch %d is not read); hint: set_epoch(%d) keeps the restored "
