@@ -9,8 +9,8 @@ from typing import BinaryIO, Callable, Optional, TypeVar, Union
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MediaSource", "can_reopen", "check_source", "decode_failure", "describe_source", "open_container", "open_for_pyav",
-           "pick_stream", "read_seekable"]
+__all__ = ["MediaSource", "can_reopen", "check_source", "decode_failure", "describe_source", "open_container",
+           "open_for_pyav", "pick_stream", "read_seekable"]
 
 MediaSource = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO]
 """What the decoders accept: a file path, the file's bytes, or a binary file-like object."""
