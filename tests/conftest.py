@@ -188,6 +188,14 @@ def encode_once(out, *args: str) -> bytes:
     return _ENCODED[key]
 
 
+def ntsc_clip_300_frames(out) -> bytes:
+    """300 frames of a 32x24 H.264 test pattern at 30000/1001 fps (GOP 5) and 10.01 s of a 16 kHz mono AAC sine at
+    ``out``: the last 10 ms of audio, past frame 299's interval, hold no frame. Returns its bytes."""
+    return encode_once(out, "-f", "lavfi", "-i", "testsrc=size=32x24:rate=30000/1001", "-f", "lavfi", "-i",
+                       "sine=f=440:r=16000", "-frames:v", "300", "-t", "10.01", "-c:v", "libx264", "-g", "5", "-c:a",
+                       "aac", "-ac", "1")
+
+
 def tiny_clip(out, seconds: float, *, fps: int, sample_rate: int | None, tone_hz: int = 440) -> bytes:
     """A 32x24 H.264 test pattern (GOP 5) with a mono AAC sine (``sample_rate=None``: video only) at ``out``;
     returns its bytes. The small clip the loader, dataset and layout tests pack into shards."""

@@ -9,16 +9,14 @@ import numpy as np
 import pytest
 
 import loaders
-from tests.conftest import encode_once, ffprobe_frame_times, write_tar
+from tests.conftest import ffprobe_frame_times, ntsc_clip_300_frames, write_tar
 
 
 @pytest.fixture(scope="module")
 def ntsc_clip(tmp_path_factory):
     """29.97 fps, 300 frames, 10.01 s of audio: the last 10 ms past frame 299 hold no frame."""
     path = tmp_path_factory.mktemp("adv63_ntsc") / "ntsc.mp4"
-    encode_once(path, "-f", "lavfi", "-i", "testsrc=size=32x24:rate=30000/1001", "-f", "lavfi", "-i",
-                "sine=f=440:r=16000", "-frames:v", "300", "-t", "10.01", "-c:v", "libx264", "-g", "5", "-c:a", "aac",
-                "-ac", "1")
+    ntsc_clip_300_frames(path)
     return path
 
 

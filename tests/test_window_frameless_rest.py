@@ -12,15 +12,13 @@ import pytest
 import aligner
 import loaders
 from loaders.pipeline import split_windows
-from tests.conftest import encode_once, ffprobe_frame_times, write_tar
+from tests.conftest import ffprobe_frame_times, ntsc_clip_300_frames, write_tar
 
 
 @pytest.fixture(scope="module")
 def ntsc_clip(tmp_path_factory):
     path = tmp_path_factory.mktemp("ntsc") / "ntsc.mp4"
-    encode_once(path, "-f", "lavfi", "-i", "testsrc=size=32x24:rate=30000/1001", "-f", "lavfi", "-i",
-                "sine=f=440:r=16000", "-frames:v", "300", "-t", "10.01", "-c:v", "libx264", "-g", "5", "-c:a", "aac",
-                "-ac", "1")
+    ntsc_clip_300_frames(path)
     return path
 
 
