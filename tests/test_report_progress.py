@@ -43,3 +43,16 @@ def test_progress_of_a_media_directory_with_two_media_of_one_stem(tmp_path, caps
     assert main(["report", str(folder), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
     assert re.match(r"report: 2/2 clip \(100%\), .*, reported=2, skipped=0, not_clips=1$", _final_progress(err)), err
+
+
+def test_the_last_progress_line_under_on_error_raise_counts_the_clip_that_raised(tmp_path, capsys):
+    """``--on-error raise`` stops at the first bad clip; the last progress line now counts it (before: the line ended
+    at the clip before, ``1/2 ... reported=1, skipped=0``, as if the run had stopped between clips)."""
+    clip = tiny_clip(tmp_path / "c.mp4", 0.5, fps=10, sample_rate=16000)
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    write_tar(folder / "shard-000000.tar", [("k0.mp4", clip), ("k1.mp4", b"\x00not a video" * 64)])
+    assert main(["report", str(folder), "--out", str(tmp_path / "out"), "--on-error", "raise"]) != 0
+    err = capsys.readouterr().err
+    assert re.match(r"report: 2/2 clip \(100%\), .*, reported=1, skipped=1$", _final_progress(err)), err
+    assert "k1" in err

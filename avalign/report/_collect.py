@@ -283,20 +283,19 @@ def collect(
     try:
         for item in items:
             result = item if isinstance(item, Skipped) else clip_row(item, sample_rate=sample_rate, truth=truth, max_pixels=max_pixels)
+            if bar is not None:  # counted before a raise, so the last progress line holds the clip that raised
+                if isinstance(item, Skipped) and (item.from_preprocess or item.reason in _NOT_CLIPS):
+                    counts["not_clips"] = counts.get("not_clips", 0) + 1  # a stray file, a record of preprocess's skips
+                    bar.update(0, **counts)
+                else:
+                    counts["skipped" if isinstance(result, Skipped) else "reported"] += 1
+                    bar.update(1, **counts)
             if isinstance(result, Skipped):
                 if on_error == "raise" and result.reason not in _NEVER_RAISED:
                     raise SampleError(result.message, shard=result.shard, key=result.key, reason=result.reason)
                 skipped.append(result)
             else:
                 rows.append(result)
-            if bar is None:
-                continue
-            if isinstance(item, Skipped) and (item.from_preprocess or item.reason in _NOT_CLIPS):
-                counts["not_clips"] = counts.get("not_clips", 0) + 1  # a stray file, a record of preprocess's skips
-                bar.update(0, **counts)
-            else:
-                counts["skipped" if isinstance(result, Skipped) else "reported"] += 1
-                bar.update(1, **counts)
     finally:
         if bar is not None:
             bar.close()
