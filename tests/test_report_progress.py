@@ -56,3 +56,16 @@ def test_the_last_progress_line_under_on_error_raise_counts_the_clip_that_raised
     err = capsys.readouterr().err
     assert re.match(r"report: 2/2 clip \(100%\), .*, reported=1, skipped=1$", _final_progress(err)), err
     assert "k1" in err
+
+
+def test_preprocess_last_progress_line_under_on_error_raise_counts_the_clip_that_raised(tmp_path, capsys):
+    """The same for ``avalign preprocess --on-error raise`` (before: ``1/2 ... done=1, skipped=0``)."""
+    clip = tiny_clip(tmp_path / "c.mp4", 0.5, fps=10, sample_rate=16000)
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    write_tar(folder / "shard-000000.tar", [("k0.mp4", clip), ("k1.mp4", b"\x00not a video" * 64)])
+    assert main(["preprocess", str(folder), str(tmp_path / "out"), "--on-error", "raise"]) != 0
+    err = capsys.readouterr().err
+    last = [line for line in err.splitlines() if line.startswith("preprocess: ")][-1]
+    assert re.match(r"preprocess: 2/2 clip \(100%\), .*, done=1, skipped=1$", last), err
+    assert "k1" in err

@@ -73,12 +73,12 @@ def process_shard(
             try:
                 members, row = process(sample) if process is not None else process_sample(sample, options, config)
             except SampleError as e:
+                if on_sample:  # counted before a raise too: the last progress line holds the sample that raised
+                    on_sample(False)
                 if on_error == "raise":
                     raise
                 skip_log.skipped(logger, e.reason, f"skipping {e if sample.source in str(e) else f'{sample.source}: {e}'}")
                 skipped.append({"input": sample.source, "key": sample.key, "reason": e.reason, "message": str(e)})
-                if on_sample:
-                    on_sample(False)
                 continue
             for name in sorted(members):
                 writer.add(name, members[name])
