@@ -127,6 +127,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     raise ValueError(f"unknown benchmark {args.what!r}")
 
 
+def _format_name(value: str) -> str:
+    """``--transcript-format`` in any case (``TextGrid``, ``SRT``); ``webvtt`` is ``vtt``."""
+    value = value.lower()
+    return "vtt" if value == "webvtt" else value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="avalign",
@@ -169,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("media", help="video or audio file")
     measure.add_argument("--transcript", help="SRT, WebVTT, Whisper/WhisperX JSON (also whisper.cpp -oj/-ojf and the "
                          "Hugging Face ASR pipeline's chunks, word-level ones as words), TextGrid or NIST STM file")
-    measure.add_argument("--transcript-format", choices=TRANSCRIPT_FORMATS, default=None,
+    measure.add_argument("--transcript-format", choices=TRANSCRIPT_FORMATS, default=None, type=_format_name,
                          help="the transcript's format when its name does not tell (default: from the suffix, "
                               "else from the content)")
     measure.add_argument("--sample-rate", type=positive_int, default=16000, help="rate for sample indices (default 16000)")

@@ -540,8 +540,8 @@ def read_transcript(
     Args:
         source: a path, the file's bytes (e.g. a tar member), or a binary or text file-like object.
         format: ``"srt"``, ``"vtt"``, ``"json"`` (WhisperX / faster-whisper / whisper, or a plain list
-            of ``{"text", "start", "end"}``), ``"textgrid"`` or ``"stm"`` (NIST); None guesses from the name's suffix,
-            else from the content.
+            of ``{"text", "start", "end"}``), ``"textgrid"`` or ``"stm"`` (NIST), in any case (``"TextGrid"``;
+            ``"webvtt"`` is ``"vtt"``); None guesses from the name's suffix, else from the content.
         name: what to call the source in messages and ``Transcript.source`` (e.g. the tar key);
             defaults to the path or the stream's name.
         max_cues: refuse a transcript with more cues/segments/intervals (``TranscriptError``, reason
@@ -565,6 +565,8 @@ def read_transcript(
         >>> (t.spans[0].text, t.spans[0].start_seconds, t.spans[0].stop_seconds)
         ('hello', 1.0, 2.5)
     """
+    if isinstance(format, str):  # the names files and tools use: "TextGrid", "SRT", "WebVTT"
+        format = _SUFFIXES.get(format.lower(), format)
     if format is not None and format not in _FORMATS:
         raise ValueError(f"format must be one of {list(_FORMATS)} or None, got {format!r}")
     for limit_name, limit in (("max_cues", max_cues), ("max_words", max_words)):
