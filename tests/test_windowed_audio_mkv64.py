@@ -108,3 +108,22 @@ def test_seeked_pcm_window_holds_the_generators_samples(media, name):
         assert abs(samples.size - 0.25 * rate) <= 1
         expected = sources[rate][first: first + samples.size].astype(np.float32) / 32768.0
         assert np.array_equal(samples, expected), f"{start_seconds = }"
+
+
+@pytest.mark.parametrize("name", ["webm-vorbis-48k", "mkv-pcm-44k", "mkv-vorbis-22k", "wav-44k"])
+def test_seeked_resampled_window_holds_the_resampled_whole_reads_samples(media, name):
+    """Resampled to 16 kHz, a window starting at a native sample that no 16 kHz sample of the whole read shares (64-
+    sample Vorbis frames from 48 kHz; anywhere but every 441st sample from 44.1 kHz) had its samples a third of a
+    sample or so off the whole read's: it now starts where the two grids meet, so its samples are the whole read's."""
+    paths, _ = media
+    path = paths[name] if name in paths else paths["mkv-pcm-44k"].with_name("source44100.wav")
+    whole = loaders.read_audio(path, sample_rate=16000, backend="pyav")
+    everything = whole.samples[0].numpy()
+    for start_seconds in STARTS:
+        window = loaders.read_audio(path, sample_rate=16000, start_seconds=start_seconds,
+                                    stop_seconds=start_seconds + 0.5, backend="pyav")
+        at = (window.start_seconds - whole.start_seconds) * 16000
+        assert at == pytest.approx(round(at), abs=1e-6), f"off the whole read's 16 kHz grid ({start_seconds = })"
+        assert abs(window.start_seconds - start_seconds) <= 0.5 / 16000
+        samples = window.samples[0].numpy()
+        assert np.max(np.abs(samples - everything[round(at): round(at) + samples.size])) < 1e-6, f"{start_seconds = }"
