@@ -39,9 +39,18 @@ sample ``n`` is always at ``start_seconds + n / sample_rate``.
 A window starting past :data:`_SEEK_FROM_SECONDS` is decoded from a seek (PyAV backend). Its first sample is put on
 the whole read's sample grid (:mod:`loaders._audio_grid`) where the container's tick is coarser than a sample
 (Matroska/WebM: 1 ms) and the codec's frames are multiples of a known step (Opus 2.5 ms, AAC, MP3, fixed-block
-FLAC), so the window holds the samples of a whole read at the same times. Where the tick is a sample or finer (MP4,
-Ogg, MPEG-TS, WAV, FLAC, MP3) FFmpeg's timestamp names the sample already; codecs of no known step in Matroska
-(Vorbis, PCM) keep FFmpeg's stamp, which may lie up to a millisecond off the whole read's (BENCHMARKS.md, opus63).
+FLAC), so the window holds the samples of a whole read at the same times. Vorbis and PCM in Matroska are placed on
+that grid by the stamps of their first frames (:class:`loaders._audio_grid.StampedGrid`; Vorbis frames are multiples of
+a quarter of its short block, PCM blocks are taken to have the size of the stream's first block, as FFmpeg's muxer
+writes them; BENCHMARKS.md, mkv64). Where the tick is one sample (MP4, MOV, Ogg, WAV, FLAC), one frame (MP3 in AVI)
+or divides the frames (MP3, MPEG-TS at 48 or 16 kHz) FFmpeg's timestamp names the sample already; where it is under
+half a sample and does not divide the frames (MPEG-TS at 44.1 or 22.05 kHz: 1/90000 s) the stamp is put on the
+nearest sample of the grid. Other codecs of no known step in Matroska, and PCM whose blocks before the window differ
+in size, keep FFmpeg's stamp, which may lie up to a millisecond off the whole read's (BENCHMARKS.md, opus63).
+A window resampled (``sample_rate``) from a seek starts its native samples where the whole read's native and resampled
+grids meet (every 3rd sample from 48 to 16 kHz, every 441st from 44.1 kHz: :func:`_resampled_phase_samples`), so its
+resampled samples are the whole read's at the same instants (within float rounding), not a fraction of a sample off;
+this needs the whole read's first frame's time wherever the codec has no grid too (one more open and decode, 1-2 ms).
 The grid is found by a decode of its own, the source then opened again: a file object that cannot seek (a pipe,
 :func:`loaders._source.can_reopen`) is decoded from its start instead, as a whole read (BENCHMARKS.md, adv63b).
 
@@ -67,7 +76,8 @@ import torch
 
 from avcore import AudioClip, DecodeError, check_window_overlaps, downmix, resample, seconds_to_samples
 from loaders import _audio_torchcodec
-from loaders._audio_grid import SampleGrid, frame_step_samples, grid_step_samples, tolerance_samples
+from loaders._audio_grid import (SampleGrid, StampedGrid, frame_step_samples, grid_step_samples, stamp_interval,
+                                 tolerance_samples, vorbis_step_samples)
 from loaders._source import (MediaSource, can_reopen, check_source, decode_failure, describe_source, open_container,
                              pick_stream)
 from loaders._truncated import check_not_truncated
@@ -148,6 +158,7 @@ class _SampleBuffer:
         self.channel_names: Optional[tuple[str, ...]] = None
         """FFmpeg's channel names of the last frame as wide as the widest so far (the downmix's layout)."""
         self._layout_name: Optional[str] = None
+        self._handed = False  # a block has gone to on_block
 
     def _note_layout(self, frame, channels: int) -> None:
         layout = frame.layout
@@ -176,6 +187,7 @@ class _SampleBuffer:
                 if self._keep:
                     self._blocks.append((block, self._used))
                 if self._on_block is not None:
+                    self._handed = True
                     self._on_block(block, self._used)
             rows = max(channels, block.shape[0] if block is not None else 0)
             self._max_rows = max(self._max_rows, rows)
@@ -243,6 +255,17 @@ class _SampleBuffer:
         elif dtype not in (np.float32, np.float64):
             view *= 1.0 / float(np.iinfo(dtype).max + 1)  # a power of two: exact, as the division was
         return m
+
+    def drop_head(self, n: int) -> bool:
+        """Forget the first ``n`` samples written, while they are all still in the first block (none handed on);
+        returns whether it could."""
+        block = self._block
+        if self._blocks or block is None or self._handed or not 0 <= n <= self._used:
+            return False
+        block[:, : self._used - n] = block[:, n : self._used]  # numpy copies overlapping ranges safely
+        self._used -= n
+        self.count -= n
+        return True
 
     def finish(self) -> None:
         """Hand the last, partly filled block to ``on_block``."""
@@ -413,7 +436,8 @@ def audio_timeline_shift_seconds(container, stream) -> float:
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                 max_duration_seconds: Optional[float] = None, *, mono: bool = False,
                 sample_rate: Optional[int] = None, stream_blocks: bool = True,
-                grid: Optional[SampleGrid] = None) -> tuple[np.ndarray, float, int, int]:
+                grid: Optional[SampleGrid | StampedGrid] = None,
+                phase_samples: int = 1) -> tuple[np.ndarray, float, int, int]:
     """Decode the stream: (samples [C, N], or [1, N] downmixed when ``mono``, at ``sample_rate`` (default:
     the stream's); time of sample 0; the stream's rate; packets skipped as undecodable), repairing gaps and
     overlaps.
@@ -424,8 +448,9 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
 
     With ``mono`` and a new rate, blocks are resampled as they fill and (``stream_blocks``) reused, so the
     native-rate samples are never held whole; raises :class:`_ChannelsGrew` when that cannot give the result.
-    ``grid``: the whole read's sample grid (:func:`_whole_read_grid`), on which the first frame after the seek is put
-    (``container`` must be newly opened: see there).
+    ``grid``: the whole read's sample grid (:func:`_whole_read_grid`, :func:`_whole_read_stamped_grid`), on which the
+    first frame after the seek is put (``container`` must be newly opened: see there); ``phase_samples``: see
+    :func:`_decode_loop`.
     """
     context = stream.codec_context  # None when FFmpeg found no decoder parameters (a header cut short)
     rate = int((context.sample_rate if context is not None else 0) or getattr(stream, "rate", 0) or 0)
@@ -451,7 +476,7 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     bad_packets: list = []
     try:
         total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds, bad_packets,
-                                    grid=grid)
+                                    grid=grid, phase_samples=phase_samples)
         start -= shift
         if pipeline is not None:
             buffer.finish()
@@ -477,16 +502,81 @@ def _grid_step(stream) -> Optional[int]:
     return grid_step_samples(step, sample_rate=rate, tick_seconds=float(stream.time_base or 0))
 
 
-def _whole_read_grid(container, stream, label: str, step: int) -> Optional[SampleGrid]:
+def _stamped_grid_wanted(stream) -> bool:
+    """Whether a seeked read of ``stream`` is placed by :class:`StampedGrid`: Vorbis or PCM whose tick is longer than a
+    sample (Matroska/WebM)."""
+    context = stream.codec_context
+    rate = int((context.sample_rate if context is not None else 0) or 0)
+    if rate <= 0 or not float(stream.time_base or 0) * rate > 1.0:
+        return False
+    return context.name == "vorbis" or context.name.startswith("pcm_")
+
+
+def _whole_read_stamped_grid(container, stream, label: str) -> Optional[StampedGrid]:
+    """The :class:`StampedGrid` of a whole read of ``stream`` (:func:`_stamped_grid_wanted`) from its first frames, as
+    ``container``'s decoder, newly opened, gives them; None when no frame decodes, the step is unknown (a Vorbis header
+    not found) or the first frames are not multiples of it (PCM blocks of unequal sizes).
+
+    The caller seeks ``container`` afterwards, which flushes the decoder: a Vorbis decoder then starts as a new one
+    does (the first packet gives no samples) and PCM has no state, so the window is read without a second open."""
+    context = stream.codec_context
+    rate, tick = int(context.sample_rate), float(stream.time_base)
+    step = vorbis_step_samples(context.extradata) if context.name == "vorbis" else None
+    stamps: list[tuple[float, int, int]] = []
+    before = 0
+    for frame in _tolerant_frames(container, stream, label, []):
+        if not frame.samples:
+            continue
+        if frame.time is None:
+            break
+        if step is None:
+            step = frame.samples  # PCM: the first block's size
+        if stamps and abs(float(frame.time) - stamps[0][0] - before / rate) > _GAP_TOLERANCE_SECONDS:
+            break  # a gap or an overlap, which the whole read repairs: the frames after it are not counted from the first
+        stamps.append((float(frame.time), before, frame.samples))
+        before += frame.samples
+        if len(stamps) >= StampedGrid.frames_wanted:
+            break
+    if not stamps or step is None or any(samples % step for _, _, samples in stamps[:-1]):
+        return None
+    origin = stamps[0][0]
+    low, high = stamp_interval(stamps, origin_seconds=origin, sample_rate=rate, tick_seconds=tick)
+    if low > high:
+        return None  # the stamps disagree with rounding to the tick: not a muxer this models
+    return StampedGrid(origin, step, rate, tick, low, high)
+
+
+def _resampled_phase_samples(rate: int, out_rate: Optional[int]) -> int:
+    """How many native samples apart the whole read's samples and its resampled samples fall at the same instant
+    (``rate / gcd(rate, out_rate)``: 3 from 48 to 16 kHz, 441 from 44.1 kHz), or 1 (no resampling, or a period over a
+    quarter of the seek margin, which the dropped samples must stay within).
+
+    A seeked window resampled from a first sample a multiple of this after the whole read's first sample has its
+    samples at the instants of the whole read's resampled samples, not a fraction of a sample off.
+
+    Example:
+        >>> _resampled_phase_samples(44100, 16000)
+        441
+    """
+    if not out_rate or rate <= 0 or out_rate == rate:
+        return 1
+    period = rate // math.gcd(rate, out_rate)
+    return period if period <= rate * _SEEK_MARGIN_SECONDS / 4 else 1
+
+
+def _whole_read_grid(container, stream, label: str, step: int,
+                     tolerance: Optional[float] = None) -> Optional[SampleGrid]:
     """The sample grid of a whole read of ``stream`` with ``step`` (:func:`_grid_step`), or None when no frame
     decodes. Its origin is the time of the first frame that ``container``'s decoder, newly opened, gives, as in a
-    whole read.
+    whole read. ``tolerance``: default :func:`tolerance_samples`; 0 with a step of 1 gives the origin alone (stamps
+    that name their samples: :func:`_resampled_phase_samples`).
 
     A decoder skips its initial delay (Opus pre-skip) once, in the first packets it decodes: the caller reads the
     window with a decoder of its own, newly opened, which skips the same delay after its seek (its first frame is
     then on the grid of the whole read's first frame)."""
     rate = int(stream.codec_context.sample_rate)  # > 0: checked by _grid_step
-    tolerance = tolerance_samples(rate, float(stream.time_base))
+    if tolerance is None:
+        tolerance = tolerance_samples(rate, float(stream.time_base))
     for frame in _tolerant_frames(container, stream, label, []):
         if frame.samples and frame.time is not None:
             return SampleGrid(float(frame.time), step, rate, tolerance)
@@ -495,16 +585,34 @@ def _whole_read_grid(container, stream, label: str, step: int) -> Optional[Sampl
 
 def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer, gaps: list[tuple[int, int]],
                  max_duration_seconds: Optional[float], bad_packets: list, *,
-                 grid: Optional[SampleGrid] = None) -> tuple[int, float]:
+                 grid: Optional[SampleGrid | StampedGrid] = None, phase_samples: int = 1) -> tuple[int, float]:
     """Decode every frame into ``buffer``, appending timestamp gaps to ``gaps`` and the pts of packets the
     decoder rejects to ``bad_packets``; returns (samples including the silence of the gaps, time of sample 0).
-    ``grid``: after a seek, the first frame's time is its point on the whole read's grid (:meth:`SampleGrid.snap`).
+    ``grid``: after a seek, the first frame's time is its point on the whole read's grid (:meth:`SampleGrid.place`,
+    :meth:`StampedGrid.place`: from the first frames, up to the first gap or overlap; meanwhile FFmpeg's time).
+    ``phase_samples``: then the samples before the first one a multiple of this after the grid's origin are dropped
+    (:func:`_resampled_phase_samples`), where no gap or overlap came first.
     Raises DecodeError as :func:`_decode_all` documents."""
     start: Optional[float] = None
     written = decoded = filled = 0
     overlaps = 0
     packer: list = []
     limit = None if max_duration_seconds is None else max_duration_seconds * rate
+    stamps: list[tuple[float, int, int]] = []  # the first frames (time, samples before, samples) while grid places them
+    placing = grid is not None
+    to_drop = 0  # samples still to drop from the head once placed (phase_samples)
+
+    def phase_drop(placed: float) -> int:
+        return (-round((placed - grid.origin_seconds) * rate)) % phase_samples if phase_samples > 1 else 0
+
+    def drop_head() -> None:  # once the samples to drop are written, before any block is handed on
+        nonlocal written, decoded, start, to_drop
+        if not gaps and not overlaps and buffer.drop_head(to_drop):
+            written -= to_drop
+            decoded -= to_drop
+            start += to_drop / rate
+        to_drop = 0
+
     for frame in _tolerant_frames(container, stream, label, bad_packets):
         n = frame.samples
         if n == 0:
@@ -513,8 +621,17 @@ def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer
         t = frame.time
         if t is not None:
             if start is None:
-                start = float(t) if grid is None else grid.snap(float(t))
+                start = float(t)
             drift = float(t) - (start + written / rate)
+            if placing and abs(drift) <= _GAP_TOLERANCE_SECONDS:
+                stamps.append((float(t), written, n))
+                if grid.settled(stamps):
+                    start, placing = grid.place(stamps), False
+                    to_drop = phase_drop(start)
+                    drift = float(t) - (start + written / rate)
+            elif placing:  # a gap or an overlap among the first frames: place by the frames before it
+                start, placing = (grid.place(stamps) if stamps else start), False
+                drift = float(t) - (start + written / rate)
             if drift > _GAP_TOLERANCE_SECONDS:
                 pad = seconds_to_samples(drift, rate)
                 gaps.append((decoded, pad))
@@ -528,10 +645,17 @@ def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer
         kept = buffer.write(frame, cut, packer) if cut < n else 0
         written += kept
         decoded += kept
+        if to_drop and written >= to_drop:
+            drop_head()
         if filled > decoded + _GAP_FILL_ALLOWANCE_SECONDS * rate and filled > decoded * 8:
             break  # already hopeless: stop decoding (refused below)
         if limit is not None and written > limit:
             break  # over the limit: refused below, without decoding the rest
+    if placing and stamps:  # the stream ended before the frames settled the grid
+        start = grid.place(stamps)
+        to_drop = phase_drop(start)
+    if to_drop and written >= to_drop:
+        drop_head()
     if start is None and not bad_packets:
         # Nothing decoded and nothing rejected: the track holds no audio (a stream-copied cut, a screen recording's
         # muted track). Like a file without an audio stream: a video-only clip to the loader, not a corrupt file.
@@ -642,16 +766,25 @@ def read_audio(
         try:
             stream = pick_stream(container, "audio", label, stream_index=stream_index)
             seek = grid = None
+            phase = 1
             if seeks and can_reopen(source):  # a pipe is decoded from its start: it cannot be opened twice
                 seek = start_seconds - _SEEK_MARGIN_SECONDS
                 step = _grid_step(stream)
-                if step is not None:  # the grid's decoder has decoded: the seek needs a new one (a file is rewound)
-                    grid = _whole_read_grid(container, stream, label, step)
-                    container.close()
-                    container = open_container(source, label, kind="audio")
-                    stream = pick_stream(container, "audio", label, stream_index=stream_index)
+                native_rate = int(stream.codec_context.sample_rate or 0) if stream.codec_context is not None else 0
+                phase = _resampled_phase_samples(native_rate, sample_rate)
+                if step is None and _stamped_grid_wanted(stream):  # the seek flushes the decoder: no second open
+                    grid = _whole_read_stamped_grid(container, stream, label)
+                elif step is not None or phase > 1:
+                    grid = _whole_read_grid(container, stream, label, step or 1, None if step else 0.0)
+                    if step is not None or not stream.codec_context.name.startswith("pcm_"):
+                        # the grid's decoder has decoded: the seek needs a new one (PCM has no state: the seek's
+                        # flush is enough, and a WAV's second open costs 15 ms)
+                        container.close()
+                        container = open_container(source, label, kind="audio")
+                        stream = pick_stream(container, "audio", label, stream_index=stream_index)
             decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
-                                  sample_rate=sample_rate, stream_blocks=stream_blocks, grid=grid)
+                                  sample_rate=sample_rate, stream_blocks=stream_blocks, grid=grid,
+                                  phase_samples=phase)
             return decoded, int(stream.index), stream.codec_context.name, _stream_start_seconds(container, stream)
         finally:
             container.close()

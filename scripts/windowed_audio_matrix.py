@@ -1,10 +1,12 @@
-"""Windowed ``read_audio`` against the whole read, per container x codec (BENCHMARKS.md, opus63).
+"""Windowed ``read_audio`` against the whole read, per container x codec (BENCHMARKS.md, opus63 and mkv64).
 
 Makes each file with the Debian ``ffmpeg`` CLI from one 40 s noise signal (seeded), reads it whole and in 0.5 s
 windows (PyAV backend: starts past 2 s seek), and prints for each window the shift ``lag`` (samples) at which the
 window's samples sit in the whole read relative to the index its ``start_seconds`` names (0: exact; negative: the
 window stamps its samples late) and the largest sample difference there; for each file, where the generator's
-samples land in the whole read (``whole-vs-generator lag``: 0 when the whole read starts at content time 0).
+samples land in the whole read (``whole-vs-generator lag``: 0 when the whole read starts at content time 0). Ends with
+one line per file: the largest |lag|, the largest sample difference at the named index, windows whose start is off the
+whole read's sample grid, and windows whose ``start_seconds`` is more than half a sample from the one asked for.
 
     PYTHONPATH=. python scripts/windowed_audio_matrix.py OUT_DIR [NAME,NAME,...]
 """
@@ -48,6 +50,27 @@ FORMATS = {  # name: (ext, ffmpeg args, sample rate)
     "mkv_flac_44k_c700": ("mkv", ["-c:a", "flac", "-cluster_time_limit", "700"], 44100),
     "mkv_pcm_44k_c700": ("mkv", ["-c:a", "pcm_s16le", "-cluster_time_limit", "700"], 44100),
 }
+_MORE = {  # mkv64: more containers x codecs, each at 16, 22.05, 44.1 and 48 kHz (AC-3: 44.1 and 48 kHz only)
+    "mkv_vorbis": ("mkv", ["-c:a", "libvorbis", "-q:a", "5"]),
+    "mkv_vorbis_c700": ("mkv", ["-c:a", "libvorbis", "-cluster_time_limit", "700"]),
+    "webm_vorbis": ("webm", ["-c:a", "libvorbis", "-q:a", "5"]),
+    "mkv_pcm": ("mkv", ["-c:a", "pcm_s16le"]),
+    "mkv_pcm_c700": ("mkv", ["-c:a", "pcm_s16le", "-cluster_time_limit", "700"]),
+    "mkv_pcm24_c700": ("mkv", ["-c:a", "pcm_s24le", "-cluster_time_limit", "700"]),
+    "mov_pcm": ("mov", ["-c:a", "pcm_s16le"]),
+    "mp4_alac": ("mp4", ["-c:a", "alac"]),
+    "avi_pcm": ("avi", ["-c:a", "pcm_s16le"]),
+    "avi_mp3": ("avi", ["-c:a", "libmp3lame", "-b:a", "128k"]),
+    "ogg_vorbis": ("ogg", ["-c:a", "libvorbis", "-q:a", "5"]),
+    "ogg_flac": ("ogg", ["-c:a", "flac"]),
+    "ts_ac3": ("ts", ["-c:a", "ac3"]),
+    "ts_mp2": ("ts", ["-c:a", "mp2"]),
+}
+for _base, (_ext, _args) in _MORE.items():
+    for _rate in (16000, 22050, 44100, 48000):
+        if _base == "ts_ac3" and _rate < 32000:
+            continue
+        FORMATS[f"{_base}_{_rate / 1000:g}k".replace(".", "")] = (_ext, _args, _rate)
 VIDEO = {"webm_vp9_opus": ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-g", "47"],
          "mkv_h264_aac": ["-c:v", "libx264", "-preset", "ultrafast", "-g", "47"]}
 STARTS = [1.5, 3.0, 3.0005, 12.0104, 21.123457, 30.02, 33.2513]
@@ -111,6 +134,13 @@ def main():
             print(f"{name:12s} start={s:<9} win.start={win.start_seconds:.7f} claim_idx={at_f:.3f} lag={k:+d} "
                   f"maxdiff={diff:.2e} n={len(x)}", flush=True)
     json.dump(rows, open(OUT / f"rows{len(only)}.json", "w"), indent=1)
+    print("\nfile | max abs lag | max diff | off-grid starts | starts > 0.5 sample from asked")
+    for name in only:
+        mine = [r for r in rows if r["fmt"] == name and r["start"] > 2.0]  # the seeked windows
+        rate = FORMATS[name][2]
+        far = sum(abs(r["win_start"] - r["start"]) > 0.5 / rate + 1e-9 for r in mine)
+        print(f"{name} | {max(abs(r['lag']) for r in mine)} | {max(r['maxdiff'] for r in mine):.1e} | "
+              f"{sum(abs(r['frac']) > 1e-3 for r in mine)} | {far}")
 
 
 if __name__ == "__main__":
