@@ -922,8 +922,9 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
     Aligner's ``<speaker> - words`` and ``<speaker> - phones`` per speaker), each word is its own span. Without
     either, the first interval tier that is not a phone tier gives spans without words (tiers named otherwise may be
     speakers or layers of one speaker, e.g. WebMAUS's ``ORT-MAU`` / ``KAN-MAU`` / ``MAU``: only the first is read,
-    logged). Spans of several tiers are sorted by time. Phone tiers are never read. Empty intervals are silence and
-    are dropped.
+    logged). Spans of several tiers are sorted by time. Phone tiers are never read: a TextGrid of phone tiers only
+    (parselmouth's North Wind ``phonemes``) gives no spans, with a warning naming the tiers. Empty intervals are
+    silence and are dropped.
     """
     from praatio.utilities import textgrid_io
 
@@ -972,7 +973,14 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
         hint = next(h for h in _PHRASE_TIER_HINTS if h in str(phrase_tiers[0]["name"]).lower())
         phrase_tiers = [t for t in phrase_tiers if hint in str(t["name"]).lower()]
     if not phrase_tiers and not word_tiers:  # tiers named otherwise: the first that is not a phone tier
-        others = [t for t, phone in zip(intervals, is_phone) if not phone] or intervals[:1]
+        others = [t for t, phone in zip(intervals, is_phone) if not phone]
+        if not others:  # phone tiers only (a phonetician's "phonemes" tier): phones are not words, read nothing
+            logger.warning("%s: only phone tier(s) %s (%d interval(s)), no word or phrase tier: no spans read (phones "
+                           "are not words); hint: add a tier named 'words' (Praat, or Montreal Forced Aligner's "
+                           "'<speaker> - words'), or rename the tier if it holds words", name,
+                           ", ".join(repr(t["name"]) for t in intervals),
+                           sum(1 for t in intervals for e in t["entries"] if str(e[2]).strip()))
+            return []
         phrase_tiers = others[:1]
         if len(others) > 1:  # speakers ("A", "B") or layers of one speaker (WebMAUS ORT-MAU, KAN-MAU, MAU): unknown
             logger.info("%s: spans from tier %r only; tiers %s are not read (name a tier per speaker '<speaker> - "

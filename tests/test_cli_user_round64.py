@@ -1,0 +1,50 @@
+"""A user's defects (round 64): each test writes what the user had (a phonetician's TextGrid, ...) and checks what
+avalign says about it against what the test wrote."""
+from __future__ import annotations
+
+import logging
+
+# ---------------------------------------------------------------- 1. a TextGrid of phones only
+
+
+def _textgrid(tiers: dict[str, list[tuple[float, float, str]]], xmax: float) -> str:
+    """A long-format Praat TextGrid of interval tiers ``{name: [(xmin, xmax, text)]}``."""
+    out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0", f"xmax = {xmax}", "tiers? <exists>",
+           f"size = {len(tiers)}", "item []:"]
+    for i, (name, entries) in enumerate(tiers.items(), start=1):
+        out += [f"    item [{i}]:", '        class = "IntervalTier"', f'        name = "{name}"', "        xmin = 0",
+                f"        xmax = {xmax}", f"        intervals: size = {len(entries)}"]
+        for j, (a, b, text) in enumerate(entries, start=1):
+            out += [f"        intervals [{j}]:", f"            xmin = {a}", f"            xmax = {b}",
+                    f'            text = "{text}"']
+    return "\n".join(out) + "\n"
+
+
+# praat-parselmouth 0.4.7's tests/data/the_north_wind_and_the_sun.TextGrid: one tier, "phonemes", IPA labels.
+NORTH_WIND_PHONES = [(0.0, 0.068, ""), (0.068, 0.089, "ð"), (0.089, 0.120, "ə"), (0.120, 0.206, "n"),
+                     (0.206, 0.309, "ɔ"), (0.309, 0.462, "θ"), (0.462, 0.495, "w"), (0.495, 0.550, "ɪ"),
+                     (0.550, 0.686, "n"), (0.686, 0.707, "d"), (0.707, 1.283, "")]
+
+
+def test_a_textgrid_of_phones_only_gives_no_phone_captions(tmp_path, caplog):
+    """Before: a TextGrid whose only tier is a phone tier (parselmouth's North Wind: ``phonemes``) was read as one
+    caption per phone (``ð``, ``ə``, ``n``...: 15 spans on the real file), although the reader's rule is that phone
+    tiers are never read; forced alignment then refused "15 words in 1.28 s" and the phones reached the batch's
+    ``segment_texts`` and tokens. Now no span is read, with one warning naming the file and the tier and what to add.
+    A grid with a word tier beside its phone tier still gives the words. Oracle: the tiers the test wrote."""
+    import loaders
+
+    grid = tmp_path / "north_wind.TextGrid"
+    grid.write_text(_textgrid({"phonemes": NORTH_WIND_PHONES}, 1.283), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        transcript = loaders.read_transcript(str(grid))
+    assert [s.text for s in transcript.spans] == []
+    said = [r.getMessage() for r in caplog.records if "phone tier" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(f"{grid}: only phone tier(s) 'phonemes' (9 interval(s))"), said
+    assert "add a tier named 'words'" in said[0]
+
+    words = [(0.0, 0.068, ""), (0.068, 0.120, "the"), (0.120, 0.462, "north"), (0.462, 0.707, "wind"),
+             (0.707, 1.283, "")]
+    both = tmp_path / "both.TextGrid"
+    both.write_text(_textgrid({"phonemes": NORTH_WIND_PHONES, "words": words}, 1.283), encoding="utf-8")
+    assert [w.text for s in loaders.read_transcript(str(both)).spans for w in s.words] == ["the", "north", "wind"]
