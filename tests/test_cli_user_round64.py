@@ -48,3 +48,61 @@ def test_a_textgrid_of_phones_only_gives_no_phone_captions(tmp_path, caplog):
     both = tmp_path / "both.TextGrid"
     both.write_text(_textgrid({"phonemes": NORTH_WIND_PHONES, "words": words}, 1.283), encoding="utf-8")
     assert [w.text for s in loaders.read_transcript(str(both)).spans for w in s.words] == ["the", "north", "wind"]
+
+
+# ---------------------------------------------------------------- 2. measure without --transcript, a transcript there
+
+
+def test_measure_without_transcript_names_the_transcripts_it_did_not_read(tmp_path, capsys):
+    """Before: ``avalign measure talk.mkv`` with ``talk.srt`` beside it, or yt-dlp's ``talk.en.vtt``, or an SRT track
+    inside the MKV, printed no text offset and no words and said nothing about them (``preprocess`` pairs a same-stem
+    sidecar; ``measure`` reads only ``--transcript``). Now stderr names each one with the command that reads it
+    (quoted for a yt-dlp name with spaces); records (``talk.info.json``) are not named; ``--json``'s stdout stays one
+    document. Oracle: the files and the stream the test wrote."""
+    import json
+    import shlex
+    import shutil
+    import subprocess
+
+    from tests.conftest import tiny_clip
+
+    if shutil.which("ffmpeg") is None:
+        import pytest
+
+        pytest.skip("ffmpeg not installed")
+    from avalign.cli import main
+
+    folder = tmp_path / "yt dl"
+    folder.mkdir()
+    media = folder / "Talk [abc].mp4"
+    tiny_clip(media, 1.0, fps=10, sample_rate=16000)
+    srt = "1\n00:00:00,100 --> 00:00:00,900\nHello there.\n"
+    (folder / "Talk [abc].en.vtt").write_text("WEBVTT\n\n00:00.100 --> 00:00.900\nHello there.\n")
+    (folder / "Talk [abc].info.json").write_text(json.dumps({"id": "abc", "title": "Talk"}))
+    assert main(["measure", str(media), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["transcript"] is None
+    notes = [line for line in err.splitlines() if line.startswith("avalign measure: note:")]
+    vtt = folder / "Talk [abc].en.vtt"
+    assert notes == [f"avalign measure: note: no --transcript given; {vtt} is beside the media and not read (measure "
+                     f"reads only --transcript): `avalign measure {shlex.quote(str(media))} --transcript "
+                     f"{shlex.quote(str(vtt))}`"], err
+
+    (tmp_path / "talk.srt").write_text(srt)
+    mkv = tmp_path / "talk.mkv"
+    subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-i", str(media), "-i", str(tmp_path / "talk.srt"),
+                    "-map", "0", "-map", "1", "-c", "copy", "-metadata:s:s:0", "language=eng", str(mkv)], check=True)
+    (tmp_path / "talk.srt").rename(tmp_path / "other.srt")
+    assert main(["measure", str(mkv)]) == 0
+    err = capsys.readouterr().err
+    notes = [line for line in err.splitlines() if line.startswith("avalign measure: note:")]
+    assert len(notes) == 1 and "its subtitle stream 2 (" in notes[0] and ", eng) is not read" in notes[0], err
+    assert f"`ffmpeg -i {mkv} -map 0:s:0 subs.srt`" in notes[0]
+    # the command it gives extracts the cue the test wrote
+    subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", "-i", str(mkv), "-map", "0:s:0", str(tmp_path / "subs.srt")],
+                   check=True)
+    import loaders
+
+    assert [s.text for s in loaders.read_transcript(str(tmp_path / "subs.srt")).spans] == ["Hello there."]
+    assert main(["measure", str(mkv), "--transcript", str(tmp_path / "subs.srt")]) == 0
+    assert "note:" not in capsys.readouterr().err
