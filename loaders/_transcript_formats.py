@@ -433,7 +433,8 @@ def _json_words(
     for i, item in enumerate(raw_words):
         at = f"{where}[{i}]"
         if not isinstance(item, dict):
-            raise TranscriptError(f"{at}: expected an object with 'word', 'start', 'end', got {item!r:.80}")
+            raise TranscriptError(f"{at}: expected an object with 'word', 'start', 'end', got {item!r:.80}"
+                                  + _namedtuple_hint(item, word=True))
         text = _json_text(item, ("word", "text"), where=at)
         if text is None:
             raise TranscriptError(f"{at}: missing 'word'; hint: each word needs a 'word' (or 'text') string")
@@ -472,9 +473,29 @@ def _json_words(
     return words
 
 
+def _namedtuple_hint(item: Any, *, word: bool) -> str:
+    """A hint when ``item`` is faster-whisper's ``Word`` (``[start, end, word, probability]``) or ``Segment`` (``[id,
+    seek, start, end, text, ...]``) written by ``json.dump``: before faster-whisper 1.1 they are namedtuples, which
+    JSON writes as arrays (``segment._asdict()`` keeps its words as namedtuples)."""
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    if not isinstance(item, list):
+        return ""
+    if word and len(item) == 4 and number(item[0]) and number(item[1]) and isinstance(item[2], str):
+        what = "faster-whisper's Word [start, end, word, probability]"
+    elif not word and len(item) >= 5 and all(map(number, item[:4])) and isinstance(item[4], str):
+        what = "faster-whisper's Segment [id, seek, start, end, text, ...]"
+    else:
+        return ""
+    return (f"; hint: this looks like {what} written as a JSON array (a namedtuple): write objects, e.g. "
+            "json.dump([{**s._asdict(), 'words': [w._asdict() for w in s.words or []]} for s in segments], f)")
+
+
 def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
     if not isinstance(item, dict):
-        raise TranscriptError(f"{where}: expected an object with 'text', 'start', 'end', got {item!r:.80}")
+        raise TranscriptError(f"{where}: expected an object with 'text', 'start', 'end', got {item!r:.80}"
+                              + _namedtuple_hint(item, word=False))
     start = _json_get_seconds(item, ("start", "start_seconds"), where=where)
     stop = _json_get_seconds(item, ("end", "stop", "stop_seconds"), where=where)
     if start is None or stop is None:

@@ -106,3 +106,54 @@ def test_measure_without_transcript_names_the_transcripts_it_did_not_read(tmp_pa
     assert [s.text for s in loaders.read_transcript(str(tmp_path / "subs.srt")).spans] == ["Hello there."]
     assert main(["measure", str(mkv), "--transcript", str(tmp_path / "subs.srt")]) == 0
     assert "note:" not in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- 3. faster-whisper's namedtuples dumped as arrays
+
+
+def test_faster_whisper_namedtuples_dumped_as_arrays_get_a_hint_that_works(tmp_path):
+    """Before: ``json.dump([s._asdict() for s in segments])`` of faster-whisper (< 1.1: ``Segment`` and ``Word`` are
+    namedtuples; ``_asdict`` keeps the words as namedtuples, which JSON writes as arrays) was refused as
+    ``[0].words[0]: expected an object with 'word', 'start', 'end', got [0.1, 0.4, ' Hello', 0.9]``, and a dump of
+    the segments themselves as ``[0]: expected an object with 'text', ...``: what, not how to fix. Now each says it
+    looks like faster-whisper's Word / Segment written as an array and gives the dump that writes objects; the test
+    runs that dump and reads the words back. Oracle: faster-whisper 1.0's field order, as namedtuples here."""
+    import json
+    from collections import namedtuple
+
+    import pytest
+
+    import loaders
+    from loaders.errors import TranscriptError
+
+    Word = namedtuple("Word", "start end word probability")
+    Segment = namedtuple("Segment", "id seek start end text tokens temperature avg_logprob compression_ratio "
+                                    "no_speech_prob words")
+    segments = [Segment(1, 0, 0.1, 0.9, " Hello there.", [50364, 2425], 0.0, -0.2, 1.1, 0.01,
+                        [Word(0.1, 0.4, " Hello", 0.9), Word(0.45, 0.9, " there.", 0.8)])]
+    naive = tmp_path / "asdict.json"
+    naive.write_text(json.dumps([s._asdict() for s in segments]))
+    with pytest.raises(TranscriptError) as words_error:
+        loaders.read_transcript(str(naive))
+    assert str(words_error.value).startswith(f"{naive}: [0].words[0]: expected an object with 'word', 'start', 'end', "
+                                             "got [0.1, 0.4, ' Hello', 0.9]; hint: this looks like faster-whisper's "
+                                             "Word [start, end, word, probability] written as a JSON array")
+    whole = tmp_path / "tuples.json"
+    whole.write_text(json.dumps(segments))
+    with pytest.raises(TranscriptError) as segment_error:
+        loaders.read_transcript(str(whole))
+    assert "[0]: expected an object with 'text', 'start', 'end'" in str(segment_error.value)
+    assert "hint: this looks like faster-whisper's Segment [id, seek, start, end, text, ...]" in str(segment_error.value)
+
+    hint = str(words_error.value).split("e.g. ", 1)[1]
+    assert hint == str(segment_error.value).split("e.g. ", 1)[1]
+    fixed = tmp_path / "fixed.json"
+    with open(fixed, "w") as f:
+        eval(hint, {"json": json, "segments": segments, "f": f})  # the dump the hint gives, as written
+    transcript = loaders.read_transcript(str(fixed))
+    assert [(w.text, w.start_seconds, w.stop_seconds) for s in transcript.spans for w in s.words] == [
+        ("Hello", 0.1, 0.4), ("there.", 0.45, 0.9)]
+    with pytest.raises(TranscriptError) as other:  # an array of something else: no faster-whisper hint
+        naive.write_text(json.dumps([{"start": 0.1, "end": 0.9, "text": "x", "words": [["Hello", 0.1]]}]))
+        loaders.read_transcript(str(naive))
+    assert "faster-whisper" not in str(other.value)
