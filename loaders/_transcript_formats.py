@@ -868,6 +868,15 @@ def parse_json(text: str, *, name: str) -> list[Span]:
                 "shard the loader reads it as the sample's caption (PackedBatch.caption_texts); to align its words, make it one SRT cue over "
                 "the media (`1`, then `00:00:00,000 --> HH:MM:SS,mmm` to the media's end, then the text)"
             )
+        if segments is None and word_segments is None and (
+                isinstance(document.get("tiers"), dict) or isinstance(document.get("fragments"), list)):
+            tool, how = (("Montreal Forced Aligner's JSON export (its 'tiers')", "align with MFA's default "
+                          "`--output_format long_textgrid` and give the .TextGrid (its word tiers are read)")
+                         if isinstance(document.get("tiers"), dict) else
+                         ("an aeneas sync map (its 'fragments')", "run aeneas with `os_task_file_format=srt` (or "
+                          "vtt, textgrid) and give that file"))
+            raise TranscriptError(f"{name}: segments: missing: this looks like {tool}, not a Whisper layout; hint: "
+                                  f"{how}")
         if segments is None and word_segments is None:
             raise TranscriptError(
                 f"{name}: segments: missing; hint: expected WhisperX/whisper JSON with a 'segments' list "

@@ -157,3 +157,47 @@ def test_faster_whisper_namedtuples_dumped_as_arrays_get_a_hint_that_works(tmp_p
         naive.write_text(json.dumps([{"start": 0.1, "end": 0.9, "text": "x", "words": [["Hello", 0.1]]}]))
         loaders.read_transcript(str(naive))
     assert "faster-whisper" not in str(other.value)
+
+
+# ---------------------------------------------------------------- 4. forced aligners' JSON: say which tool and what to export
+
+
+def test_forced_aligner_json_names_the_tool_and_the_export_that_is_read(tmp_path):
+    """Before: Montreal Forced Aligner's JSON export (``{"start", "end", "tiers": {"words": {"type", "entries"}}}``)
+    and an aeneas sync map (``{"fragments": [{"begin", "end", "lines"}]}``) were refused as ``segments: missing;
+    hint: expected WhisperX/whisper JSON with a 'segments' list``, advice that their tools cannot follow. Now each is
+    named, with the export that is read: MFA's TextGrid (the test writes MFA's two tiers and reads the words back),
+    aeneas's SRT / VTT / TextGrid. Oracle: the layouts and words the test wrote."""
+    import json
+
+    import pytest
+
+    import loaders
+    from loaders.errors import TranscriptError
+
+    words = [(0.1, 0.4, "hello"), (0.45, 0.9, "there")]
+    mfa = tmp_path / "talk.json"
+    mfa.write_text(json.dumps({"start": 0, "end": 1.0, "tiers": {
+        "words": {"type": "interval", "entries": [list(w) for w in words]},
+        "phones": {"type": "interval", "entries": [[0.1, 0.2, "HH"], [0.2, 0.4, "OW1"]]}}}))
+    with pytest.raises(TranscriptError) as error:
+        loaders.read_transcript(str(mfa))
+    assert str(error.value) == (f"{mfa}: segments: missing: this looks like Montreal Forced Aligner's JSON export (its "
+                                "'tiers'), not a Whisper layout; hint: align with MFA's default `--output_format "
+                                "long_textgrid` and give the .TextGrid (its word tiers are read)")
+    grid = tmp_path / "talk.TextGrid"
+    grid.write_text(_textgrid({"words": [(0.0, 0.1, "")] + words + [(0.9, 1.0, "")],
+                               "phones": [(0.0, 0.1, ""), (0.1, 0.2, "HH"), (0.2, 1.0, "")]}, 1.0), encoding="utf-8")
+    assert [(w.text, w.start_seconds) for s in loaders.read_transcript(str(grid)).spans for w in s.words] == [
+        ("hello", 0.1), ("there", 0.45)]
+
+    aeneas = tmp_path / "sync.json"
+    aeneas.write_text(json.dumps({"fragments": [{"begin": "0.100", "end": "0.900", "id": "f000001", "language": "eng",
+                                                 "lines": ["hello there"], "children": []}]}))
+    with pytest.raises(TranscriptError, match=r"this looks like an aeneas sync map \(its 'fragments'\), not a Whisper "
+                                              r"layout; hint: run aeneas with `os_task_file_format=srt`"):
+        loaders.read_transcript(str(aeneas))
+    other = tmp_path / "other.json"  # another layout keeps the general hint
+    other.write_text(json.dumps({"results": {"items": []}}))
+    with pytest.raises(TranscriptError, match="expected WhisperX/whisper JSON with a 'segments' list"):
+        loaders.read_transcript(str(other))
