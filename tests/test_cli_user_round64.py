@@ -201,3 +201,40 @@ def test_forced_aligner_json_names_the_tool_and_the_export_that_is_read(tmp_path
     other.write_text(json.dumps({"results": {"items": []}}))
     with pytest.raises(TranscriptError, match="expected WhisperX/whisper JSON with a 'segments' list"):
         loaders.read_transcript(str(other))
+
+
+# ---------------------------------------------------------------- 5. report --truth without A/V truth
+
+
+def test_report_truth_without_av_offsets_says_so_not_abstained(tmp_path, capsys):
+    """Before: ``avalign report clips/ --truth truth.json`` with a truth file of text offsets only (the truth a team
+    has for its transcripts) printed ``vs truth    A/V residual none answered (1 abstained)``, as if the estimator
+    had abstained on clips it had no truth for; report.json's A/V residual counted them null. Now the residuals are
+    taken over the clips whose truth gives the field: ``none: --truth gives no av_offset_ms``, and a text residual
+    whose every clip abstained is printed (``none answered (N abstained)``) instead of left out. Oracle: the truth file
+    the test wrote (no A/V entry)."""
+    import json
+
+    from avalign.cli import main
+    from tests.conftest import tiny_clip
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    tiny_clip(clips / "talk.mp4", 1.0, fps=10, sample_rate=16000)
+    (clips / "talk.srt").write_text("1\n00:00:00,100 --> 00:00:00,900\nHello there.\n")
+    truth = tmp_path / "truth.json"
+    truth.write_text(json.dumps({"clips": {"talk": {"text_offset_ms": 0.0}}}))
+    out = tmp_path / "report"
+    assert main(["report", str(clips), "--out", str(out), "--truth", str(truth), "--clip-pages", "0",
+                 "--no-progress"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("vs truth")]
+    record = json.loads((out / "report.json").read_text())
+    row = record["clips"][0]
+    assert row["av_offset_ms"] is None  # a tone under a test pattern: no A/V events
+    assert lines[0] == "vs truth    A/V residual none: --truth gives no av_offset_ms"
+    assert record["summary"]["residuals"]["av_offset_ms"]["null"] == 0
+    text = record["summary"]["residuals"]["text_offset_ms"]
+    if row["text_offset_ms"] is None:  # a tone is no speech: the text offset may abstain; it is said, not left out
+        assert lines[1:] == ["vs truth    text residual none answered (1 abstained)"] and text["null"] == 1
+    else:
+        assert lines[1].startswith("vs truth    text residual median") and text["count"] == 1
