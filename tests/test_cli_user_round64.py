@@ -238,3 +238,39 @@ def test_report_truth_without_av_offsets_says_so_not_abstained(tmp_path, capsys)
         assert lines[1:] == ["vs truth    text residual none answered (1 abstained)"] and text["null"] == 1
     else:
         assert lines[1].startswith("vs truth    text residual median") and text["count"] == 1
+
+
+# ---------------------------------------------------------------- 6. make_loader given preprocess's output directory
+
+
+def test_make_loader_given_a_directory_of_shards_names_them_and_the_call(tmp_path):
+    """Before: ``make_loader("out/")`` (the directory ``avalign preprocess raw/ out/`` wrote, as ``preprocess`` and
+    ``report`` take it) or ``make_loader("out/*.tar")`` said ``no shard exists: 'out/' (a glob or a directory is not
+    expanded: pass a brace pattern or a list of .tar files)``, without saying that shards are there or how to list
+    them. Now it counts them, names the first and gives the call; the call it gives loads them. Oracle: the shards the
+    test wrote."""
+    import glob  # noqa: F401 - the hint's call is evaluated with it
+
+    import pytest
+
+    from loaders import make_loader
+    from tests.conftest import tiny_clip, write_tar
+
+    out = tmp_path / "out"
+    out.mkdir()
+    media = tiny_clip(tmp_path / "clip.mp4", 1.0, fps=10, sample_rate=16000)
+    for k in range(2):
+        write_tar(out / f"shard-{k:06d}.tar", [(f"c{k}.mp4", media), (f"c{k}.txt", b"a test pattern")])
+    for given in (str(out), str(out / "*.tar")):
+        with pytest.raises(FileNotFoundError) as error:
+            make_loader(given, seed=0, budgets=(300, 160_000, 512))
+        message = str(error.value)
+        pattern = str(out / "*.tar")
+        assert message == (f"no shard exists: {given!r} (a glob or a directory is not expanded; it matches 2 shard(s), "
+                           f"first {str(out / 'shard-000000.tar')!r}: pass sorted(glob.glob({pattern!r})), or a brace "
+                           "pattern).")
+        call = message.split("pass ", 1)[1].split(", or a brace", 1)[0]
+        batches = list(make_loader(eval(call), seed=0, budgets=(300, 160_000, 512)))
+        assert sorted(k for b in batches for k in b.sample_keys) == ["c0", "c1"]
+    with pytest.raises(FileNotFoundError, match=r"not expanded: pass a brace pattern or a list of \.tar files\)\.$"):
+        make_loader(str(tmp_path / "none" / "*.tar"), seed=0)
