@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import shlex
 from dataclasses import dataclass
 from typing import Any, Optional
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ESTIMATION_MAX_WIDTH", "FIGURE_BESIDE_ABSTENTION", "Measurement", "count_words", "format_measurement", "import_measure_dependencies",
-           "measure", "measure_aligned", "measure_media", "measure_sample", "read_video_for_estimation"]
+           "measure", "measure_aligned", "measure_media", "measure_sample", "read_video_for_estimation",
+           "transcripts_not_read"]
 
 FIGURE_BESIDE_ABSTENTION = {"av": "best lag's match strength", "text": "figure of the methods tried"}
 """What a measure record's ``av_confidence`` / ``text_confidence`` is when its offset is null: no confidence in the
@@ -320,6 +323,53 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     record["media"] = media
     record["transcript"] = transcript
     return record
+
+
+_LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})*$")
+"""A language tag as yt-dlp puts it in a subtitle's name (``en``, ``pt-br``, ``en-orig``)."""
+_TEXT_SUBTITLE_CODECS = ("subrip", "srt", "ass", "ssa", "webvtt", "mov_text", "text")
+"""Subtitle stream codecs that hold text (FFmpeg writes them as SRT); bitmap ones (DVD, PGS) hold pictures."""
+
+
+def transcripts_not_read(media: str) -> list[str]:
+    """What ``measure MEDIA`` without ``--transcript`` leaves unread, as lines to tell the user: a transcript beside
+    the media under its stem (``talk.srt``, yt-dlp's ``talk.en.vtt``: what ``preprocess`` would pair with it), and a
+    text subtitle stream inside the media (an MKV's SRT track), with the command that extracts it. Empty when there
+    is neither."""
+    from avcore import TRANSCRIPT_EXTENSIONS
+
+    folder, base = os.path.split(media)
+    stem = base.rsplit(".", 1)[0] if "." in base else base
+    lines = []
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        names = []
+    for name in names:
+        if not name.startswith(stem + ".") or name == base:
+            continue
+        parts = name[len(stem) + 1:].lower().split(".")
+        # talk.en.vtt (yt-dlp), talk.whisperx.json; not records (talk.info.json, talk.frames.json, talk.streams.json)
+        if ".".join(parts) in TRANSCRIPT_EXTENSIONS or (len(parts) == 2 and parts[1] in (
+                "vtt", "srt", "textgrid", "stm", "json") and (_LANGUAGE_TAG.match(parts[0]) or "whisper" in parts[0])):
+            path = os.path.join(folder, name)
+            lines.append(f"{path} is beside the media and not read (measure reads only --transcript): "
+                         f"`avalign measure {shlex.quote(media)} --transcript {shlex.quote(path)}`")
+    try:
+        import av
+
+        with av.open(media) as container:
+            for k, stream in enumerate(container.streams.subtitles):
+                codec = stream.codec_context.name if stream.codec_context is not None else "unknown"
+                if codec not in _TEXT_SUBTITLE_CODECS:
+                    continue
+                language = stream.metadata.get("language")
+                extract = f"ffmpeg -i {shlex.quote(media)} -map 0:s:{k} subs.srt"
+                lines.append(f"its subtitle stream {stream.index} ({codec}{', ' + language if language else ''}) is "
+                             f"not read: `{extract}`, then `--transcript subs.srt`")
+    except Exception:  # noqa: BLE001 - a note only; the measurement itself has read the media
+        pass
+    return lines
 
 
 def _drift_note(record: dict) -> str:

@@ -74,12 +74,15 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if args.transcript:
         check_local_input(args.transcript, what="transcript", file_only=True,
                           hint="give one SRT, WebVTT, Whisper/WhisperX JSON, TextGrid or STM file")
-    from avalign._measure import format_measurement, measure
+    from avalign._measure import format_measurement, measure, transcripts_not_read
 
     record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate, text_method=args.text_method,
                      av_offset_ms=args.av_offset_ms, max_offset_ms=args.max_offset_ms,
                      transcript_format=args.transcript_format)
     print(json.dumps(record, indent=2) if args.json else format_measurement(record))
+    if not args.transcript:  # no text offset, no words: say what was there to read (stderr: --json stays one document)
+        for line in transcripts_not_read(args.media):
+            print(f"avalign measure: note: no --transcript given; {line}", file=sys.stderr)
     return 0
 
 

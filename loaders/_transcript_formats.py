@@ -433,7 +433,8 @@ def _json_words(
     for i, item in enumerate(raw_words):
         at = f"{where}[{i}]"
         if not isinstance(item, dict):
-            raise TranscriptError(f"{at}: expected an object with 'word', 'start', 'end', got {item!r:.80}")
+            raise TranscriptError(f"{at}: expected an object with 'word', 'start', 'end', got {item!r:.80}"
+                                  + _namedtuple_hint(item, word=True))
         text = _json_text(item, ("word", "text"), where=at)
         if text is None:
             raise TranscriptError(f"{at}: missing 'word'; hint: each word needs a 'word' (or 'text') string")
@@ -472,9 +473,29 @@ def _json_words(
     return words
 
 
+def _namedtuple_hint(item: Any, *, word: bool) -> str:
+    """A hint when ``item`` is faster-whisper's ``Word`` (``[start, end, word, probability]``) or ``Segment`` (``[id,
+    seek, start, end, text, ...]``) written by ``json.dump``: before faster-whisper 1.1 they are namedtuples, which
+    JSON writes as arrays (``segment._asdict()`` keeps its words as namedtuples)."""
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    if not isinstance(item, list):
+        return ""
+    if word and len(item) == 4 and number(item[0]) and number(item[1]) and isinstance(item[2], str):
+        what = "faster-whisper's Word [start, end, word, probability]"
+    elif not word and len(item) >= 5 and all(map(number, item[:4])) and isinstance(item[4], str):
+        what = "faster-whisper's Segment [id, seek, start, end, text, ...]"
+    else:
+        return ""
+    return (f"; hint: this looks like {what} written as a JSON array (a namedtuple): write objects, e.g. "
+            "json.dump([{**s._asdict(), 'words': [w._asdict() for w in s.words or []]} for s in segments], f)")
+
+
 def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
     if not isinstance(item, dict):
-        raise TranscriptError(f"{where}: expected an object with 'text', 'start', 'end', got {item!r:.80}")
+        raise TranscriptError(f"{where}: expected an object with 'text', 'start', 'end', got {item!r:.80}"
+                              + _namedtuple_hint(item, word=False))
     start = _json_get_seconds(item, ("start", "start_seconds"), where=where)
     stop = _json_get_seconds(item, ("end", "stop", "stop_seconds"), where=where)
     if start is None or stop is None:
@@ -847,6 +868,15 @@ def parse_json(text: str, *, name: str) -> list[Span]:
                 "shard the loader reads it as the sample's caption (PackedBatch.caption_texts); to align its words, make it one SRT cue over "
                 "the media (`1`, then `00:00:00,000 --> HH:MM:SS,mmm` to the media's end, then the text)"
             )
+        if segments is None and word_segments is None and (
+                isinstance(document.get("tiers"), dict) or isinstance(document.get("fragments"), list)):
+            tool, how = (("Montreal Forced Aligner's JSON export (its 'tiers')", "align with MFA's default "
+                          "`--output_format long_textgrid` and give the .TextGrid (its word tiers are read)")
+                         if isinstance(document.get("tiers"), dict) else
+                         ("an aeneas sync map (its 'fragments')", "run aeneas with `os_task_file_format=srt` (or "
+                          "vtt, textgrid) and give that file"))
+            raise TranscriptError(f"{name}: segments: missing: this looks like {tool}, not a Whisper layout; hint: "
+                                  f"{how}")
         if segments is None and word_segments is None:
             raise TranscriptError(
                 f"{name}: segments: missing; hint: expected WhisperX/whisper JSON with a 'segments' list "
@@ -922,8 +952,9 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
     Aligner's ``<speaker> - words`` and ``<speaker> - phones`` per speaker), each word is its own span. Without
     either, the first interval tier that is not a phone tier gives spans without words (tiers named otherwise may be
     speakers or layers of one speaker, e.g. WebMAUS's ``ORT-MAU`` / ``KAN-MAU`` / ``MAU``: only the first is read,
-    logged). Spans of several tiers are sorted by time. Phone tiers are never read. Empty intervals are silence and
-    are dropped.
+    logged). Spans of several tiers are sorted by time. Phone tiers are never read: a TextGrid of phone tiers only
+    (parselmouth's North Wind ``phonemes``) gives no spans, with a warning naming the tiers. Empty intervals are
+    silence and are dropped.
     """
     from praatio.utilities import textgrid_io
 
@@ -972,7 +1003,14 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
         hint = next(h for h in _PHRASE_TIER_HINTS if h in str(phrase_tiers[0]["name"]).lower())
         phrase_tiers = [t for t in phrase_tiers if hint in str(t["name"]).lower()]
     if not phrase_tiers and not word_tiers:  # tiers named otherwise: the first that is not a phone tier
-        others = [t for t, phone in zip(intervals, is_phone) if not phone] or intervals[:1]
+        others = [t for t, phone in zip(intervals, is_phone) if not phone]
+        if not others:  # phone tiers only (a phonetician's "phonemes" tier): phones are not words, read nothing
+            logger.warning("%s: only phone tier(s) %s (%d interval(s)), no word or phrase tier: no spans read (phones "
+                           "are not words); hint: add a tier named 'words' (Praat, or Montreal Forced Aligner's "
+                           "'<speaker> - words'), or rename the tier if it holds words", name,
+                           ", ".join(repr(t["name"]) for t in intervals),
+                           sum(1 for t in intervals for e in t["entries"] if str(e[2]).strip()))
+            return []
         phrase_tiers = others[:1]
         if len(others) > 1:  # speakers ("A", "B") or layers of one speaker (WebMAUS ORT-MAU, KAN-MAU, MAU): unknown
             logger.info("%s: spans from tier %r only; tiers %s are not read (name a tier per speaker '<speaker> - "

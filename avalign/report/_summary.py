@@ -199,7 +199,10 @@ def summarize(rows: Sequence[dict], skipped: Sequence[Skipped], gate_result: dic
     with_truth = [r for r in rows if r.get("residual")]
     residuals = None
     if with_truth:
-        residuals = {f: _stats([r["residual"][f] for r in with_truth]) for f in ("av_offset_ms", "drift_ppm", "text_offset_ms")}
+        # Over the clips whose truth gives the field: a null residual there is an abstention (a truth file that gives
+        # no A/V offset leaves the A/V residual with no clip, not with every clip "abstained").
+        residuals = {f: _stats([r["residual"][f] for r in with_truth if (r.get("truth") or {}).get(f) is not None])
+                     for f in ("av_offset_ms", "drift_ppm", "text_offset_ms")}
     problems = Counter(p.split(":")[0] for r in rows for p in r["problems"])
     durations = [r["duration_seconds"] for r in rows if r.get("duration_seconds")]
     return {
@@ -306,8 +309,8 @@ def format_terminal_summary(summary: dict, *, out_dir: str = "") -> str:
         for field, name, unit in (("av_offset_ms", "A/V", " ms"), ("drift_ppm", "drift", " ppm"),
                                   ("text_offset_ms", "text", " ms")):
             r = summary["residuals"][field]
-            if field == "av_offset_ms" or r["count"]:
-                lines.append(f"vs truth    {name} residual {fmt(r, unit)}")
+            if field == "av_offset_ms" or r["count"] or r["null"]:
+                lines.append(f"vs truth    {name} residual {fmt(r, unit, f'--truth gives no {field}')}")
     for w in summary["worst"][:3]:
         lines.append(f"worst       {w['key']}  {_worst_offsets(w)}  ({w['shard']})")
     g = summary["gate"]

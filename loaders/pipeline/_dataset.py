@@ -1016,4 +1016,17 @@ def _check_local_paths(urls: list[str]) -> None:
     hint = ""
     if any(any(c in u for c in "*?[") for u in urls) or any(os.path.isdir(u) for u in urls):
         hint = " (a glob or a directory is not expanded: pass a brace pattern or a list of .tar files)"
+        import glob
+
+        from avcore import SHARD_SUFFIXES
+
+        # What the user meant (`avalign preprocess` / `report` take a directory of shards): name it, and the call.
+        patterns = [os.path.join(u, "*.tar") if os.path.isdir(u) else u for u in urls]
+        found = sorted({f for pattern in patterns for f in glob.glob(pattern)
+                        if os.path.isfile(f) and f.lower().endswith(SHARD_SUFFIXES)})
+        if found:
+            call = (f"sorted(glob.glob({patterns[0]!r}))" if len(patterns) == 1 else
+                    f"sorted(f for p in {patterns!r} for f in glob.glob(p))")
+            hint = (f" (a glob or a directory is not expanded; it matches {len(found)} shard(s), first {found[0]!r}: "
+                    f"pass {call}, or a brace pattern)")
     raise FileNotFoundError(f"no shard exists: {shown}{hint}.")
