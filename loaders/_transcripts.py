@@ -377,7 +377,8 @@ def pick_transcript(available, read, *, name: Optional[str] = None) -> Optional[
     a tag that is no language before a transcript format) is not read either: None, with a warning (once per set of
     such extensions in a process, at the first sample that has them) that names the member and the names that are
     read. A tagged ``json`` counts only when ``read(ext)`` parses as a transcript; avalign's and the tools' records
-    (``align.json``, ``frames.json``, ``meta.json``, yt-dlp's ``info.json``) never do.
+    (``align.json``, ``frames.json``, ``meta.json``, yt-dlp's ``info.json``) never do, and a tagged ``json`` that held
+    no transcript at 8 samples is taken for a record and not parsed again.
     """
     for ext in TRANSCRIPT_EXTENSIONS:
         if ext in available and (ext != "json" or is_transcript_json(read(ext))):
@@ -414,9 +415,15 @@ def _warn_misnamed(available, read, name: Optional[str]) -> None:
             found.append(ext)
         elif last == "json" and tag.rpartition(".")[2] not in _RECORD_TAGS:
             tagged_json.append(ext)
+    # a member that held no transcript at _MAX_NOT_TRANSCRIPT samples is a record (BENCHMARKS.md, adv64)
+    tagged_json = [ext for ext in tagged_json if _NOT_TRANSCRIPT.get(ext, 0) < _MAX_NOT_TRANSCRIPT]
     if tagged_json and not _could_warn(found, tagged_json):
         tagged_json = []  # whatever they hold, the warning was given: not parsed again (BENCHMARKS.md, adv63b)
-    found += [ext for ext in tagged_json if _holds_transcript_json(read, ext)]
+    for ext in tagged_json:
+        if _holds_transcript_json(read, ext):
+            found.append(ext)
+        else:
+            _NOT_TRANSCRIPT[ext] = _NOT_TRANSCRIPT.get(ext, 0) + 1
     key = tuple(sorted(found))
     if not key or key in _MISNAMED_WARNED:
         return
@@ -430,6 +437,12 @@ def _warn_misnamed(available, read, name: Optional[str]) -> None:
                    transcript_format_of(key[0]).replace("textgrid", "TextGrid"))
 
 
+_NOT_TRANSCRIPT: dict[str, int] = {}
+"""Tagged ``json`` extension → samples at which :func:`_warn_misnamed` parsed its member and found no transcript."""
+_MAX_NOT_TRANSCRIPT = 8
+"""After this many, the extension is taken for a record (embeddings, scene lists under a tag of their own) and not
+parsed again in this process: it was parsed twice at every sample (279 ms a sample for a 2.6 MB record; BENCHMARKS.md,
+adv64). A few, not one: a first sample whose ASR failed (``{}``) does not hide the transcripts of the others."""
 _MAX_JSON_SUBSETS = 4
 """Up to this many tagged ``json`` members, :func:`_could_warn` weighs every warning they could give."""
 
