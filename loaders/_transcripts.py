@@ -422,20 +422,23 @@ def _warn_misnamed(available, read, name: Optional[str]) -> None:
     tagged_json = [ext for ext in tagged_json if _NOT_TRANSCRIPT.get(ext, 0) < _MAX_NOT_TRANSCRIPT]
     if tagged_json and not _could_warn(found, tagged_json):
         tagged_json = []  # whatever they hold, the warning was given: not parsed again (BENCHMARKS.md, adv63b)
+    members = tuple(sorted([*found, *tagged_json]))
     for ext in tagged_json:
         if _holds_transcript_json(read, ext):
             found.append(ext)
         else:
             _NOT_TRANSCRIPT[ext] = _NOT_TRANSCRIPT.get(ext, 0) + 1
     key = tuple(sorted(found))
+    if key:
+        _WARNED_MEMBERS.add(members)
     if not key or key in _MISNAMED_WARNED:
         return
     _MISNAMED_WARNED.add(key)
-    members = ", ".join(f"KEY.{ext}" for ext in key)
     logger.warning("%s%s hold%s a transcript under a name that is not read: the sample has no text (warned once per "
                    "set of such names, at the first sample that has them); a sample's transcript is KEY.json, "
                    "KEY.srt, KEY.vtt, KEY.TextGrid or KEY.stm, or one language-tagged subtitle such as KEY.en.srt: "
-                   "rename %s to KEY.%s when writing the shards", f"{name}: " if name else "", members,
+                   "rename %s to KEY.%s when writing the shards", f"{name}: " if name else "",
+                   ", ".join(f"KEY.{ext}" for ext in key),
                    "s" if len(key) == 1 else "", "it" if len(key) == 1 else "the one to use",
                    transcript_format_of(key[0]).replace("textgrid", "TextGrid"))
 
@@ -448,6 +451,10 @@ parsed again in this process: it was parsed twice at every sample (279 ms a samp
 adv64). A few, not one: a first sample whose ASR failed (``{}``) does not hide the transcripts of the others."""
 _MAX_JSON_SUBSETS = 4
 """Up to this many tagged ``json`` members, :func:`_could_warn` weighs every warning they could give."""
+_WARNED_MEMBERS: set[tuple[str, ...]] = set()
+"""The candidate members (tagged subtitles and ``json``) of samples at which a warning was given or had been: with more
+than :data:`_MAX_JSON_SUBSETS` tagged ``json``, the same members are not parsed again (five language-tagged Whisper
+JSON, ``KEY.en.json`` … ``KEY.it.json``, were parsed at every sample; BENCHMARKS.md, adv64)."""
 
 
 def _could_warn(found: list, tagged_json: list) -> bool:
@@ -455,8 +462,8 @@ def _could_warn(found: list, tagged_json: list) -> bool:
     that hold a transcript) joined to ``found`` names a set not in ``_MISNAMED_WARNED``. A sample with a tagged JSON
     member is parsed until its warning is given, not at every sample after (a word-level WhisperX JSON of an hour:
     95 ms a sample)."""
-    if len(tagged_json) > _MAX_JSON_SUBSETS:
-        return True
+    if len(tagged_json) > _MAX_JSON_SUBSETS:  # too many subsets to weigh: these members were parsed once, or not
+        return tuple(sorted([*found, *tagged_json])) not in _WARNED_MEMBERS
     for size in range(len(tagged_json) + 1):
         for chosen in itertools.combinations(tagged_json, size):
             key = tuple(sorted([*found, *chosen]))
