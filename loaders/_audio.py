@@ -436,8 +436,8 @@ def audio_timeline_shift_seconds(container, stream) -> float:
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                 max_duration_seconds: Optional[float] = None, *, mono: bool = False,
                 sample_rate: Optional[int] = None, stream_blocks: bool = True,
-                grid: Optional[SampleGrid | StampedGrid] = None,
-                phase_samples: int = 1) -> tuple[np.ndarray, float, int, int]:
+                grid: Optional[SampleGrid | StampedGrid] = None, phase_samples: int = 1,
+                stop_seconds: Optional[float] = None) -> tuple[np.ndarray, float, int, int]:
     """Decode the stream: (samples [C, N], or [1, N] downmixed when ``mono``, at ``sample_rate`` (default:
     the stream's); time of sample 0; the stream's rate; packets skipped as undecodable), repairing gaps and
     overlaps.
@@ -450,7 +450,10 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     native-rate samples are never held whole; raises :class:`_ChannelsGrew` when that cannot give the result.
     ``grid``: the whole read's sample grid (:func:`_whole_read_grid`, :func:`_whole_read_stamped_grid`), on which the
     first frame after the seek is put (``container`` must be newly opened: see there); ``phase_samples``: see
-    :func:`_decode_loop`.
+    :func:`_decode_loop`. ``stop_seconds``: the end of the window read, if any: decoding stops a margin
+    (:data:`_SEEK_MARGIN_SECONDS`) past it, unless ``max_duration_seconds`` asks for the whole span (a 1 s window at
+    3 s of a 10 min MP3 decoded all of it: reading a file in consecutive windows took time quadratic in its length;
+    BENCHMARKS.md, adv64).
     """
     context = stream.codec_context  # None when FFmpeg found no decoder parameters (a header cut short)
     rate = int((context.sample_rate if context is not None else 0) or getattr(stream, "rate", 0) or 0)
@@ -475,8 +478,10 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
         pipeline.recycle = buffer.recycle
     bad_packets: list = []
     try:
+        until = (None if stop_seconds is None or max_duration_seconds is not None
+                 else stop_seconds + shift + _SEEK_MARGIN_SECONDS)
         total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds, bad_packets,
-                                    grid=grid, phase_samples=phase_samples)
+                                    grid=grid, phase_samples=phase_samples, until_seconds=until)
         start -= shift
         if pipeline is not None:
             buffer.finish()
@@ -585,13 +590,15 @@ def _whole_read_grid(container, stream, label: str, step: int,
 
 def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer, gaps: list[tuple[int, int]],
                  max_duration_seconds: Optional[float], bad_packets: list, *,
-                 grid: Optional[SampleGrid | StampedGrid] = None, phase_samples: int = 1) -> tuple[int, float]:
+                 grid: Optional[SampleGrid | StampedGrid] = None, phase_samples: int = 1,
+                 until_seconds: Optional[float] = None) -> tuple[int, float]:
     """Decode every frame into ``buffer``, appending timestamp gaps to ``gaps`` and the pts of packets the
     decoder rejects to ``bad_packets``; returns (samples including the silence of the gaps, time of sample 0).
     ``grid``: after a seek, the first frame's time is its point on the whole read's grid (:meth:`SampleGrid.place`,
     :meth:`StampedGrid.place`: from the first frames, up to the first gap or overlap; meanwhile FFmpeg's time).
     ``phase_samples``: then the samples before the first one a multiple of this after the grid's origin are dropped
     (:func:`_resampled_phase_samples`), where no gap or overlap came first.
+    ``until_seconds``: FFmpeg's time at which decoding stops (the first frame that starts there or later is not read).
     Raises DecodeError as :func:`_decode_all` documents."""
     start: Optional[float] = None
     written = decoded = filled = 0
@@ -619,6 +626,8 @@ def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer
             continue
         cut = 0
         t = frame.time
+        if until_seconds is not None and t is not None and start is not None and float(t) >= until_seconds:
+            break  # past the window (and its margin): the rest of the stream is not needed
         if t is not None:
             if start is None:
                 start = float(t)
@@ -784,7 +793,7 @@ def read_audio(
                         stream = pick_stream(container, "audio", label, stream_index=stream_index)
             decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
                                   sample_rate=sample_rate, stream_blocks=stream_blocks, grid=grid,
-                                  phase_samples=phase)
+                                  phase_samples=phase, stop_seconds=stop_seconds)
             return decoded, int(stream.index), stream.codec_context.name, _stream_start_seconds(container, stream)
         finally:
             container.close()
