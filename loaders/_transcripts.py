@@ -292,7 +292,10 @@ def _unknown_format_hint(label: str, text: str) -> str:
     if _WHISPER_TSV.match(head):
         return ("this is openai-whisper's TSV output, which is not read: read the .srt, .vtt or .json that Whisper writes "
                 "beside it (`--output_format json` keeps the word times with `--word_timestamps True`)")
-    if head.startswith("<") and "<sami" not in head[:500].lower():  # SAMI: FFmpeg reads it (the last hint)
+    if head.startswith("<") and "<sami" in head[:500].lower():  # before the time stamps: SAMI's are `Start=1000`
+        return (f"SAMI (.smi) subtitles are not read; FFmpeg reads them: convert it with `ffmpeg -i {label} OUT.srt` "
+                "and read OUT.srt")
+    if head.startswith("<"):
         return ("XML subtitles (TTML / DFXP) are not read, and FFmpeg does not read them: get WebVTT or SRT "
                 "instead (yt-dlp `--sub-format vtt`, or `--convert-subs srt`, which converts TTML itself)")
     if _ANY_TIME.search(text[:100_000]) is None:
@@ -312,6 +315,8 @@ def sniff_format(text: str) -> Optional[str]:
         return "json"
     if "ooTextFile" in head[:200]:
         return "textgrid"
+    if head.startswith("<"):  # markup (TTML, DFXP, SAMI): the `-->` of its comments (`<!-- … -->`) is not SRT's
+        return None
     if "-->" in head:
         return "srt"
     return None
