@@ -57,7 +57,9 @@ The grid is found by a decode of its own, the source then opened again: a file o
 Backends (chosen in :func:`read_audio`, the one place): ``torchcodec`` (:mod:`loaders._audio_torchcodec`:
 FFmpeg's C++ decode loop, overlapped with the downmix and soxr; only AAC-LC in MP4 and PCM in WAV whose
 timeline it can show to be the frames end to end) and the PyAV code below (any file; fills gaps and trims
-overlaps by timestamp). ``auto`` tries torchcodec unless the read seeks, and falls back to PyAV.
+overlaps by timestamp). ``auto`` tries torchcodec unless the read seeks or stops in the first half of the media
+(``stop_seconds``: PyAV stops decoding a second past it, torchcodec, twice as fast, decodes the whole stream), and
+falls back to PyAV.
 
 PyAV speed: frames are copied into large blocks as they are decoded (no per-frame arrays), and with
 ``mono=True`` and a new rate each full block is downmixed and resampled on a helper thread while
@@ -715,7 +717,10 @@ def read_audio(
         backend: ``pyav`` (frame by frame, any file), ``torchcodec`` (:mod:`loaders._audio_torchcodec`: FFmpeg's
             C++ decode loop overlapped with the downmix and soxr; only where the timeline is provably the frames
             end to end, else DecodeError) or ``auto``: torchcodec where it can answer exactly and the read does not
-            seek (no ``start_seconds`` past :data:`_SEEK_FROM_SECONDS`), else PyAV. Both give the same start time,
+            seek (no ``start_seconds`` past :data:`_SEEK_FROM_SECONDS`) nor stop in the first half of the media
+            (``stop_seconds``, without ``max_duration_seconds``), else PyAV, which stops decoding a second past
+            ``stop_seconds`` (the first 30 s of a two-hour MP4 were decoded whole: BENCHMARKS.md, adv64). Both give
+            the same start time,
             sample count and gap/overlap/channel rules; sample values agree within float rounding (their FFmpeg
             builds differ).
 
@@ -751,7 +756,9 @@ def read_audio(
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend = !r}")
     check_not_truncated(source, label)
     seeks = start_seconds is not None and start_seconds > _SEEK_FROM_SECONDS
-    if backend == "torchcodec" or (backend == "auto" and not seeks):
+    stops = (backend == "auto" and not seeks and stop_seconds is not None and max_duration_seconds is None
+             and _stops_early(source, label, stop_seconds))
+    if backend == "torchcodec" or (backend == "auto" and not seeks and not stops):
         try:
             decoded = _audio_torchcodec.read_torchcodec_audio(
                 source, label, stream_index=stream_index, mono=mono, sample_rate=sample_rate,
@@ -815,6 +822,23 @@ def read_audio(
     return _windowed(samples, first_seconds, out_rate, start_seconds, stop_seconds, label=label,
                      source_sample_rate=rate, codec=codec, decode_errors=decode_errors, stream_index=index_of_stream,
                      stream_start_seconds=stream_start if seeks else None)
+
+
+def _stops_early(source: MediaSource, label: str, stop_seconds: float) -> bool:
+    """Whether a read that stops at ``stop_seconds`` is faster with PyAV, which stops decoding a second past it, than
+    with torchcodec, about twice as fast a decode of the whole stream: ``stop_seconds`` in the first half of the
+    container's duration (or a duration not stated, or a source read once)."""
+    if not can_reopen(source):
+        return True
+    try:
+        container = open_container(source, label, kind="audio")
+    except DecodeError:
+        return True  # PyAV's decode says why
+    try:
+        duration = container.duration
+    finally:
+        container.close()
+    return duration is None or stop_seconds < duration / 1_000_000 / 2  # av.time_base: microseconds
 
 
 def _stream_start_seconds(container, stream) -> Optional[float]:
