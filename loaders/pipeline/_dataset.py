@@ -365,7 +365,10 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._restores = int(state.get("restores", 0)) + 1  # a restored pass is named apart from the one saved
         self._generation_seen = generation  # the state's epoch wins over an earlier set_epoch of the same epoch
         self._restored_mid_epoch = not self._completed and self._merge is None
-        self._state_slot = self._worker_slot()
+        # a position to continue (something read): it belongs to this worker slot; a state saved before any read
+        # holds none, and any slot may start it
+        self._state_slot = (self._worker_slot() if not self._completed and (self._read_keys or self._next_position != (0, 0, 0))
+                            else None)
 
     def _check_state_settings(self, state: dict[str, Any]) -> None:
         """Raises ValueError when the state was saved under other settings than this dataset's."""
