@@ -57,7 +57,9 @@ The grid is found by a decode of its own, the source then opened again: a file o
 Backends (chosen in :func:`read_audio`, the one place): ``torchcodec`` (:mod:`loaders._audio_torchcodec`:
 FFmpeg's C++ decode loop, overlapped with the downmix and soxr; only AAC-LC in MP4 and PCM in WAV whose
 timeline it can show to be the frames end to end) and the PyAV code below (any file; fills gaps and trims
-overlaps by timestamp). ``auto`` tries torchcodec unless the read seeks, and falls back to PyAV.
+overlaps by timestamp). ``auto`` tries torchcodec unless the read seeks or stops in the first half of the media
+(``stop_seconds``: PyAV stops decoding a second past it, torchcodec, twice as fast, decodes the whole stream), and
+falls back to PyAV.
 
 PyAV speed: frames are copied into large blocks as they are decoded (no per-frame arrays), and with
 ``mono=True`` and a new rate each full block is downmixed and resampled on a helper thread while
@@ -436,8 +438,8 @@ def audio_timeline_shift_seconds(container, stream) -> float:
 def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                 max_duration_seconds: Optional[float] = None, *, mono: bool = False,
                 sample_rate: Optional[int] = None, stream_blocks: bool = True,
-                grid: Optional[SampleGrid | StampedGrid] = None,
-                phase_samples: int = 1) -> tuple[np.ndarray, float, int, int]:
+                grid: Optional[SampleGrid | StampedGrid] = None, phase_samples: int = 1,
+                stop_seconds: Optional[float] = None) -> tuple[np.ndarray, float, int, int]:
     """Decode the stream: (samples [C, N], or [1, N] downmixed when ``mono``, at ``sample_rate`` (default:
     the stream's); time of sample 0; the stream's rate; packets skipped as undecodable), repairing gaps and
     overlaps.
@@ -450,7 +452,10 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
     native-rate samples are never held whole; raises :class:`_ChannelsGrew` when that cannot give the result.
     ``grid``: the whole read's sample grid (:func:`_whole_read_grid`, :func:`_whole_read_stamped_grid`), on which the
     first frame after the seek is put (``container`` must be newly opened: see there); ``phase_samples``: see
-    :func:`_decode_loop`.
+    :func:`_decode_loop`. ``stop_seconds``: the end of the window read, if any: decoding stops a margin
+    (:data:`_SEEK_MARGIN_SECONDS`) past it, unless ``max_duration_seconds`` asks for the whole span (a 1 s window at
+    3 s of a 10 min MP3 decoded all of it: reading a file in consecutive windows took time quadratic in its length;
+    BENCHMARKS.md, adv64).
     """
     context = stream.codec_context  # None when FFmpeg found no decoder parameters (a header cut short)
     rate = int((context.sample_rate if context is not None else 0) or getattr(stream, "rate", 0) or 0)
@@ -475,8 +480,10 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
         pipeline.recycle = buffer.recycle
     bad_packets: list = []
     try:
+        until = (None if stop_seconds is None or max_duration_seconds is not None
+                 else stop_seconds + shift + _SEEK_MARGIN_SECONDS)
         total, start = _decode_loop(container, stream, label, rate, buffer, gaps, max_duration_seconds, bad_packets,
-                                    grid=grid, phase_samples=phase_samples)
+                                    grid=grid, phase_samples=phase_samples, until_seconds=until)
         start -= shift
         if pipeline is not None:
             buffer.finish()
@@ -585,13 +592,15 @@ def _whole_read_grid(container, stream, label: str, step: int,
 
 def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer, gaps: list[tuple[int, int]],
                  max_duration_seconds: Optional[float], bad_packets: list, *,
-                 grid: Optional[SampleGrid | StampedGrid] = None, phase_samples: int = 1) -> tuple[int, float]:
+                 grid: Optional[SampleGrid | StampedGrid] = None, phase_samples: int = 1,
+                 until_seconds: Optional[float] = None) -> tuple[int, float]:
     """Decode every frame into ``buffer``, appending timestamp gaps to ``gaps`` and the pts of packets the
     decoder rejects to ``bad_packets``; returns (samples including the silence of the gaps, time of sample 0).
     ``grid``: after a seek, the first frame's time is its point on the whole read's grid (:meth:`SampleGrid.place`,
     :meth:`StampedGrid.place`: from the first frames, up to the first gap or overlap; meanwhile FFmpeg's time).
     ``phase_samples``: then the samples before the first one a multiple of this after the grid's origin are dropped
     (:func:`_resampled_phase_samples`), where no gap or overlap came first.
+    ``until_seconds``: FFmpeg's time at which decoding stops (the first frame that starts there or later is not read).
     Raises DecodeError as :func:`_decode_all` documents."""
     start: Optional[float] = None
     written = decoded = filled = 0
@@ -619,6 +628,8 @@ def _decode_loop(container, stream, label: str, rate: int, buffer: _SampleBuffer
             continue
         cut = 0
         t = frame.time
+        if until_seconds is not None and t is not None and start is not None and float(t) >= until_seconds:
+            break  # past the window (and its margin): the rest of the stream is not needed
         if t is not None:
             if start is None:
                 start = float(t)
@@ -706,7 +717,10 @@ def read_audio(
         backend: ``pyav`` (frame by frame, any file), ``torchcodec`` (:mod:`loaders._audio_torchcodec`: FFmpeg's
             C++ decode loop overlapped with the downmix and soxr; only where the timeline is provably the frames
             end to end, else DecodeError) or ``auto``: torchcodec where it can answer exactly and the read does not
-            seek (no ``start_seconds`` past :data:`_SEEK_FROM_SECONDS`), else PyAV. Both give the same start time,
+            seek (no ``start_seconds`` past :data:`_SEEK_FROM_SECONDS`) nor stop in the first half of the media
+            (``stop_seconds``, without ``max_duration_seconds``), else PyAV, which stops decoding a second past
+            ``stop_seconds`` (the first 30 s of a two-hour MP4 were decoded whole: BENCHMARKS.md, adv64). Both give
+            the same start time,
             sample count and gap/overlap/channel rules; sample values agree within float rounding (their FFmpeg
             builds differ).
 
@@ -742,7 +756,9 @@ def read_audio(
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend = !r}")
     check_not_truncated(source, label)
     seeks = start_seconds is not None and start_seconds > _SEEK_FROM_SECONDS
-    if backend == "torchcodec" or (backend == "auto" and not seeks):
+    stops = (backend == "auto" and not seeks and stop_seconds is not None and max_duration_seconds is None
+             and _stops_early(source, label, stop_seconds))
+    if backend == "torchcodec" or (backend == "auto" and not seeks and not stops):
         try:
             decoded = _audio_torchcodec.read_torchcodec_audio(
                 source, label, stream_index=stream_index, mono=mono, sample_rate=sample_rate,
@@ -784,7 +800,7 @@ def read_audio(
                         stream = pick_stream(container, "audio", label, stream_index=stream_index)
             decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
                                   sample_rate=sample_rate, stream_blocks=stream_blocks, grid=grid,
-                                  phase_samples=phase)
+                                  phase_samples=phase, stop_seconds=stop_seconds)
             return decoded, int(stream.index), stream.codec_context.name, _stream_start_seconds(container, stream)
         finally:
             container.close()
@@ -806,6 +822,23 @@ def read_audio(
     return _windowed(samples, first_seconds, out_rate, start_seconds, stop_seconds, label=label,
                      source_sample_rate=rate, codec=codec, decode_errors=decode_errors, stream_index=index_of_stream,
                      stream_start_seconds=stream_start if seeks else None)
+
+
+def _stops_early(source: MediaSource, label: str, stop_seconds: float) -> bool:
+    """Whether a read that stops at ``stop_seconds`` is faster with PyAV, which stops decoding a second past it, than
+    with torchcodec, about twice as fast a decode of the whole stream: ``stop_seconds`` in the first half of the
+    container's duration (or a duration not stated, or a source read once)."""
+    if not can_reopen(source):
+        return True
+    try:
+        container = open_container(source, label, kind="audio")
+    except DecodeError:
+        return True  # PyAV's decode says why
+    try:
+        duration = container.duration
+    finally:
+        container.close()
+    return duration is None or stop_seconds < duration / 1_000_000 / 2  # av.time_base: microseconds
 
 
 def _stream_start_seconds(container, stream) -> Optional[float]:

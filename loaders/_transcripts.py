@@ -278,8 +278,11 @@ _LRC_TIME = re.compile(r"\[(?:\d{1,3}:\d{2}(?:[.:]\d{1,3})?|[A-Za-z#]{1,8}:[^\]\
 ``[offset:+100]``, which most LRC files start with): lyrics FFmpeg reads, whose ``[`` is not JSON's."""
 _WHISPER_TSV = re.compile(r"start\tend\ttext\s*\n")
 """The header of openai-whisper's ``--output_format tsv`` (times in integer milliseconds)."""
-_ANY_TIME = re.compile(r"\d:\d\d|\d+[.,]\d+\s*(?:-->|,|\t|\s)\s*\d")
-"""Something that reads as a time stamp or a start/stop pair: a file without any is text with no times."""
+_ANY_TIME = re.compile(r"\d:\d\d|(?<!\d)\d+[.,]\d++(?:\s*+(?:-->|,)|\s)\s*+\d")
+r"""Something that reads as a time stamp or a start/stop pair: a file without any is text with no times. Tried once
+per run of digits, each run of spaces taken whole: ``\d+[.,]\d+\s*(?:-->|,|\t|\s)\s*\d`` retried every digit of a
+long run, and every split of a run of spaces (20 000 digits: 4.7 s, 100 000: about two minutes; BENCHMARKS.md,
+adv64)."""
 
 
 def _unknown_format_hint(label: str, text: str) -> str:
@@ -289,7 +292,10 @@ def _unknown_format_hint(label: str, text: str) -> str:
     if _WHISPER_TSV.match(head):
         return ("this is openai-whisper's TSV output, which is not read: read the .srt, .vtt or .json that Whisper writes "
                 "beside it (`--output_format json` keeps the word times with `--word_timestamps True`)")
-    if head.startswith("<") and "<sami" not in head[:500].lower():  # SAMI: FFmpeg reads it (the last hint)
+    if head.startswith("<") and "<sami" in head[:500].lower():  # before the time stamps: SAMI's are `Start=1000`
+        return (f"SAMI (.smi) subtitles are not read; FFmpeg reads them: convert it with `ffmpeg -i {label} OUT.srt` "
+                "and read OUT.srt")
+    if head.startswith("<"):
         return ("XML subtitles (TTML / DFXP) are not read, and FFmpeg does not read them: get WebVTT or SRT "
                 "instead (yt-dlp `--sub-format vtt`, or `--convert-subs srt`, which converts TTML itself)")
     if _ANY_TIME.search(text[:100_000]) is None:
@@ -309,6 +315,8 @@ def sniff_format(text: str) -> Optional[str]:
         return "json"
     if "ooTextFile" in head[:200]:
         return "textgrid"
+    if head.startswith("<"):  # markup (TTML, DFXP, SAMI): the `-->` of its comments (`<!-- … -->`) is not SRT's
+        return None
     if "-->" in head:
         return "srt"
     return None
@@ -377,7 +385,8 @@ def pick_transcript(available, read, *, name: Optional[str] = None) -> Optional[
     a tag that is no language before a transcript format) is not read either: None, with a warning (once per set of
     such extensions in a process, at the first sample that has them) that names the member and the names that are
     read. A tagged ``json`` counts only when ``read(ext)`` parses as a transcript; avalign's and the tools' records
-    (``align.json``, ``frames.json``, ``meta.json``, yt-dlp's ``info.json``) never do.
+    (``align.json``, ``frames.json``, ``meta.json``, yt-dlp's ``info.json``) never do, and a tagged ``json`` that held
+    no transcript at 8 samples is taken for a record and not parsed again.
     """
     for ext in TRANSCRIPT_EXTENSIONS:
         if ext in available and (ext != "json" or is_transcript_json(read(ext))):
@@ -414,24 +423,43 @@ def _warn_misnamed(available, read, name: Optional[str]) -> None:
             found.append(ext)
         elif last == "json" and tag.rpartition(".")[2] not in _RECORD_TAGS:
             tagged_json.append(ext)
+    # a member that held no transcript at _MAX_NOT_TRANSCRIPT samples is a record (BENCHMARKS.md, adv64)
+    tagged_json = [ext for ext in tagged_json if _NOT_TRANSCRIPT.get(ext, 0) < _MAX_NOT_TRANSCRIPT]
     if tagged_json and not _could_warn(found, tagged_json):
         tagged_json = []  # whatever they hold, the warning was given: not parsed again (BENCHMARKS.md, adv63b)
-    found += [ext for ext in tagged_json if _holds_transcript_json(read, ext)]
+    members = tuple(sorted([*found, *tagged_json]))
+    for ext in tagged_json:
+        if _holds_transcript_json(read, ext):
+            found.append(ext)
+        else:
+            _NOT_TRANSCRIPT[ext] = _NOT_TRANSCRIPT.get(ext, 0) + 1
     key = tuple(sorted(found))
+    if key:
+        _WARNED_MEMBERS.add(members)
     if not key or key in _MISNAMED_WARNED:
         return
     _MISNAMED_WARNED.add(key)
-    members = ", ".join(f"KEY.{ext}" for ext in key)
     logger.warning("%s%s hold%s a transcript under a name that is not read: the sample has no text (warned once per "
                    "set of such names, at the first sample that has them); a sample's transcript is KEY.json, "
                    "KEY.srt, KEY.vtt, KEY.TextGrid or KEY.stm, or one language-tagged subtitle such as KEY.en.srt: "
-                   "rename %s to KEY.%s when writing the shards", f"{name}: " if name else "", members,
+                   "rename %s to KEY.%s when writing the shards", f"{name}: " if name else "",
+                   ", ".join(f"KEY.{ext}" for ext in key),
                    "s" if len(key) == 1 else "", "it" if len(key) == 1 else "the one to use",
                    transcript_format_of(key[0]).replace("textgrid", "TextGrid"))
 
 
+_NOT_TRANSCRIPT: dict[str, int] = {}
+"""Tagged ``json`` extension → samples at which :func:`_warn_misnamed` parsed its member and found no transcript."""
+_MAX_NOT_TRANSCRIPT = 8
+"""After this many, the extension is taken for a record (embeddings, scene lists under a tag of their own) and not
+parsed again in this process: it was parsed twice at every sample (279 ms a sample for a 2.6 MB record; BENCHMARKS.md,
+adv64). A few, not one: a first sample whose ASR failed (``{}``) does not hide the transcripts of the others."""
 _MAX_JSON_SUBSETS = 4
 """Up to this many tagged ``json`` members, :func:`_could_warn` weighs every warning they could give."""
+_WARNED_MEMBERS: set[tuple[str, ...]] = set()
+"""The candidate members (tagged subtitles and ``json``) of samples at which a warning was given or had been: with more
+than :data:`_MAX_JSON_SUBSETS` tagged ``json``, the same members are not parsed again (five language-tagged Whisper
+JSON, ``KEY.en.json`` … ``KEY.it.json``, were parsed at every sample; BENCHMARKS.md, adv64)."""
 
 
 def _could_warn(found: list, tagged_json: list) -> bool:
@@ -439,8 +467,8 @@ def _could_warn(found: list, tagged_json: list) -> bool:
     that hold a transcript) joined to ``found`` names a set not in ``_MISNAMED_WARNED``. A sample with a tagged JSON
     member is parsed until its warning is given, not at every sample after (a word-level WhisperX JSON of an hour:
     95 ms a sample)."""
-    if len(tagged_json) > _MAX_JSON_SUBSETS:
-        return True
+    if len(tagged_json) > _MAX_JSON_SUBSETS:  # too many subsets to weigh: these members were parsed once, or not
+        return tuple(sorted([*found, *tagged_json])) not in _WARNED_MEMBERS
     for size in range(len(tagged_json) + 1):
         for chosen in itertools.combinations(tagged_json, size):
             key = tuple(sorted([*found, *chosen]))

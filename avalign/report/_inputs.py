@@ -211,9 +211,13 @@ def _ext(path: str) -> str:
 
 
 def _files(directory: str) -> list[str]:
+    """The files under ``directory``, hidden ones (and those of hidden directories) left out, as ``preprocess`` lists
+    them: macOS's AppleDouble ``._clip.mp4`` was a ``decode`` skip of every clip, and a media file under
+    ``.ipynb_checkpoints/`` made a directory of shards a media directory (BENCHMARKS.md, adv64)."""
     out = []
-    for root, _, names in walk(directory):
-        out.extend(os.path.join(root, n) for n in names)
+    for root, dirnames, names in walk(directory):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        out.extend(os.path.join(root, n) for n in names if not n.startswith("."))
     return out
 
 

@@ -365,6 +365,10 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._restores = int(state.get("restores", 0)) + 1  # a restored pass is named apart from the one saved
         self._generation_seen = generation  # the state's epoch wins over an earlier set_epoch of the same epoch
         self._restored_mid_epoch = not self._completed and self._merge is None
+        # a position to continue (something read): it belongs to this worker slot; a state saved before any read
+        # holds none, and any slot may start it
+        self._state_slot = (self._worker_slot() if not self._completed and (self._read_keys or self._next_position != (0, 0, 0))
+                            else None)
 
     def _check_state_settings(self, state: dict[str, Any]) -> None:
         """Raises ValueError when the state was saved under other settings than this dataset's."""
@@ -409,6 +413,22 @@ class AVDataset(torch.utils.data.IterableDataset):
             self._warn_ranks_out_of_step()
         return self._iterate()
 
+    def _check_state_slot(self) -> None:
+        """Raises ValueError when a state loaded mid-epoch (its read position is one worker's share of the shards) is
+        continued in another worker slot: ``ds.load_state_dict(state)`` in the main process, then ``DataLoader(ds,
+        num_workers=2)``. Each worker then waited for the buffered items of shards it does not read, and the epoch
+        ended blaming the shards ("modified or truncated"; BENCHMARKS.md, adv64)."""
+        slot = self._worker_slot()
+        if self._state_slot is None or self._state_slot == slot or self._completed:
+            return
+        saved_id, saved_workers = self._state_slot
+        saved = "the main process (num_workers=0)" if saved_workers == 1 else f"DataLoader worker {saved_id} of {saved_workers}"
+        raise ValueError(
+            f"a loader state loaded in {saved} is continued in DataLoader worker {slot[0]} of {slot[1]}: a state's read "
+            f"position is one worker's; resume it with num_workers={0 if saved_workers == 1 else saved_workers}, as it "
+            "was saved, or with a StatefulDataLoader's own load_state_dict (its state holds each worker's), or start the "
+            "epoch afresh (set_epoch) without the state.")
+
     def _warn_ranks_out_of_step(self) -> None:
         """In DataLoader worker 0, with several ranks and no ``batches_per_epoch``: a warning (once per pass) that the
         ranks' batch counts are not kept equal (workers cannot all-reduce), so a DDP step at the end of the epoch
@@ -422,6 +442,7 @@ class AVDataset(torch.utils.data.IterableDataset):
 
     def _iterate(self) -> Iterator[PackedBatch]:
         self._apply_set_epoch()
+        self._check_state_slot()
         merging = self._merging()
         if merging:
             self._pass = pass_name(torch.utils.data.get_worker_info(), self._pass_index, self._restores)
@@ -524,6 +545,8 @@ class AVDataset(torch.utils.data.IterableDataset):
         packs), ``tail`` (its tail's items as plain dicts), ``role`` (``"stopped"`` / ``"merger"``), and for the
         merger ``tails`` (every worker's, by worker id) and ``yielded`` (merged batches yielded)."""
         self._withheld: Optional[list[PackItem]] = None
+        self._state_slot: Optional[tuple[int, int]] = None
+        """The worker slot (``_worker_slot``) whose loaded state this epoch continues; None for an epoch begun afresh."""
         self._passes_begun = 0
         """Passes of this epoch begun on this copy since it was reset or restored."""
 
