@@ -30,3 +30,26 @@ def test_seeked_window_past_the_end_of_vorbis_is_outside_the_audio_not_an_empty_
             assert "outside the audio" in str(e) and f"{end_seconds:.6f}) s" in str(e), str(e)
         else:
             pytest.fail("a window past the end was not refused")
+
+
+def test_measure_note_for_a_leading_dash_name_gives_a_command_that_runs(tmp_path, monkeypatch, capsys):
+    """``measure -- -talk.mp4`` noted `avalign measure -talk.mp4 --transcript -talk.srt`, which argparse refuses
+    ('--transcript: expected one argument'). Oracle: the noted command, run as given, reads the transcript."""
+    import json
+    import re
+    import shlex
+
+    from avalign.cli import main
+    from tests.conftest import tiny_clip
+
+    monkeypatch.chdir(tmp_path)
+    tiny_clip(tmp_path / "-talk.mp4", 1.0, fps=10, sample_rate=16000)
+    (tmp_path / "-talk.srt").write_text("1\n00:00:00,100 --> 00:00:00,900\nHello there.\n")
+    assert main(["measure", "--json", "--", "-talk.mp4"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["transcript"] is None
+    commands = re.findall(r"`(avalign measure [^`]*)`", err)
+    assert len(commands) == 1, err
+    args = shlex.split(commands[0])[1:] + ["--json"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["transcript"] == "./-talk.srt"
