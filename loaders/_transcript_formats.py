@@ -38,7 +38,9 @@ _WHITESPACE = re.compile(r"\s+")
 # Tier names (case-insensitive substrings) that mark a TextGrid's word tier and its phrase tier.
 _WORD_TIER_HINTS = ("word",)
 _PHRASE_TIER_HINTS = ("phrase", "segment", "sentence", "utterance", "span", "transcript", "text", "ipu")
-_PHONE_TIER_HINTS = ("phone", "phoneme", "syllable", "char")
+# A phone tier's name holds phone..., syllable(s) or char(s)/character(s) as a word (``phones``, ``<speaker> - phones``,
+# ``phoneTier``, ``chars``), not inside another word: speaker tiers ``Richard`` and ``Charlotte`` hold speech (adv65).
+_PHONE_TIER_NAME = re.compile(r"(?<![a-z])(phone\w*|syllables?|chars?|characters?)(?![a-z])")
 # A long-format TextGrid line that must hold a number (``xmax = 2.5``, ``intervals: size = 3``).
 _TG_NUMERIC_LINE = re.compile(r"^\s*(xmin|xmax|size|intervals: size|points: size|number)\s*=\s*(.*?)\s*$")
 # Slack when deciding that a word lies inside a span (stamps are often rounded to the millisecond).
@@ -995,7 +997,7 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
             logger.warning("%s: no interval tier, only point tier(s) %s: no spans read (words and phrases must be "
                            "in interval tiers)", name, ", ".join(repr(t["name"]) for t in tiers))
         return []
-    is_phone = [_pick_tier([t], _PHONE_TIER_HINTS) is not None for t in intervals]
+    is_phone = [_PHONE_TIER_NAME.search(str(t["name"]).lower()) is not None for t in intervals]
     word_tiers = [t for t, phone in zip(intervals, is_phone) if not phone and _pick_tier([t], _WORD_TIER_HINTS)]
     phrase_tiers = [t for t, phone in zip(intervals, is_phone)
                     if not phone and t not in word_tiers and _pick_tier([t], _PHRASE_TIER_HINTS)]

@@ -53,3 +53,32 @@ def test_measure_note_for_a_leading_dash_name_gives_a_command_that_runs(tmp_path
     args = shlex.split(commands[0])[1:] + ["--json"]
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["transcript"] == "./-talk.srt"
+
+
+def _textgrid(tiers: list[tuple[str, list[tuple[float, float, str]]]]) -> str:
+    """A long-format TextGrid of interval tiers spanning [0, 3] s."""
+    lines = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0", "xmax = 3", "tiers? <exists>",
+             f"size = {len(tiers)}", "item []:"]
+    for k, (name, intervals) in enumerate(tiers, 1):
+        lines += [f"    item [{k}]:", '        class = "IntervalTier"', f'        name = "{name}"', "        xmin = 0",
+                  "        xmax = 3", f"        intervals: size = {len(intervals)}"]
+        for j, (a, b, text) in enumerate(intervals, 1):
+            lines += [f"        intervals [{j}]:", f"            xmin = {a}", f"            xmax = {b}",
+                      f'            text = "{text}"']
+    return "\n".join(lines) + "\n"
+
+
+def test_textgrid_speaker_tiers_named_richard_or_charlotte_are_read_not_taken_for_phone_tiers(tmp_path):
+    """Tier names were matched against the phone hints as substrings: speaker tiers 'Richard' and 'Charlotte' hold
+    'char', so a TextGrid of those gave no spans ('only phone tier(s)'). Oracle: the first tier's intervals, as read
+    before phone tiers were left out; a tier named 'phones' alone still gives none."""
+    from loaders import read_transcript
+
+    speakers = tmp_path / "speakers.TextGrid"
+    speakers.write_text(_textgrid([("Richard", [(0, 1.2, "hello there"), (1.2, 3, "")]),
+                                   ("Charlotte", [(0, 1.5, ""), (1.5, 3, "good morning")])]))
+    spans = read_transcript(speakers).spans
+    assert [(s.text, s.start_seconds, s.stop_seconds) for s in spans] == [("hello there", 0.0, 1.2)]
+    phones = tmp_path / "phones.TextGrid"
+    phones.write_text(_textgrid([("phones", [(0, 0.1, "HH"), (0.1, 0.3, "AH0")])]))
+    assert read_transcript(phones).spans == ()
