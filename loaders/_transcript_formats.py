@@ -497,7 +497,7 @@ def _namedtuple_hint(item: Any, *, word: bool) -> str:
 def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
     if not isinstance(item, dict):
         raise TranscriptError(f"{where}: expected an object with 'text', 'start', 'end', got {item!r:.80}"
-                              + _namedtuple_hint(item, word=False))
+                              + (_namedtuple_hint(item, word=False) or _namedtuple_hint(item, word=True)))
     start = _json_get_seconds(item, ("start", "start_seconds"), where=where)
     stop = _json_get_seconds(item, ("end", "stop", "stop_seconds"), where=where)
     if start is None or stop is None:
@@ -854,7 +854,13 @@ def parse_json(text: str, *, name: str) -> list[Span]:
             and not any(k in document for k in ("segments", "spans", "word_segments"))):
         document, name = document["whisper_transcript"], f"{name}: whisper_transcript"  # video2dataset's record
     document, name = _other_whisper_layouts(document, name=name)
-    if isinstance(document, list):
+    if isinstance(document, list) and document and all(
+            isinstance(item, dict) and isinstance(item.get("word"), str) and "text" not in item for item in document):
+        # A list of words alone (faster-whisper's words dumped as objects, ``[w._asdict() for s in segments for w in
+        # s.words]``): read as OpenAI's top-level 'words' are, not as segments without text (each was an empty span).
+        words = _json_words(document, 0.0, 0.0, where=f"{name}: words", counter=counter)
+        spans = _sentences_of(words, None, where=f"{name}: words")
+    elif isinstance(document, list):
         spans = [_json_segment(item, where=f"{name}: [{i}]", counter=counter) for i, item in enumerate(document)]
     elif isinstance(document, dict):
         # "spans" (with start_seconds/stop_seconds) is avalign's normalised form, written by `avalign preprocess`.

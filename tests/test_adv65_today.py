@@ -82,3 +82,25 @@ def test_textgrid_speaker_tiers_named_richard_or_charlotte_are_read_not_taken_fo
     phones = tmp_path / "phones.TextGrid"
     phones.write_text(_textgrid([("phones", [(0, 0.1, "HH"), (0.1, 0.3, "AH0")])]))
     assert read_transcript(phones).spans == ()
+
+
+def test_a_top_level_list_of_word_objects_is_read_as_words_not_as_empty_segments():
+    """faster-whisper's words dumped as objects (``[w._asdict() for s in segments for w in s.words]``) were read as
+    segments without text: one empty span per word, the words lost, no warning. Oracle: the same words under OpenAI's
+    top-level 'words' key, which was read as words grouped into sentences."""
+    import json
+
+    from loaders import read_transcript
+
+    words = [{"start": 0.5, "end": 1.0, "word": " Hello", "probability": 0.9},
+             {"start": 1.0, "end": 1.4, "word": " world.", "probability": 0.8},
+             {"start": 3.0, "end": 3.5, "word": " Again.", "probability": 0.7}]
+
+    def spans(document):
+        return [(s.text, s.start_seconds, s.stop_seconds, [(w.text, w.start_seconds, w.stop_seconds, w.score)
+                                                            for w in s.words])
+                for s in read_transcript(json.dumps(document).encode(), name="talk.json").spans]
+
+    expected = spans({"words": words})
+    assert [w[0] for s in expected for w in s[3]] == ["Hello", "world.", "Again."]
+    assert spans(words) == expected
