@@ -806,13 +806,25 @@ def read_audio(
                 if seek is None or why.reason != "missing_audio":
                     raise
                 # Nothing decoded after the seek: the window starts past the audio's end (a Vorbis decoder gives no
-                # samples for the one packet a seek past the end lands on), not an empty track. Decode from the
-                # start, so that the window is refused naming the audio's span (BENCHMARKS.md, adv65).
-                container.close()
-                container = open_container(source, label, kind="audio")
-                stream = pick_stream(container, "audio", label, stream_index=stream_index)
-                decoded = _decode_all(container, stream, label, None, max_duration_seconds, mono=mono,
-                                      sample_rate=sample_rate, stream_blocks=stream_blocks, stop_seconds=stop_seconds)
+                # samples for the one packet a seek past the end lands on), not an empty track. Decode the end of the
+                # stream (two margins before the container's duration; else all of it), so that the window is
+                # refused naming the audio's span (BENCHMARKS.md, adv65).
+                duration = container.duration  # microseconds (av.time_base), or None
+                end = None if duration is None else ((container.start_time or 0) + duration) / 1e6
+                retries = [None] if end is None else [max(0.0, min(seek, end - 2 * _SEEK_MARGIN_SECONDS)), None]
+                for retry in retries:
+                    container.close()
+                    container = open_container(source, label, kind="audio")
+                    stream = pick_stream(container, "audio", label, stream_index=stream_index)
+                    try:
+                        decoded = _decode_all(container, stream, label, retry, max_duration_seconds, mono=mono,
+                                              sample_rate=sample_rate, stream_blocks=stream_blocks,
+                                              grid=None if retry is None else grid,
+                                              phase_samples=1 if retry is None else phase, stop_seconds=stop_seconds)
+                        break
+                    except DecodeError as again:
+                        if retry is None or again.reason != "missing_audio":
+                            raise
             return decoded, int(stream.index), stream.codec_context.name, _stream_start_seconds(container, stream)
         finally:
             container.close()
