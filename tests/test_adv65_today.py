@@ -104,3 +104,19 @@ def test_a_top_level_list_of_word_objects_is_read_as_words_not_as_empty_segments
     expected = spans({"words": words})
     assert [w[0] for s in expected for w in s[3]] == ["Hello", "world.", "Again."]
     assert spans(words) == expected
+
+
+def test_a_seeked_window_of_an_empty_vorbis_track_is_missing_audio_as_the_whole_read_says(tmp_path):
+    """An MKV whose Vorbis track holds no packet: the whole read is ``missing_audio`` (a video-only clip to the loader),
+    but a window from 2.5 s raised 'audio decode failed: Operation not permitted' (``decode``: the demuxer refuses a
+    seek on a track with no index). Oracle: the whole read's reason."""
+    path = tmp_path / "empty_audio.mkv"
+    encode_once(path, "-f", "lavfi", "-i", "testsrc=size=32x24:rate=10:d=4", "-f", "lavfi", "-i",
+                "anoisesrc=d=4:r=48000", "-map", "0", "-map", "1", "-c:v", "libx264", "-c:a", "libvorbis", "-af",
+                "atrim=end_sample=0")
+    with pytest.raises(DecodeError) as whole:
+        read_audio(path)
+    assert whole.value.reason == "missing_audio"
+    with pytest.raises(DecodeError) as window:
+        read_audio(path, start_seconds=2.5, stop_seconds=3.0)
+    assert window.value.reason == whole.value.reason, str(window.value)
