@@ -121,7 +121,7 @@ def attach_words(spans: Sequence[Span], words: Sequence[Word], *, name: str) -> 
 
 
 def carried_lines(lines: Sequence[str], previous: Sequence[str], *, start_seconds: float,
-                  previous_stop_seconds: Optional[float]) -> int:
+                  previous_stop_seconds: Optional[float], after_snapshot: bool = False) -> int:
     """How many of a cue's leading lines are the previous cue still on screen (roll-up captions), to drop.
 
     Roll-up captions (YouTube's automatic captions, CEA-608 roll-up converted to SRT/WebVTT) show the previous
@@ -132,17 +132,25 @@ def carried_lines(lines: Sequence[str], previous: Sequence[str], *, start_second
         00:00:03.010 --> 00:00:05.000        "seven bright lamps" / "glow above"    only "glow above" is new
 
     A cue of two lines or more (blank ones included) that starts no later than 1 ms after the previous cue ends, and
-    whose first non-blank lines equal the previous cue's last non-blank lines, carries those lines over. Returns the
-    number of leading ``lines`` (blank lines among them included) to drop; 0 when nothing is carried.
+    whose first non-blank lines equal the previous cue's last non-blank lines, carries those lines over. After a pause
+    in the speech the next cue starts later, still carrying the line on screen::
+
+        00:00:03.000 --> 00:00:03.010        "seven bright lamps" / " "             (a snapshot: dropped)
+        00:00:04.200 --> 00:00:06.000        "seven bright lamps" / "glow above"    only "glow above" is new
+
+    so a cue right after such a snapshot (``after_snapshot``: the previous cue was dropped as one) carries lines
+    whatever the gap. Returns the number of leading ``lines`` (blank lines among them included) to drop; 0 when
+    nothing is carried.
 
     Args:
         lines: the cue's lines as plain text (markup removed), in order.
         previous: the previous cue's lines (as plain text), in file order.
         start_seconds: the cue's start.
         previous_stop_seconds: the previous cue's stop; None for the first cue.
+        after_snapshot: the previous cue only repeated the lines before it (it was dropped as a roll-up snapshot).
     """
     if (previous_stop_seconds is None or len(lines) < 2
-            or start_seconds > previous_stop_seconds + _CONTAINS_TOLERANCE_SECONDS):
+            or (start_seconds > previous_stop_seconds + _CONTAINS_TOLERANCE_SECONDS and not after_snapshot)):
         return 0
     shown = [_clean(line) for line in previous if _clean(line)]
     mine = [(k, _clean(line)) for k, line in enumerate(lines) if _clean(line)]
@@ -175,7 +183,7 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
                                           "seconds must be <= 59")
             timing_lines.append(number)
     if timing_lines:  # none at all: reported below as "no SRT cues"
-        _check_srt_blocks(lines, name)
+        _check_srt_blocks(_block_lines(text), name)
     try:
         events = list(pysubs2.SSAFile.from_string(text, format_="srt"))
     except Exception as error:  # pysubs2 raises its own and built-in types
@@ -189,14 +197,17 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
         raise TranscriptError(f"{name}: no SRT cues found (no line with '-->'); hint: is this really SubRip?")
     spans = []
     previous: tuple[list[str], Optional[float]] = ([], None)
+    snapshot = False  # the previous cue was dropped as a roll-up snapshot
     for event, line_number in zip(events, timing_lines):
         where = f"{name}: line {line_number}"
         lines = event.plaintext.split("\n")
         start, stop = event.start / 1000.0, event.end / 1000.0
-        carried = carried_lines(lines, previous[0], start_seconds=start, previous_stop_seconds=previous[1])
+        carried = carried_lines(lines, previous[0], start_seconds=start, previous_stop_seconds=previous[1],
+                                after_snapshot=snapshot)
         previous = (lines, stop)
         # entities as in WebVTT: "Tom &amp; Jerry" -> "Tom & Jerry"
         text = _clean(html.unescape("\n".join(lines[carried:])))
+        snapshot = bool(carried) and not text
         if carried and not text:
             logger.debug("%s: the cue repeats the previous one's last line(s) only (roll-up): dropped", where)
             continue
@@ -205,6 +216,16 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
         logger.info("%s: %d roll-up cue(s) that only repeat the previous cue's line(s) dropped", name,
                     len(events) - len(spans))
     return spans
+
+
+def _block_lines(text: str) -> list[str]:
+    """The lines of an SRT file as :func:`_check_srt_blocks` judges blocks: ``text.splitlines()``, except that in a
+    file whose cues end in LF a lone CR line (``\\n\\r\\n``) is a line break inside a cue, not the blank line that
+    ends it: FFmpeg's SRT muxer (``yt-dlp --convert-subs srt``) writes a cue's line breaks as CRLF, and YouTube's
+    roll-up cues start with a blank line. pysubs2 reads such a cue whole."""
+    if "\r\n\r\n" in text or "\n\r\n" not in text:
+        return text.splitlines()
+    return ["\u00b6" if line == "\r" else line.rstrip("\r") for line in text.split("\n")]
 
 
 def _check_srt_blocks(lines: Sequence[str], name: str) -> None:
@@ -361,16 +382,19 @@ def parse_vtt(text: str, *, name: str) -> list[Span]:
         )
     spans = []
     previous: tuple[list[str], Optional[float]] = ([], None)
+    snapshot = False  # the previous cue was dropped as a roll-up snapshot
     for caption, line_number in zip(captions, timing_lines):
         where = f"{name}: line {line_number}"
         start = caption.start_time.in_milliseconds() / 1000.0
         stop = caption.end_time.in_milliseconds() / 1000.0
         raw_lines = caption.raw_text.split("\n")
         plain = [html.unescape(_VTT_TAG.sub("", line)) for line in raw_lines]
-        carried = carried_lines(plain, previous[0], start_seconds=start, previous_stop_seconds=previous[1])
+        carried = carried_lines(plain, previous[0], start_seconds=start, previous_stop_seconds=previous[1],
+                                after_snapshot=snapshot)
         previous = (plain, stop)
         raw_text = "\n".join(raw_lines[carried:]) if carried else caption.raw_text
         text = _clean(" ".join(plain[carried:])) if carried else _clean(html.unescape(caption.text))
+        snapshot = bool(carried) and not text
         make_span(text, start, stop, (), where=where)  # stop < start, before reading inline stamps
         if carried and not text:
             logger.debug("%s: the cue repeats the previous one's last line(s) only (roll-up): dropped", where)

@@ -95,3 +95,49 @@ def test_openai_words_errors_name_the_key_and_metadata_words_are_not_a_transcrip
     with pytest.raises(TranscriptError, match=r"a\.json: words\[0\]\.start: expected a number of seconds, got '1\.0'"):
         read_transcript(json.dumps(doc).encode(), name="a.json")
     assert not is_transcript_json(json.dumps({"url": "u", "key": "0001", "words": ["tag", "cat"]}).encode())
+
+
+_ROLLUP_AFTER_PAUSE_VTT = """WEBVTT
+Kind: captions
+Language: en
+
+00:00:01.000 --> 00:00:02.990 align:start position:0%
+ 
+seven<00:00:01.400><c> bright</c><00:00:01.900><c> lamps</c>
+
+00:00:02.990 --> 00:00:03.000 align:start position:0%
+seven bright lamps
+ 
+
+00:00:04.200 --> 00:00:06.000 align:start position:0%
+seven bright lamps
+glow<00:00:04.700><c> above</c><00:00:05.100><c> quiet</c><00:00:05.500><c> harbors</c>
+
+00:00:06.000 --> 00:00:06.010 align:start position:0%
+glow above quiet harbors
+ 
+
+00:00:09.000 --> 00:00:10.000 align:start position:0%
+glow above quiet harbors
+again
+"""
+
+
+@pytest.mark.parametrize("convert", [False, True])
+def test_youtube_rollup_after_a_pause_reads_each_word_once(convert):
+    """After a pause in the speech, YouTube's next cue starts later than the 10 ms snapshot before it, still carrying
+    the line on screen; the roll-up rule asked for abutting cues and read that line twice (user64: 32 words for 18).
+    A cue right after a dropped snapshot now carries its lines whatever the gap. Oracle: the fixture's words and
+    inline stamps; the SRT that ``yt-dlp --convert-subs srt`` (FFmpeg) writes from it reads the same text."""
+    import subprocess
+
+    text = _ROLLUP_AFTER_PAUSE_VTT
+    if convert:
+        text = subprocess.run(["ffmpeg", "-v", "error", "-f", "webvtt", "-i", "-", "-f", "srt", "-"],
+                              input=text.encode(), capture_output=True, check=True).stdout.decode()
+    t = read_transcript(text.encode(), name="yt.en.srt" if convert else "yt.en.vtt")
+    assert [s.text for s in t.spans] == ["seven bright lamps", "glow above quiet harbors", "again"]
+    if not convert:
+        assert [(w.text, w.start_seconds) for w in t.words] == [
+            ("seven", 1.0), ("bright", 1.4), ("lamps", 1.9), ("glow", 4.2), ("above", 4.7), ("quiet", 5.1),
+            ("harbors", 5.5)]  # the last cue has no inline stamps: no word times
