@@ -331,6 +331,12 @@ _TEXT_SUBTITLE_CODECS = ("subrip", "srt", "ass", "ssa", "webvtt", "mov_text", "t
 """Subtitle stream codecs that hold text (FFmpeg writes them as SRT); bitmap ones (DVD, PGS) hold pictures."""
 
 
+def _shell_argument(path: str) -> str:
+    """``path`` as a shell word that no command takes for an option: quoted, and ``./`` before a relative path that
+    starts with ``-`` (``avalign measure -talk.mp4 --transcript -talk.srt`` fails: 'expected one argument')."""
+    return shlex.quote(os.path.join(".", path) if path.startswith("-") else path)
+
+
 def transcripts_not_read(media: str) -> list[str]:
     """What ``measure MEDIA`` without ``--transcript`` leaves unread, as lines to tell the user: a transcript beside
     the media under its stem (``talk.srt``, yt-dlp's ``talk.en.vtt``: what ``preprocess`` would pair with it), and a
@@ -354,7 +360,7 @@ def transcripts_not_read(media: str) -> list[str]:
                 "vtt", "srt", "textgrid", "stm", "json") and (_LANGUAGE_TAG.match(parts[0]) or "whisper" in parts[0])):
             path = os.path.join(folder, name)
             lines.append(f"{path} is beside the media and not read (measure reads only --transcript): "
-                         f"`avalign measure {shlex.quote(media)} --transcript {shlex.quote(path)}`")
+                         f"`avalign measure {_shell_argument(media)} --transcript {_shell_argument(path)}`")
     try:
         import av
 
@@ -364,7 +370,7 @@ def transcripts_not_read(media: str) -> list[str]:
                 if codec not in _TEXT_SUBTITLE_CODECS:
                     continue
                 language = stream.metadata.get("language")
-                extract = f"ffmpeg -i {shlex.quote(media)} -map 0:s:{k} subs.srt"
+                extract = f"ffmpeg -i {_shell_argument(media)} -map 0:s:{k} subs.srt"
                 lines.append(f"its subtitle stream {stream.index} ({codec}{', ' + language if language else ''}) is "
                              f"not read: `{extract}`, then `--transcript subs.srt`")
     except Exception:  # noqa: BLE001 - a note only; the measurement itself has read the media

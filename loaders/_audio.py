@@ -419,6 +419,11 @@ class _PipelinedResample:
         self._pool.shutdown(wait=True)
 
 
+class _SeekFailed(Exception):
+    """The demuxer refused the seek of a window read (FFmpeg's EPERM for an empty Vorbis track in Matroska, which has no
+    index to seek by). :func:`read_audio` reads the stream without it."""
+
+
 class _ChannelsGrew(Exception):
     """Streaming could not finish: a frame had more channels than the blocks already handed on, or the channel
     layout changed (rare: the channel rule and the downmix need the joined samples). :func:`read_audio` decodes
@@ -468,7 +473,10 @@ def _decode_all(container, stream, label: str, seek_seconds: Optional[float],
                           f"frames (limit {_MAX_TICK_SECONDS} s): a corrupt header (mdhd timescale 0 or 1?)")
     shift = audio_timeline_shift_seconds(container, stream)  # FFmpeg's time = ours + shift
     if seek_seconds is not None:
-        container.seek(int(math.floor((seek_seconds + shift) / float(time_base))), stream=stream, backward=True)
+        try:
+            container.seek(int(math.floor((seek_seconds + shift) / float(time_base))), stream=stream, backward=True)
+        except OSError as e:  # PyAV's errno errors (av.error.PermissionError: EPERM) are OSErrors
+            raise _SeekFailed(str(e)) from e
     gaps: list[tuple[int, int]] = []  # (position among the decoded samples, samples of silence inserted there)
     out_rate = sample_rate or rate
     pipeline = _PipelinedResample(rate, out_rate, gaps) if mono and out_rate != rate else None
@@ -798,9 +806,34 @@ def read_audio(
                         container.close()
                         container = open_container(source, label, kind="audio")
                         stream = pick_stream(container, "audio", label, stream_index=stream_index)
-            decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
-                                  sample_rate=sample_rate, stream_blocks=stream_blocks, grid=grid,
-                                  phase_samples=phase, stop_seconds=stop_seconds)
+            try:
+                decoded = _decode_all(container, stream, label, seek, max_duration_seconds, mono=mono,
+                                      sample_rate=sample_rate, stream_blocks=stream_blocks, grid=grid,
+                                      phase_samples=phase, stop_seconds=stop_seconds)
+            except (DecodeError, _SeekFailed) as why:
+                if seek is None or (isinstance(why, DecodeError) and why.reason != "missing_audio"):
+                    raise
+                # Nothing decoded after the seek: the window starts past the audio's end (a Vorbis decoder gives no
+                # samples for the one packet a seek past the end lands on), not an empty track; or the seek was
+                # refused (an empty track in Matroska: EPERM, was 'audio decode failed'). Decode the end of the
+                # stream (two margins before the container's duration; else all of it), so that the window is
+                # refused naming the audio's span (BENCHMARKS.md, adv65).
+                duration = container.duration  # microseconds (av.time_base), or None
+                end = None if duration is None else ((container.start_time or 0) + duration) / 1e6
+                retries = [None] if end is None else [max(0.0, min(seek, end - 2 * _SEEK_MARGIN_SECONDS)), None]
+                for retry in retries:
+                    container.close()
+                    container = open_container(source, label, kind="audio")
+                    stream = pick_stream(container, "audio", label, stream_index=stream_index)
+                    try:
+                        decoded = _decode_all(container, stream, label, retry, max_duration_seconds, mono=mono,
+                                              sample_rate=sample_rate, stream_blocks=stream_blocks,
+                                              grid=None if retry is None else grid,
+                                              phase_samples=1 if retry is None else phase, stop_seconds=stop_seconds)
+                        break
+                    except (DecodeError, _SeekFailed) as again:
+                        if retry is None or (isinstance(again, DecodeError) and again.reason != "missing_audio"):
+                            raise
             return decoded, int(stream.index), stream.codec_context.name, _stream_start_seconds(container, stream)
         finally:
             container.close()

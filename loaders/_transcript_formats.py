@@ -38,7 +38,9 @@ _WHITESPACE = re.compile(r"\s+")
 # Tier names (case-insensitive substrings) that mark a TextGrid's word tier and its phrase tier.
 _WORD_TIER_HINTS = ("word",)
 _PHRASE_TIER_HINTS = ("phrase", "segment", "sentence", "utterance", "span", "transcript", "text", "ipu")
-_PHONE_TIER_HINTS = ("phone", "phoneme", "syllable", "char")
+# A phone tier's name holds phone..., syllable(s) or char(s)/character(s) as a word (``phones``, ``<speaker> - phones``,
+# ``phoneTier``, ``chars``), not inside another word: speaker tiers ``Richard`` and ``Charlotte`` hold speech (adv65).
+_PHONE_TIER_NAME = re.compile(r"(?<![a-z])(phone\w*|syllables?|chars?|characters?)(?![a-z])")
 # A long-format TextGrid line that must hold a number (``xmax = 2.5``, ``intervals: size = 3``).
 _TG_NUMERIC_LINE = re.compile(r"^\s*(xmin|xmax|size|intervals: size|points: size|number)\s*=\s*(.*?)\s*$")
 # Slack when deciding that a word lies inside a span (stamps are often rounded to the millisecond).
@@ -519,7 +521,7 @@ def _namedtuple_hint(item: Any, *, word: bool) -> str:
 def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
     if not isinstance(item, dict):
         raise TranscriptError(f"{where}: expected an object with 'text', 'start', 'end', got {item!r:.80}"
-                              + _namedtuple_hint(item, word=False))
+                              + (_namedtuple_hint(item, word=False) or _namedtuple_hint(item, word=True)))
     start = _json_get_seconds(item, ("start", "start_seconds"), where=where)
     stop = _json_get_seconds(item, ("end", "stop", "stop_seconds"), where=where)
     if start is None or stop is None:
@@ -876,7 +878,13 @@ def parse_json(text: str, *, name: str) -> list[Span]:
             and not any(k in document for k in ("segments", "spans", "word_segments"))):
         document, name = document["whisper_transcript"], f"{name}: whisper_transcript"  # video2dataset's record
     document, name = _other_whisper_layouts(document, name=name)
-    if isinstance(document, list):
+    if isinstance(document, list) and document and all(
+            isinstance(item, dict) and isinstance(item.get("word"), str) and "text" not in item for item in document):
+        # A list of words alone (faster-whisper's words dumped as objects, ``[w._asdict() for s in segments for w in
+        # s.words]``): read as OpenAI's top-level 'words' are, not as segments without text (each was an empty span).
+        words = _json_words(document, 0.0, 0.0, where=f"{name}: words", counter=counter)
+        spans = _sentences_of(words, None, where=f"{name}: words")
+    elif isinstance(document, list):
         spans = [_json_segment(item, where=f"{name}: [{i}]", counter=counter) for i, item in enumerate(document)]
     elif isinstance(document, dict):
         # "spans" (with start_seconds/stop_seconds) is avalign's normalised form, written by `avalign preprocess`.
@@ -1019,7 +1027,7 @@ def parse_textgrid(text: str, *, name: str) -> list[Span]:
             logger.warning("%s: no interval tier, only point tier(s) %s: no spans read (words and phrases must be "
                            "in interval tiers)", name, ", ".join(repr(t["name"]) for t in tiers))
         return []
-    is_phone = [_pick_tier([t], _PHONE_TIER_HINTS) is not None for t in intervals]
+    is_phone = [_PHONE_TIER_NAME.search(str(t["name"]).lower()) is not None for t in intervals]
     word_tiers = [t for t, phone in zip(intervals, is_phone) if not phone and _pick_tier([t], _WORD_TIER_HINTS)]
     phrase_tiers = [t for t, phone in zip(intervals, is_phone)
                     if not phone and t not in word_tiers and _pick_tier([t], _PHRASE_TIER_HINTS)]
