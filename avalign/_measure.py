@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shlex
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -325,8 +324,6 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     return record
 
 
-_LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})*$")
-"""A language tag as yt-dlp puts it in a subtitle's name (``en``, ``pt-br``, ``en-orig``)."""
 _TEXT_SUBTITLE_CODECS = ("subrip", "srt", "ass", "ssa", "webvtt", "mov_text", "text")
 """Subtitle stream codecs that hold text (FFmpeg writes them as SRT); bitmap ones (DVD, PGS) hold pictures."""
 
@@ -343,6 +340,7 @@ def transcripts_not_read(media: str) -> list[str]:
     text subtitle stream inside the media (an MKV's SRT track), with the command that extracts it. Empty when there
     is neither."""
     from avcore import TRANSCRIPT_EXTENSIONS
+    from loaders.transcripts import is_language_tagged
 
     folder, base = os.path.split(media)
     stem = base.rsplit(".", 1)[0] if "." in base else base
@@ -354,10 +352,12 @@ def transcripts_not_read(media: str) -> list[str]:
     for name in names:
         if not name.startswith(stem + ".") or name == base:
             continue
-        parts = name[len(stem) + 1:].lower().split(".")
-        # talk.en.vtt (yt-dlp), talk.whisperx.json; not records (talk.info.json, talk.frames.json, talk.streams.json)
-        if ".".join(parts) in TRANSCRIPT_EXTENSIONS or (len(parts) == 2 and parts[1] in (
-                "vtt", "srt", "textgrid", "stm", "json") and (_LANGUAGE_TAG.match(parts[0]) or "whisper" in parts[0])):
+        suffix = name[len(stem) + 1:]
+        parts = suffix.lower().split(".")
+        # talk.en.vtt (yt-dlp: the reader's rule, loaders.transcripts.is_language_tagged), talk.whisperx.json; not
+        # records (talk.info.json, talk.frames.json, talk.streams.json)
+        if suffix.lower() in TRANSCRIPT_EXTENSIONS or is_language_tagged(suffix) or (
+                len(parts) == 2 and "whisper" in parts[0] and parts[1] in ("vtt", "srt", "json")):
             path = os.path.join(folder, name)
             lines.append(f"{path} is beside the media and not read (measure reads only --transcript): "
                          f"`avalign measure {_shell_argument(media)} --transcript {_shell_argument(path)}`")

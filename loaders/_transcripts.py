@@ -391,7 +391,7 @@ def pick_transcript(available, read, *, name: Optional[str] = None) -> Optional[
     for ext in TRANSCRIPT_EXTENSIONS:
         if ext in available and (ext != "json" or is_transcript_json(read(ext))):
             return ext
-    tagged = sorted(ext for ext in available if _is_language_tagged(ext))
+    tagged = sorted(ext for ext in available if is_language_tagged(ext))
     if name is None and isinstance(available, Mapping) and isinstance(available.get("__key__"), str):
         name = ":".join(str(available[k]) for k in ("__url__", "__key__") if available.get(k))
     if len(tagged) > 1 and tuple(tagged) not in _AMBIGUOUS_WARNED:
@@ -490,7 +490,14 @@ def _holds_transcript_json(read, ext: str) -> bool:
     return is_transcript_json(data)
 
 
-def _is_language_tagged(ext: str) -> bool:
+def is_language_tagged(ext: str) -> bool:
+    """Whether ``ext`` (a member's extension, or what follows a file's stem) is a language-tagged subtitle that
+    :func:`pick_transcript` reads: ``en.srt``, ``pt-BR.vtt``, ``en-orig.vtt`` (as yt-dlp names them); not ``en.json``.
+
+    Example:
+        >>> is_language_tagged("en.vtt"), is_language_tagged("pt-BR.srt"), is_language_tagged("info.json")
+        (True, True, False)
+    """
     tag, dot, last = str(ext).rpartition(".")
     return bool(dot) and last.lower() in _TAGGABLE and _LANGUAGE_TAG.fullmatch(tag) is not None
 

@@ -36,6 +36,17 @@ def noise_sources(tmp_path_factory):
     return paths
 
 
+def _sample(asked: list, key: str, members: dict):
+    """A WebDataset sample ``KEY.mp4`` + ``members`` in ``s.tar``, and a ``read`` that records in ``asked`` which
+    member it was asked for: the oracle of how often :func:`pick_transcript` parses a member."""
+    members = {"__key__": key, "__url__": "s.tar", "mp4": b"", **members}
+
+    def read(ext):
+        asked.append((key, ext))
+        return members[ext]
+    return members, read
+
+
 @pytest.mark.parametrize("source, sample_rate", [("wav44100", 16000), ("wav48000", 22050), ("mp3_44100", 16000),
                                                  ("mp3_44100", 22050), ("ts_44100", 48000)])
 @pytest.mark.parametrize("start", [2.5, 3.0005, 7.123457])
@@ -72,13 +83,8 @@ def test_a_tagged_json_record_that_is_no_transcript_is_not_parsed_at_every_sampl
     asked = []
 
     def sample(key, tagged):
-        members = {"__key__": key, "__url__": "s.tar", "mp4": b"", "json": json.dumps({"url": "u", "caption": "c"}).encode(),
-                   "txt": b"a caption", **tagged}
-
-        def read(ext):
-            asked.append((key, ext))
-            return members[ext]
-        return members, read
+        return _sample(asked, key, {"json": json.dumps({"url": "u", "caption": "c"}).encode(), "txt": b"a caption",
+                                    **tagged})
 
     with caplog.at_level(logging.WARNING, logger="loaders"):
         for index in range(50):
@@ -159,12 +165,7 @@ def test_five_language_tagged_transcript_jsons_are_parsed_until_their_warning_is
     asked = []
 
     def sample(key):
-        members = {"__key__": key, "__url__": "s.tar", "mp4": b"", **{tag: transcript for tag in tags}}
-
-        def read(ext):
-            asked.append((key, ext))
-            return members[ext]
-        return members, read
+        return _sample(asked, key, {tag: transcript for tag in tags})
 
     with caplog.at_level(logging.WARNING, logger="loaders"):
         for index in range(10):
