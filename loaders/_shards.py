@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
 import logging
 import os
 import random
@@ -26,6 +27,7 @@ import numpy as np
 
 from avcore import ShardError
 from loaders._pipe import DEFAULT_PIPE_STALL_SECONDS, PipeError, PipeStream
+from loaders._remote import open_remote
 from loaders._skip_log import SkipLog
 
 logger = logging.getLogger(__name__)
@@ -101,15 +103,17 @@ def shuffle_shards(urls: Sequence[str], *, seed: int, epoch: int = 0) -> list[st
 def open_shard(url: str, *, pipe_stall_seconds: float = DEFAULT_PIPE_STALL_SECONDS):
     """A binary stream for ``url``: a local path, ``pipe:COMMAND``, or any fsspec URL (``s3://``, ``gs://``, ``file://``).
 
+    An fsspec URL's stream raises ``OSError`` (:class:`~loaders._remote.RemoteReadError`) for any failure of a read or
+    seek (an HTTP connection dropped mid-body is aiohttp's ``ClientPayloadError``), so every shard reader counts it as
+    a cut shard (``truncated``), as it does a local file's or a ``pipe:`` command's.
+
     A ``pipe:`` URL is a :class:`~loaders._pipe.PipeStream`: its reads raise :class:`~loaders._pipe.PipeError` (an
     ``OSError``) with the command's exit status and stderr when it fails, or when it sends no byte for
     ``pipe_stall_seconds`` (it is then killed, with everything it started)."""
     if url.startswith("pipe:"):
         return PipeStream(url[len("pipe:"):], stall_seconds=pipe_stall_seconds)
     if "://" in url and not url.startswith("file://"):
-        import fsspec
-
-        return fsspec.open(url, "rb").open()
+        return open_remote(url)  # its client library's failures mid-read are OSError, as a file's (loaders._remote)
     path = url[len("file://") :] if url.startswith("file://") else url
     if url.startswith("file://") and "%" in path and not os.path.exists(path):
         from urllib.parse import unquote
@@ -392,6 +396,11 @@ def scan_tar(
                     return
                 yield TarMember(name, b"", "truncated", f"{damaged}; the members after it are lost")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
+        if not reading and isinstance(e, OSError) and not isinstance(e, gzip.BadGzipFile):
+            # the stream failed (a local read error, an HTTP connection dropped: loaders._remote), not its format
+            yield TarMember("", b"", "truncated", f"the shard's stream failed before its first member was read ({e}); "
+                            "every member of the shard is lost")
+            return
         if not reading:  # nothing read: not "after member ''" but a file that does not start as a tar
             yield TarMember("", b"", "truncated",
                             f"not a tar archive: its start is no tar header ({e}); a shard is a tar of KEY.EXT members, "

@@ -1,0 +1,89 @@
+"""adv66: adversarial round on shard sources, video2dataset layouts, preprocess backends and DataLoader resume
+(BENCHMARKS.md, "adv66").
+
+Each test asserts against an oracle and failed before its fix. The HTTP shards come from a ``http.server`` on
+127.0.0.1 in a thread of the test (no network).
+"""
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from loaders.pipeline import make_loader
+from tests.loader_shards import BUDGETS, WINDOW_SECONDS, write_loader_shards
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory) -> dict:
+    return write_loader_shards(tmp_path_factory.mktemp("shards"))
+
+
+@contextlib.contextmanager
+def serve(directory: str, *, cut: dict[str, int]):
+    """An HTTP server of ``directory``'s files on 127.0.0.1; a file named in ``cut`` is announced whole
+    (``Content-Length``) but its connection is closed after that many bytes of it. Yields the base URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_HEAD(self) -> None:
+            self._answer(body=False)
+
+        def do_GET(self) -> None:
+            self._answer(body=True)
+
+        def _answer(self, *, body: bool) -> None:
+            name = os.path.basename(self.path)
+            path = os.path.join(directory, name)
+            if not os.path.isfile(path):
+                self.send_error(404)
+                return
+            data = Path(path).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if body:
+                self.wfile.write(data[: cut.get(name, len(data))])
+                self.wfile.flush()
+                if name in cut:
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_http_shard_cut_mid_body_is_a_counted_skip_not_the_end_of_the_epoch(shards):
+    """An HTTP server that drops the connection in the middle of a shard's body ended the epoch with aiohttp's
+    ``ClientPayloadError`` (not an ``OSError``: the shard readers' net did not catch it), the training loop with it.
+    It is now that shard's ``truncated`` skip, named, and the other shards' samples all come. Oracle: the windows
+    the generator wrote into the two whole shards, and their known bad samples."""
+    directory = os.path.dirname(shards["paths"][0])
+    names = [os.path.basename(p) for p in shards["paths"]]
+    size = os.path.getsize(shards["paths"][1])
+    with serve(directory, cut={names[1]: size // 2}) as base:
+        urls = [f"{base}/{name}" for name in names]
+        loader = make_loader(urls, seed=3, budgets=BUDGETS, window_seconds=WINDOW_SECONDS, buffer_size=4,
+                             frame_size=(24, 32), max_items=8, max_words=16)
+        keys = sorted(k for batch in loader for k in batch.sample_keys)
+    whole = {"k00", "k01", "k20", "k21"}  # shards 0 and 2
+    assert keys == sorted(f"{k}@{i}" for k, n in shards["expected"].items() if k in whole for i in range(n))
+    stats = loader.stats
+    assert stats.skipped == {"decode": 1, "missing_video": 1, "truncated": 1}
+    truncated = [(shard, reason) for shard, _, reason in stats.skipped_samples if reason == "truncated"]
+    assert truncated == [(urls[1], "truncated")]
