@@ -218,11 +218,21 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
 
 def _with_cause(error: BaseException) -> str:
     """``error``'s message, and its cause's where it has one: fsspec's HTTP filesystem raises a bare
-    ``FileNotFoundError(url)`` from the connection refused, the 404 or the DNS failure that says why."""
+    ``FileNotFoundError(url)`` from the connection refused, the 404, the DNS failure or the timeout that says why (a
+    timeout has no message: its type is named, with a hint)."""
     cause = error.__cause__
-    if cause is None or str(cause) in str(error):
+    if cause is None:
+        return str(error)
+    if not str(cause):  # a timeout (asyncio.TimeoutError: no message): its type is all there is to say why (adv66)
+        return f"{error} ({type(cause).__name__}{_TIMEOUT_HINT if isinstance(cause, TimeoutError) else ''})"
+    if str(cause) in str(error):
         return str(error)
     return f"{error} ({type(cause).__name__}: {cause})"
+
+
+_TIMEOUT_HINT = (": the server did not answer in its client's time limit (fsspec's HTTP client: aiohttp's 300 s a request, "
+                 "a HEAD then a GET, so 10 minutes a shard); hint: a shorter limit is fsspec's setting, e.g. "
+                 "fsspec.config.conf['http'] = {'client_kwargs': {'timeout': aiohttp.ClientTimeout(total=60)}}")
 
 
 def name_pipe_failures(members: Iterable[TarMember], stream, url: str) -> Iterator[TarMember]:

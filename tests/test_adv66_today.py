@@ -87,3 +87,25 @@ def test_http_shard_cut_mid_body_is_a_counted_skip_not_the_end_of_the_epoch(shar
     assert stats.skipped == {"decode": 1, "missing_video": 1, "truncated": 1}
     truncated = [(shard, reason) for shard, _, reason in stats.skipped_samples if reason == "truncated"]
     assert truncated == [(urls[1], "truncated")]
+
+
+def test_a_server_that_never_answers_is_skipped_with_the_timeout_named(monkeypatch):
+    """A server that accepts the connection and never answers held a shard for fsspec's HTTP time limit (aiohttp's 300 s,
+    a HEAD then a GET: 602 s measured) and was then skipped as 'cannot open shard: URL', nothing saying why (the
+    timeout's message is empty). Now its type is named, with the setting that shortens it; here that setting (1 s)."""
+    import socket
+
+    import aiohttp
+    import fsspec
+
+    from loaders.shards import ShardError, shard_samples
+
+    monkeypatch.setitem(fsspec.config.conf, "http", {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=1)}})
+    with socket.socket() as listener:  # listens (the kernel completes the handshake) and never accepts
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/shard-000000.tar"
+        with pytest.raises(ShardError) as info:
+            list(shard_samples(url, on_error="raise"))
+    assert info.value.reason == "open" and info.value.shard == url
+    assert "TimeoutError: the server did not answer in its client's time limit" in str(info.value)
