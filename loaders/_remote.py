@@ -6,7 +6,8 @@ library raises instead: an HTTP server that drops the connection mid-body gives 
 range request answered 5xx its ``ClientResponseError``, neither an ``OSError``, so they ended the epoch, the training
 loop with it (adv66). :class:`RemoteStream` passes every call on to fsspec's file and raises any exception of a read
 or seek that is not an ``OSError`` as one (:class:`RemoteReadError`), the URL and the client's error in its message and
-the client's error as its cause.
+the client's error as its cause; so is an ``OSError`` without a message (a server that stops sending mid-body: aiohttp's
+timeout, after 300 s by default), which a shard reader's log line would otherwise show as nothing.
 """
 from __future__ import annotations
 
@@ -33,10 +34,13 @@ class RemoteStream:
     def _call(self, method: str, *args: Any) -> Any:
         try:
             return getattr(self._handle, method)(*args)
-        except OSError:
-            raise
         except Exception as error:  # noqa: BLE001 - the client library's own errors: what a shard reader cannot know
-            raise RemoteReadError(f"reading {self.url} failed: {type(error).__name__}: {error}") from error
+            if isinstance(error, OSError) and str(error):
+                raise
+            # (an OSError without a message: a timeout, asyncio's TimeoutError, is named by its type)
+            said = (f": {error}" if str(error) else " (the server sent nothing within the client's time limit)"
+                    if isinstance(error, TimeoutError) else " (no message)")
+            raise RemoteReadError(f"reading {self.url} failed: {type(error).__name__}{said}") from error
 
     def read(self, size: int = -1) -> bytes:
         return self._call("read", size)

@@ -24,9 +24,11 @@ def shards(tmp_path_factory) -> dict:
 
 
 @contextlib.contextmanager
-def serve(directory: str, *, cut: dict[str, int]):
+def serve(directory: str, *, cut: dict[str, int], stall: bool = False):
     """An HTTP server of ``directory``'s files on 127.0.0.1; a file named in ``cut`` is announced whole
-    (``Content-Length``) but its connection is closed after that many bytes of it. Yields the base URL."""
+    (``Content-Length``) but its connection is closed after that many bytes of it (with ``stall``: left open, sending
+    nothing more, until the server shuts down). Yields the base URL."""
+    stop = threading.Event()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -54,6 +56,8 @@ def serve(directory: str, *, cut: dict[str, int]):
                 self.wfile.write(data[: cut.get(name, len(data))])
                 self.wfile.flush()
                 if name in cut:
+                    if stall:
+                        stop.wait(60)
                     self.close_connection = True
                     self.connection.shutdown(2)
 
@@ -63,6 +67,7 @@ def serve(directory: str, *, cut: dict[str, int]):
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
+        stop.set()
         server.shutdown()
         server.server_close()
         thread.join()
@@ -109,3 +114,21 @@ def test_a_server_that_never_answers_is_skipped_with_the_timeout_named(monkeypat
             list(shard_samples(url, on_error="raise"))
     assert info.value.reason == "open" and info.value.shard == url
     assert "TimeoutError: the server did not answer in its client's time limit" in str(info.value)
+
+
+def test_an_http_shard_that_stalls_mid_body_is_a_truncated_skip_naming_the_timeout(shards, monkeypatch):
+    """A server that stops sending in the middle of a shard's body: the client's timeout (an OSError without a message)
+    was logged as 'tar stream ended early ...: ;' — nothing said what happened. Now the skip names the timeout."""
+    import aiohttp
+    import fsspec
+
+    from loaders.shards import ShardError, shard_samples
+
+    monkeypatch.setitem(fsspec.config.conf, "http", {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=1)}})
+    directory = os.path.dirname(shards["paths"][0])
+    name = os.path.basename(shards["paths"][1])
+    with serve(directory, cut={name: os.path.getsize(shards["paths"][1]) // 2}, stall=True) as base:
+        with pytest.raises(ShardError) as info:
+            list(shard_samples(f"{base}/{name}", on_error="raise"))
+    assert info.value.reason == "truncated" and info.value.shard == f"{base}/{name}"
+    assert "TimeoutError (the server sent nothing within the client's time limit)" in str(info.value)
