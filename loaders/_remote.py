@@ -7,10 +7,12 @@ range request answered 5xx its ``ClientResponseError``, neither an ``OSError``, 
 loop with it (adv66). :class:`RemoteStream` passes every call on to fsspec's file and raises any exception of a read
 or seek that is not an ``OSError`` as one (:class:`RemoteReadError`), the URL and the client's error in its message and
 the client's error as its cause; so is an ``OSError`` without a message (a server that stops sending mid-body: aiohttp's
-timeout, after 300 s by default), which a shard reader's log line would otherwise show as nothing.
+timeout, after 300 s by default), which a shard reader's log line would otherwise show as nothing. An HTTP server that
+does not answer range requests (fsspec reads in 5 MiB ranges) is read on as one stream from where the reader is.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -30,6 +32,8 @@ class RemoteStream:
     def __init__(self, handle: Any, url: str) -> None:
         self._handle = handle
         self.url = url
+        self._streaming = False
+        """True once read as one streamed GET (a server without range requests: :meth:`_stream_from_here`)."""
 
     def _call(self, method: str, *args: Any) -> Any:
         try:
@@ -43,13 +47,60 @@ class RemoteStream:
             raise RemoteReadError(f"reading {self.url} failed: {type(error).__name__}{said}") from error
 
     def read(self, size: int = -1) -> bytes:
-        return self._call("read", size)
+        try:
+            return self._call("read", size)
+        except RemoteReadError as error:
+            if not _no_range_requests(error.__cause__) or not self._stream_from_here():
+                raise
+            return self._call("read", size)
+
+    def _stream_from_here(self) -> bool:
+        """After an HTTP server answered a range request with the whole file (fsspec reads in 5 MiB ranges: a shard
+        past the first 5 MiB failed, every later sample lost; python's http.server, some static servers and proxies
+        ignore ``Range``): the file again as one streamed GET, read up to the position reached. True when done."""
+        position = self._handle.tell()
+        with contextlib.suppress(Exception):
+            self._handle.close()
+        try:
+            handle = self._call_open_streaming(position)
+        except OSError:  # the first error (no range requests) is the one to report
+            logger.debug("%s: streaming it instead failed", self.url, exc_info=True)
+            return False
+        logger.info("%s: the server does not answer range requests; read as one stream from byte %d on", self.url,
+                    position)
+        self._handle, self._streaming = handle, True
+        return True
+
+    def _call_open_streaming(self, position: int) -> Any:
+        """The file as one streamed GET (fsspec's ``block_size=0``), read up to ``position``; OSError when it fails."""
+        import fsspec
+
+        try:
+            handle = fsspec.open(self.url, "rb", block_size=0).open()
+        except OSError:
+            raise
+        except Exception as error:  # noqa: BLE001 - as in _call
+            raise RemoteReadError(f"reading {self.url} failed: {type(error).__name__}: {error}") from error
+        _skip(handle, position, self.url)
+        return handle
 
     def readinto(self, buffer: Any) -> int:
         return self._call("readinto", buffer)
 
     def seek(self, offset: int, whence: int = 0) -> int:
-        return self._call("seek", offset, whence)
+        if not self._streaming:
+            return self._call("seek", offset, whence)
+        # streamed (no range requests): forward by reading, backward by streaming again from the start
+        here = self._handle.tell()
+        target = offset if whence == 0 else here + offset if whence == 1 else None
+        if target is None or target < 0:
+            return self._call("seek", offset, whence)  # (from the end: fsspec's own error, as an OSError)
+        if target < here:
+            self._handle.close()
+            self._handle = self._call_open_streaming(target)
+        else:
+            _skip(self._handle, target - here, self.url)
+        return target
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._handle, name)
@@ -64,9 +115,35 @@ class RemoteStream:
         return iter(self._handle)
 
 
+def _skip(handle: Any, count: int, url: str) -> None:
+    """Reads and drops ``count`` bytes of a streamed ``handle``; OSError when it ends before."""
+    while count > 0:
+        try:
+            chunk = handle.read(min(count, 1 << 20))
+        except OSError:
+            raise
+        except Exception as error:  # noqa: BLE001 - as in RemoteStream._call
+            raise RemoteReadError(f"reading {url} failed: {type(error).__name__}: {error}") from error
+        if not chunk:
+            raise RemoteReadError(f"reading {url} failed: it ended {count} bytes before the position sought")
+        count -= len(chunk)
+
+
+def _no_range_requests(error: Any) -> bool:
+    """Whether ``error`` is fsspec's refusal to read an HTTP file on from a position its server cannot seek to."""
+    return isinstance(error, ValueError) and "support range requests" in str(error)
+
+
 def open_remote(url: str) -> RemoteStream:
-    """``fsspec.open(url, "rb")``, opened, as a :class:`RemoteStream`. Failures to open are fsspec's (an HTTP 404 is
-    its ``FileNotFoundError``)."""
+    """``fsspec.open(url, "rb")``, opened, as a :class:`RemoteStream`. Failures to open are ``OSError`` (an HTTP 404
+    is fsspec's ``FileNotFoundError``; a client library's own error becomes :class:`RemoteReadError`), or
+    ``ImportError`` for a protocol whose package is not installed."""
     import fsspec
 
-    return RemoteStream(fsspec.open(url, "rb").open(), url)
+    try:
+        handle = fsspec.open(url, "rb").open()
+    except (OSError, ImportError):  # (ImportError: the protocol's package is missing: a set-up error, raised)
+        raise
+    except Exception as error:  # noqa: BLE001 - e.g. a streamed HTTP file's 5xx (aiohttp's ClientResponseError)
+        raise RemoteReadError(f"opening {url} failed: {type(error).__name__}: {error}") from error
+    return RemoteStream(handle, url)

@@ -132,3 +132,58 @@ def test_an_http_shard_that_stalls_mid_body_is_a_truncated_skip_naming_the_timeo
             list(shard_samples(f"{base}/{name}", on_error="raise"))
     assert info.value.reason == "truncated" and info.value.shard == f"{base}/{name}"
     assert "TimeoutError (the server sent nothing within the client's time limit)" in str(info.value)
+
+
+def test_shards_from_a_server_without_range_requests_are_read_whole(tmp_path):
+    """fsspec reads HTTP files in 5 MiB range requests; a server that answers them with the whole file (python's
+    http.server, some static servers and proxies) made the loader drop the sample at the 5 MiB mark and lose every
+    later one (one ``truncated`` skip), and preprocess skip every sample (``read``). The stream now goes on as one
+    GET. Oracle: the generator's keys and media bytes, all of them."""
+    import functools
+    import json
+    import tarfile
+
+    from avalign.preprocess import preprocess
+    from tests.conftest import tiny_clip
+    from tests.corrupt_cases import write_tar
+
+    media = tiny_clip(tmp_path / "clip.mp4", 0.5, fps=10, sample_rate=16000)
+    keys = [f"k{i:02d}" for i in range(6)]
+    rng = __import__("numpy").random.default_rng(66)
+    members = []
+    for key in keys:  # 1 MB of labels each: the shard passes 5 MiB at its fifth sample
+        members += [(f"{key}.mp4", media), (f"{key}.txt", f"clip {key}".encode()),
+                    (f"{key}.cls", rng.integers(0, 256, 1_000_000, dtype="uint8").tobytes())]
+    served = tmp_path / "served"
+    served.mkdir()
+    write_tar(served / "big.tar", members)
+    assert (served / "big.tar").stat().st_size > 5 * 2**20
+
+    class Handler(http.server.SimpleHTTPRequestHandler):  # no Range support
+        def log_message(self, *args) -> None:
+            pass
+
+        def copyfile(self, source, outputfile) -> None:
+            with contextlib.suppress(ConnectionError):  # the client closes a whole-file answer it cannot use
+                super().copyfile(source, outputfile)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(served)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/big.tar"
+        loader = make_loader([url], seed=0, budgets=BUDGETS, window_seconds=None, buffer_size=4, frame_size=(24, 32),
+                             max_items=8, max_words=16)
+        got = sorted(k for batch in loader for k in batch.sample_keys)
+        assert got == keys and loader.stats.skipped == {}
+        result = preprocess(url, str(tmp_path / "out"), workers=1, progress=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert result.num_samples == 6 and result.num_skipped == 0
+    rows = [json.loads(line) for line in (tmp_path / "out" / "manifest.jsonl").read_text().splitlines()]
+    assert [row["key"] for row in rows] == keys
+    with tarfile.open(tmp_path / "out" / "shard-000000.tar") as archive:
+        written = {m.name: archive.extractfile(m).read() for m in archive if m.name.endswith((".mp4", ".txt"))}
+    assert written == {**{f"{k}.mp4": media for k in keys}, **{f"{k}.txt": f"clip {k}".encode() for k in keys}}
