@@ -177,9 +177,22 @@ def refuse_member(member: tarfile.TarInfo, *, max_member_bytes: int = DEFAULT_MA
         return TarMember(name, b"", "member_type", f"tar member {name!r} is not a regular file (link/device)")
     if not safe_member_name(name):
         return TarMember(name, b"", "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
+    if (refused := _refuse_field_name(name)) is not None:
+        return refused
     if member.size > max_member_bytes:
         return TarMember(name, b"", "too_large", f"tar member {name!r} is {member.size} bytes > {max_member_bytes = }")
     return None
+
+
+def _refuse_field_name(name: str) -> Optional[TarMember]:
+    """The ``unsafe_name`` member for a name whose extension starts with ``__`` (``a.__key__``, ``a.__url__``): it would
+    overwrite its sample's own field (adv66: ``a.__key__`` made the sample's key its bytes, and ``a.mp4`` after it a
+    stray member), so its sample is dropped, named; else None."""
+    ext = split_key(name)[1]
+    if not ext.startswith("__"):
+        return None
+    return TarMember(name, b"", "unsafe_name", f"tar member {name!r} has extension {ext!r}: extensions starting with "
+                     "'__' are the sample's own fields (__key__, __url__), which a member must not overwrite")
 
 
 def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
@@ -519,7 +532,8 @@ def group_by_key(
     """Group consecutive members by key into samples.
 
     A sample is dropped whole, and reported ONCE under its key, when: a member of it has a problem
-    (hostile name, link, too large, truncated), or one of its extensions repeats (``duplicate_key``). A truncated
+    (hostile name, link, too large, truncated; an extension starting with ``__``, which would overwrite the sample's
+    ``__key__`` / ``__url__``: ``unsafe_name``), or one of its extensions repeats (``duplicate_key``). A truncated
     member ends the shard. Members of a key already seen before another key (a non-consecutive repeat) cannot join
     its sample, which was yielded already: when the first of them has an extension the sample has, they are a second
     copy, skipped as ``duplicate_key`` (the first copy was delivered); else (``a.mp4 b.mp4 b.txt a.txt``) they are
@@ -548,6 +562,8 @@ def group_by_key(
         if not isinstance(member, TarMember):
             member = TarMember(*member)
         key, ext = split_key(member.name)
+        if not member.problem:
+            member = _refuse_field_name(member.name) or member
         if current is not None and key != current["__key__"]:
             yield current
             current = None

@@ -187,3 +187,29 @@ def test_shards_from_a_server_without_range_requests_are_read_whole(tmp_path):
     with tarfile.open(tmp_path / "out" / "shard-000000.tar") as archive:
         written = {m.name: archive.extractfile(m).read() for m in archive if m.name.endswith((".mp4", ".txt"))}
     assert written == {**{f"{k}.mp4": media for k in keys}, **{f"{k}.txt": f"clip {k}".encode() for k in keys}}
+
+
+@pytest.mark.parametrize("field", ["__key__", "__url__"])
+def test_a_member_named_like_a_sample_field_drops_its_sample_named(tmp_path, field):
+    """A member ``a.__key__`` overwrote sample ``a``'s key with its bytes: the loader counted a ``missing_video`` skip
+    under the key ``b'zzz'`` and dropped ``a.mp4`` as a stray member of an earlier sample; ``a.__url__`` dropped ``a``
+    as a 'duplicate_key' ('appears twice'), which it was not. Now the sample is dropped as ``unsafe_name`` under its
+    own key, in the loader and in preprocess; the sample after it is untouched. Oracle: the keys written."""
+    import json
+
+    from avalign.preprocess import preprocess
+    from tests.conftest import tiny_clip
+    from tests.corrupt_cases import write_tar
+
+    media = tiny_clip(tmp_path / "clip.mp4", 0.5, fps=10, sample_rate=16000)
+    shard = tmp_path / "fields.tar"
+    write_tar(shard, [(f"a.{field}", b"zzz"), ("a.mp4", media), ("a.txt", b"hi"), ("b.mp4", media), ("b.txt", b"yo")])
+    loader = make_loader([str(shard)], seed=0, budgets=BUDGETS, window_seconds=None, buffer_size=4,
+                         frame_size=(24, 32), max_items=8, max_words=16)
+    assert [k for batch in loader for k in batch.sample_keys] == ["b"]
+    assert loader.stats.skipped_samples == ((str(shard), "a", "unsafe_name"),)
+    result = preprocess(str(shard), str(tmp_path / "out"), workers=1, progress=False)
+    assert result.num_samples == 1
+    rows = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    assert [(row["key"], row["reason"]) for row in rows] == [("a", "unsafe_name")]
+    assert f"'a.{field}' has extension '{field}'" in rows[0]["message"]
