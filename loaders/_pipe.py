@@ -212,6 +212,25 @@ class PipeStream(io.RawIOBase):
                 pass
         self._proc.wait()
 
+    def status_after_end(self, *, max_bytes: int = 1 << 20) -> Optional[PipeError]:
+        """After the reader found the end of what it reads (a tar's end-of-archive blocks): the command's failure, if
+        it fails. What is left of its output (the tar's last record) is read and dropped, up to ``max_bytes``, within
+        the stall bound; a command still sending after that is not waited for (None). adv66: ``pipe:tar cf - a b``
+        where ``b`` cannot be read writes a complete tar without ``b`` and exits 2; the reader, done at the end of the
+        archive, killed it unread and its samples were lost without a word."""
+        if self._done or self.closed:
+            return self.error
+        left = max_bytes
+        try:
+            while left > 0:
+                chunk = self.read(min(left, 65536))
+                if not chunk:
+                    return None
+                left -= len(chunk)
+        except PipeError as error:
+            return error
+        return None
+
     def close(self) -> None:
         """Close the stream; a command still running (the reader stopped early) is killed, never waited for."""
         if not self.closed:

@@ -251,8 +251,9 @@ _TIMEOUT_HINT = (": the server did not answer in its client's time limit (fsspec
 def name_pipe_failures(members: Iterable[TarMember], stream, url: str) -> Iterator[TarMember]:
     """``members`` (read from ``stream``) with a ``pipe:`` command's failure named: the ``truncated`` member that a
     failed or stalled command leaves (:class:`~loaders._pipe.PipeError`) carries its exit status and stderr; when
-    the command sent no byte at all, the shard could not be opened (ShardError ``open``) instead. Other streams'
-    members pass unchanged. Shared by every reader of shards (the loader's stream and preprocess's scan)."""
+    the command sent no byte at all, the shard could not be opened (ShardError ``open``) instead. When the tar ends
+    whole but the command then exits with a failing status (``tar cf - a b`` that could not read ``b``: exit 2), one
+    last ``truncated`` member under no key says so. Other streams' members pass unchanged. Shared by every reader of shards (the loader's stream and preprocess's scan)."""
     for member in members:
         failure = getattr(stream, "error", None)
         if member.problem == "truncated" and isinstance(failure, PipeError):
@@ -261,6 +262,12 @@ def name_pipe_failures(members: Iterable[TarMember], stream, url: str) -> Iterat
             if str(failure) not in member.message:
                 member = TarMember(member.name, b"", "truncated", f"{member.message}: {failure}")
         yield member
+        if member.problem == "truncated":
+            return
+    failure = stream.status_after_end() if isinstance(stream, PipeStream) else None
+    if failure is not None:  # a complete tar, but the command failed: what it did not send is lost (adv66)
+        yield TarMember("", b"", "truncated", f"the tar ended whole, but {failure}: every sample in it was read; "
+                        "samples the command failed to put in it are missing")
 
 
 def _read_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[bytes, int]:

@@ -244,3 +244,24 @@ def test_a_state_saved_on_paths_resumes_on_their_file_urls_with_spaces_and_accen
     resumed = make_dataset([Path(p).as_uri() for p in local], seed=5, **options)
     resumed.load_state_dict(state)
     assert [digest(b) for b in resumed] == rest
+
+
+def test_a_pipe_command_that_fails_after_a_whole_tar_is_counted(tmp_path):
+    """``pipe:tar cf - a.mp4 a.txt gone.mp4 b.mp4``: GNU tar writes a complete archive without the file it could not
+    read and exits 2. The reader, done at the end-of-archive blocks, killed the command without its status: every
+    other sample came and the loss went unsaid. Now one ``truncated`` report under no key names the status and
+    stderr (the samples sent are all delivered); the same command without the missing file reports nothing."""
+    import shlex
+
+    from tests.conftest import tiny_clip
+
+    media = tiny_clip(tmp_path / "a.mp4", 0.5, fps=10, sample_rate=16000)
+    (tmp_path / "b.mp4").write_bytes(media)
+    (tmp_path / "a.txt").write_text("hi")
+    options = dict(seed=0, budgets=BUDGETS, window_seconds=None, buffer_size=4, frame_size=(24, 32), max_items=8,
+                   max_words=16)
+    for names, failed in ((["a.mp4", "a.txt", "gone.mp4", "b.mp4"], True), (["a.mp4", "a.txt", "b.mp4"], False)):
+        url = f"pipe:tar cf - -C {shlex.quote(str(tmp_path))} {' '.join(names)}"
+        loader = make_loader([url], **options)
+        assert sorted(k for batch in loader for k in batch.sample_keys) == ["a", "b"]
+        assert loader.stats.skipped_samples == (((url, "", "truncated"),) if failed else ())
