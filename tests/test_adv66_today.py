@@ -265,3 +265,26 @@ def test_a_pipe_command_that_fails_after_a_whole_tar_is_counted(tmp_path):
         loader = make_loader([url], **options)
         assert sorted(k for batch in loader for k in batch.sample_keys) == ["a", "b"]
         assert loader.stats.skipped_samples == (((url, "", "truncated"),) if failed else ())
+
+
+@pytest.mark.slow
+def test_the_ray_backend_raises_a_bad_sample_as_the_local_backend_does(shards, tmp_path):
+    """``preprocess(..., backend="ray", on_error="raise")`` raised Ray's ``RayTaskError(SampleError)``, whose message is
+    the worker's traceback with terminal colour codes (``\\x1b[36mray::process_shard()\\x1b[39m (pid=…)``): what
+    ``avalign preprocess --json`` printed as the error's message. Now the task's own exception is raised. Oracle: the
+    local backend's exception on the same input."""
+    pytest.importorskip("ray")
+    from avalign.preprocess import preprocess
+    from loaders.errors import SampleError
+
+    raised = {}
+    for backend in ("local", "ray"):
+        with pytest.raises(SampleError) as info:
+            preprocess(shards["paths"][0], str(tmp_path / backend), backend=backend, workers=1, progress=False,
+                       on_error="raise")
+        raised[backend] = info.value
+    local, ray_error = raised["local"], raised["ray"]
+    assert type(ray_error) is type(local)
+    assert (ray_error.reason, ray_error.key, ray_error.shard) == (local.reason, local.key, local.shard) == (
+        "decode", "bad_mp4", shards["paths"][0])
+    assert str(ray_error) == str(local)
