@@ -288,3 +288,24 @@ def test_the_ray_backend_raises_a_bad_sample_as_the_local_backend_does(shards, t
     assert (ray_error.reason, ray_error.key, ray_error.shard) == (local.reason, local.key, local.shard) == (
         "decode", "bad_mp4", shards["paths"][0])
     assert str(ray_error) == str(local)
+
+
+def test_two_shard_keys_that_clean_to_one_output_key_are_named_as_such(tmp_path):
+    """Shard keys ``clip 1`` and ``clip_1`` are both written as ``clip_1``; the second was skipped as 'key 'clip_1'
+    already seen in …', naming a key the shard does not repeat. The message now names both keys and the output key.
+    Oracle: the keys written into the shard."""
+    import json
+
+    from avalign.preprocess import preprocess
+    from tests.conftest import tiny_clip
+    from tests.corrupt_cases import write_tar
+
+    media = tiny_clip(tmp_path / "clip.mp4", 0.5, fps=10, sample_rate=16000)
+    shard = tmp_path / "keys.tar"
+    write_tar(shard, [("clip 1.mp4", media), ("clip_1.mp4", media)])
+    result = preprocess(str(shard), str(tmp_path / "out"), workers=1, progress=False)
+    assert result.num_samples == 1
+    rows = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    assert [(row["key"], row["reason"]) for row in rows] == [("clip_1", "duplicate_key")]
+    assert "key 'clip_1' is written as 'clip_1'" in rows[0]["message"]
+    assert f"as key 'clip 1' of {shard} is" in rows[0]["message"]
