@@ -267,6 +267,22 @@ def test_a_pipe_command_that_fails_after_a_whole_tar_is_counted(tmp_path):
         assert loader.stats.skipped_samples == (((url, "", "truncated"),) if failed else ())
 
 
+def test_a_pipe_command_still_running_after_its_tar_is_not_waited_for_or_reported(shards):
+    """The check above waits for the command's status a few seconds at most: ``cat shard; sleep 60`` (a command that
+    lingers after its output) is killed at the end of its tar, as before, without a report. Oracle: the shard's keys."""
+    import shlex
+    import time
+
+    from loaders.shards import shard_samples
+
+    reports = []
+    started = time.monotonic()
+    url = f"pipe:cat {shlex.quote(shards['paths'][0])}; sleep 60"
+    keys = [s["__key__"] for s in shard_samples(url, report=lambda *r: reports.append(r))]
+    assert keys == ["k00", "k01", "bad_mp4"] and reports == []
+    assert time.monotonic() - started < 30
+
+
 @pytest.mark.slow
 def test_the_ray_backend_raises_a_bad_sample_as_the_local_backend_does(shards, tmp_path):
     """``preprocess(..., backend="ray", on_error="raise")`` raised Ray's ``RayTaskError(SampleError)``, whose message is
