@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RemoteReadError", "RemoteStream", "open_remote"]
+__all__ = ["IPV6_HOST", "RemoteReadError", "RemoteStream", "open_remote"]
+
+IPV6_HOST = re.compile(r"\[[0-9A-Fa-f.:]*::[0-9A-Fa-f.:]*(?:%[\w.~-]+)?\]")
+"""An IPv6 address in a URL's host, in brackets with a ``::`` (``[::1]``, ``[fe80::1%25eth0]``): not a list separator
+for the shard list (``loaders._shards.expand_shard_urls``), nor a chain (``::``) or a glob (``[...]``) for fsspec."""
 
 
 class RemoteReadError(OSError):
@@ -73,10 +78,8 @@ class RemoteStream:
 
     def _call_open_streaming(self, position: int) -> Any:
         """The file as one streamed GET (fsspec's ``block_size=0``), read up to ``position``; OSError when it fails."""
-        import fsspec
-
         try:
-            handle = fsspec.open(self.url, "rb", block_size=0).open()
+            handle = _fsspec_open(self.url, block_size=0)
         except OSError:
             raise
         except Exception as error:  # noqa: BLE001 - as in _call
@@ -134,14 +137,22 @@ def _no_range_requests(error: Any) -> bool:
     return isinstance(error, ValueError) and "support range requests" in str(error)
 
 
+def _fsspec_open(url: str, **kwargs: Any) -> Any:
+    """``fsspec.open(url, "rb", **kwargs).open()``; a URL with an IPv6 host is opened by its protocol's filesystem, as
+    ``fsspec.open`` splits it at ``::`` (a chained URL) and takes ``[...]`` for a glob (adv66)."""
+    import fsspec
+
+    if IPV6_HOST.search(url):
+        return fsspec.filesystem(url.split("://", 1)[0]).open(url, "rb", **kwargs)
+    return fsspec.open(url, "rb", **kwargs).open()
+
+
 def open_remote(url: str) -> RemoteStream:
     """``fsspec.open(url, "rb")``, opened, as a :class:`RemoteStream`. Failures to open are ``OSError`` (an HTTP 404
     is fsspec's ``FileNotFoundError``; a client library's own error becomes :class:`RemoteReadError`), or
     ``ImportError`` for a protocol whose package is not installed."""
-    import fsspec
-
     try:
-        handle = fsspec.open(url, "rb").open()
+        handle = _fsspec_open(url)
     except (OSError, ImportError):  # (ImportError: the protocol's package is missing: a set-up error, raised)
         raise
     except Exception as error:  # noqa: BLE001 - e.g. a streamed HTTP file's 5xx (aiohttp's ClientResponseError)

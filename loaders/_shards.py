@@ -27,7 +27,7 @@ import numpy as np
 
 from avcore import ShardError
 from loaders._pipe import DEFAULT_PIPE_STALL_SECONDS, PipeError, PipeStream
-from loaders._remote import open_remote
+from loaders._remote import IPV6_HOST, open_remote
 from loaders._skip_log import SkipLog
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
     fsspec URLs or ``pipe:``. A ``pipe:`` URL is expanded as webdataset does: ``pipe:curl -s URL/s-{000..009}.tar``
     is ten commands and ``pipe:A::pipe:B`` two. A URL listed more than once is kept (each copy is read: repetition
     can be meant as weighting) and logged as a warning, since a list joined twice by mistake reads every sample of it
-    twice."""
+    twice. An IPv6 host's ``::`` (``http://[::1]:8000/s-{0..9}.tar``) is not a separator."""
     from webdataset.shardlists import expand_urls
 
     if isinstance(urls, (str, os.PathLike)):
@@ -71,7 +71,10 @@ def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
         url = os.fspath(url) if isinstance(url, os.PathLike) else url
         if not isinstance(url, str) or not url:
             raise ValueError(f"shard URL must be a non-empty string or path, got {url!r}")
-        out.extend(expand_urls(url))
+        # An IPv6 host (`http://[::1]:8000/…`) holds '::', the list separator: kept whole (adv66: it was split into
+        # 'http://[' and '1]:8000/…', two shards that do not exist)
+        kept = IPV6_HOST.sub(lambda m: m.group(0).replace("::", _KEPT_COLONS), url)
+        out.extend(u.replace(_KEPT_COLONS, "::") for u in expand_urls(kept))
     if not out:
         raise ValueError("no shards: the URL list is empty")
     repeated = {url: n for url, n in Counter(out).items() if n > 1}
@@ -81,6 +84,10 @@ def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
                        "that many times an epoch; remove the repeats unless they are meant as weighting",
                        len(repeated), shown, " …" if len(repeated) > 3 else "")
     return out
+
+
+_KEPT_COLONS = "\ue000\ue001"
+"""What a ``::`` inside an IPv6 host stands as while the list is split at ``::`` (private-use characters)."""
 
 
 def split_shards(urls: Sequence[str], *, rank: int = 0, world_size: int = 1, worker_id: int = 0, num_workers: int = 1) -> list[str]:

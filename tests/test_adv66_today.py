@@ -325,3 +325,41 @@ def test_two_shard_keys_that_clean_to_one_output_key_are_named_as_such(tmp_path)
     assert [(row["key"], row["reason"]) for row in rows] == [("clip_1", "duplicate_key")]
     assert "key 'clip_1' is written as 'clip_1'" in rows[0]["message"]
     assert f"as key 'clip 1' of {shard} is" in rows[0]["message"]
+
+
+def test_a_brace_pattern_on_an_ipv6_host_is_not_split_at_its_colons(shards):
+    """``http://[::1]:PORT/shard-{000000..000002}.tar``: the list separator ``::`` inside the IPv6 host split it into
+    ``http://[`` and ``1]:PORT/shard-….tar`` (four shards, none of them real: an epoch of nothing). Oracle: the three
+    URLs, and every window of the generator's shards read over IPv6."""
+    import functools
+    import socket
+
+    from loaders.shards import expand_shard_urls
+
+    class Server(http.server.ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    directory = os.path.dirname(shards["paths"][0])
+    try:
+        server = Server(("::1", 0), functools.partial(Handler, directory=directory))
+    except OSError as error:
+        pytest.skip(f"no IPv6 loopback here: {error}")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://[::1]:{server.server_address[1]}"
+        pattern = f"{base}/shard-{{000000..000002}}.tar"
+        assert expand_shard_urls(pattern) == [f"{base}/{os.path.basename(p)}" for p in shards["paths"]]
+        loader = make_loader(pattern, seed=3, budgets=BUDGETS, window_seconds=WINDOW_SECONDS, buffer_size=4,
+                             frame_size=(24, 32), max_items=8, max_words=16)
+        keys = sorted(k for batch in loader for k in batch.sample_keys)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert keys == sorted(f"{k}@{i}" for k, n in shards["expected"].items() for i in range(n))
+    assert loader.stats.skipped == {"decode": 1, "transcript": 1, "missing_video": 1}
