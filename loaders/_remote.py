@@ -153,8 +153,10 @@ def open_remote(url: str) -> RemoteStream:
     ``ImportError`` for a protocol whose package is not installed."""
     try:
         handle = _fsspec_open(url)
-    except (OSError, ImportError):  # (ImportError: the protocol's package is missing: a set-up error, raised)
+    except OSError:
         raise
+    except ImportError as error:  # the protocol's package is missing: a set-up error, raised, naming the shard (adv66)
+        raise ImportError(f"{error} (to read shard {url})", name=error.name) from error
     except Exception as error:  # noqa: BLE001 - e.g. a streamed HTTP file's 5xx (aiohttp's ClientResponseError)
         raise RemoteReadError(f"opening {url} failed: {type(error).__name__}: {error}") from error
     return RemoteStream(handle, url)

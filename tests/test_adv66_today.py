@@ -363,3 +363,26 @@ def test_a_brace_pattern_on_an_ipv6_host_is_not_split_at_its_colons(shards):
         thread.join()
     assert keys == sorted(f"{k}@{i}" for k, n in shards["expected"].items() for i in range(n))
     assert loader.stats.skipped == {"decode": 1, "transcript": 1, "missing_video": 1}
+
+
+def test_a_protocol_whose_package_is_missing_names_the_shard():
+    """``make_loader(["gs://bucket/a.tar"])`` without gcsfs ended the epoch with fsspec's 'Please install gcsfs to access
+    Google Storage', naming no shard. It stays an ImportError (a set-up error, not a bad shard), with the shard's URL."""
+    import fsspec
+
+    from loaders.shards import shard_samples
+
+    missing = None
+    for protocol in ("gs", "s3", "abfs", "oci", "webhdfs", "dropbox"):
+        try:
+            fsspec.get_filesystem_class(protocol)
+        except ImportError:
+            missing = protocol
+            break
+        except ValueError:
+            continue
+    if missing is None:
+        pytest.skip("every protocol tried has its package installed")
+    url = f"{missing}://bucket/shard-000000.tar"
+    with pytest.raises(ImportError, match=f"to read shard {url}"):
+        list(shard_samples(url))
