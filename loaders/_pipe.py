@@ -212,6 +212,29 @@ class PipeStream(io.RawIOBase):
                 pass
         self._proc.wait()
 
+    def status_after_end(self, *, max_bytes: int = 1 << 20, wait_seconds: float = 5.0) -> Optional[PipeError]:
+        """After the reader found the end of what it reads (a tar's end-of-archive blocks): the command's failure, if
+        it fails. What is left of its output (the tar's last record) is read and dropped, up to ``max_bytes``, and the
+        command waited for, ``wait_seconds`` at most (or the stall bound, if shorter); a command still sending or
+        running after that is not waited for (None: it is killed on ``close``, as before). adv66: ``pipe:tar cf - a b``
+        where ``b`` cannot be read writes a complete tar without ``b`` and exits 2; the reader, done at the end of the
+        archive, killed it unread and its samples were lost without a word."""
+        if self._done or self.closed:
+            return self.error
+        left, stall_seconds = max_bytes, self.stall_seconds
+        self.stall_seconds = min(stall_seconds, wait_seconds)
+        try:
+            while left > 0:
+                chunk = self.read(min(left, 65536))
+                if not chunk:
+                    return None
+                left -= len(chunk)
+        except PipeError as error:
+            return None if error.stalled else error  # (still running: not a failure it reported)
+        finally:
+            self.stall_seconds = stall_seconds
+        return None
+
     def close(self) -> None:
         """Close the stream; a command still running (the reader stopped early) is killed, never waited for."""
         if not self.closed:

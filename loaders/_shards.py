@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
 import logging
 import os
 import random
@@ -26,6 +27,7 @@ import numpy as np
 
 from avcore import ShardError
 from loaders._pipe import DEFAULT_PIPE_STALL_SECONDS, PipeError, PipeStream
+from loaders._remote import IPV6_HOST, open_remote
 from loaders._skip_log import SkipLog
 
 logger = logging.getLogger(__name__)
@@ -59,7 +61,7 @@ def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
     fsspec URLs or ``pipe:``. A ``pipe:`` URL is expanded as webdataset does: ``pipe:curl -s URL/s-{000..009}.tar``
     is ten commands and ``pipe:A::pipe:B`` two. A URL listed more than once is kept (each copy is read: repetition
     can be meant as weighting) and logged as a warning, since a list joined twice by mistake reads every sample of it
-    twice."""
+    twice. An IPv6 host's ``::`` (``http://[::1]:8000/s-{0..9}.tar``) is not a separator."""
     from webdataset.shardlists import expand_urls
 
     if isinstance(urls, (str, os.PathLike)):
@@ -69,7 +71,10 @@ def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
         url = os.fspath(url) if isinstance(url, os.PathLike) else url
         if not isinstance(url, str) or not url:
             raise ValueError(f"shard URL must be a non-empty string or path, got {url!r}")
-        out.extend(expand_urls(url))
+        # An IPv6 host (`http://[::1]:8000/…`) holds '::', the list separator: kept whole (adv66: it was split into
+        # 'http://[' and '1]:8000/…', two shards that do not exist)
+        kept = IPV6_HOST.sub(lambda m: m.group(0).replace("::", _KEPT_COLONS), url)
+        out.extend(u.replace(_KEPT_COLONS, "::") for u in expand_urls(kept))
     if not out:
         raise ValueError("no shards: the URL list is empty")
     repeated = {url: n for url, n in Counter(out).items() if n > 1}
@@ -79,6 +84,10 @@ def expand_shard_urls(urls: Union[str, Sequence[str]]) -> list[str]:
                        "that many times an epoch; remove the repeats unless they are meant as weighting",
                        len(repeated), shown, " …" if len(repeated) > 3 else "")
     return out
+
+
+_KEPT_COLONS = "\ue000\ue001"
+"""What a ``::`` inside an IPv6 host stands as while the list is split at ``::`` (private-use characters)."""
 
 
 def split_shards(urls: Sequence[str], *, rank: int = 0, world_size: int = 1, worker_id: int = 0, num_workers: int = 1) -> list[str]:
@@ -101,15 +110,17 @@ def shuffle_shards(urls: Sequence[str], *, seed: int, epoch: int = 0) -> list[st
 def open_shard(url: str, *, pipe_stall_seconds: float = DEFAULT_PIPE_STALL_SECONDS):
     """A binary stream for ``url``: a local path, ``pipe:COMMAND``, or any fsspec URL (``s3://``, ``gs://``, ``file://``).
 
+    An fsspec URL's stream raises ``OSError`` (:class:`~loaders._remote.RemoteReadError`) for any failure of a read or
+    seek (an HTTP connection dropped mid-body is aiohttp's ``ClientPayloadError``), so every shard reader counts it as
+    a cut shard (``truncated``), as it does a local file's or a ``pipe:`` command's.
+
     A ``pipe:`` URL is a :class:`~loaders._pipe.PipeStream`: its reads raise :class:`~loaders._pipe.PipeError` (an
     ``OSError``) with the command's exit status and stderr when it fails, or when it sends no byte for
     ``pipe_stall_seconds`` (it is then killed, with everything it started)."""
     if url.startswith("pipe:"):
         return PipeStream(url[len("pipe:"):], stall_seconds=pipe_stall_seconds)
     if "://" in url and not url.startswith("file://"):
-        import fsspec
-
-        return fsspec.open(url, "rb").open()
+        return open_remote(url)  # its client library's failures mid-read are OSError, as a file's (loaders._remote)
     path = url[len("file://") :] if url.startswith("file://") else url
     if url.startswith("file://") and "%" in path and not os.path.exists(path):
         from urllib.parse import unquote
@@ -173,9 +184,22 @@ def refuse_member(member: tarfile.TarInfo, *, max_member_bytes: int = DEFAULT_MA
         return TarMember(name, b"", "member_type", f"tar member {name!r} is not a regular file (link/device)")
     if not safe_member_name(name):
         return TarMember(name, b"", "unsafe_name", f"tar member name {name!r} is absolute or contains '..'")
+    if (refused := _refuse_field_name(name)) is not None:
+        return refused
     if member.size > max_member_bytes:
         return TarMember(name, b"", "too_large", f"tar member {name!r} is {member.size} bytes > {max_member_bytes = }")
     return None
+
+
+def _refuse_field_name(name: str) -> Optional[TarMember]:
+    """The ``unsafe_name`` member for a name whose extension starts with ``__`` (``a.__key__``, ``a.__url__``): it would
+    overwrite its sample's own field (adv66: ``a.__key__`` made the sample's key its bytes, and ``a.mp4`` after it a
+    stray member), so its sample is dropped, named; else None."""
+    ext = split_key(name)[1]
+    if not ext.startswith("__"):
+        return None
+    return TarMember(name, b"", "unsafe_name", f"tar member {name!r} has extension {ext!r}: extensions starting with "
+                     "'__' are the sample's own fields (__key__, __url__), which a member must not overwrite")
 
 
 def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
@@ -214,18 +238,29 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
 
 def _with_cause(error: BaseException) -> str:
     """``error``'s message, and its cause's where it has one: fsspec's HTTP filesystem raises a bare
-    ``FileNotFoundError(url)`` from the connection refused, the 404 or the DNS failure that says why."""
+    ``FileNotFoundError(url)`` from the connection refused, the 404, the DNS failure or the timeout that says why (a
+    timeout has no message: its type is named, with a hint)."""
     cause = error.__cause__
-    if cause is None or str(cause) in str(error):
+    if cause is None:
+        return str(error)
+    if not str(cause):  # a timeout (asyncio.TimeoutError: no message): its type is all there is to say why (adv66)
+        return f"{error} ({type(cause).__name__}{_TIMEOUT_HINT if isinstance(cause, TimeoutError) else ''})"
+    if str(cause) in str(error):
         return str(error)
     return f"{error} ({type(cause).__name__}: {cause})"
+
+
+_TIMEOUT_HINT = (": the server did not answer in its client's time limit (fsspec's HTTP client: aiohttp's 300 s a request, "
+                 "a HEAD then a GET, so 10 minutes a shard); hint: a shorter limit is fsspec's setting, e.g. "
+                 "fsspec.config.conf['http'] = {'client_kwargs': {'timeout': aiohttp.ClientTimeout(total=60)}}")
 
 
 def name_pipe_failures(members: Iterable[TarMember], stream, url: str) -> Iterator[TarMember]:
     """``members`` (read from ``stream``) with a ``pipe:`` command's failure named: the ``truncated`` member that a
     failed or stalled command leaves (:class:`~loaders._pipe.PipeError`) carries its exit status and stderr; when
-    the command sent no byte at all, the shard could not be opened (ShardError ``open``) instead. Other streams'
-    members pass unchanged. Shared by every reader of shards (the loader's stream and preprocess's scan)."""
+    the command sent no byte at all, the shard could not be opened (ShardError ``open``) instead. When the tar ends
+    whole but the command then exits with a failing status (``tar cf - a b`` that could not read ``b``: exit 2), one
+    last ``truncated`` member under no key says so. Other streams' members pass unchanged. Shared by every reader of shards (the loader's stream and preprocess's scan)."""
     for member in members:
         failure = getattr(stream, "error", None)
         if member.problem == "truncated" and isinstance(failure, PipeError):
@@ -234,6 +269,12 @@ def name_pipe_failures(members: Iterable[TarMember], stream, url: str) -> Iterat
             if str(failure) not in member.message:
                 member = TarMember(member.name, b"", "truncated", f"{member.message}: {failure}")
         yield member
+        if member.problem == "truncated":
+            return
+    failure = stream.status_after_end() if isinstance(stream, PipeStream) else None
+    if failure is not None:  # a complete tar, but the command failed: what it did not send is lost (adv66)
+        yield TarMember("", b"", "truncated", f"the tar ended whole, but {failure}: every sample in it was read; "
+                        "samples the command failed to put in it are missing")
 
 
 def _read_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[bytes, int]:
@@ -392,6 +433,11 @@ def scan_tar(
                     return
                 yield TarMember(name, b"", "truncated", f"{damaged}; the members after it are lost")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
+        if not reading and isinstance(e, OSError) and not isinstance(e, gzip.BadGzipFile):
+            # the stream failed (a local read error, an HTTP connection dropped: loaders._remote), not its format
+            yield TarMember("", b"", "truncated", f"the shard's stream failed before its first member was read ({e}); "
+                            "every member of the shard is lost")
+            return
         if not reading:  # nothing read: not "after member ''" but a file that does not start as a tar
             yield TarMember("", b"", "truncated",
                             f"not a tar archive: its start is no tar header ({e}); a shard is a tar of KEY.EXT members, "
@@ -500,7 +546,8 @@ def group_by_key(
     """Group consecutive members by key into samples.
 
     A sample is dropped whole, and reported ONCE under its key, when: a member of it has a problem
-    (hostile name, link, too large, truncated), or one of its extensions repeats (``duplicate_key``). A truncated
+    (hostile name, link, too large, truncated; an extension starting with ``__``, which would overwrite the sample's
+    ``__key__`` / ``__url__``: ``unsafe_name``), or one of its extensions repeats (``duplicate_key``). A truncated
     member ends the shard. Members of a key already seen before another key (a non-consecutive repeat) cannot join
     its sample, which was yielded already: when the first of them has an extension the sample has, they are a second
     copy, skipped as ``duplicate_key`` (the first copy was delivered); else (``a.mp4 b.mp4 b.txt a.txt``) they are
@@ -529,6 +576,8 @@ def group_by_key(
         if not isinstance(member, TarMember):
             member = TarMember(*member)
         key, ext = split_key(member.name)
+        if not member.problem:
+            member = _refuse_field_name(member.name) or member
         if current is not None and key != current["__key__"]:
             yield current
             current = None

@@ -472,8 +472,14 @@ def _list_shards(urls: list[str], *, on_error: OnError = "skip") -> InputPlan:
         for raw_key, found in _scan_shard(url, skipped, on_error=on_error, left_out=left_out).items():
             key = _clean_key(raw_key)
             if key in by_key:
-                _shard_problem(skipped, url, raw_key, "duplicate_key",
-                               f"{url}: key {raw_key!r} already seen in {by_key[key][0]}; the first is used", on_error)
+                first_url, first_raw, _ = by_key[key]
+                if first_raw == raw_key:
+                    message = f"{url}: key {raw_key!r} already seen in {first_url}; the first is used"
+                else:  # two keys that become one output key ('clip 1', 'clip_1'): say so (adv66)
+                    message = (f"{url}: key {raw_key!r} is written as {key!r} (output keys keep letters, digits, '_' "
+                               f"and '-'), as key {first_raw!r} of {first_url} is; the first is used; hint: rename one "
+                               "of them in the input shards")
+                _shard_problem(skipped, url, raw_key, "duplicate_key", message, on_error)
                 continue
             by_key[key] = (url, raw_key, found)
     if left_out:  # said once, as a directory's ignored files are: a dataset's labels or metadata must not vanish unsaid

@@ -52,7 +52,12 @@ def run_shards_ray(
                     try:
                         on_result(ray.get(ref))
                     except ray.exceptions.RayTaskError as e:
-                        cause = e.as_instanceof_cause()
+                        # The task's own exception, as the local backend raises it (adv66: Ray's dual instance has
+                        # the worker's traceback, colour codes included, as its message: what --json printed).
+                        logger.debug("the Ray task failed: %s", e)  # (the worker's traceback)
+                        cause = getattr(e, "cause", None)
+                        if not isinstance(cause, Exception) or isinstance(cause, ray.exceptions.RayError):
+                            cause = e.as_instanceof_cause()
                         raise cause from None
         except BaseException:
             for ref in pending:

@@ -9,8 +9,9 @@ onto the list passed now:
   the restored epoch runs on the saved order, so it continues exactly; :func:`restore_order` returns it;
 - shards added, removed or renamed: ``ValueError`` naming them (the positions would point at other shards).
 
-A shard's name is its file name (``shard-000001.tar``; query string dropped; for ``pipe:`` the last ``*.tar``-like
-word of the command), so a resume may read the same shards from another directory, mount or bucket. Where names
+A shard's name is its file name (``shard-000001.tar``; query string dropped; a URL's percent-encoding decoded, so
+``file:///d/my%20shard.tar`` and ``/d/my shard.tar`` are one name; for ``pipe:`` the last ``*.tar``-like word of the
+command), so a resume may read the same shards from another directory, mount or bucket. Where names
 repeat in the list (``a/0.tar``, ``b/0.tar``) the full URLs are the names. A shard rewritten in place keeps its name:
 the keys checked at the saved positions (``ResumePlan.read_keys``, the packer's buffered keys) catch that.
 """
@@ -37,7 +38,12 @@ def shard_name(url: str) -> str:
         words = _TAR_WORD.findall(url)
         return words[-1] if words else url
     path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
-    return os.path.basename(path) or url
+    name = os.path.basename(path) or url
+    if "://" in url and "%" in name:  # a URL's name is percent-encoded ('my%20shard.tar'), a path's is not (adv66)
+        from urllib.parse import unquote
+
+        name = unquote(name)
+    return name
 
 
 def shard_names(urls: Sequence[str]) -> list[str]:
