@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import IO, Iterator, Literal, Optional
 
 from avalign._walk import walk
+from avalign.preprocess._streamed import read_streamed
 from avcore import (AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
                     VIDEO_EXTENSIONS)
 from loaders.shards import (
@@ -82,6 +83,9 @@ class Locator:
     """File path, or the shard URL."""
     offset: int = -1
     """Byte offset of the member's data in a seekable, uncompressed shard; -1 otherwise (read by streaming)."""
+    stream_offset: int = -1
+    """Byte offset of the member's data in the tar as streamed (after decompression); -1 for a plain file. A
+    streamed shard is read back forward from where the last read stopped (``avalign.preprocess._streamed``)."""
     size: int = -1
     """Member size in bytes; -1 for a plain file."""
     member: str = ""
@@ -378,7 +382,7 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
                 available += len(chunk)
             headers_inside.clear()
             headers_inside[member.name] = found
-        locator = Locator(path=url, offset=offset, size=member.size,
+        locator = Locator(path=url, offset=offset, size=member.size, stream_offset=member.offset_data,
                           member=member.name, stamp=stamp_of(member), listed=listed)
         return locator, available  # group_by_key only looks at names and problems, never at data
 
@@ -599,7 +603,8 @@ def _transcript_under_another_name(ext: str) -> bool:
 
 
 def read_members(locators: list[Locator]) -> list[bytes]:
-    """The bytes of each locator, in order; members of one shard are read with one open of it."""
+    """The bytes of each locator, in order; members of one shard are read with one open of it, or, for a shard that
+    cannot seek (compressed, ``pipe:``), on from where this process last read it (``avalign.preprocess._streamed``)."""
     out: list[Optional[bytes]] = [None] * len(locators)
     by_shard: dict[str, list[int]] = {}
     for i, loc in enumerate(locators):
@@ -609,24 +614,20 @@ def read_members(locators: list[Locator]) -> list[bytes]:
         else:
             by_shard.setdefault(loc.path, []).append(i)
     for url, indices in by_shard.items():
+        listed = [locators[i] for i in indices]
+        if not all(loc.offset >= 0 for loc in listed):
+            # compressed, pipe:, HTTP without ranges: read on from where this process's last read of it stopped
+            found = read_streamed(url, [(loc.member, loc.stream_offset) for loc in listed],
+                                  lambda stream: _check_unchanged(url, stream, listed))
+            for i, data in zip(indices, found):
+                out[i] = data
+            continue
         with open_shard(url) as stream:
-            _check_unchanged(url, stream, [locators[i] for i in indices])
-            if all(locators[i].offset >= 0 for i in indices):
-                for i in sorted(indices, key=lambda j: locators[j].offset):
-                    stream.seek(locators[i].offset)
-                    data = stream.read(locators[i].size)
-                    if len(data) != locators[i].size:
-                        raise OSError(f"{url}: member {locators[i].member!r} is truncated ({len(data)} of {locators[i].size} bytes)")
-                    out[i] = data
-            else:  # a pipe: stream the tar and pick the members by name
-                wanted = {locators[i].member: i for i in indices}
-                with tarfile.open(fileobj=stream, mode="r|*") as archive:
-                    for member in archive:
-                        if member.name in wanted:
-                            handle = archive.extractfile(member)
-                            out[wanted.pop(member.name)] = handle.read() if handle else b""
-                        if not wanted:
-                            break
-                if wanted:
-                    raise OSError(f"{url}: members {sorted(wanted)} not found on a second read")
+            _check_unchanged(url, stream, listed)
+            for i in sorted(indices, key=lambda j: locators[j].offset):
+                stream.seek(locators[i].offset)
+                data = stream.read(locators[i].size)
+                if len(data) != locators[i].size:
+                    raise OSError(f"{url}: member {locators[i].member!r} is truncated ({len(data)} of {locators[i].size} bytes)")
+                out[i] = data
     return [b if b is not None else b"" for b in out]

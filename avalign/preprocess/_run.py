@@ -31,6 +31,7 @@ from avalign.preprocess._lock import output_lock
 from avalign.preprocess._sample import SampleOptions, dumps, process_sample, run_config
 from avalign.preprocess._shard import ShardTask, process_shard
 from avalign.preprocess._state import RunState, plan_sha256
+from avalign.preprocess._streamed import close_streamed
 from avalign.preprocess._writer import atomic_write_bytes, remove_stale_temporaries, shard_name
 from loaders.media import DEFAULT_MAX_PIXELS
 from loaders.errors import SampleError
@@ -317,7 +318,10 @@ def preprocess(
     start = time.monotonic()
     _check_options(workers, backend, samples_per_shard, sample_rate, reencode, on_error, timeout_seconds, max_pixels)
     input, output_dir = os.fspath(input), os.fspath(output_dir)
-    plan = list_inputs(input, on_error=on_error)
+    try:
+        plan = list_inputs(input, on_error=on_error)
+    finally:  # planning reads JSON members back: no stream of it is kept open while the pool forks
+        close_streamed()
     _check_output_location(input, output_dir, plan)
     if max_duration_seconds is not None and not max_duration_seconds > 0:
         raise ValueError(f"max_duration_seconds must be > 0 or None, got {max_duration_seconds = !r}")
@@ -391,6 +395,7 @@ def preprocess(
             else:
                 _run_local(todo, workers=workers, on_result=on_result, on_sample=on_sample, **shard_kwargs)
         finally:
+            close_streamed()  # the streamed shard this process read on (workers=1), if any
             if bar is not None:
                 bar.close()
 
