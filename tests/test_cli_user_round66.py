@@ -70,3 +70,77 @@ def test_preprocess_and_report_measure_a_yt_dlp_directory_against_its_en_vtt(tmp
     (clip,) = report["clips"]
     true_ms = truth["clips"]["clip01"]["text_offset_ms"]
     assert clip["text_offset_ms"] is not None and abs(clip["text_offset_ms"] - true_ms) <= 10.0, clip
+
+
+# ------------------------------------------------- openai-whisper --word_timestamps True --highlight_words True
+
+def _stamp(seconds: float, sep: str) -> str:
+    ms = round(seconds * 1000)
+    return f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d}{sep}{ms % 1000:03d}"
+
+
+def _highlighted(segments, *, vtt: bool) -> str:
+    """Subtitles as openai-whisper's ``SubtitlesWriter.iterate_result`` writes them with ``highlight_words``: per
+    segment, a cue per word (that word underlined, timed to it) and a plain cue over any gap between words."""
+    cues = []
+    for words in segments:
+        line = " ".join(w for w, _, _ in words)
+        last = _stamp(words[0][1], ",")
+        for i, (_, start, stop) in enumerate(words):
+            if last != _stamp(start, ","):
+                cues.append((last, _stamp(start, ","), line))
+            cues.append((_stamp(start, ","), _stamp(stop, ","),
+                         " ".join(f"<u>{w}</u>" if j == i else w for j, (w, _, _) in enumerate(words))))
+            last = _stamp(stop, ",")
+    if vtt:
+        return "WEBVTT\n\n" + "".join(f"{a.replace(',', '.')} --> {b.replace(',', '.')}\n{t}\n\n" for a, b, t in cues)
+    return "".join(f"{k + 1}\n{a} --> {b}\n{t}\n\n" for k, (a, b, t) in enumerate(cues))
+
+
+WORDS = [[("Bobby", 0.065, 0.412), ("ripped", 0.412, 0.658), ("the", 0.70, 0.741)],
+         [("ledger.", 2.0, 2.5), ("Mary", 2.5, 2.9)]]
+
+
+def test_whisper_highlight_words_subtitles_are_read_as_words_of_one_segment():
+    """Before: 6 cues read as 6 segments, each the whole line (the sentence aligned once per word, no word times).
+    Oracle: the word times written (rounded to the ms as Whisper writes them)."""
+    from loaders import read_transcript
+
+    for vtt in (False, True):
+        text = _highlighted(WORDS, vtt=vtt)
+        assert text.count("<u>") == 5 and "Bobby ripped the\n" in text  # one gap cue (0.658-0.700)
+        t = read_transcript(text.encode(), name="talk.vtt" if vtt else "talk.srt")
+        assert [s.text for s in t.spans] == ["Bobby ripped the", "ledger. Mary"]
+        assert [(s.start_seconds, s.stop_seconds) for s in t.spans] == [(0.065, 0.741), (2.0, 2.9)]
+        got = [(w.text, w.start_seconds, w.stop_seconds) for s in t.spans for w in s.words]
+        assert got == [w for seg in WORDS for w in seg]
+
+
+def test_underlined_words_of_ordinary_subtitles_are_left_as_they_are():
+    """Emphasis in a subtitle (one underlined word, a cue of its own text) is not a highlight run."""
+    from loaders import read_transcript
+
+    srt = ("1\n00:00:01,000 --> 00:00:02,000\nI <u>really</u> mean it\n\n"
+           "2\n00:00:02,000 --> 00:00:03,000\nand <u>so</u> do I\n\n"
+           "3\n00:00:03,000 --> 00:00:04,000\nand <u>so</u> do I\n\n")  # same text again, same word: not a run
+    t = read_transcript(srt.encode(), name="a.srt")
+    assert [(s.text, s.start_seconds, len(s.words)) for s in t.spans] == [
+        ("I really mean it", 1.0, 0), ("and so do I", 2.0, 0), ("and so do I", 3.0, 0)]
+
+
+def test_a_highlight_srt_on_sample_data_gives_the_transcript_offset(tmp_path):
+    """sample_data's clip01 (truth: stamps 90 ms late) with its words written as Whisper's highlight SRT: the offset is
+    measured from the words (before: abstained, words_not_heard, every cue being the whole sentence)."""
+    import aligner
+    import loaders
+
+    truth = json.loads((SAMPLE_DATA / "truth.json").read_text())["clips"]["clip01"]
+    words = [(w["text"], w["start_seconds"], w["stop_seconds"]) for w in truth["words"]]
+    segments = [words[:4], words[4:8], words[8:]]
+    (tmp_path / "clip01.srt").write_text(_highlighted(segments, vtt=False))
+    media = str(SAMPLE_DATA / "clip01.mkv")
+    text = loaders.read_transcript(str(tmp_path / "clip01.srt"))
+    assert [len(s.words) for s in text.spans] == [len(s) for s in segments]
+    sample = aligner.align(loaders.read_video(media), loaders.read_audio(media), text, sample_rate=16000)
+    assert sample.report.text_offset_ms is not None
+    assert abs(sample.report.text_offset_ms - truth["text_offset_ms"]) <= 10.0, sample.report
