@@ -144,3 +144,34 @@ def test_a_highlight_srt_on_sample_data_gives_the_transcript_offset(tmp_path):
     sample = aligner.align(loaders.read_video(media), loaders.read_audio(media), text, sample_rate=16000)
     assert sample.report.text_offset_ms is not None
     assert abs(sample.report.text_offset_ms - truth["text_offset_ms"]) <= 10.0, sample.report
+
+
+# ------------------------------------------------- a tokenizer that returns ids only (tiktoken's / sentencepiece's encode)
+
+def test_an_ids_only_tokenizer_is_told_it_lacks_offsets_even_with_two_ids(tmp_path):
+    """Before: ``tiktoken``'s ``enc.encode`` gives "hello world" two ids ([15339, 1917]), read as ``(ids, offsets)``:
+    "'int' object is not iterable". Oracle: the ids the test's tokenizers return; the caption-only shard is the
+    sample_data clip01 packed with a caption (tokenized, so the probe runs)."""
+    import numpy as np
+    import torch
+
+    import loaders
+    from tests.conftest import write_tar
+
+    shard = write_tar(tmp_path / "s.tar", [("k0.mkv", (SAMPLE_DATA / "clip01.mkv").read_bytes()),
+                                           ("k0.txt", b"maps show hidden valleys")])
+    for ids in ([15339, 1917], [15339, 1917, 7], [np.int64(1), np.int64(2)]):
+        ds = loaders.make_dataset(str(shard), seed=0, tokenizer=lambda text, ids=ids: ids)
+        try:
+            next(iter(ds))
+        except TypeError as error:
+            message = str(error)
+        else:
+            raise AssertionError("no error")
+        assert message.startswith("tokenizer function is unusable: on the probe text 'hello world': tokenizer output "
+                                  f"must carry ids and character offsets, got list of {len(ids)} ids and no offsets")
+        assert "pass a callable text -> (ids, offsets)" in message
+    # (ids, offsets) as tensors, one token each, is still (ids, offsets)
+    ds = loaders.make_dataset(str(shard), seed=0, tokenizer=lambda text: (torch.tensor([7]), torch.tensor([[0, len(text)]])))
+    batch = next(iter(ds))
+    assert batch.token_ids[0].item() == 7
