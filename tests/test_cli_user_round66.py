@@ -210,3 +210,14 @@ def test_too_many_abstentions_says_which_offset_abstained_and_how_to_gate_on_the
     rows[0] = _row("a", 10.0, None)
     (reason,) = gate(rows, fail_over_ms=60.0, gate_on="av")["reasons"]
     assert reason["message"] == "2 of 3 clip(s) abstained (67%), over --max-abstain 0.5 (50%)"
+
+
+def test_readme_says_raw_shards_need_estimate_for_offsets():
+    """Before: the README's loader examples read "shards/train-…" with no word that raw shards (no align.json) get no
+    offset at all unless ``estimate=True``; my raw shards' words came out up to 4 frames (120 ms) off, silently.
+    Oracle: the README's text, beside the first loader example."""
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    note = readme.index("On raw shards pass\n# estimate=True")
+    assert note < readme.index('loader = loaders.make_loader("shards/train-') < note + 400
