@@ -257,8 +257,9 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
         lines = event.plaintext.split("\n")
         start, stop = event.start / 1000.0, event.end / 1000.0
         mark = underlined_word(event.text, _SRT_UNDERLINE, _SSA_TAG)
-        carried = 0 if mark else carried_lines(lines, previous[0], start_seconds=start, previous_stop_seconds=previous[1],
-                                               after_snapshot=snapshot)
+        # a highlighted-word cue, or the plain cue over a gap after one, is no roll-up (its lines are the segment's)
+        carried = 0 if mark or (marks and marks[-1]) else carried_lines(
+            lines, previous[0], start_seconds=start, previous_stop_seconds=previous[1], after_snapshot=snapshot)
         previous = (lines, stop)
         # entities as in WebVTT: "Tom &amp; Jerry" -> "Tom & Jerry"
         text = _clean(html.unescape("\n".join(lines[carried:])))
@@ -447,8 +448,9 @@ def parse_vtt(text: str, *, name: str) -> list[Span]:
         raw_lines = caption.raw_text.split("\n")
         plain = [html.unescape(_VTT_TAG.sub("", line)) for line in raw_lines]
         mark = underlined_word(caption.raw_text, _VTT_UNDERLINE, _VTT_TAG)
-        carried = 0 if mark else carried_lines(plain, previous[0], start_seconds=start, previous_stop_seconds=previous[1],
-                                               after_snapshot=snapshot)
+        # a highlighted-word cue, or the plain cue over a gap after one, is no roll-up (its lines are the segment's)
+        carried = 0 if mark or (marks and marks[-1]) else carried_lines(
+            plain, previous[0], start_seconds=start, previous_stop_seconds=previous[1], after_snapshot=snapshot)
         previous = (plain, stop)
         raw_text = "\n".join(raw_lines[carried:]) if carried else caption.raw_text
         text = _clean(" ".join(plain[carried:])) if carried else _clean(html.unescape(caption.text))

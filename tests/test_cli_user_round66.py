@@ -221,3 +221,20 @@ def test_readme_says_raw_shards_need_estimate_for_offsets():
     readme = (REPO / "README.md").read_text()
     note = readme.index("On raw shards pass\n# estimate=True")
     assert note < readme.index('loader = loaders.make_loader("shards/train-') < note + 400
+
+
+def test_whisper_highlight_words_with_two_line_subtitles_keep_the_gap_cue_in_the_run():
+    """``--max_line_width`` wraps a subtitle on two lines; the plain cue over a pause between two words then repeats
+    both lines of the cue before it, the shape of a roll-up snapshot: it was dropped as one, which split the segment
+    (its first word left as a segment of the whole text, no words). Oracle: the times written."""
+    from loaders import read_transcript
+
+    cues = [("01,000", "01,400", "<u>Bobby</u> ripped\nthe ledger"), ("01,400", "01,800", "Bobby ripped\nthe ledger"),
+            ("01,800", "02,000", "Bobby <u>ripped</u>\nthe ledger"), ("02,000", "02,200", "Bobby ripped\n<u>the</u> ledger"),
+            ("02,200", "02,600", "Bobby ripped\nthe <u>ledger</u>")]
+    srt = "".join(f"{k + 1}\n00:00:{a} --> 00:00:{b}\n{t}\n\n" for k, (a, b, t) in enumerate(cues))
+    for name, text in (("a.srt", srt), ("a.vtt", "WEBVTT\n\n" + srt.replace(",", "."))):
+        (span,) = read_transcript(text.encode(), name=name).spans
+        assert (span.text, span.start_seconds, span.stop_seconds) == ("Bobby ripped the ledger", 1.0, 2.6)
+        assert [(w.text, w.start_seconds, w.stop_seconds) for w in span.words] == [
+            ("Bobby", 1.0, 1.4), ("ripped", 1.8, 2.0), ("the", 2.0, 2.2), ("ledger", 2.2, 2.6)]
