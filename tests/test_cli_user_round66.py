@@ -238,3 +238,35 @@ def test_whisper_highlight_words_with_two_line_subtitles_keep_the_gap_cue_in_the
         assert (span.text, span.start_seconds, span.stop_seconds) == ("Bobby ripped the ledger", 1.0, 2.6)
         assert [(w.text, w.start_seconds, w.stop_seconds) for w in span.words] == [
             ("Bobby", 1.0, 1.4), ("ripped", 1.8, 2.0), ("the", 2.0, 2.2), ("ledger", 2.2, 2.6)]
+
+
+# ------------------------------------------------- make_dataset(fps=...): where an item's frame grid starts
+
+def test_fps_grid_starts_at_the_clips_first_frame_as_make_dataset_says(tmp_path):
+    """My clip c03 (video from 0.08 s) read with ``fps=5``: a frame index k is the frame played at the first frame's
+    time + k/5, not at k/5; ``make_dataset``'s doc only said "each grid time". Oracle: ffprobe's frame times of a clip
+    whose video starts at 0.5 s, and a word-level JSON's times (``estimate=False``: applied as written)."""
+    import numpy as np
+
+    import loaders
+    from tests.conftest import ffmpeg, ffprobe_frame_times, tiny_clip, write_tar
+
+    clip, plain = tmp_path / "late.mp4", tmp_path / "plain.mp4"
+    tiny_clip(plain, 3.0, fps=30, sample_rate=16000)
+    ffmpeg("-itsoffset", "0.5", "-i", str(plain), "-i", str(plain), "-map", "0:v", "-map", "1:a", "-c", "copy", str(clip))
+    pts = ffprobe_frame_times(clip)
+    assert abs(pts[0] - 0.5) < 0.01
+    words = [("one", 0.61, 0.95), ("two", 1.05, 1.55), ("three", 1.62, 2.3)]
+    doc = {"segments": [{"start": 0.61, "end": 2.3, "text": "one two three",
+                         "words": [{"word": w, "start": s, "end": e} for w, s, e in words]}]}
+    shard = write_tar(tmp_path / "s.tar", [("k.mp4", clip.read_bytes()), ("k.json", json.dumps(doc).encode())])
+    (batch,) = list(loaders.make_dataset(str(shard), seed=0, fps=5, tail="trim"))
+    grid = pts[0] + np.arange(int(batch.cu_seqlens_frames[1])) / 5
+    played = np.array([pts[np.searchsorted(pts, t + 1e-9, "right") - 1] for t in grid])
+    expected = []
+    for _, s, e in words:
+        inside = np.nonzero((played >= s) & (played < e))[0]
+        expected.append((int(inside[0]), int(inside[-1]) + 1))
+    assert [tuple(r[1:3]) for r in batch.word_spans[:batch.num_words].tolist()] == expected
+    assert expected != [(int(np.ceil(s * 5)), int(np.ceil(e * 5))) for _, s, e in words]  # not a grid from 0
+    assert "its clip's first frame time + k / fps" in " ".join(loaders.make_dataset.__doc__.split())
