@@ -11,7 +11,7 @@ import shutil
 
 from avalign.cli import main
 from avalign.preprocess import list_inputs
-from tests.conftest import SAMPLE_DATA
+from tests.conftest import SAMPLE_DATA, ffmpeg
 
 SRT = "1\n00:00:00,200 --> 00:00:01,000\nhello there\n"
 
@@ -270,3 +270,40 @@ def test_fps_grid_starts_at_the_clips_first_frame_as_make_dataset_says(tmp_path)
     assert [tuple(r[1:3]) for r in batch.word_spans[:batch.num_words].tolist()] == expected
     assert expected != [(int(np.ceil(s * 5)), int(np.ceil(e * 5))) for _, s, e in words]  # not a grid from 0
     assert "its clip's first frame time + k / fps" in " ".join(loaders.make_dataset.__doc__.split())
+
+
+# ------------------------------------------------- whisper.cpp's output names: talk.mp4.srt beside talk.mp4
+
+def test_a_transcript_named_after_the_whole_media_file_is_its_transcript(tmp_path, capsys):
+    """whisper.cpp writes ``-osrt`` / ``-oj`` output as the input's whole name plus the format (``talk.mkv.srt``).
+    Before: ``preprocess`` skipped it as ``missing_media`` with "'talk.mkv' has this stem plus '.mkv'" and measured
+    the clip without it; ``report`` likewise; ``measure`` did not name it. Oracle: sample_data clip01's truth (stamps
+    90 ms late) and the files the test wrote."""
+    clips = tmp_path / "clips"
+    _media(clips, "talk.mkv", "clip01.mkv")
+    shutil.copy(SAMPLE_DATA / "clip01.srt", clips / "talk.mkv.srt")
+    plan = list_inputs(str(clips))
+    (sample,) = plan.samples
+    assert sample.transcript.path == str(clips / "talk.mkv.srt") and sample.transcript_format == "srt"
+    assert plan.skipped == ()
+    main(["report", str(clips), "--out", str(tmp_path / "rep"), "--no-progress", "--clip-pages", "0"])
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert report["skipped"] == []
+    (clip,) = report["clips"]
+    assert abs(clip["text_offset_ms"] - 90.0) <= 10.0, clip
+    capsys.readouterr()
+    main(["measure", str(clips / "talk.mkv")])
+    assert f"{clips / 'talk.mkv.srt'} is beside the media and not read" in capsys.readouterr().err
+    # an untagged talk.srt beside it is the one read (as talk.en.srt would be)
+    (clips / "talk.srt").write_text("1\n00:00:00,200 --> 00:00:01,000\nhello there\n")
+    (sample,) = list_inputs(str(clips)).samples
+    assert sample.transcript.path == str(clips / "talk.srt")
+    # whisper.cpp on an extracted WAV (it reads 16 kHz WAV): talk.wav.json beside talk.wav
+    wavs = tmp_path / "wavs"
+    wavs.mkdir()
+    ffmpeg("-i", str(SAMPLE_DATA / "clip01.mkv"), "-vn", "-ac", "1", "-ar", "16000", str(wavs / "talk.wav"))
+    (wavs / "talk.wav.json").write_text(json.dumps({"transcription": [
+        {"timestamps": {"from": "00:00:00,317", "to": "00:00:01,814"}, "offsets": {"from": 317, "to": 1814},
+         "text": " Maps show hidden valleys"}]}))
+    (sample,) = list_inputs(str(wavs)).samples
+    assert sample.transcript.path == str(wavs / "talk.wav.json") and sample.transcript_format == "json"

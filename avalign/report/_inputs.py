@@ -224,13 +224,19 @@ def _files(directory: str) -> list[str]:
 def _sidecar(stem: str) -> Optional[str]:
     """The transcript of media ``stem``: ``stem.srt`` …, else its one language-tagged subtitle (yt-dlp's
     ``stem.en.vtt``), chosen by :func:`pick_transcript` as a shard's members are (and as ``preprocess`` does)."""
-    candidates = {}
+    candidates, whole = {}, {}
     for f in glob.glob(glob.escape(stem) + ".*"):
         rest = f[len(stem) + 1:]
         if os.path.splitext(f)[0] == stem:
             candidates[_ext(f)] = f
-        elif os.sep not in rest and is_language_tagged(rest):
+        elif os.sep in rest:
+            continue
+        elif rest.partition(".")[0].lower() in MEDIA_EXTENSIONS and os.path.isfile(os.path.splitext(f)[0]):
+            whole[_ext(f)] = f  # whisper.cpp's talk.mp4.srt: named after the media file whole, read as talk.srt
+        elif is_language_tagged(rest):
             candidates[rest.rpartition(".")[0] + "." + _ext(f)] = f  # en.vtt (TextGrid: en.textgrid)
+    if not any(ext in TRANSCRIPT_EXTENSIONS for ext in candidates):
+        candidates.update(whole)
 
     def read(ext: str) -> bytes:
         with open(candidates[ext], "rb") as f:
