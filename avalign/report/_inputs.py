@@ -222,8 +222,9 @@ def _files(directory: str) -> list[str]:
 
 
 def _sidecar(stem: str) -> Optional[str]:
-    """The transcript of media ``stem``: ``stem.srt`` …, else its one language-tagged subtitle (yt-dlp's
-    ``stem.en.vtt``), chosen by :func:`pick_transcript` as a shard's members are (and as ``preprocess`` does)."""
+    """The transcript of media ``stem``: ``stem.srt`` …, else one named after the media file whole (whisper.cpp's
+    ``stem.mp4.srt``), else its one language-tagged subtitle (yt-dlp's ``stem.en.vtt``), chosen by
+    :func:`pick_transcript` as a shard's members are (and as ``preprocess`` does)."""
     candidates, whole = {}, {}
     for f in glob.glob(glob.escape(stem) + ".*"):
         rest = f[len(stem) + 1:]
@@ -273,7 +274,7 @@ def _directory_inputs(directory: str) -> Iterator[Item]:
         elif ext in TRANSCRIPT_EXTENSIONS and stem in media_stems:
             continue  # a sidecar, reported with its media
         elif ext in TRANSCRIPT_EXTENSIONS and stem.rpartition(".")[0] in media_stems and _sidecar(stem.rpartition(".")[0]) == f:
-            continue  # the media's one language-tagged subtitle (talk.en.vtt beside talk.mp4): its transcript
+            continue  # the media's transcript: its one language-tagged subtitle (talk.en.vtt) or talk.mp4.srt
         elif ext in TRANSCRIPT_EXTENSIONS:
             yield _skipped(os.path.relpath(f, directory), directory, "missing_media", "transcript without a media file of "
                            f"the same stem{_tagged_sidecar_hint(f, files, media_stems, directory)}")
