@@ -356,7 +356,9 @@ def transcripts_not_read(media: str) -> list[str]:
         parts = suffix.lower().split(".")
         # talk.en.vtt (yt-dlp: the reader's rule, loaders.transcripts.is_language_tagged), talk.whisperx.json; not
         # records (talk.info.json, talk.frames.json, talk.streams.json)
-        if suffix.lower() in TRANSCRIPT_EXTENSIONS or is_language_tagged(suffix) or (
+        # talk.mp4.srt (whisper.cpp names its output after the input file whole)
+        if suffix.lower() in TRANSCRIPT_EXTENSIONS or is_language_tagged(suffix) or name.lower() in (
+                f"{base.lower()}.{ext}" for ext in TRANSCRIPT_EXTENSIONS) or (
                 len(parts) == 2 and "whisper" in parts[0] and parts[1] in ("vtt", "srt", "json")):
             path = os.path.join(folder, name)
             lines.append(f"{path} is beside the media and not read (measure reads only --transcript): "

@@ -160,6 +160,59 @@ def carried_lines(lines: Sequence[str], previous: Sequence[str], *, start_second
     return 0
 
 
+_SRT_UNDERLINE = re.compile(r"\{\\u1\}(.*?)\{\\u0\}", re.S)
+"""pysubs2's reading of SRT ``<u>…</u>`` (an SSA override pair)."""
+_VTT_UNDERLINE = re.compile(r"<u>(.*?)</u>", re.S)
+_SSA_TAG = re.compile(r"\{[^}]*\}")
+
+
+def underlined_word(raw: str, underline: "re.Pattern[str]", tag: "re.Pattern[str]") -> Optional[tuple[int, str]]:
+    """The one underlined stretch of a cue's markup as ``(words before it, its text)``; None when the cue has none or
+    several (openai-whisper's ``--highlight_words True`` underlines one word per cue)."""
+    found = list(underline.finditer(raw))
+    if len(found) != 1:
+        return None
+    before = tag.sub(" ", raw[:found[0].start()]).replace("\\N", " ")
+    return len(html.unescape(before).split()), _clean(html.unescape(tag.sub("", found[0].group(1))))
+
+
+def merge_highlighted(spans: list[Span], marks: Sequence[Optional[tuple[int, str]]], *, name: str) -> list[Span]:
+    """openai-whisper's ``--word_timestamps True --highlight_words True`` subtitles: each segment's text is repeated
+    in one cue per word, that word underlined and the cue timed to it (plus a cue with no underline over a gap
+    between words)::
+
+        00:00:01.145 --> 00:00:01.492   <u>Bobby</u> ripped the ledger
+        00:00:01.492 --> 00:00:01.738   Bobby <u>ripped</u> the ledger
+
+    Read as they stand, the segment's text was spoken once per word (N cues, each aligned as the whole sentence).
+    A run of two cues or more, each starting where the one before stops (1 ms), with the same text, each underlining
+    one word (or none) at increasing word positions, at least two underlined, becomes one span over the run whose
+    words are the underlined ones at their cues' times. ``marks[i]`` is :func:`underlined_word` of ``spans[i]``."""
+    out: list[Span] = []
+    i, merged = 0, 0
+    while i < len(spans):
+        j, last = i + 1, marks[i][0] if marks[i] else -1
+        while (j < len(spans) and spans[j].text == spans[i].text and not spans[j].words
+               and abs(spans[j].start_seconds - spans[j - 1].stop_seconds) <= _CONTAINS_TOLERANCE_SECONDS
+               and (marks[j] is None or marks[j][0] > last)):
+            last = marks[j][0] if marks[j] else last
+            j += 1
+        run = [(span, mark) for span, mark in zip(spans[i:j], marks[i:j]) if mark is not None]
+        if len(run) >= 2 and not spans[i].words:
+            words = [make_word(mark[1], span.start_seconds, span.stop_seconds, None, where=name) for span, mark in run
+                     if mark[1]]
+            out.append(make_span(spans[i].text, spans[i].start_seconds, spans[j - 1].stop_seconds, words, where=name))
+            merged += j - i
+            i = j
+            continue
+        out.append(spans[i])
+        i += 1
+    if merged:
+        logger.info("%s: %d highlighted-word cue(s) (openai-whisper --highlight_words) read as words of their segment",
+                    name, merged)
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- SRT
 
 
@@ -198,12 +251,15 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
     spans = []
     previous: tuple[list[str], Optional[float]] = ([], None)
     snapshot = False  # the previous cue was dropped as a roll-up snapshot
+    marks = []  # the underlined word of each span kept (openai-whisper --highlight_words)
     for event, line_number in zip(events, timing_lines):
         where = f"{name}: line {line_number}"
         lines = event.plaintext.split("\n")
         start, stop = event.start / 1000.0, event.end / 1000.0
-        carried = carried_lines(lines, previous[0], start_seconds=start, previous_stop_seconds=previous[1],
-                                after_snapshot=snapshot)
+        mark = underlined_word(event.text, _SRT_UNDERLINE, _SSA_TAG)
+        # a highlighted-word cue, or the plain cue over a gap after one, is no roll-up (its lines are the segment's)
+        carried = 0 if mark or (marks and marks[-1]) else carried_lines(
+            lines, previous[0], start_seconds=start, previous_stop_seconds=previous[1], after_snapshot=snapshot)
         previous = (lines, stop)
         # entities as in WebVTT: "Tom &amp; Jerry" -> "Tom & Jerry"
         text = _clean(html.unescape("\n".join(lines[carried:])))
@@ -212,10 +268,11 @@ def parse_srt(text: str, *, name: str) -> list[Span]:
             logger.debug("%s: the cue repeats the previous one's last line(s) only (roll-up): dropped", where)
             continue
         spans.append(make_span(text, start, stop, (), where=where))
+        marks.append(mark)
     if len(spans) < len(events):
         logger.info("%s: %d roll-up cue(s) that only repeat the previous cue's line(s) dropped", name,
                     len(events) - len(spans))
-    return spans
+    return merge_highlighted(spans, marks, name=name) if any(marks) else spans
 
 
 def _block_lines(text: str) -> list[str]:
@@ -381,6 +438,7 @@ def parse_vtt(text: str, *, name: str) -> list[Span]:
             "hint: cues must be separated by blank lines and NOTE blocks must not contain '-->'"
         )
     spans = []
+    marks = []  # the underlined word of each span kept (openai-whisper --highlight_words)
     previous: tuple[list[str], Optional[float]] = ([], None)
     snapshot = False  # the previous cue was dropped as a roll-up snapshot
     for caption, line_number in zip(captions, timing_lines):
@@ -389,8 +447,10 @@ def parse_vtt(text: str, *, name: str) -> list[Span]:
         stop = caption.end_time.in_milliseconds() / 1000.0
         raw_lines = caption.raw_text.split("\n")
         plain = [html.unescape(_VTT_TAG.sub("", line)) for line in raw_lines]
-        carried = carried_lines(plain, previous[0], start_seconds=start, previous_stop_seconds=previous[1],
-                                after_snapshot=snapshot)
+        mark = underlined_word(caption.raw_text, _VTT_UNDERLINE, _VTT_TAG)
+        # a highlighted-word cue, or the plain cue over a gap after one, is no roll-up (its lines are the segment's)
+        carried = 0 if mark or (marks and marks[-1]) else carried_lines(
+            plain, previous[0], start_seconds=start, previous_stop_seconds=previous[1], after_snapshot=snapshot)
         previous = (plain, stop)
         raw_text = "\n".join(raw_lines[carried:]) if carried else caption.raw_text
         text = _clean(" ".join(plain[carried:])) if carried else _clean(html.unescape(caption.text))
@@ -402,10 +462,11 @@ def parse_vtt(text: str, *, name: str) -> list[Span]:
         words = _vtt_words(raw_text, start, stop, where=where)
         span = make_span(text, start, stop, words, where=where)
         spans.append(span if timestamp_map is None else _mapped(span, timestamp_map, where=where))
+        marks.append(mark)
     if len(spans) < len(captions):
         logger.info("%s: %d roll-up cue(s) that only repeat the previous cue's line(s) dropped", name,
                     len(captions) - len(spans))
-    return spans
+    return merge_highlighted(spans, marks, name=name) if any(marks) else spans
 
 
 # ------------------------------------------------------------------------------------------------ JSON

@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["add_parser", "format_result", "no_input_message", "run_command"]
 
 EPILOG = """examples:
-  avalign preprocess clips/ out/                             # media + same-stem .srt/.vtt/.json/.TextGrid
+  avalign preprocess clips/ out/                             # media + same-stem .srt/.vtt/.json/.TextGrid (or .en.vtt)
   avalign preprocess clips/talk.mp4 out/                     # one clip (and clips/talk.srt, if there): one sample
   avalign preprocess 'v2d/{00000..00009}.tar' out/ --workers 8 --samples-per-shard 500
   avalign preprocess s3://bucket/shards/data-{000..099}.tar out/ --backend ray --ray-address auto

@@ -52,7 +52,7 @@ from loaders.shards import (
     split_key,
 )
 from loaders.errors import SampleError, SkipLog
-from loaders.transcripts import is_transcript_json, pick_transcript
+from loaders.transcripts import is_language_tagged, is_transcript_json, pick_transcript
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +220,8 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
         for name in filenames:
             stem, dot, suffix = name.rpartition(".")
             ext = suffix.lower()
-            if only_stem is not None and stem != only_stem:
+            if only_stem is not None and stem != only_stem and not (
+                    stem.startswith(f"{only_stem}.") and is_language_tagged(f"{stem[len(only_stem) + 1:]}.{ext}")):
                 continue
             if not dot or not stem or name.startswith(".") or ext not in MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
                 ignored[f".{ext}" if dot and stem else name] += not name.startswith(".")
@@ -255,6 +256,7 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
         with open(loc.path, "rb") as handle:
             return handle.read()
 
+    _pair_tagged_sidecars(groups, origin)
     samples = []
     for key in sorted(groups):
         found = groups[key]
@@ -262,6 +264,34 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
         if sample is not None:
             samples.append(sample)
     return InputPlan(samples=tuple(samples), skipped=tuple(skipped), kind="directory")
+
+
+def _pair_tagged_sidecars(groups: dict[str, dict[str, Locator]], origin: dict[str, str]) -> None:
+    """Moves language-tagged subtitles (yt-dlp's ``talk.en.vtt`` beside ``talk.mp4``) into their media's group as
+    ``en.vtt``, as a shard's ``KEY.en.vtt`` member is: :func:`pick_transcript` then reads the one tagged subtitle of a
+    sample with no untagged transcript, and none of several (with its warning), in a directory as in a shard. Beside
+    an untagged transcript (``talk.srt``) a tagged one stays a key of its own, listed as ``missing_media``. A transcript
+    named after the media file whole (whisper.cpp's ``talk.mp4.srt``, ``talk.wav.json``) is that media's, as
+    ``talk.srt`` would be."""
+    for key in sorted(groups):
+        base, dot, tag = origin.get(key, "").rpartition(".")
+        media_key = _clean_key(base) if dot and base and tag else ""
+        found = groups[key]
+        if (not media_key or media_key == key or origin.get(media_key) != base
+                or not any(ext in MEDIA_EXTENSIONS for ext in groups.get(media_key, {}))
+                or any(ext in TRANSCRIPT_EXTENSIONS for ext in groups[media_key])):
+            continue
+        target = groups[media_key]
+        if tag.lower() in MEDIA_EXTENSIONS and tag.lower() in target and all(ext in TRANSCRIPT_EXTENSIONS for ext in found):
+            target.update(found)  # whisper.cpp's talk.mp4.srt / talk.wav.json: named after the media file whole
+            del groups[key]
+            continue
+        if not all(is_language_tagged(f"{tag}.{ext}") for ext in found):
+            continue
+        if any(f"{tag}.{ext}" in target for ext in found):  # (a clash of cleaned names: left to the hint's skip)
+            continue
+        target.update({f"{tag}.{ext}": loc for ext, loc in found.items()})
+        del groups[key]
 
 
 def _tagged_sidecar_hint(key: str, groups: dict[str, dict[str, Locator]], origin: dict[str, str], root: str) -> str:

@@ -26,7 +26,7 @@ from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIX
                     VIDEO_EXTENSIONS, SampleError, read_align_json)
 from loaders.media import MediaSource
 from loaders.shards import expand_shard_urls
-from loaders.transcripts import pick_transcript
+from loaders.transcripts import is_language_tagged, pick_transcript
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +222,22 @@ def _files(directory: str) -> list[str]:
 
 
 def _sidecar(stem: str) -> Optional[str]:
-    candidates = {_ext(f): f for f in glob.glob(glob.escape(stem) + ".*") if os.path.splitext(f)[0] == stem}
+    """The transcript of media ``stem``: ``stem.srt`` …, else one named after the media file whole (whisper.cpp's
+    ``stem.mp4.srt``), else its one language-tagged subtitle (yt-dlp's ``stem.en.vtt``), chosen by
+    :func:`pick_transcript` as a shard's members are (and as ``preprocess`` does)."""
+    candidates, whole = {}, {}
+    for f in glob.glob(glob.escape(stem) + ".*"):
+        rest = f[len(stem) + 1:]
+        if os.path.splitext(f)[0] == stem:
+            candidates[_ext(f)] = f
+        elif os.sep in rest:
+            continue
+        elif rest.partition(".")[0].lower() in MEDIA_EXTENSIONS and os.path.isfile(os.path.splitext(f)[0]):
+            whole[_ext(f)] = f  # whisper.cpp's talk.mp4.srt: named after the media file whole, read as talk.srt
+        elif is_language_tagged(rest):
+            candidates[rest.rpartition(".")[0] + "." + _ext(f)] = f  # en.vtt (TextGrid: en.textgrid)
+    if not any(ext in TRANSCRIPT_EXTENSIONS for ext in candidates):
+        candidates.update(whole)
 
     def read(ext: str) -> bytes:
         with open(candidates[ext], "rb") as f:
@@ -258,6 +273,8 @@ def _directory_inputs(directory: str) -> Iterator[Item]:
             yield from _directory_clip(directory, stem, f)
         elif ext in TRANSCRIPT_EXTENSIONS and stem in media_stems:
             continue  # a sidecar, reported with its media
+        elif ext in TRANSCRIPT_EXTENSIONS and stem.rpartition(".")[0] in media_stems and _sidecar(stem.rpartition(".")[0]) == f:
+            continue  # the media's transcript: its one language-tagged subtitle (talk.en.vtt) or talk.mp4.srt
         elif ext in TRANSCRIPT_EXTENSIONS:
             yield _skipped(os.path.relpath(f, directory), directory, "missing_media", "transcript without a media file of "
                            f"the same stem{_tagged_sidecar_hint(f, files, media_stems, directory)}")

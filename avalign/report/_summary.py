@@ -133,7 +133,7 @@ def gate(rows: Sequence[dict], *, fail_over_ms: Optional[float], gate_on: GateOn
     elif share is not None and share > max_abstain:
         reasons.append({"code": "too_many_abstentions", "message":
                         f"{len(abstained)} of {num_gated} clip(s) abstained ({share:.0%}), over --max-abstain "
-                        f"{max_abstain:g} ({max_abstain:.0%})"})
+                        f"{max_abstain:g} ({max_abstain:.0%}){_abstentions_by_field(abstained, rows, fields, max_abstain)}"})
     return {
         "fail_over_ms": fail_over_ms,
         "gate_on": gate_on,
@@ -147,6 +147,31 @@ def gate(rows: Sequence[dict], *, fail_over_ms: Optional[float], gate_on: GateOn
         "reasons": reasons,
         "exit_code": 1 if fail_over_ms is not None and (failed or reasons) else 0,
     }
+
+
+def _abstentions_by_field(abstained: list[dict], rows: Sequence[dict], fields: Sequence[str], max_abstain: float) -> str:
+    """With both offsets gated: which abstained, and how often for what reason (``": av_offset_ms null on 5
+    (no_visual_events 3, …), text_offset_ms null on 1 (…)"``), and, when the transcript offsets alone are within
+    ``max_abstain``, the hint to gate on them (speech over footage without flash/sound events: A/V always abstains).
+    ``""`` with one gated field (its count is the message's)."""
+    if len(fields) < 2:
+        return ""
+    parts, text_nulls = [], 0
+    for field in fields:
+        why = Counter(reason for a in abstained for f, reason in zip(a["fields"], a["reasons"]) if f == field)
+        if field == "text_offset_ms":
+            text_nulls = sum(why.values())
+        if why:
+            parts.append(f"{field} null on {sum(why.values())} ("
+                         + ", ".join(f"{reason} {n}" for reason, n in why.most_common()) + ")")
+    with_text = sum(1 for row in rows if _gated_fields(row, ("text_offset_ms",)))
+    hint = ""
+    if with_text and text_nulls / with_text <= max_abstain:  # (the share over both is over it: the A/V offset's)
+        hint = (f"; hint: the transcript offset was measured on {with_text - text_nulls} of {with_text} clip(s) with a "
+                "transcript: where the footage has no flash/sound events seen and heard together (talking heads, "
+                "speech over other video) the A/V offset abstains by design: gate on the transcript offset alone "
+                "with --gate-on text")
+    return (": " + ", ".join(parts) if parts else "") + hint
 
 
 def clip_flags(row: dict, gate_result: dict) -> list[str]:

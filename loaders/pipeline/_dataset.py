@@ -925,7 +925,8 @@ def make_dataset(
         tokenizer: A ``tokenizers.Tokenizer``, a Hugging Face fast tokenizer or a callable ``text -> (ids,
             offsets)``: batches then carry ``token_ids`` and text budgets count its tokens. None counts
             whitespace-separated words (no ids).
-        fps: Sample frames at this rate (the frame played at each grid time); None keeps every frame.
+        fps: Sample frames at this rate: an item's frame k is the frame played at its clip's first frame time + k / fps
+            (a window's frames are cut from its clip's grid; ``word_spans`` index them); None keeps every frame.
         sample_rate: Audio rate of the batches.
         budgets: ``(frames, audio samples, tokens)`` per batch; also the fixed tensor capacities. The packer packs
             under six *limits*: these three, then ``max_items``, ``max_words``, ``max_segments``

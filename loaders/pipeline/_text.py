@@ -28,6 +28,7 @@ import dataclasses
 import json
 import logging
 import math
+import numbers
 import operator
 import os
 import re
@@ -241,11 +242,23 @@ def _ids_and_offsets(result: Any) -> tuple[list[int], list[tuple[int, int]]]:
                             "character offsets ('offset_mapping' or 'offsets'); a Hugging Face tokenizer must be called "
                             "with return_offsets_mapping=True.")
         ids, offsets = result[ids_key], result[offsets_key]
-    elif isinstance(result, (tuple, list)) and len(result) == 2:
+    elif isinstance(result, (tuple, list)) and len(result) == 2 and not any(_is_id(x) for x in result):
         ids, offsets = result
+    elif isinstance(result, (tuple, list)) and result and all(_is_id(x) for x in result):
+        # tiktoken's / sentencepiece's encode: two ids ("hello world") were read as (ids, offsets) before
+        raise TypeError(f"tokenizer output must carry ids and character offsets, got {type(result).__name__} of "
+                        f"{len(result)} ids and no offsets (an encode(text) -> ids, as tiktoken's or sentencepiece's); "
+                        "hint: pass a callable text -> (ids, offsets), offsets the (start, stop) character positions of "
+                        "each token in the text: they put each token on its word's frames and samples.")
     else:
         raise TypeError(f"tokenizer output must carry ids and character offsets, got {type(result).__name__}.")
     return [_integer(i, "id") for i in ids], [_offset_pair(pair) for pair in offsets]
+
+
+def _is_id(value: Any) -> bool:
+    """Whether ``value`` is one token id (an int or a NumPy integer), not a sequence of them (a tensor is not one,
+    whatever its size)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _offset_pair(pair: Any) -> tuple[int, int]:
