@@ -4,9 +4,7 @@ plain tar, local .tar.gz, pipe: .tar.gz; three runs each, median. BENCHMARKS.md,
 Usage: PYTHONPATH=. python scripts/bench_streamed_shard_reads.py  (writes /tmp/avalign-bench-streamed: 78 MB)
 """
 import gzip, io, os, statistics, sys, tarfile, time
-from avalign.preprocess import list_inputs
-from avalign.preprocess._inputs import read_members
-from avalign.preprocess._streamed import close_streamed
+from avalign.preprocess import list_inputs, read_members
 d = "/tmp/avalign-bench-streamed"; os.makedirs(d, exist_ok=True)
 rng = __import__("random").Random(0)
 if not os.path.exists(f"{d}/data.tar"):
@@ -26,6 +24,5 @@ for url in (f"{d}/data.tar", f"{d}/data.tar.gz", f"pipe:cat {d}/data.tar.gz"):
         for s in plan.samples:
             read_members([s.media] + [loc for _, loc in s.extras])
         times.append(time.perf_counter() - t0)
-        close_streamed()
     label = ("pipe:cat " if url.startswith("pipe:") else "") + url.split("/")[-1]
     print(f"{label:>20}: {len(plan.samples)} samples, {os.path.getsize(f'{d}/data.tar.gz')/1e6:.1f} MB gz, median {statistics.median(times):.2f} s of {[round(t,2) for t in times]}")

@@ -22,6 +22,7 @@ _EXPORTS = {
     "plan_shards": "avalign.preprocess._run",
     "preprocess": "avalign.preprocess._run",
     "process_sample": "avalign.preprocess._sample",
+    "read_members": "avalign.preprocess._inputs",
     "reencode_mp4": "avalign.preprocess._reencode",
     "skip_priming": "avalign.preprocess._mp4_edits",
 }
