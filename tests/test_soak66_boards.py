@@ -1,0 +1,100 @@
+"""soak66: the tail boards (``/dev/shm/avalign-tails-*``) of training processes that die without their finalizer.
+
+A DataLoader over ``make_dataset`` with several workers merges the workers' tails on a small board directory, which
+the dataset's process removes when it drops the dataset or exits normally. A process that is killed (SIGKILL, the
+OOM killer, SIGTERM's default action) or leaves with ``os._exit`` left it in ``/dev/shm`` for good: a job preempted
+and resumed again and again added one directory per kill, and ``make_loader``, which never merges, made one too.
+"""
+from __future__ import annotations
+
+import gc
+import glob
+import os
+import signal
+import tempfile
+import time
+
+from torch.utils.data import DataLoader
+
+from loaders import make_dataset, make_loader
+from tests.conftest import start_forked
+from tests.test_dataset import OPTIONS, _windows, shards  # noqa: F401 - the module fixture
+
+PARENT = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+
+
+def _boards(pid: int) -> list[str]:
+    return sorted(glob.glob(os.path.join(PARENT, f"avalign-tails-{pid}-*")))
+
+
+def _age(path: str, seconds: float) -> None:
+    """Sets the mtime of ``path`` and of what it holds ``seconds`` back (a board left that long ago)."""
+    old = time.time() - seconds
+    for entry in os.scandir(path):
+        os.utime(entry.path, (old, old))
+    os.utime(path, (old, old))
+
+
+def _one_epoch(paths, kill: bool) -> None:
+    """A training process's epoch (DataLoader, 2 workers); then, its dataset alive, it is killed or leaves with
+    ``os._exit``."""
+    dataset = make_dataset(paths, seed=5, **OPTIONS)
+    assert list(DataLoader(dataset, batch_size=None, num_workers=2))
+    if kill:
+        os.kill(os.getpid(), signal.SIGKILL)
+    os._exit(0)
+
+
+def test_boards_of_killed_training_processes_are_removed_when_the_next_dataset_is_built(shards):
+    dead = []
+    for kill in (True, False):  # two preempted runs: SIGKILL, os._exit
+        pid = start_forked(_one_epoch, shards["paths"][:2], kill)
+        _, status = os.waitpid(pid, 0)
+        assert (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL) if kill else os.WEXITSTATUS(status) == 0
+        dead.append(pid)
+    left = [_boards(pid) for pid in dead]
+    try:
+        assert [len(b) for b in left] == [1, 1]  # each run left its board (its finalizer never ran)
+        _age(left[0][0], 1000.0)  # untouched for longer than MERGE_WAIT_SECONDS (900 s)
+        live = make_dataset(shards["paths"], seed=5, **OPTIONS)  # this process's own board, aged too: never removed
+        assert len(list(DataLoader(live, batch_size=None, num_workers=2))) >= 4
+        [mine] = _boards(os.getpid())
+        _age(mine, 1000.0)
+
+        make_dataset(shards["paths"], seed=5, **OPTIONS)
+        assert [len(_boards(pid)) for pid in dead] == [0, 1]  # the aged dead one gone; the recent one kept
+        assert _boards(os.getpid()) == [mine]  # a live process's board stays, however old
+        _age(left[1][0], 1000.0)
+        make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS)  # make_loader builds a dataset too
+        assert [len(_boards(pid)) for pid in dead] == [0, 0]
+        del live
+        gc.collect()
+        assert _boards(os.getpid()) == []  # dropped with its dataset, as before
+    finally:
+        for boards in left:
+            for path in boards:
+                if os.path.isdir(path):
+                    for entry in os.scandir(path):
+                        for inner in (os.scandir(entry.path) if entry.is_dir() else ()):
+                            os.remove(inner.path)
+                        (os.rmdir if entry.is_dir() else os.remove)(entry.path)
+                    os.rmdir(path)
+
+
+def test_only_a_pass_that_merges_tails_makes_a_board(shards):
+    """``make_loader`` (it merges in its own process) and one-worker or in-process DataLoader passes never merge:
+    they make no directory; two DataLoader workers make one, named with the dataset's process id."""
+    assert _boards(os.getpid()) == []
+    loader = make_loader(shards["paths"], seed=5, num_workers=2, **OPTIONS)
+    keys = [k for batch in loader for k in batch.sample_keys]
+    assert sorted(keys) == _windows(shards) and _boards(os.getpid()) == []
+    for num_workers in (0, 1):
+        ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+        assert sorted(k for b in DataLoader(ds, batch_size=None, num_workers=num_workers) for k in b.sample_keys) == sorted(keys)
+        assert _boards(os.getpid()) == []
+    ds = make_dataset(shards["paths"], seed=5, **OPTIONS)
+    assert sorted(k for b in DataLoader(ds, batch_size=None, num_workers=2) for k in b.sample_keys) == sorted(keys)
+    assert len(_boards(os.getpid())) == 1
+    del ds
+    gc.collect()
+    assert _boards(os.getpid()) == []
