@@ -1,4 +1,5 @@
-"""soak66: the tail boards (``/dev/shm/avalign-tails-*``) of training processes that die without their finalizer.
+"""soak66: what training processes left in /dev/shm and /tmp: tail boards of processes that die without their finalizer,
+and the multiprocessing temporary directories of persistent DataLoader workers.
 
 A DataLoader over ``make_dataset`` with several workers merges the workers' tails on a small board directory, which
 the dataset's process removes when it drops the dataset or exits normally. A process that is killed (SIGKILL, the
@@ -11,13 +12,15 @@ import gc
 import glob
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 
 from torch.utils.data import DataLoader
 
 from loaders import make_dataset, make_loader
-from tests.conftest import start_forked
+from tests.conftest import REPO, start_forked
 from tests.test_dataset import OPTIONS, _windows, shards  # noqa: F401 - the module fixture
 
 PARENT = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
@@ -98,3 +101,30 @@ def test_only_a_pass_that_merges_tails_makes_a_board(shards):
     del ds
     gc.collect()
     assert _boards(os.getpid()) == []
+
+
+_PERSISTENT_RUN = """
+import sys
+from torch.utils.data import DataLoader
+import loaders
+dataset = loaders.make_dataset(sys.argv[1:], seed=5, budgets=(20, 32000, 16), window_seconds=0.5, buffer_size=4,
+                               frame_size=(24, 32), max_items=8, max_words=16)
+loader = DataLoader(dataset, batch_size=None, num_workers=2, persistent_workers=True)
+for epoch in range(2):
+    dataset.set_epoch(epoch)
+    print(sum(len(batch.sample_keys) for batch in loader))
+"""
+
+
+def test_a_run_with_persistent_workers_leaves_no_multiprocessing_temp_dirs(shards, tmp_path):
+    """Persistent DataLoader workers are terminated at interpreter exit; each had made its own ``/tmp/pymp-*``
+    directory (to send shared-memory descriptors) and left it behind: 2 per run. Now they use the main process's."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = dict(os.environ, TMPDIR=str(temp), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _PERSISTENT_RUN, *shards["paths"][:2]], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    windows = len([w for w in _windows(shards) if w.startswith(("s0", "s1"))])
+    assert proc.stdout.split() == [str(windows)] * 2
+    assert sorted(os.listdir(temp)) == []
