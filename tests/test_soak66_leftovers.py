@@ -132,3 +132,36 @@ def test_a_run_with_persistent_workers_leaves_no_multiprocessing_temp_dirs(shard
     windows = len([w for w in _windows(shards) if w.startswith(("s0", "s1"))])
     assert proc.stdout.split() == [str(windows)] * 2
     assert sorted(os.listdir(temp)) == []
+
+
+_EXIT_WHILE_ITERATING = """
+import sys, threading, time
+from torch.utils.data import DataLoader
+import loaders
+dataset = loaders.make_dataset(sys.argv[1:], seed=5, budgets=(20, 32000, 16), window_seconds=0.5, buffer_size=4,
+                               frame_size=(24, 32), max_items=8, max_words=16)
+loader = DataLoader(dataset, batch_size=None, num_workers=2, persistent_workers=True)
+batches = []
+
+def train():  # a training thread still iterating when the main thread ends the script
+    while True:
+        for batch in loader:
+            batches.append(len(batch.sample_keys))
+
+threading.Thread(target=train, daemon=True).start()
+while len(batches) < 30:
+    time.sleep(0.05)
+print("exiting")
+"""
+
+
+def test_a_board_is_removed_at_exit_after_the_workers_that_write_to_it(shards):
+    """At exit the board used to be removed (weakref.finalize) before multiprocessing terminated the persistent
+    workers, which were still publishing their counts: a worker's next record made the board again, left behind
+    (4 runs in 4). Now it is removed after the workers are gone."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", _EXIT_WHILE_ITERATING, *shards["paths"]], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and out.split() == ["exiting"], err
+    assert _boards(proc.pid) == []

@@ -52,12 +52,12 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import multiprocessing.util
 import os
 import secrets
 import shutil
 import tempfile
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -119,7 +119,12 @@ class TailBoard:
         self.root = os.path.join(parent, f"{_PREFIX}{self._owner_pid}-{secrets.token_hex(8)}")
         """The board's directory, made by the first pass that merges (:meth:`begin`)."""
         remove_abandoned(parent)
-        self._finalizer = weakref.finalize(self, _remove_if_owner, self.root, self._owner_pid)
+        # Removed when the dataset is dropped, or at exit *after* multiprocessing has terminated and joined the
+        # DataLoader workers (finalizers below priority 0 run then): a weakref.finalize ran first at exit, while
+        # persistent workers still published their counts, and a worker's next record made the board again (soak66:
+        # a training thread still iterating as the script ended left it 4 runs in 4).
+        self._finalizer = multiprocessing.util.Finalize(self, _remove_if_owner, args=(self.root, self._owner_pid),
+                                                        exitpriority=-50)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"root": self.root, "_owner_pid": self._owner_pid}
