@@ -61,8 +61,8 @@ def test_boards_of_killed_training_processes_are_removed_when_the_next_dataset_i
     try:
         assert [len(b) for b in left] == [1, 1]  # each run left its board (its finalizer never ran)
         _age(left[0][0], 1000.0)  # untouched for longer than MERGE_WAIT_SECONDS (900 s)
-        live = make_dataset(shards["paths"], seed=5, **OPTIONS)  # this process's own board, aged too: never removed
-        assert len(list(DataLoader(live, batch_size=None, num_workers=2))) >= 4
+        live = make_dataset(shards["paths"][:2], seed=5, **OPTIONS)  # this process's own board, aged too: never removed
+        assert len(list(DataLoader(live, batch_size=None, num_workers=2))) >= 2
         [mine] = set(_boards(os.getpid())) - earlier
         _age(mine, 1000.0)
 
