@@ -82,6 +82,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import multiprocessing.util
 import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -208,6 +209,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         """A state saved mid-epoch was loaded and no pass has begun since (``set_epoch`` of its epoch keeps it)."""
         self._board = TailBoard()
         """Where DataLoader workers hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
+        share_temp_dir_with_workers()
         self._pass_index = 0
         """``iter()`` calls on this copy: part of the name of its pass on the board (``_tail_merge.pass_name``)."""
         self._restores = 0
@@ -860,6 +862,20 @@ class AVDataset(torch.utils.data.IterableDataset):
             logger.warning("DataLoader worker %d: %s", self._worker_slot()[0], problem)
             return
         raise problem
+
+
+def share_temp_dir_with_workers() -> None:
+    """Makes this process's ``multiprocessing`` temporary directory (``/tmp/pymp-*``) now, so that the worker processes
+    forked after it (DataLoader's, ``make_loader``'s) use it instead of making their own.
+
+    A worker makes one the first time it sends a tensor's shared-memory descriptor (torch's ``file_descriptor``
+    strategy, and the batch slots of ``loaders.pipeline._shared_slots``: ``multiprocessing.resource_sharer`` listens on
+    a socket there) and removes it only when it exits normally. Persistent DataLoader workers are terminated (SIGTERM)
+    at interpreter exit, and workers that do not stop in time are killed: each left its ``/tmp/pymp-*`` directory
+    behind, one per worker per run (soak66: 2 per run of a 2-worker DataLoader with ``persistent_workers=True``, as
+    with any torch dataset). Inherited, the directory is this process's, removed at its exit (after its workers)."""
+    if torch.utils.data.get_worker_info() is None:
+        multiprocessing.util.get_temp_dir()
 
 
 def _all_reduce_flags(have: bool) -> dict[str, bool]:

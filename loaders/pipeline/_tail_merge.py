@@ -32,8 +32,12 @@ process has exited, or after :data:`MERGE_WAIT_SECONDS`. "Exited unfinished" is 
 exit was seen: a worker that stops exits within milliseconds of publishing ``done`` (torch sends it ``None`` as soon
 as its ``StopIteration`` arrives, in order or not), so a record read just before can be stale.
 
-The board: one directory per dataset (created in the process that builds it, in ``/dev/shm`` when there is one,
-removed when that process drops the dataset or exits), one subdirectory per pass of one pool of workers
+The board: one directory per dataset (named in the process that builds it, ``avalign-tails-{its pid}-{random}``, in
+``/dev/shm`` when there is one; created by the first worker pass that merges, so ``make_loader`` and single-worker
+runs never make one; removed when that process drops the dataset or exits; a board whose process died without
+running its finalizer (SIGKILL, SIGTERM's default action, ``os._exit``), untouched for :data:`MERGE_WAIT_SECONDS`,
+is removed when the next dataset is built: a job killed and resumed again and again left one directory per kill in
+``/dev/shm`` for good, soak66), one subdirectory per pass of one pool of workers
 (:func:`pass_name`: no other pool, earlier, concurrent or restored from it, shares it), one small JSON record per
 worker (``w{id}.json``, replaced atomically): its running count, ``done``, its pid, and its tail's items (keys,
 lengths, positions), with the decoded items beside it (``w{id}.items.pt``, ``torch.save``: loading them costs the
@@ -48,11 +52,12 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import multiprocessing.util
 import os
+import secrets
 import shutil
 import tempfile
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -64,6 +69,8 @@ MERGE_WAIT_SECONDS = 900.0
 """How long a worker in its tail phase waits for the others before raising (they are a few batches away at most)."""
 _POLL_SECONDS = 0.005
 """Sleep between two reads of the board while waiting."""
+_PREFIX = "avalign-tails-"
+"""Board directories are named ``{_PREFIX}{owner pid}-{random hex}``."""
 
 
 @dataclass(frozen=True)
@@ -107,10 +114,17 @@ class TailBoard:
     Pickles as its path (spawned workers share the directory); only the process that created it removes it."""
 
     def __init__(self) -> None:
-        parent = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        self.root = tempfile.mkdtemp(prefix="avalign-tails-", dir=parent)
+        parent = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
         self._owner_pid = os.getpid()
-        self._finalizer = weakref.finalize(self, _remove_if_owner, self.root, self._owner_pid)
+        self.root = os.path.join(parent, f"{_PREFIX}{self._owner_pid}-{secrets.token_hex(8)}")
+        """The board's directory, made by the first pass that merges (:meth:`begin`)."""
+        remove_abandoned(parent)
+        # Removed when the dataset is dropped, or at exit *after* multiprocessing has terminated and joined the
+        # DataLoader workers (finalizers below priority 0 run then): a weakref.finalize ran first at exit, while
+        # persistent workers still published their counts, and a worker's next record made the board again (soak66:
+        # a training thread still iterating as the script ended left it 4 runs in 4).
+        self._finalizer = multiprocessing.util.Finalize(self, _remove_if_owner, args=(self.root, self._owner_pid),
+                                                        exitpriority=-50)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"root": self.root, "_owner_pid": self._owner_pid}
@@ -122,8 +136,16 @@ class TailBoard:
     def pass_dir(self, name: str) -> str:
         return os.path.join(self.root, name)
 
+    def _make_root(self) -> None:
+        try:
+            os.mkdir(self.root, 0o700)  # private, as mkdtemp's; the random part of the name makes it unguessable
+        except FileExistsError:
+            pass
+
     def begin(self, name: str) -> None:
-        """Creates the pass's subdirectory; removes other passes' left untouched for longer than the wait limit."""
+        """Creates the pass's subdirectory (and the board's, the first time); removes other passes' left untouched for
+        longer than the wait limit."""
+        self._make_root()
         os.makedirs(self.pass_dir(name), exist_ok=True)
         now = time.time()
         for entry in os.listdir(self.root):
@@ -139,6 +161,7 @@ class TailBoard:
     def publish(self, name: str, record: PassRecord) -> None:
         """Writes ``record`` (atomically: a reader sees the old or the new one)."""
         directory = self.pass_dir(name)
+        self._make_root()
         os.makedirs(directory, exist_ok=True)
         data = {"worker_id": record.worker_id, "count": record.count, "done": record.done,
                 "pid": record.pid, "tail": list(record.tail)}
@@ -256,6 +279,42 @@ def _alive(pid: int) -> bool:
         except PermissionError:
             return True
         return True
+
+
+def remove_abandoned(parent: str, *, min_age_seconds: float = MERGE_WAIT_SECONDS) -> list[str]:
+    """Removes the boards in ``parent`` (``avalign-tails-{pid}-{random}``, this user's) whose process is gone and that
+    nothing has touched for ``min_age_seconds``; returns their paths. A board's process removes it when it drops the
+    dataset or exits, but not when it is killed (SIGKILL, the OOM killer, SIGTERM's default action) or leaves with
+    ``os._exit``: a training job preempted and resumed 20 times left 20 directories in ``/dev/shm``. The age rule
+    keeps a live board whose process this one cannot see (another pid namespace sharing ``/dev/shm``); deleting an
+    idle board is harmless anyway (its next pass makes it again). Names without a pid (``mkdtemp``'s, before soak66)
+    are left alone."""
+    removed: list[str] = []
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        pid_text, dash, token = entry[len(_PREFIX):].partition("-")
+        if not (entry.startswith(_PREFIX) and pid_text.isdigit() and dash and token and "-" not in token):
+            continue
+        pid, path = int(pid_text), os.path.join(parent, entry)
+        if pid == os.getpid() or _alive(pid):
+            continue
+        try:
+            info = os.stat(path)
+            if info.st_uid != os.getuid():
+                continue
+            newest = max([info.st_mtime] + [e.stat().st_mtime for e in os.scandir(path)])
+        except OSError:
+            continue
+        if now - newest > min_age_seconds:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    if removed:
+        logger.info("removed %d tail board(s) left in %s by processes that were killed", len(removed), parent)
+    return removed
 
 
 def _remove_if_owner(root: str, owner_pid: int) -> None:
