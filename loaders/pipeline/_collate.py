@@ -147,6 +147,12 @@ class PackedBatch:
     of the clip), in packed order (``num_items`` entries), None for an item without one. Passed through: not aligned
     and not tokenized for a sample with a transcript (its segments and words are the transcript's); a caption-only
     sample's caption is also its one segment (``segment_texts``)."""
+    frame_seconds: Optional[torch.Tensor] = None
+    """float32 ``[cap_frames]``: each frame's presentation time on the video timeline, in seconds after its item's
+    first audio sample (``audio[cu_seqlens_samples[i]]``), so frame ``f`` of item ``i`` shows what the audio holds
+    at sample ``cu_seqlens_samples[i] + frame_seconds[f] · sample_rate``; real times, not ``k / fps`` (variable frame
+    rates, a first frame after the window's start); 0 on padding. None only for a batch built by hand without it."""
+
 
     def to(self, device: Union[str, torch.device], *, non_blocking: bool = False) -> "PackedBatch":
         """A copy with every tensor on ``device`` (``non_blocking`` copies from pinned memory overlap compute)."""
@@ -338,6 +344,7 @@ class Collator:
             self._wait_staging()
         frames = self._pack_frames(samples, cu["frames"], cap_frames)
         audio = self._pack_audio(samples, cu["samples"], cap_samples)
+        frame_seconds = _frame_seconds(samples, cu["frames"], cap_frames)
         if self._staged:
             self._staging_ready = torch.cuda.Event()
             self._staging_ready.record(torch.cuda.current_stream(self.device))
@@ -395,6 +402,7 @@ class Collator:
             sample_keys=tuple(s.key for s in samples),
             padding=padding,
             caption_texts=tuple(item.caption for item in items),
+            frame_seconds=dev(frame_seconds),
         )
 
     def empty(self) -> PackedBatch:
@@ -564,3 +572,15 @@ def _ids(cu: np.ndarray, num_items: int, cap: int) -> tuple[np.ndarray, np.ndarr
         positions[start:stop] = np.arange(stop - start, dtype=np.int32)
         segments[start:stop] = i
     return positions, segments
+
+
+def _frame_seconds(samples: list[AlignedSample], cu: np.ndarray, cap: int) -> np.ndarray:
+    """float32 ``[cap]``: each frame's pts minus its item's audio start (``PackedBatch.frame_seconds``); 0 on padding.
+    The difference is taken in float64, then rounded to float32 (about 1 µs at 10 s)."""
+    out = np.zeros(cap, dtype=np.float32)
+    for i, sample in enumerate(samples):
+        if sample.video is None or not sample.video.num_frames:
+            continue
+        pts = sample.video.pts_seconds.numpy().astype(np.float64, copy=False)
+        out[int(cu[i]) : int(cu[i + 1])] = pts - float(sample.audio.start_seconds)
+    return out
