@@ -220,8 +220,9 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
         for name in filenames:
             stem, dot, suffix = name.rpartition(".")
             ext = suffix.lower()
-            if only_stem is not None and stem != only_stem and not (
-                    stem.startswith(f"{only_stem}.") and is_language_tagged(f"{stem[len(only_stem) + 1:]}.{ext}")):
+            tag = stem[len(only_stem) + 1:] if only_stem is not None and stem.startswith(f"{only_stem}.") else ""
+            if only_stem is not None and stem != only_stem and not (  # talk.en.vtt, whisper.cpp's talk.mp4.srt
+                    tag and (is_language_tagged(f"{tag}.{ext}") or tag.lower() in MEDIA_EXTENSIONS)):
                 continue
             if not dot or not stem or name.startswith(".") or ext not in MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
                 ignored[f".{ext}" if dot and stem else name] += not name.startswith(".")
@@ -475,9 +476,15 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip",
             for sample in group_by_key(members, url=url, on_error=on_error, report=report,
                                        skip_log=getattr(skipped, "skip_log", None)):
                 found = {ext: loc for ext, loc in sample.items() if ext in known}
+                dotted = [ext for ext in sample if "." in ext and ext not in known]
+                # whisper.cpp's `KEY.mp4.srt` (named after a media member whole): _assemble's pick_transcript reads
+                # it as the loader does (a `KEY.wav.json` when it holds a transcript)
+                whole = [ext for ext in dotted if ext.count(".") == 1 and ext.partition(".")[0] in found
+                         and ext.partition(".")[0] in MEDIA_EXTENSIONS and ext.partition(".")[2] in TRANSCRIPT_EXTENSIONS]
+                found.update({ext: sample[ext] for ext in whole})
                 # A language-tagged subtitle (`KEY.en.srt`: extension `en.srt`), read as the loader reads it.
-                tagged = pick_transcript([ext for ext in sample if "." in ext and ext not in known], lambda ext: b"",
-                                         name=f"{url}:{sample['__key__']}")
+                tagged = None if any(not ext.endswith("json") for ext in whole) else pick_transcript(
+                    [ext for ext in dotted if ext not in whole], lambda ext: b"", name=f"{url}:{sample['__key__']}")
                 if tagged is not None and found:
                     found[tagged] = sample[tagged]
                 if found:
