@@ -408,7 +408,9 @@ def pick_transcript(available, read, *, name: Optional[str] = None) -> Optional[
         _AMBIGUOUS_WARNED.add(tuple(tagged))
         logger.warning("%sseveral language-tagged subtitles (%s) and no untagged transcript: none is used, the sample "
                        "has no text (warned once per set of tags, at the first sample that has them); keep one per "
-                       "sample, or name the one to use KEY.srt / KEY.vtt", f"{name}: " if name else "", ", ".join(tagged))
+                       "sample, or name the one to use without its tag (KEY.%s -> KEY.%s; in a directory KEY is the "
+                       "media file's stem)", f"{name}: " if name else "", ", ".join(tagged), tagged[0],
+                       transcript_format_of(tagged[0]).replace("textgrid", "TextGrid"))
     if not tagged:
         _warn_misnamed(available, read, name)
     return tagged[0] if len(tagged) == 1 else None

@@ -66,3 +66,55 @@ def test_one_media_file_given_as_input_takes_its_whisper_cpp_transcript(tmp_path
     assert sample.transcript.path == str(tmp_path / "talk.mp4.srt") and plan.skipped == ()
     (sample,) = list_inputs(str(tmp_path)).samples
     assert sample.transcript.path == str(tmp_path / "talk.mp4.srt")
+
+
+# ------------------------------------------------ 2. several tagged subtitles in a directory (user66's "Left")
+
+def _vtt(text: str) -> str:
+    return f"WEBVTT\n\n00:00.100 --> 00:00.900\n{text}\n"
+
+
+def _ambiguous(caplog, tags: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if f"several language-tagged subtitles ({tags})" in r.getMessage()]
+
+
+def test_several_tagged_subtitles_in_a_directory_preprocess_and_report_say_the_same(tmp_path, caplog):
+    """``talk.mp4`` + ``talk.XX.vtt`` + ``talk.YY.vtt``: preprocess read none and warned; report listed each as
+    ``missing_media`` with a hint to rename it to ``talk.vtt``. Now both read none, list nothing, and give the one
+    warning naming the tags and how to choose (tags no other test uses: the warning is once per set in a process)."""
+    import logging
+
+    from avalign.cli import main
+
+    for d, tags in (("p", ("cy", "eu")), ("r", ("gd", "kw"))):
+        (tmp_path / d).mkdir()
+        tiny_clip(tmp_path / d / "talk.mp4", 1.0, fps=10, sample_rate=16000)
+        for tag in tags:
+            (tmp_path / d / f"talk.{tag}.vtt").write_text(_vtt("hello there"))
+    with caplog.at_level(logging.WARNING):
+        plan = list_inputs(str(tmp_path / "p"))
+        assert main(["report", str(tmp_path / "r"), "--out", str(tmp_path / "rep"), "--clip-pages", "0",
+                     "--no-progress"]) == 0
+    (sample,) = plan.samples
+    assert sample.transcript is None and plan.skipped == ()
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert report["skipped"] == []
+    (clip,) = report["clips"]
+    assert clip["text_offset_ms"] is None
+    for tags in ("cy.vtt, eu.vtt", "gd.vtt, kw.vtt"):
+        (said,) = _ambiguous(caplog, tags)
+        assert f"keep one per sample, or name the one to use without its tag (KEY.{tags[:6]} -> KEY.vtt" in said
+
+
+def test_a_whisper_cpp_transcript_beside_a_tagged_one_lists_neither_in_either_tool(tmp_path):
+    """``talk.mp4`` + ``talk.mp4.srt`` + ``talk.zh.vtt``: the whole-named SRT is read; the tagged one is a candidate
+    that lost, not a key of its own. Before: preprocess listed ``talk_zh`` as ``missing_media`` (``talk.mp4.srt``
+    had been moved in first, by key order), report listed ``talk.zh.vtt`` with a hint to rename it."""
+    tiny_clip(tmp_path / "talk.mp4", 1.0, fps=10, sample_rate=16000)
+    (tmp_path / "talk.mp4.srt").write_bytes(_srt("alpha words"))
+    (tmp_path / "talk.zh.vtt").write_text(_vtt("bravo words"))
+    plan = list_inputs(str(tmp_path))
+    (sample,) = plan.samples
+    assert sample.transcript.path == str(tmp_path / "talk.mp4.srt") and plan.skipped == ()
+    (clip,) = list(iter_inputs(str(tmp_path)))
+    assert clip.transcript == str(tmp_path / "talk.mp4.srt")

@@ -273,14 +273,16 @@ def _pair_tagged_sidecars(groups: dict[str, dict[str, Locator]], origin: dict[st
     sample with no untagged transcript, and none of several (with its warning), in a directory as in a shard. Beside
     an untagged transcript (``talk.srt``) a tagged one stays a key of its own, listed as ``missing_media``. A transcript
     named after the media file whole (whisper.cpp's ``talk.mp4.srt``, ``talk.wav.json``) is that media's, as
-    ``talk.srt`` would be."""
+    ``talk.srt`` would be. Whether a media has an untagged transcript of its own is decided before any is moved (a
+    ``talk.mp4.srt`` moved first does not turn ``talk.zh.vtt`` into a key of its own)."""
+    own = {key for key, found in groups.items() if any(ext in TRANSCRIPT_EXTENSIONS for ext in found)}
     for key in sorted(groups):
         base, dot, tag = origin.get(key, "").rpartition(".")
         media_key = _clean_key(base) if dot and base and tag else ""
         found = groups[key]
         if (not media_key or media_key == key or origin.get(media_key) != base
                 or not any(ext in MEDIA_EXTENSIONS for ext in groups.get(media_key, {}))
-                or any(ext in TRANSCRIPT_EXTENSIONS for ext in groups[media_key])):
+                or media_key in own):
             continue
         target = groups[media_key]
         if tag.lower() in MEDIA_EXTENSIONS and tag.lower() in target and all(ext in TRANSCRIPT_EXTENSIONS for ext in found):
