@@ -118,3 +118,54 @@ def test_a_whisper_cpp_transcript_beside_a_tagged_one_lists_neither_in_either_to
     assert sample.transcript.path == str(tmp_path / "talk.mp4.srt") and plan.skipped == ()
     (clip,) = list(iter_inputs(str(tmp_path)))
     assert clip.transcript == str(tmp_path / "talk.mp4.srt")
+
+
+# ------------------------------------------------ 3. tar member names that are not UTF-8 (adv66's "Left")
+
+def test_member_name_text_reads_bytes_that_are_not_utf8_as_cp1252():
+    from loaders.shards import member_name_text
+
+    assert member_name_text("caf\udce9.mp4") == "café.mp4"  # Latin-1 é (0xE9), kept by tarfile as a lone surrogate
+    assert member_name_text("\u65e5\u672c\udce9.srt") == "\u65e5\u672c\u00e9.srt"  # the UTF-8 part kept as it is
+    assert member_name_text("a\udc80\udc81.mp4") == "a\u20ac\x81.mp4"  # 0x80 is cp1252's euro; 0x81 has no character
+    assert member_name_text("café.mp4") == "café.mp4"
+
+
+def test_latin1_member_names_give_one_utf8_key_in_loader_preprocess_and_report(tmp_path, caplog):
+    """A tar written with a Latin-1 encoding (``café.mp4`` as bytes ``caf\\xe9.mp4``): before, the loader's
+    ``sample_keys`` held ``'caf\\udce9'`` (a strict UTF-8 writer refuses it), report's key too, and preprocess wrote
+    ``caf_``. Now each says ``café``, and one warning names the shard. Oracle: the names the test wrote."""
+    import gzip
+    import io
+    import logging
+    import tarfile
+
+    from avalign.cli import main
+
+    media = tiny_clip(tmp_path / "a.mp4", 1.0, fps=10, sample_rate=16000)
+    shard = tmp_path / "latin1.tar"
+    with tarfile.open(shard, "w", format=tarfile.GNU_FORMAT, encoding="latin-1") as tar:
+        for name, data in (("café.mp4", media), ("café.srt", _srt("alpha words")), ("plain.mp4", media)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    assert b"caf\xe9.mp4\0" in shard.read_bytes()
+    with caplog.at_level(logging.WARNING, logger="loaders"):
+        keys = []
+        for batch in make_dataset([str(shard)], budgets=(20, 32000, 16), window_seconds=None, frame_size=(24, 32),
+                                  max_items=8, max_words=16, seed=0):
+            keys.extend(batch.sample_keys)
+    assert sorted(keys) == ["café", "plain"]
+    said = [r.getMessage() for r in caplog.records if "not UTF-8" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(f"{shard}: tar member names that are not UTF-8"), said
+    plan = list_inputs(str(shard))
+    assert {s.key: s.transcript and s.transcript.member for s in plan.samples} == {"café": "café.srt", "plain": None}
+    assert sorted(c.key for c in iter_inputs(str(shard))) == ["café", "plain"]
+    # preprocess on the shard gzipped: its members are read back by streaming (avalign.preprocess._streamed)
+    packed = tmp_path / "latin1.tar.gz"
+    packed.write_bytes(gzip.compress(shard.read_bytes()))
+    assert main(["preprocess", str(packed), str(tmp_path / "out"), "--no-progress"]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "out" / "manifest.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["key"], r["num_words"]) for r in rows] == [("café", 2), ("plain", 0)]
+    with tarfile.open(tmp_path / "out" / rows[0]["shard"]) as out:
+        assert "café.mp4" in out.getnames()

@@ -433,7 +433,7 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
         return None
 
     yield from scan_tar(stream, "r:" if seekable else "r|*", locate, max_member_bytes=max_member_bytes,
-                        header_inside=header_inside)
+                        header_inside=header_inside, url=url)
 
 
 def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip",
