@@ -169,3 +169,33 @@ def test_latin1_member_names_give_one_utf8_key_in_loader_preprocess_and_report(t
     assert [(r["key"], r["num_words"]) for r in rows] == [("café", 2), ("plain", 0)]
     with tarfile.open(tmp_path / "out" / rows[0]["shard"]) as out:
         assert "café.mp4" in out.getnames()
+
+
+# ------------------------------------------------ 4. avalign measure --text-offset-ms (user66's "Left")
+
+def test_measure_takes_a_known_transcript_offset_and_reports_it_as_given(capsys):
+    """Before: ``--av-offset-ms`` only; the text abstention hints said "`avalign measure` has no option for it". Oracle:
+    the SRT's stamps, moved by the offset given (A/V offset given as 0: the segments are the stamps minus the text
+    offset), and the values given."""
+    import pytest
+
+    from avalign.cli import main
+    from loaders.transcripts import read_transcript
+    from tests.conftest import SAMPLE_DATA
+
+    stamps = [span.start_seconds for span in read_transcript(str(SAMPLE_DATA / "clip01.srt")).spans]
+    for given in (90.0, -40.0):
+        assert main(["measure", str(SAMPLE_DATA / "clip01.mkv"), "--transcript", str(SAMPLE_DATA / "clip01.srt"),
+                     "--text-offset-ms", str(given), "--av-offset-ms", "0", "--json"]) == 0
+        record = json.loads(capsys.readouterr().out)
+        assert (record["text_offset_ms"], record["text_method"], record["text_confidence"]) == (given, "given", 1.0)
+        assert record["text_abstain"] is None and record["av_method"] == "given"
+        assert [s["start_seconds"] for s in record["segments"]] == pytest.approx([t - given / 1000 for t in stamps],
+                                                                                abs=1e-6)
+    with pytest.raises(SystemExit) as usage:
+        main(["measure", str(SAMPLE_DATA / "clip01.mkv"), "--text-offset-ms", "90"])
+    assert usage.value.code == 2 and "give the transcript too (--transcript FILE)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["measure", "--help"])
+    helped = capsys.readouterr().out
+    assert "--text-offset-ms TEXT_OFFSET_MS" in helped and "--text-offset-ms 120   # stamps known 120 ms late" in helped
