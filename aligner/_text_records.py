@@ -67,9 +67,9 @@ class TextEstimate:
                 "best_guess_ms": guess, "hint": self.hint}
 
 
-_GIVE_OFFSET = ("if you know the transcript's offset, pass it in Python: `align(text_offset_ms=...)` (`avalign measure` "
-                "has no option for it)")
-"""How to give a known transcript offset: the A/V hints' wording (``aligner._av_records``), Python only."""
+_GIVE_OFFSET = ("if you know the transcript's offset, pass it: `avalign measure --text-offset-ms MS` (Python: "
+                "`align(text_offset_ms=...)`)")
+"""How to give a known transcript offset: the A/V hints' wording (``aligner._av_records``)."""
 _FORCED = ("use forced alignment (pocketsphinx): `avalign measure --text-method forced` (Python: "
            "`align(text_method='forced')`)")
 _WIDER = "raise the search range: `avalign measure --max-offset-ms MS` (Python: `align(max_offset_ms=...)`)"

@@ -58,11 +58,13 @@ def finite_float(text: str) -> float:
 
 
 def offset_ms(text: str) -> float:
-    """argparse ``type`` for a known offset (``--av-offset-ms``): a finite float within ±:data:`MAX_OFFSET_MS`."""
+    """argparse ``type`` for a known offset (``--av-offset-ms``, ``--text-offset-ms``): a finite float within
+    ±:data:`MAX_OFFSET_MS`."""
     value = finite_float(text)
     if abs(value) > MAX_OFFSET_MS:
         raise argparse.ArgumentTypeError(f"{text!r} ms is beyond ±{MAX_OFFSET_MS:.0f} ms ({MAX_OFFSET_MS / 3.6e6:.1f} h): "
-                                         "give the offset in milliseconds (e.g. 120 for audio 120 ms late)")
+                                         "give the offset in milliseconds (e.g. 120 for audio, or stamps, 120 ms "
+                                         "late)")
     return value
 
 

@@ -300,11 +300,13 @@ def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000
 
 def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto",
             av_offset_ms: Optional[float] = None, max_offset_ms: float = 500.0,
-            transcript_format: Optional[str] = None) -> dict:
+            transcript_format: Optional[str] = None, text_offset_ms: Optional[float] = None) -> dict:
     """Decode ``media`` (and ``transcript``), estimate offsets and drift, return the ``measure`` record.
 
     ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``).
     ``av_offset_ms`` (known A/V offset, ms) is used instead of the A/V estimate (``av_method`` then says so);
+    ``text_offset_ms`` (known transcript offset, ms; > 0: stamps are late) likewise instead of the transcript offset
+    estimate (``text_method`` ``given``; it needs a ``transcript``);
     ``max_offset_ms`` is the estimators' search range (``aligner.align``'s ``max_offset_ms``);
     ``transcript_format`` is ``read_transcript``'s ``format`` (None: from the suffix, else the content).
 
@@ -316,7 +318,11 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     if not os.path.exists(media):
         raise FileNotFoundError(f"media file not found: {media!r}")
     text = loaders.read_transcript(transcript, format=transcript_format) if transcript else None
-    given = {"av_offset_ms": av_offset_ms} if av_offset_ms is not None else {}
+    if text_offset_ms is not None and not transcript:
+        raise ValueError(f"a transcript offset was given ({text_offset_ms = }) without a transcript; hint: give the "
+                         "transcript it applies to (--transcript)")
+    given = {name: value for name, value in (("av_offset_ms", av_offset_ms), ("text_offset_ms", text_offset_ms))
+             if value is not None}
     record = measure_media(media, text, name=media, sample_rate=sample_rate, text_method=text_method,
                            max_offset_ms=max_offset_ms, **given).record
     record["media"] = media

@@ -68,6 +68,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
+    if args.text_offset_ms is not None and not args.transcript:
+        args.usage_error("--text-offset-ms is the offset of a transcript: give the transcript too (--transcript FILE)")
     check_local_input(args.media, what="media file", hint=MEDIA_HINT, file_only=True,
                       elsewhere="for a directory of clips or shards use `avalign report INPUT --out DIR` or "
                                 "`avalign preprocess INPUT OUT_DIR`")
@@ -77,7 +79,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from avalign._measure import format_measurement, measure, transcripts_not_read
 
     record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate, text_method=args.text_method,
-                     av_offset_ms=args.av_offset_ms, max_offset_ms=args.max_offset_ms,
+                     av_offset_ms=args.av_offset_ms, text_offset_ms=args.text_offset_ms,
+                     max_offset_ms=args.max_offset_ms,
                      transcript_format=args.transcript_format)
     print(json.dumps(record, indent=2) if args.json else format_measurement(record))
     if not args.transcript:  # no text offset, no words: say what was there to read (stderr: --json stays one document)
@@ -171,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "examples:\n  avalign measure clip.mp4\n  avalign measure clip.mkv --transcript clip.vtt --json\n"
             "  avalign measure speech.m4a --transcript speech.json --sample-rate 16000   # audio-only\n"
-            "  avalign measure talk.mp4 --transcript talk.whisperx.json --text-method forced   # real speech"
+            "  avalign measure talk.mp4 --transcript talk.whisperx.json --text-method forced   # real speech\n"
+            "  avalign measure talk.mp4 --transcript talk.srt --text-offset-ms 120   # stamps known 120 ms late"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -189,10 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--av-offset-ms", type=offset_ms, default=None,
                          help="known A/V offset (ms, > 0: audio lags; within ±100000000): used instead of estimating "
                               "it (e.g. when the estimator abstains on a talking head)")
+    measure.add_argument("--text-offset-ms", type=offset_ms, default=None,
+                         help="known transcript offset (ms, > 0: the transcript's stamps are late; within "
+                              "±100000000): used instead of estimating it (text_method then says \"given\"); needs "
+                              "--transcript")
     measure.add_argument("--max-offset-ms", type=search_offset_ms, default=500.0,
                          help="search range ±MS of the A/V and transcript offset estimators (default 500, at most "
                               "10000)")
-    measure.set_defaults(func=_cmd_measure)
+    measure.set_defaults(func=_cmd_measure, usage_error=measure.error)
 
     bench = sub.add_parser(
         "bench",

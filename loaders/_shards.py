@@ -5,6 +5,10 @@ Each stage is a generator (iterator in, iterator out, options keyword-only), com
 ``<ext>`` is everything after the first dot of the member's base name (``clip.align.json`` →
 ``align.json``), as in WebDataset and video2dataset output.
 
+Member names are text: bytes that are not UTF-8 (a tar written with a Latin-1 encoding) are read as cp1252, with a
+warning naming the shard (:func:`member_name_text`), so a sample's key is the same in the loader, ``avalign
+preprocess`` and ``avalign report``, and any UTF-8 writer takes it.
+
 Security: tar members are read into memory only (never extracted to paths); names that are absolute
 or contain ``..`` are refused, as are links, devices and members over ``max_member_bytes``.
 Nothing is ever unpickled.
@@ -35,10 +39,12 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "DEFAULT_PIPE_STALL_SECONDS",
     "ShardError",
+    "TAR_NAME_ENCODING",
     "TarMember",
     "expand_shard_urls",
     "find_tar_header",
     "group_by_key",
+    "member_name_text",
     "name_pipe_failures",
     "open_shard",
     "refuse_member",
@@ -154,6 +160,52 @@ def _open_regular_file(path: str) -> IO[bytes]:
         raise
 
 
+TAR_NAME_ENCODING = "utf-8"
+"""How every shard reader decodes tar header names (``tarfile.open(encoding=...)``, with ``surrogateescape``): not the
+locale's, so a name is the same text in any process; bytes that are not UTF-8 are then :func:`member_name_text`'s."""
+
+
+def member_name_text(name: str) -> str:
+    """A tar member's name as text any UTF-8 writer takes.
+
+    ``tarfile`` keeps a header byte that is not UTF-8 as a lone surrogate (Latin-1 ``café.mp4`` is ``'caf\\udce9.mp4'``),
+    which ``json.dump`` to a UTF-8 file or a strict UTF-8 terminal refuses. Each such byte is read as cp1252 (Latin-1
+    where cp1252 has no character), as the loaders read a text file that is not UTF-8; the UTF-8 parts are kept.
+
+    Example:
+        >>> member_name_text("caf\\udce9.mp4"), member_name_text("日本.mp4")
+        ('café.mp4', '日本.mp4')
+    """
+    if name.isascii():
+        return name
+    return "".join(_byte_as_cp1252(ord(c) - 0xDC00) if 0xDC80 <= ord(c) <= 0xDCFF else c for c in name)
+
+
+def _byte_as_cp1252(byte: int) -> str:
+    try:
+        return bytes([byte]).decode("cp1252")
+    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: no cp1252 character
+        return chr(byte)
+
+
+_NAMES_WARNED: set[str] = set()
+"""Shards whose member names that are not UTF-8 were warned about in this process (once each, not once per epoch)."""
+
+
+def _decoded_name(member: tarfile.TarInfo, url: str) -> str:
+    """``member.name`` as :func:`member_name_text` reads it (the ``TarInfo`` renamed so), warning once per shard."""
+    text = member_name_text(member.name)
+    if text != member.name:
+        if url not in _NAMES_WARNED:
+            _NAMES_WARNED.add(url)
+            logger.warning("%s: tar member names that are not UTF-8 (the first: %s) are read as cp1252 (%r), and the "
+                           "sample keys with them; hint: write shards with UTF-8 member names (Python's tarfile and "
+                           "webdataset's TarWriter do) if that is not the name meant", url or "a shard",
+                           member.name.encode("utf-8", "surrogateescape"), text)
+        member.name = text
+    return text
+
+
 def safe_member_name(name: str) -> bool:
     """True when a tar member name is relative and has no ``..`` part (it is never used as a path anyway)."""
     if not name or name.startswith("/") or name.startswith("\\") or os.path.isabs(name):
@@ -223,8 +275,8 @@ def tar_members(url: str, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
         raise ShardError(f"cannot open shard: {_with_cause(e)}", shard=url, reason="open") from e
     stopped_early = False
     try:
-        yield from name_pipe_failures(scan_tar(stream, "r|*", _read_bytes, max_member_bytes=max_member_bytes),
-                                      stream, url)
+        yield from name_pipe_failures(scan_tar(stream, "r|*", _read_bytes, max_member_bytes=max_member_bytes,
+                                               url=url), stream, url)
     except GeneratorExit:
         stopped_early = True
         raise
@@ -341,12 +393,14 @@ def scan_tar(
     *,
     max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
     header_inside: Optional[Callable[[tarfile.TarFile, tarfile.TarInfo, Any], Optional[tuple[int, str]]]] = None,
+    url: str = "",
 ) -> Iterator[TarMember]:
     """The member loop every shard reader shares (the loader's stream and preprocess's header scan).
 
     Directories and a GNU volume label are skipped; hostile members are yielded flagged (:func:`refuse_member`);
     each good member is ``read(archive, member) -> (data, bytes_available)`` and yielded with that data; a member with
-    fewer bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member.
+    fewer bytes than its header says, or a corrupt stream, ends the scan with one ``truncated`` member. Names are
+    :func:`member_name_text`'s (each ``TarInfo`` renamed so before ``read`` sees it; a warning names ``url`` once).
 
     Who the ``truncated`` member is named after (adv61):
 
@@ -370,9 +424,10 @@ def scan_tar(
     reading = ""
     last: Optional[tuple[tarfile.TarInfo, Any]] = None
     try:
-        with tarfile.open(fileobj=stream, mode=mode, tarinfo=_CheckedTarInfo) as archive:
+        with tarfile.open(fileobj=stream, mode=mode, tarinfo=_CheckedTarInfo, encoding=TAR_NAME_ENCODING,
+                          errors="surrogateescape") as archive:
             for member in archive:
-                name = reading = member.name
+                name = reading = _decoded_name(member, url)
                 last = None
                 if member.isdir() or member.type == _GNU_VOLUME_LABEL:
                     continue
@@ -506,7 +561,7 @@ def _header_name(buf: bytes) -> Optional[str]:
     """The member name of the tar header ``buf`` (512 bytes, or its first 156 or more), else None."""
     if len(buf) >= tarfile.BLOCKSIZE:
         try:
-            return tarfile.TarInfo.frombuf(buf[:tarfile.BLOCKSIZE], "utf-8", "surrogateescape").name
+            return member_name_text(tarfile.TarInfo.frombuf(buf[:tarfile.BLOCKSIZE], "utf-8", "surrogateescape").name)
         except tarfile.HeaderError:
             return None
     if len(buf) < 156 or (len(buf) >= 262 and buf[257:262] != b"ustar"):

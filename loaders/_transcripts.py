@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import BinaryIO, Callable, Literal, Optional, TextIO, Union, get_args
 
-from avcore import TRANSCRIPT_EXTENSIONS, Span, Transcript, TranscriptError
+from avcore import MEDIA_EXTENSIONS, TRANSCRIPT_EXTENSIONS, Span, Transcript, TranscriptError
 from loaders._transcript_formats import parse_json, parse_srt, parse_stm, parse_textgrid, parse_vtt
 
 logger = logging.getLogger(__name__)
@@ -376,7 +376,12 @@ def pick_transcript(available, read, *, name: Optional[str] = None) -> Optional[
     ``read(ext)`` returns a member's bytes; it is called only for a ``json`` member, to tell a transcript
     from metadata (:func:`is_transcript_json`). For a WebDataset sample: ``pick_transcript(sample, sample.__getitem__)``.
 
-    Without one, a single language-tagged subtitle is used (``en.srt`` of member ``KEY.en.srt``, as yt-dlp names
+    Without one, a transcript named after a media member of the same sample whole is used: whisper.cpp names its
+    output after its input file (``talk.mp4.srt``, ``talk.wav.json``), packed as member ``KEY.mp4.srt`` of a sample
+    with ``KEY.mp4`` (extension ``mp4.srt``), as a directory's ``talk.mp4.srt`` is read beside ``talk.mp4``. Such a
+    tag is no language (``wav``, ``ts`` are media here); a ``json`` one counts when it parses as a transcript.
+
+    Else a single language-tagged subtitle is used (``en.srt`` of member ``KEY.en.srt``, as yt-dlp names
     them: WebDataset's key ends at the first dot); its format is :func:`transcript_format_of` it. Several tagged
     ones (``en.vtt`` and ``de.vtt``) are ambiguous: None, with a warning (once per set of tags in a process) naming
     the first sample found so: ``name``, else a WebDataset sample's ``__url__:__key__``.
@@ -391,17 +396,29 @@ def pick_transcript(available, read, *, name: Optional[str] = None) -> Optional[
     for ext in TRANSCRIPT_EXTENSIONS:
         if ext in available and (ext != "json" or is_transcript_json(read(ext))):
             return ext
-    tagged = sorted(ext for ext in available if is_language_tagged(ext))
+    media = _media_of(available)
+    for ext in (e for e in TRANSCRIPT_EXTENSIONS if "." not in e):  # whisper.cpp's KEY.mp4.srt (lower case members)
+        for named in (f"{m}.{ext}" for m in media):
+            if named in available and (ext != "json" or is_transcript_json(read(named))):
+                return named
+    tagged = sorted(ext for ext in available if is_language_tagged(ext) and ext.rpartition(".")[0] not in media)
     if name is None and isinstance(available, Mapping) and isinstance(available.get("__key__"), str):
         name = ":".join(str(available[k]) for k in ("__url__", "__key__") if available.get(k))
     if len(tagged) > 1 and tuple(tagged) not in _AMBIGUOUS_WARNED:
         _AMBIGUOUS_WARNED.add(tuple(tagged))
         logger.warning("%sseveral language-tagged subtitles (%s) and no untagged transcript: none is used, the sample "
                        "has no text (warned once per set of tags, at the first sample that has them); keep one per "
-                       "sample, or name the one to use KEY.srt / KEY.vtt", f"{name}: " if name else "", ", ".join(tagged))
+                       "sample, or name the one to use without its tag (KEY.%s -> KEY.%s; in a directory KEY is the "
+                       "media file's stem)", f"{name}: " if name else "", ", ".join(tagged), tagged[0],
+                       transcript_format_of(tagged[0]).replace("textgrid", "TextGrid"))
     if not tagged:
         _warn_misnamed(available, read, name)
     return tagged[0] if len(tagged) == 1 else None
+
+
+def _media_of(available) -> list[str]:
+    """The media extensions among ``available`` (a sample's members, or a list of extensions)."""
+    return [ext for ext in MEDIA_EXTENSIONS if ext in available]
 
 
 _AMBIGUOUS_WARNED: set[tuple[str, ...]] = set()
@@ -493,6 +510,8 @@ def _holds_transcript_json(read, ext: str) -> bool:
 def is_language_tagged(ext: str) -> bool:
     """Whether ``ext`` (a member's extension, or what follows a file's stem) is a language-tagged subtitle that
     :func:`pick_transcript` reads: ``en.srt``, ``pt-BR.vtt``, ``en-orig.vtt`` (as yt-dlp names them); not ``en.json``.
+    In a sample that has a media member of that name (``wav.srt`` beside ``KEY.wav``), :func:`pick_transcript` reads
+    the tag as whisper.cpp's naming, not as a language.
 
     Example:
         >>> is_language_tagged("en.vtt"), is_language_tagged("pt-BR.srt"), is_language_tagged("info.json")

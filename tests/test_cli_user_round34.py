@@ -139,7 +139,7 @@ def test_text_hints_name_only_options_measure_has(tmp_path, capsys):
     options = _measure_options(capsys)
     assert {"--av-offset-ms", "--text-method", "--max-offset-ms"} <= options
     assert flags and flags <= options, (flags, hint)
-    assert "--text-offset-ms" not in options and "--text-offset-ms" not in hint
+    assert "--text-offset-ms" in options and "--text-offset-ms" in hint  # since left67 (tests/test_left67_leftovers.py)
     outside_python = re.sub(r"`align\([^`]*\)`", "", hint)
     assert not re.search(r"text_offset_ms|text_method|max_offset_ms", outside_python), hint
     assert "`align(text_offset_ms=...)`" in hint

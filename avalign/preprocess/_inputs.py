@@ -220,8 +220,9 @@ def _list_directory(root: str, *, only_stem: Optional[str] = None) -> InputPlan:
         for name in filenames:
             stem, dot, suffix = name.rpartition(".")
             ext = suffix.lower()
-            if only_stem is not None and stem != only_stem and not (
-                    stem.startswith(f"{only_stem}.") and is_language_tagged(f"{stem[len(only_stem) + 1:]}.{ext}")):
+            tag = stem[len(only_stem) + 1:] if only_stem is not None and stem.startswith(f"{only_stem}.") else ""
+            if only_stem is not None and stem != only_stem and not (  # talk.en.vtt, whisper.cpp's talk.mp4.srt
+                    tag and (is_language_tagged(f"{tag}.{ext}") or tag.lower() in MEDIA_EXTENSIONS)):
                 continue
             if not dot or not stem or name.startswith(".") or ext not in MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH:
                 ignored[f".{ext}" if dot and stem else name] += not name.startswith(".")
@@ -272,14 +273,16 @@ def _pair_tagged_sidecars(groups: dict[str, dict[str, Locator]], origin: dict[st
     sample with no untagged transcript, and none of several (with its warning), in a directory as in a shard. Beside
     an untagged transcript (``talk.srt``) a tagged one stays a key of its own, listed as ``missing_media``. A transcript
     named after the media file whole (whisper.cpp's ``talk.mp4.srt``, ``talk.wav.json``) is that media's, as
-    ``talk.srt`` would be."""
+    ``talk.srt`` would be. Whether a media has an untagged transcript of its own is decided before any is moved (a
+    ``talk.mp4.srt`` moved first does not turn ``talk.zh.vtt`` into a key of its own)."""
+    own = {key for key, found in groups.items() if any(ext in TRANSCRIPT_EXTENSIONS for ext in found)}
     for key in sorted(groups):
         base, dot, tag = origin.get(key, "").rpartition(".")
         media_key = _clean_key(base) if dot and base and tag else ""
         found = groups[key]
         if (not media_key or media_key == key or origin.get(media_key) != base
                 or not any(ext in MEDIA_EXTENSIONS for ext in groups.get(media_key, {}))
-                or any(ext in TRANSCRIPT_EXTENSIONS for ext in groups[media_key])):
+                or media_key in own):
             continue
         target = groups[media_key]
         if tag.lower() in MEDIA_EXTENSIONS and tag.lower() in target and all(ext in TRANSCRIPT_EXTENSIONS for ext in found):
@@ -430,7 +433,7 @@ def _tar_locators(url: str, stream: IO[bytes], *, seekable: bool,
         return None
 
     yield from scan_tar(stream, "r:" if seekable else "r|*", locate, max_member_bytes=max_member_bytes,
-                        header_inside=header_inside)
+                        header_inside=header_inside, url=url)
 
 
 def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip",
@@ -475,9 +478,15 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip",
             for sample in group_by_key(members, url=url, on_error=on_error, report=report,
                                        skip_log=getattr(skipped, "skip_log", None)):
                 found = {ext: loc for ext, loc in sample.items() if ext in known}
+                dotted = [ext for ext in sample if "." in ext and ext not in known]
+                # whisper.cpp's `KEY.mp4.srt` (named after a media member whole): _assemble's pick_transcript reads
+                # it as the loader does (a `KEY.wav.json` when it holds a transcript)
+                whole = [ext for ext in dotted if ext.count(".") == 1 and ext.partition(".")[0] in found
+                         and ext.partition(".")[0] in MEDIA_EXTENSIONS and ext.partition(".")[2] in TRANSCRIPT_EXTENSIONS]
+                found.update({ext: sample[ext] for ext in whole})
                 # A language-tagged subtitle (`KEY.en.srt`: extension `en.srt`), read as the loader reads it.
-                tagged = pick_transcript([ext for ext in sample if "." in ext and ext not in known], lambda ext: b"",
-                                         name=f"{url}:{sample['__key__']}")
+                tagged = None if any(not ext.endswith("json") for ext in whole) else pick_transcript(
+                    [ext for ext in dotted if ext not in whole], lambda ext: b"", name=f"{url}:{sample['__key__']}")
                 if tagged is not None and found:
                     found[tagged] = sample[tagged]
                 if found:

@@ -273,8 +273,12 @@ def _directory_inputs(directory: str) -> Iterator[Item]:
             yield from _directory_clip(directory, stem, f)
         elif ext in TRANSCRIPT_EXTENSIONS and stem in media_stems:
             continue  # a sidecar, reported with its media
-        elif ext in TRANSCRIPT_EXTENSIONS and stem.rpartition(".")[0] in media_stems and _sidecar(stem.rpartition(".")[0]) == f:
-            continue  # the media's transcript: its one language-tagged subtitle (talk.en.vtt) or talk.mp4.srt
+        elif ext in TRANSCRIPT_EXTENSIONS and stem.rpartition(".")[0] in media_stems and (
+                _sidecar(stem.rpartition(".")[0]) == f or _one_of_its_tagged_subtitles(f, files)):
+            # the media's transcript (its one language-tagged subtitle talk.en.vtt, or talk.mp4.srt), or one of its
+            # several tagged subtitles: none is read, and pick_transcript's warning names them and how to choose, as
+            # preprocess says it (a shard's rule)
+            continue
         elif ext in TRANSCRIPT_EXTENSIONS:
             yield _skipped(os.path.relpath(f, directory), directory, "missing_media", "transcript without a media file of "
                            f"the same stem{_tagged_sidecar_hint(f, files, media_stems, directory)}")
@@ -282,6 +286,16 @@ def _directory_inputs(directory: str) -> Iterator[Item]:
             hint = (f"; ASS/SSA subtitles are not read as transcripts: convert it to SRT beside its media (`ffmpeg -i "
                     f"{os.path.relpath(f, directory)} {os.path.relpath(stem, directory)}.srt`)" if ext in ("ass", "ssa") else "")
             yield _skipped(os.path.relpath(f, directory), directory, "unknown_extension", f"not media or a transcript: .{ext}{hint}")
+
+
+def _one_of_its_tagged_subtitles(path: str, files: list[str]) -> bool:
+    """Whether ``path`` is a language-tagged subtitle (``talk.de.vtt``) of a media file (``talk.mp4``) that has no
+    untagged transcript: a candidate of that media, as ``preprocess`` pairs it (the media's stem is in ``files``)."""
+    stem = os.path.splitext(path)[0]
+    base = stem.rpartition(".")[0]
+    if not is_language_tagged(f"{stem[len(base) + 1:]}.{_ext(path)}"):
+        return False
+    return not any(os.path.splitext(f)[0] == base and _ext(f) in TRANSCRIPT_EXTENSIONS for f in files)
 
 
 def _tagged_sidecar_hint(path: str, files: list[str], media_stems: set[str], directory: str) -> str:
