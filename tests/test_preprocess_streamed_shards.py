@@ -108,3 +108,21 @@ def test_two_workers_stream_the_shard_once_each(members, reference, tmp_path):
     assert result.num_samples == NUM_SAMPLES
     assert _outputs(tmp_path / "out") == reference
     assert 2 <= count.read_text().count("run") <= 3
+
+
+def test_a_shard_changed_between_two_samples_reads_is_refused_naming_the_change(members, tmp_path):
+    """The shard is touched after the first sample was read from the stream kept open: the next sample's read is an
+    ``OSError`` that says the shard changed (read_members' rule for every shard), not a failure of the kept stream."""
+    import os
+    import time
+
+    from avalign.preprocess import list_inputs, read_members
+
+    shard = tmp_path / "data.tar.gz"
+    shard.write_bytes(gzip.compress(_tar_bytes(members, sorted(members))))
+    first, second = list_inputs(str(shard)).samples[:2]
+    assert read_members([first.media]) == [members["k0.mp4"]]
+    time.sleep(0.01)
+    os.utime(shard)
+    with pytest.raises(OSError, match="the shard changed after it was listed"):
+        read_members([second.media])

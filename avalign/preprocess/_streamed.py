@@ -123,9 +123,9 @@ def read_streamed(url: str, members: Sequence[tuple[str, int]], check: Callable[
                 cursor = _kept = _Cursor(url)
             out: list[Optional[bytes]] = [None] * len(members)
             wanted = {member: i for i, member in enumerate(members)}
+            fresh = cursor.fresh
             try:
                 check(cursor.stream)
-                fresh = cursor.fresh
                 cursor.read(wanted, out)
             except (OSError, tarfile.TarError, EOFError) as error:
                 _kept = None
