@@ -121,9 +121,9 @@ def read_streamed(url: str, members: Sequence[tuple[str, int]], check: Callable[
                 cursor = _kept = _Cursor(url)
             out: list[Optional[bytes]] = [None] * len(members)
             wanted = {member: i for i, member in enumerate(members)}
+            fresh = cursor.fresh  # before the check: a kept stream whose file was rewritten fails it (adv67)
             try:
                 check(cursor.stream)
-                fresh = cursor.fresh
                 cursor.read(wanted, out)
             except (OSError, tarfile.TarError, EOFError) as error:
                 _kept = None
