@@ -4,13 +4,23 @@ Each test asserts against an oracle and failed before its fix.
 """
 from __future__ import annotations
 
+import glob
 import gzip
 import io
+import os
+import shutil
+import subprocess
+import sys
 import tarfile
+import time
 
 import pytest
 
 from avalign.preprocess import list_inputs, read_members
+from loaders import make_dataset
+from tests.conftest import REPO
+from tests.test_dataset import OPTIONS, shards  # noqa: F401 - the module fixture
+from tests.test_soak66_leftovers import PARENT
 
 
 def _tar_gz(members: dict[str, bytes]) -> bytes:
@@ -45,3 +55,54 @@ def test_a_streamed_shard_rewritten_after_it_was_listed_is_an_oserror_naming_the
     for name, sample in (("a.tar.gz", samples["a.tar.gz"][1]), ("b.tar.gz", samples["b.tar.gz"][0])):
         with pytest.raises(OSError, match=rf"{name}: the shard changed after it was listed \(size "):
             read_members([sample.media])
+
+
+_OTHER_NAMESPACE_RUN = """
+import os, sys, time
+live = {int(p) for p in sys.argv[1].split(",")}  # pids alive in the test's namespace
+while True:  # a process of this new pid namespace whose pid is free in the test's (as a pid seen from elsewhere is)
+    child = os.fork()
+    if child == 0 and os.getpid() not in live:
+        break
+    if child == 0:
+        os._exit(7)  # a pid alive there too: the next one
+    if os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) != 7:
+        os._exit(0)  # the run below ended
+from torch.utils.data import DataLoader
+import loaders
+dataset = loaders.make_dataset(sys.argv[2:], seed=5, budgets=(20, 32000, 16), window_seconds=0.5, buffer_size=4,
+                               frame_size=(24, 32), max_items=8, max_words=16)
+assert list(DataLoader(dataset, batch_size=None, num_workers=2))  # its board is made
+print(os.getpid(), flush=True)
+sys.stdin.read()  # alive, its board idle (an evaluation mid-epoch), until the test closes stdin
+"""
+
+
+def test_a_live_board_of_another_pid_namespace_is_not_removed_however_idle(shards, tmp_path):
+    """A training process in another container sharing ``/dev/shm`` (its own pid namespace, same uid) whose board is
+    idle for longer than MERGE_WAIT_SECONDS (its main process in a 20-minute evaluation mid-epoch). Its pid is not
+    alive as seen from here. Before: building any dataset here removed its board (its stopped workers' done records
+    and tails with it: its merger then waited 900 s and raised). Now a board of another pid namespace is left."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"]).returncode != 0:
+        pytest.skip("needs unshare --pid (a new pid namespace)")
+    live = ",".join(p for p in os.listdir("/proc") if p.isdigit())
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", _OTHER_NAMESPACE_RUN, live,
+                             *shards["paths"][:2]], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(proc.stdout.readline())
+        assert not os.path.exists(f"/proc/{pid}")  # not alive as seen from here
+        [board] = glob.glob(os.path.join(PARENT, f"avalign-tails-{pid}-*"))
+        old = time.time() - 1000.0  # idle longer than MERGE_WAIT_SECONDS (900 s)
+        for entry in [*os.scandir(board), board]:
+            os.utime(entry, (old, old))
+        make_dataset(shards["paths"][:2], seed=5, **OPTIONS)  # removes abandoned boards
+        assert os.path.isdir(board)
+        assert sorted(os.listdir(board))  # its pass directories too
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        finally:
+            proc.kill()
+            proc.wait()
