@@ -83,12 +83,13 @@ def test_a_live_board_of_another_pid_namespace_is_not_removed_however_idle(shard
     idle for longer than MERGE_WAIT_SECONDS (its main process in a 20-minute evaluation mid-epoch). Its pid is not
     alive as seen from here. Before: building any dataset here removed its board (its stopped workers' done records
     and tails with it: its merger then waited 900 s and raised). Now a board of another pid namespace is left."""
-    if shutil.which("unshare") is None or subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"]).returncode != 0:
-        pytest.skip("needs unshare --pid (a new pid namespace)")
+    unshare = ["unshare", "--pid", "--fork", "--mount-proc"]
+    if shutil.which("unshare") is None or subprocess.run([*unshare, "true"]).returncode != 0:
+        pytest.skip("needs unshare --pid --mount-proc (a pid namespace of its own)")
     live = ",".join(p for p in os.listdir("/proc") if p.isdigit())
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", _OTHER_NAMESPACE_RUN, live,
-                             *shards["paths"][:2]], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*unshare, sys.executable, "-c", _OTHER_NAMESPACE_RUN, live, *shards["paths"][:2]], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         pid = int(proc.stdout.readline())
         assert not os.path.exists(f"/proc/{pid}")  # not alive as seen from here

@@ -32,20 +32,20 @@ process has exited, or after :data:`MERGE_WAIT_SECONDS`. "Exited unfinished" is 
 exit was seen: a worker that stops exits within milliseconds of publishing ``done`` (torch sends it ``None`` as soon
 as its ``StopIteration`` arrives, in order or not), so a record read just before can be stale.
 
-The board: one directory per dataset (named in the process that builds it, ``avalign-tails-{its pid}-{random}``, in
-``/dev/shm`` when there is one; created by the first worker pass that merges, so ``make_loader`` and single-worker
-runs never make one; removed when that process drops the dataset or exits; a board whose process died without
-running its finalizer (SIGKILL, SIGTERM's default action, ``os._exit``), untouched for :data:`MERGE_WAIT_SECONDS`,
-is removed when the next dataset is built: a job killed and resumed again and again left one directory per kill in
-``/dev/shm`` for good, soak66), one subdirectory per pass of one pool of workers
+The board: one directory per dataset (named in the process that builds it,
+``avalign-tails-{its pid}-{random}-ns{its pid namespace}``, in ``/dev/shm`` when there is one; created by the first
+worker pass that merges, so ``make_loader`` and single-worker runs never make one; removed when that process drops
+the dataset or exits; a board whose process died without running its finalizer (SIGKILL, SIGTERM's default action, ``os._exit``), untouched for
+:data:`MERGE_WAIT_SECONDS`, is removed when the next dataset is built: a job killed and resumed again and again left
+one directory per kill in ``/dev/shm`` for good, soak66), one subdirectory per pass of one pool of workers
 (:func:`pass_name`: no other pool, earlier, concurrent or restored from it, shares it), one small JSON record per
 worker (``w{id}.json``, replaced atomically): its running count, ``done``, its pid, and its tail's items (keys,
 lengths, positions), with the decoded items beside it (``w{id}.items.pt``, ``torch.save``: loading them costs the
 merger ~30x less CPU than decoding them again, BENCHMARKS.md). A worker restored after its end has only the
 positions: the merger then decodes those samples again from the shards, as a resume does. The merger removes its
-pass's other records once it has read them and keeps its own (the largest key, which tells any worker still
-deciding to stop); subdirectories untouched for longer than the wait limit (finished passes, passes abandoned mid-way)
-are removed when a pass begins.
+pass's other records once it has read them and keeps its own (the largest key, which tells any worker still deciding
+to stop); subdirectories untouched for longer than the wait limit (finished passes, passes abandoned mid-way) are
+removed when a pass begins.
 """
 from __future__ import annotations
 
@@ -285,16 +285,17 @@ def _alive(pid: int) -> bool:
 
 
 def remove_abandoned(parent: str, *, min_age_seconds: float = MERGE_WAIT_SECONDS) -> list[str]:
-    """Removes the boards in ``parent`` (``avalign-tails-{pid}-{random}``, this user's) whose process is gone and that
-    nothing has touched for ``min_age_seconds``; returns their paths. A board's process removes it when it drops the
-    dataset or exits, but not when it is killed (SIGKILL, the OOM killer, SIGTERM's default action) or leaves with
-    ``os._exit``: a training job preempted and resumed 20 times left 20 directories in ``/dev/shm``. The age rule
-    keeps a recently used board whose process this one cannot see. A board named with a pid namespace other than
-    this process's (another container sharing ``/dev/shm``, ``docker --ipc=host``) is left alone whatever its age: its
-    pid means nothing here, and a live run's board is idle for longer than the age whenever its main process pauses
-    mid-epoch (a long evaluation): removed then, the done records and saved tails of the workers that had stopped
-    were lost, and the merger raised after waiting :data:`MERGE_WAIT_SECONDS` for them (adv67). Names without a pid
-    (``mkdtemp``'s, before soak66) are left alone; names without a namespace (before adv67) are judged by their pid."""
+    """Removes the boards in ``parent`` (``avalign-tails-{pid}-{random}[-ns{pid namespace}]``, this user's) whose
+    process is gone and that nothing has touched for ``min_age_seconds``; returns their paths. A board's process
+    removes it when it drops the dataset or exits, but not when it is killed (SIGKILL, the OOM killer, SIGTERM's
+    default action) or leaves with ``os._exit``: a training job preempted and resumed 20 times left 20 directories
+    in ``/dev/shm``. The age rule keeps a recently used board whose process this one cannot see. A board named with
+    a pid namespace other than this process's (another container sharing ``/dev/shm``, ``docker --ipc=host``) is
+    left alone whatever its age: its pid means nothing here, and a live run's board is idle for longer than the age
+    whenever its main process pauses mid-epoch (a long evaluation): removed then, the done records and saved tails
+    of the workers that had stopped were lost, and the merger raised after waiting :data:`MERGE_WAIT_SECONDS` for
+    them (adv67). Names without a pid (``mkdtemp``'s, before soak66) are left alone; names without a namespace
+    (before adv67) are judged by their pid."""
     removed: list[str] = []
     try:
         entries = os.listdir(parent)
