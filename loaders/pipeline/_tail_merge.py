@@ -35,10 +35,11 @@ as its ``StopIteration`` arrives, in order or not), so a record read just before
 The board: one directory per dataset (named in the process that builds it,
 ``avalign-tails-{its pid}-{random}-ns{its pid namespace}``, in ``/dev/shm`` when there is one; created by the first
 worker pass that merges, so ``make_loader`` and single-worker runs never make one; removed when that process drops
-the dataset or exits; a board whose process died without running its finalizer (SIGKILL, SIGTERM's default action, ``os._exit``), untouched for
-:data:`MERGE_WAIT_SECONDS`, is removed when the next dataset is built: a job killed and resumed again and again left
-one directory per kill in ``/dev/shm`` for good, soak66), one subdirectory per pass of one pool of workers
-(:func:`pass_name`: no other pool, earlier, concurrent or restored from it, shares it), one small JSON record per
+the dataset or exits; a board whose process died without running its finalizer (SIGKILL, SIGTERM's default
+action, ``os._exit``), untouched for :data:`MERGE_WAIT_SECONDS`, is removed when the next dataset is built: a job
+killed and resumed again and again left one directory per kill in ``/dev/shm`` for good, soak66), one subdirectory
+per pass of one pool of workers (:func:`pass_name`: no other pool, earlier, concurrent or restored from it,
+shares it), one small JSON record per
 worker (``w{id}.json``, replaced atomically): its running count, ``done``, its pid, and its tail's items (keys,
 lengths, positions), with the decoded items beside it (``w{id}.items.pt``, ``torch.save``: loading them costs the
 merger ~30x less CPU than decoding them again, BENCHMARKS.md). A worker restored after its end has only the
