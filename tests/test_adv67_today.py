@@ -4,20 +4,24 @@ Each test asserts against an oracle and failed before its fix.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import gzip
+import http.server
 import io
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 
 import pytest
 
 from avalign.preprocess import list_inputs, read_members
 from loaders import make_dataset
+from loaders.shards import open_shard
 from tests.conftest import REPO
 from tests.test_dataset import OPTIONS, shards  # noqa: F401 - the module fixture
 from tests.test_soak66_leftovers import PARENT
@@ -107,3 +111,80 @@ def test_a_live_board_of_another_pid_namespace_is_not_removed_however_idle(shard
         finally:
             proc.kill()
             proc.wait()
+
+
+
+@contextlib.contextmanager
+def _serve_without_ranges(blob: bytes, sent: list):
+    """An HTTP server on 127.0.0.1 that ignores ``Range`` (200 and the whole file, as python's http.server and some
+    static servers do); ``sent`` gets the size of each body it sent whole. Yields the file's URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_HEAD(self) -> None:
+            self._answer(body=False)
+
+        def do_GET(self) -> None:
+            self._answer(body=True)
+
+        def _answer(self, *, body: bool) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(blob)))
+            self.end_headers()
+            if body:
+                try:
+                    self.wfile.write(blob)
+                    sent.append(len(blob))
+                except OSError:  # the client stopped reading (it had what it asked for)
+                    self.close_connection = True
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/data.tar"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def _six_samples() -> dict[str, bytes]:
+    members = {}
+    for i in range(6):
+        members[f"k{i}.mp4"] = bytes([i + 1]) * 2_000_000
+        members[f"k{i}.txt"] = f"clip {i}".encode()
+    return members
+
+
+def test_an_http_shard_without_range_requests_is_read_back_in_one_stream():
+    """preprocess's read-back of an HTTP shard whose server ignores ``Range``. The listing fell back to one stream
+    (loaders._remote) but its locators stayed the seek kind: each sample's read-back asked for a range, got the whole
+    file and streamed it again from its start to the member (quadratic in the shard's size; here the read even came
+    back short: ``member 'k0.mp4' is truncated (589259 of 2000000 bytes)``). Now the shard's locators are the streamed
+    kind and ``read_streamed`` reads it on in one pass. Oracles: the bytes written, the bodies the server sent."""
+    members, sent = _six_samples(), []
+    with _serve_without_ranges(gzip.decompress(_tar_gz(members)), sent) as url:
+        samples = sorted(list_inputs(url).samples, key=lambda s: s.key)
+        assert [s.key for s in samples] == [f"k{i}" for i in range(6)]
+        listed = len(sent)
+        for i, sample in enumerate(samples):
+            assert read_members([sample.media, sample.extras[0][1]]) == [members[f"k{i}.mp4"], members[f"k{i}.txt"]]
+    assert len(sent) - listed <= 2  # one stream (its first 5 MiB range answered whole), not one per sample
+
+
+def test_a_streamed_http_shard_reads_the_size_asked_for():
+    """``open_shard`` on a server without range requests, past its first 5 MiB (read on as one streamed GET): a
+    ``read(n)`` returned what the connection held (589,259 of 2,000,000 bytes), which a reader takes for the end of
+    the file. Now ``n`` bytes, as from a file. Oracle: the bytes served."""
+    blob, sent = gzip.decompress(_tar_gz(_six_samples())), []
+    with _serve_without_ranges(blob, sent) as url:
+        with open_shard(url) as stream:
+            stream.seek(6_000_000)
+            assert stream.read(2_000_000) == blob[6_000_000:8_000_000]
+            assert stream.read(2_000_000) == blob[8_000_000:10_000_000]
+            assert stream.streamed
