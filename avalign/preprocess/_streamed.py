@@ -25,7 +25,7 @@ import tarfile
 import threading
 from typing import IO, Callable, Optional, Sequence
 
-from loaders.shards import TAR_NAME_ENCODING, member_name_text, open_shard
+from loaders.shards import open_shard
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +39,7 @@ class _Cursor:
         self.url = url
         self.stream = open_shard(url)
         try:
-            self.archive = tarfile.open(fileobj=self.stream, mode="r|*", encoding=TAR_NAME_ENCODING,
-                                        errors="surrogateescape")
+            self.archive = tarfile.open(fileobj=self.stream, mode="r|*")
         except BaseException:
             self.stream.close()
             raise
@@ -57,10 +56,9 @@ class _Cursor:
         by_name = {key[0]: key for key in wanted if key[1] < 0}
         for member in self.members:
             self.position = member.offset_data + member.size
-            name = member_name_text(member.name)  # as the shard was listed (loaders.shards.scan_tar)
-            key = (name, member.offset_data)
+            key = (member.name, member.offset_data)
             if key not in wanted:
-                key = by_name.pop(name, None)
+                key = by_name.pop(member.name, None)
                 if key is None:
                     continue
             handle = self.archive.extractfile(member)
