@@ -51,13 +51,27 @@ class RemoteStream:
                     if isinstance(error, TimeoutError) else " (no message)")
             raise RemoteReadError(f"reading {self.url} failed: {type(error).__name__}{said}") from error
 
+    @property
+    def streamed(self) -> bool:
+        """Whether the file is now read as one stream (its server does not answer range requests): a seek backwards
+        streams it again from its start, so a reader that can should read it forward only."""
+        return self._streaming
+
     def read(self, size: int = -1) -> bytes:
         try:
-            return self._call("read", size)
+            data = self._call("read", size)
         except RemoteReadError as error:
             if not _no_range_requests(error.__cause__) or not self._stream_from_here():
                 raise
-            return self._call("read", size)
+            data = self._call("read", size)
+        if self._streaming and size is not None and 0 <= len(data) < size and data:
+            # a streamed GET returns what the connection holds (adv67: a 2 MB member read back as its first
+            # 589,259 bytes, 'truncated'): read on to ``size`` or the end, as a file does
+            parts = [data]
+            while (left := size - sum(map(len, parts))) > 0 and (more := self._call("read", left)):
+                parts.append(more)
+            data = b"".join(parts)
+        return data
 
     def _stream_from_here(self) -> bool:
         """After an HTTP server answered a range request with the whole file (fsspec reads in 5 MiB ranges: a shard

@@ -504,6 +504,12 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip",
             raise SampleError(e.message, shard=e.shard, key=e.key, reason=e.reason) from None
     if left_out is not None:
         left_out.update({(url, ext): n for ext, n in members_left_out.items()})
+    if getattr(stream, "streamed", False):
+        # an HTTP server without range requests: the listing went on as one stream (loaders._remote), and so must the
+        # read-back (avalign.preprocess._streamed); seeking to each sample streamed the shard again from its start
+        # (adv67: quadratic in the shard's size)
+        groups = {key: {ext: dataclasses.replace(loc, offset=-1) for ext, loc in found.items()}
+                  for key, found in groups.items()}
     return groups
 
 

@@ -32,20 +32,21 @@ process has exited, or after :data:`MERGE_WAIT_SECONDS`. "Exited unfinished" is 
 exit was seen: a worker that stops exits within milliseconds of publishing ``done`` (torch sends it ``None`` as soon
 as its ``StopIteration`` arrives, in order or not), so a record read just before can be stale.
 
-The board: one directory per dataset (named in the process that builds it, ``avalign-tails-{its pid}-{random}``, in
-``/dev/shm`` when there is one; created by the first worker pass that merges, so ``make_loader`` and single-worker
-runs never make one; removed when that process drops the dataset or exits; a board whose process died without
-running its finalizer (SIGKILL, SIGTERM's default action, ``os._exit``), untouched for :data:`MERGE_WAIT_SECONDS`,
-is removed when the next dataset is built: a job killed and resumed again and again left one directory per kill in
-``/dev/shm`` for good, soak66), one subdirectory per pass of one pool of workers
-(:func:`pass_name`: no other pool, earlier, concurrent or restored from it, shares it), one small JSON record per
+The board: one directory per dataset (named in the process that builds it,
+``avalign-tails-{its pid}-{random}-ns{its pid namespace}``, in ``/dev/shm`` when there is one; created by the first
+worker pass that merges, so ``make_loader`` and single-worker runs never make one; removed when that process drops
+the dataset or exits; a board whose process died without running its finalizer (SIGKILL, SIGTERM's default
+action, ``os._exit``), untouched for :data:`MERGE_WAIT_SECONDS`, is removed when the next dataset is built: a job
+killed and resumed again and again left one directory per kill in ``/dev/shm`` for good, soak66), one subdirectory
+per pass of one pool of workers (:func:`pass_name`: no other pool, earlier, concurrent or restored from it,
+shares it), one small JSON record per
 worker (``w{id}.json``, replaced atomically): its running count, ``done``, its pid, and its tail's items (keys,
 lengths, positions), with the decoded items beside it (``w{id}.items.pt``, ``torch.save``: loading them costs the
 merger ~30x less CPU than decoding them again, BENCHMARKS.md). A worker restored after its end has only the
 positions: the merger then decodes those samples again from the shards, as a resume does. The merger removes its
-pass's other records once it has read them and keeps its own (the largest key, which tells any worker still
-deciding to stop); subdirectories untouched for longer than the wait limit (finished passes, passes abandoned mid-way)
-are removed when a pass begins.
+pass's other records once it has read them and keeps its own (the largest key, which tells any worker still deciding
+to stop); subdirectories untouched for longer than the wait limit (finished passes, passes abandoned mid-way) are
+removed when a pass begins.
 """
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ MERGE_WAIT_SECONDS = 900.0
 _POLL_SECONDS = 0.005
 """Sleep between two reads of the board while waiting."""
 _PREFIX = "avalign-tails-"
-"""Board directories are named ``{_PREFIX}{owner pid}-{random hex}``."""
+"""Board directories are named ``{_PREFIX}{owner pid}-{random hex}-ns{pid namespace}`` (``-ns…`` where the process
+can read ``/proc/self/ns/pid``; before adv67 there was none)."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,9 @@ class TailBoard:
     def __init__(self) -> None:
         parent = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
         self._owner_pid = os.getpid()
-        self.root = os.path.join(parent, f"{_PREFIX}{self._owner_pid}-{secrets.token_hex(8)}")
+        namespace = _pid_namespace()
+        self.root = os.path.join(parent, f"{_PREFIX}{self._owner_pid}-{secrets.token_hex(8)}"
+                                 + ("" if namespace is None else f"-ns{namespace}"))
         """The board's directory, made by the first pass that merges (:meth:`begin`)."""
         remove_abandoned(parent)
         # Removed when the dataset is dropped, or at exit *after* multiprocessing has terminated and joined the
@@ -282,22 +286,29 @@ def _alive(pid: int) -> bool:
 
 
 def remove_abandoned(parent: str, *, min_age_seconds: float = MERGE_WAIT_SECONDS) -> list[str]:
-    """Removes the boards in ``parent`` (``avalign-tails-{pid}-{random}``, this user's) whose process is gone and that
-    nothing has touched for ``min_age_seconds``; returns their paths. A board's process removes it when it drops the
-    dataset or exits, but not when it is killed (SIGKILL, the OOM killer, SIGTERM's default action) or leaves with
-    ``os._exit``: a training job preempted and resumed 20 times left 20 directories in ``/dev/shm``. The age rule
-    keeps a live board whose process this one cannot see (another pid namespace sharing ``/dev/shm``); deleting an
-    idle board is harmless anyway (its next pass makes it again). Names without a pid (``mkdtemp``'s, before soak66)
-    are left alone."""
+    """Removes the boards in ``parent`` (``avalign-tails-{pid}-{random}[-ns{pid namespace}]``, this user's) whose
+    process is gone and that nothing has touched for ``min_age_seconds``; returns their paths. A board's process
+    removes it when it drops the dataset or exits, but not when it is killed (SIGKILL, the OOM killer, SIGTERM's
+    default action) or leaves with ``os._exit``: a training job preempted and resumed 20 times left 20 directories
+    in ``/dev/shm``. The age rule keeps a recently used board whose process this one cannot see. A board named with
+    a pid namespace other than this process's (another container sharing ``/dev/shm``, ``docker --ipc=host``) is
+    left alone whatever its age: its pid means nothing here, and a live run's board is idle for longer than the age
+    whenever its main process pauses mid-epoch (a long evaluation): removed then, the done records and saved tails
+    of the workers that had stopped were lost, and the merger raised after waiting :data:`MERGE_WAIT_SECONDS` for
+    them (adv67). Names without a pid (``mkdtemp``'s, before soak66) are left alone; names without a namespace
+    (before adv67) are judged by their pid."""
     removed: list[str] = []
     try:
         entries = os.listdir(parent)
     except OSError:
         return removed
     now = time.time()
+    namespace = _pid_namespace()
     for entry in entries:
         pid_text, dash, token = entry[len(_PREFIX):].partition("-")
-        if not (entry.startswith(_PREFIX) and pid_text.isdigit() and dash and token and "-" not in token):
+        token, _, ns_text = token.partition("-")
+        if not (entry.startswith(_PREFIX) and pid_text.isdigit() and dash and token and "-" not in ns_text
+                and (not ns_text or ns_text == f"ns{namespace}")):
             continue
         pid, path = int(pid_text), os.path.join(parent, entry)
         if pid == os.getpid() or _alive(pid):
@@ -315,6 +326,14 @@ def remove_abandoned(parent: str, *, min_age_seconds: float = MERGE_WAIT_SECONDS
     if removed:
         logger.info("removed %d tail board(s) left in %s by processes that were killed", len(removed), parent)
     return removed
+
+
+def _pid_namespace() -> Optional[int]:
+    """This process's pid namespace (the inode of ``/proc/self/ns/pid``), or None where there is none to read."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
 
 
 def _remove_if_owner(root: str, owner_pid: int) -> None:
