@@ -11,11 +11,13 @@ from __future__ import annotations
 import gc
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from torch.utils.data import DataLoader
 
@@ -123,15 +125,19 @@ for epoch in range(2):
 def test_a_run_with_persistent_workers_leaves_no_multiprocessing_temp_dirs(shards, tmp_path):
     """Persistent DataLoader workers are terminated at interpreter exit; each had made its own ``/tmp/pymp-*``
     directory (to send shared-memory descriptors) and left it behind: 2 per run. Now they use the main process's."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    env = dict(os.environ, TMPDIR=str(temp), PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-c", _PERSISTENT_RUN, *shards["paths"][:2]], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    windows = len([w for w in _windows(shards) if w.startswith(("s0", "s1"))])
-    assert proc.stdout.split() == [str(windows)] * 2
-    assert sorted(os.listdir(temp)) == []
+    # A short TMPDIR: multiprocessing's listener socket lives in it (AF_UNIX paths are at most 107 bytes; under
+    # pytest-xdist tmp_path is too deep, and the workers could not send a batch)
+    temp = Path(tempfile.mkdtemp(prefix="soak66-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    try:
+        env = dict(os.environ, TMPDIR=str(temp), PYTHONPATH=str(REPO))
+        proc = subprocess.run([sys.executable, "-c", _PERSISTENT_RUN, *shards["paths"][:2]], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        windows = len([w for w in _windows(shards) if w.startswith(("s0", "s1"))])
+        assert proc.stdout.split() == [str(windows)] * 2, proc.stderr[-2000:]
+        assert sorted(os.listdir(temp)) == []
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 _EXIT_WHILE_ITERATING = """
