@@ -542,3 +542,35 @@ def spread_flash_events(seconds: float, fps: float = 5.0, every: tuple[float, fl
     visual[flashes] = 50.0
     onsets = aligner.estimators.AudioOnsets(pts[flashes] + 0.1, np.full(flashes.size, 8.0), seconds)
     return visual, pts, onsets
+
+
+@contextlib.contextmanager
+def local_http_server(answer: Callable[..., None], *, on_close: Callable[[], None] = lambda: None):
+    """A threaded HTTP/1.1 server on 127.0.0.1 for the tests of remote shards: each HEAD and GET request is answered
+    by ``answer(handler, body)`` (``body`` False for HEAD; ``handler`` the request's ``BaseHTTPRequestHandler``).
+    Yields the base URL ``http://127.0.0.1:PORT``; ``on_close`` runs before the server shuts down."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_HEAD(self) -> None:
+            answer(self, False)
+
+        def do_GET(self) -> None:
+            answer(self, True)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        on_close()
+        server.shutdown()
+        server.server_close()
+        thread.join()

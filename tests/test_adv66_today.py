@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from loaders.pipeline import make_loader
+from tests.conftest import local_http_server
 from tests.loader_shards import BUDGETS, WINDOW_SECONDS, write_loader_shards
 
 
@@ -30,47 +31,27 @@ def serve(directory: str, *, cut: dict[str, int], stall: bool = False):
     nothing more, until the server shuts down). Yields the base URL."""
     stop = threading.Event()
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def answer(handler, body: bool) -> None:
+        name = os.path.basename(handler.path)
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            handler.send_error(404)
+            return
+        data = Path(path).read_bytes()
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        if body:
+            handler.wfile.write(data[: cut.get(name, len(data))])
+            handler.wfile.flush()
+            if name in cut:
+                if stall:
+                    stop.wait(60)
+                handler.close_connection = True
+                handler.connection.shutdown(2)
 
-        def log_message(self, *args) -> None:
-            pass
-
-        def do_HEAD(self) -> None:
-            self._answer(body=False)
-
-        def do_GET(self) -> None:
-            self._answer(body=True)
-
-        def _answer(self, *, body: bool) -> None:
-            name = os.path.basename(self.path)
-            path = os.path.join(directory, name)
-            if not os.path.isfile(path):
-                self.send_error(404)
-                return
-            data = Path(path).read_bytes()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if body:
-                self.wfile.write(data[: cut.get(name, len(data))])
-                self.wfile.flush()
-                if name in cut:
-                    if stall:
-                        stop.wait(60)
-                    self.close_connection = True
-                    self.connection.shutdown(2)
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        stop.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with local_http_server(answer, on_close=stop.set) as base:
+        yield base
 
 
 def test_http_shard_cut_mid_body_is_a_counted_skip_not_the_end_of_the_epoch(shards):

@@ -7,14 +7,12 @@ from __future__ import annotations
 import contextlib
 import glob
 import gzip
-import http.server
 import io
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
-import threading
 import time
 
 import pytest
@@ -22,7 +20,7 @@ import pytest
 from avalign.preprocess import list_inputs, read_members
 from loaders import make_dataset
 from loaders.shards import open_shard
-from tests.conftest import REPO
+from tests.conftest import REPO, local_http_server
 from tests.test_dataset import OPTIONS, shards  # noqa: F401 - the module fixture
 from tests.test_soak66_leftovers import PARENT
 
@@ -119,38 +117,19 @@ def _serve_without_ranges(blob: bytes, sent: list):
     """An HTTP server on 127.0.0.1 that ignores ``Range`` (200 and the whole file, as python's http.server and some
     static servers do); ``sent`` gets the size of each body it sent whole. Yields the file's URL."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def answer(handler, body: bool) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(blob)))
+        handler.end_headers()
+        if body:
+            try:
+                handler.wfile.write(blob)
+                sent.append(len(blob))
+            except OSError:  # the client stopped reading (it had what it asked for)
+                handler.close_connection = True
 
-        def log_message(self, *args) -> None:
-            pass
-
-        def do_HEAD(self) -> None:
-            self._answer(body=False)
-
-        def do_GET(self) -> None:
-            self._answer(body=True)
-
-        def _answer(self, *, body: bool) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(blob)))
-            self.end_headers()
-            if body:
-                try:
-                    self.wfile.write(blob)
-                    sent.append(len(blob))
-                except OSError:  # the client stopped reading (it had what it asked for)
-                    self.close_connection = True
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/data.tar"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with local_http_server(answer) as base:
+        yield f"{base}/data.tar"
 
 
 def _six_samples() -> dict[str, bytes]:
