@@ -160,6 +160,8 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         kwargs = dict(estimate=False, **{name: float(value or 0.0) for name, value in given.items()})
     else:
         kwargs = dict(estimate=options.estimate and audio is not None)
+        if not options.estimate and audio is not None:
+            _warn_unaligned(url, key, has_text=transcript is not None)
     empty_audio = audio is None
     if empty_audio:  # video-only: align on a 0-sample track at the video's start
         start = float(video.pts_seconds[0]) if video is not None and video.num_frames else 0.0
@@ -181,6 +183,25 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
     if decode_errors:
         items[0] = dataclasses.replace(items[0], decode_errors=decode_errors)
     return items
+
+
+_warned_unaligned = False
+
+
+def _warn_unaligned(url: str, key: str, *, has_text: bool) -> None:
+    """Once per process: a sample with audio, no ``align.json`` and ``estimate=False`` is loaded with its A/V offset,
+    drift and transcript offset all 0, which on raw shards is rarely true (AAC priming, late ASR stamps: tens to
+    hundreds of ms). Said so that a raw shard read with the defaults is not silently unaligned."""
+    global _warned_unaligned
+    if _warned_unaligned:
+        return
+    _warned_unaligned = True
+    what = "A/V offset, drift and transcript offset" if has_text else "A/V offset and drift"
+    logger.warning(
+        "%s in %s has no %s and estimate=False: its %s are taken as 0 (no correction). On raw shards run "
+        "`avalign preprocess` once (it writes each clip's measured offsets into %s), or pass estimate=True (each clip "
+        "measured as it is loaded, every epoch). (Said once per process; other such samples are loaded the same way.)",
+        key, url or "the input", ALIGN_JSON, what, ALIGN_JSON)
 
 
 def _given_values(sample: dict, url: str, key: str) -> dict[str, Optional[float]]:
