@@ -79,11 +79,14 @@ reported by PyTorch (``DataLoader worker (pid N) exited unexpectedly`` / ``is ki
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import logging
+import multiprocessing.connection
 import multiprocessing.util
 import os
+import socket
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -411,6 +414,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._epoch_set_pending = False
         self._restored_mid_epoch = False  # a pass has begun: a set_epoch from now on starts its epoch afresh
         if torch.utils.data.get_worker_info() is not None:
+            check_worker_socket()
             self._epoch_cell[2] += 1
             self._warn_ranks_out_of_step()
         return self._iterate()
@@ -878,6 +882,33 @@ def share_temp_dir_with_workers() -> None:
         multiprocessing.util.get_temp_dir()
 
 
+def check_worker_socket() -> None:
+    """Raises ``OSError`` naming ``TMPDIR`` when a worker process could not hand tensors to the main process.
+
+    A worker sends each tensor's shared memory as a file descriptor, served over a Unix socket that
+    ``multiprocessing.resource_sharer`` binds in the ``multiprocessing`` temporary directory (``TMPDIR/pymp-*``; torch's
+    ``file_descriptor`` strategy and ``loaders.pipeline._shared_slots`` alike). A socket's path is limited to 107
+    bytes; under a deeper ``TMPDIR`` the bind fails inside the queue's feeder thread, which only prints it: torch's
+    ``DataLoader`` then dropped the batches (0 of 4) or waited forever, and ``make_loader`` ended the epoch saying the
+    shards were empty. This binds a socket where the worker's would be (and removes it), about 0.1 ms, before the
+    first sample is read: in each DataLoader worker when its pass begins, and in ``make_loader``'s main process before
+    it forks its workers."""
+    path = multiprocessing.connection.arbitrary_address("AF_UNIX")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.bind(path)
+    except OSError as error:
+        temp = multiprocessing.util.get_temp_dir()
+        raise OSError(
+            f"loader workers cannot hand batches to the main process: binding a Unix socket at {path!r} "
+            f"({len(os.fsencode(path))} bytes) failed: {error}. multiprocessing puts these sockets in its temporary "
+            f"directory {temp!r} (under TMPDIR={os.environ.get('TMPDIR', '')!r}), and a Unix socket's path must fit in "
+            "107 bytes: set TMPDIR to a short directory (e.g. TMPDIR=/tmp), or use num_workers=0.") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 def _all_reduce_flags(have: bool) -> dict[str, bool]:
     """Whether all / any ranks have a batch (one all-reduce of two ints)."""
     import torch.distributed as dist
@@ -984,6 +1015,9 @@ def make_dataset(
     Raises:
         ValueError: A bad option; the message names it, the valid range and a hint.
         FileNotFoundError: Every URL is a local path and none exists.
+        OSError: In a DataLoader worker when its pass begins, where ``TMPDIR`` is too deep for the Unix socket over which
+            it hands its batches to the main process (:func:`check_worker_socket`; torch re-raises it in the main
+            process).
 
     Example:
         >>> ds = make_dataset("sample_data/shards/shard-{000000..000001}.tar", seed=0)       # doctest: +SKIP

@@ -47,7 +47,7 @@ from avcore import SampleError
 from loaders._skip_log import SkipLog
 from loaders._watchdog import heap_frozen_for_fork
 from loaders.pipeline._collate import PackedBatch
-from loaders.pipeline._dataset import AVDataset, LoaderStats, build, make_dataset
+from loaders.pipeline._dataset import AVDataset, LoaderStats, build, check_worker_socket, make_dataset
 from loaders.pipeline._options import SampleOptions, worker_decoder_threads
 from loaders.pipeline._resume import ResumePlan
 from loaders.pipeline._shard_loop import Event, ShardEnd, shard_groups, shard_steps
@@ -119,6 +119,7 @@ class Loader(AVDataset):
         if self._num_workers == 0:
             yield from super()._event_source(jobs, plan)
             return
+        check_worker_socket()  # else every step is dropped by the queues' feeder threads (see its docstring)
         context = torch.multiprocessing.get_context(self._context)
         stop = context.Event()
         queues = [context.Queue(maxsize=_QUEUE_SIZE) for _ in range(self._num_workers)]
@@ -464,6 +465,8 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
     Raises:
         ValueError: A bad option; the message names it, the valid range and a hint.
         RuntimeError: While iterating: a worker died, failed, or sent nothing for ``worker_stall_seconds``.
+        OSError: At the first iteration with workers, when ``TMPDIR`` is too deep for the Unix socket over which the
+            workers hand over their tensors (``loaders.pipeline._dataset.check_worker_socket``).
         FileNotFoundError: Every URL is a local path and none exists.
 
     Example:
