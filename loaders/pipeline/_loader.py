@@ -30,11 +30,13 @@ import dataclasses
 import inspect
 import logging
 import math
+import multiprocessing.reduction
 import multiprocessing.util
 import os
 import pickle
 import queue as queue_module
 import select
+import signal
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -220,6 +222,8 @@ def _worker_main(worker_id: int, jobs: list[tuple[int, str]], options: SampleOpt
                 still = []
                 for p, steps in active:
                     step = next(steps, None)
+                    if step is not None:
+                        move_to_shared_memory(step)
                     if not put(ShardEnd(p) if step is None else step):
                         return
                     if step is not None:
@@ -233,6 +237,79 @@ def _worker_main(worker_id: int, jobs: list[tuple[int, str]], options: SampleOpt
     while not stop.wait(_PARENT_POLL_SECONDS):
         if orphaned():
             return
+
+
+SHARED_MEMORY_DIR = "/dev/shm"
+"""Where ``shm_open`` puts the shared memory that workers hand tensors over in (Linux)."""
+
+
+class _TensorFinder(multiprocessing.reduction.ForkingPickler):
+    """Pickles an object the way its queue will, into nothing, and collects the tensors instead of sharing them."""
+
+    class _Discard:
+        @staticmethod
+        def write(data: bytes) -> int:
+            return len(data)
+
+    def __init__(self) -> None:
+        super().__init__(self._Discard(), pickle.HIGHEST_PROTOCOL)
+        self.tensors: list[torch.Tensor] = []
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            self.tensors.append(obj)
+            return tuple, ()
+        return NotImplemented
+
+
+def move_to_shared_memory(obj: Any) -> None:
+    """Moves the CPU tensors in ``obj`` to shared memory now, in the calling thread; raises ``RuntimeError`` naming
+    ``/dev/shm``, its size and what was asked when it is full.
+
+    A queue's feeder thread does this while it pickles a worker's step; when ``/dev/shm`` was full (a container's
+    default 64 MB) it printed torch's "unable to write to file </torch_…>: No space left on device" and dropped the
+    step, so its samples were lost with no count, or the worker died of SIGBUS, named as "a native decoder crash".
+    Done first, the failure is the worker's own and ends the epoch with this message (the copy is the one the feeder
+    would make: the tensors' storages are then shared, and pickling them passes their descriptors)."""
+    finder = _TensorFinder()
+    finder.dump(obj)
+    storages = {}
+    for tensor in finder.tensors:
+        if tensor.device.type == "cpu" and not tensor.is_shared():
+            storage = tensor.untyped_storage()
+            storages[storage.data_ptr()] = storage
+    need = sum(storage.nbytes() for storage in storages.values())
+    if not need:
+        return
+    free = shared_memory_free_bytes()
+    try:
+        if free is not None and need > free:
+            raise RuntimeError("it does not fit")
+        for storage in storages.values():
+            storage.share_memory_()
+    except RuntimeError as error:
+        raise RuntimeError(f"a loader worker could not put {need / 2**20:.1f} MiB of decoded tensors in shared memory "
+                           f"({error}): {_shared_memory_words()}. Give {SHARED_MEMORY_DIR} more room (docker run "
+                           "--shm-size=8g; Kubernetes: an emptyDir with medium Memory at /dev/shm), or lower "
+                           "num_workers, budgets or frame_size.") from None
+
+
+def shared_memory_free_bytes() -> Optional[int]:
+    """Bytes free in ``/dev/shm`` (None where it cannot be read)."""
+    try:
+        stat = os.statvfs(SHARED_MEMORY_DIR)
+    except OSError:
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
+def _shared_memory_words() -> str:
+    try:
+        stat = os.statvfs(SHARED_MEMORY_DIR)
+    except OSError:
+        return f"{SHARED_MEMORY_DIR} cannot be read"
+    size, free = stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
+    return f"{SHARED_MEMORY_DIR} is {size / 2**20:.0f} MiB with {free / 2**20:.1f} MiB free"
 
 
 def _picklable(error: BaseException) -> Optional[BaseException]:
@@ -425,8 +502,13 @@ def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[f
 def _died(process: Any, worker_id: int, detail: str = "") -> RuntimeError:
     code = process.exitcode
     how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-    return RuntimeError(f"loader worker {worker_id} (pid {process.pid}) {how} without finishing{detail}; "
-                        "a native decoder crash or the OOM killer are the usual causes.")
+    if code == -signal.SIGBUS:  # a write to shared memory that tmpfs could not back
+        cause = (f"SIGBUS in a loader worker is nearly always shared memory running out ({_shared_memory_words()}): "
+                 f"give {SHARED_MEMORY_DIR} more room (docker run --shm-size=8g), or lower num_workers, budgets or "
+                 "frame_size")
+    else:
+        cause = "a native decoder crash or the OOM killer are the usual causes"
+    return RuntimeError(f"loader worker {worker_id} (pid {process.pid}) {how} without finishing{detail}; {cause}.")
 
 
 def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int = 0,
