@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from avalign.report._collect import collect
+from avalign.report._collect import MEASURED_FIELDS, collect
 from avalign.report._files import write_atomic
 from avalign.report._summary import (
     DEFAULT_MAX_ABSTAIN,
@@ -47,7 +48,8 @@ def load_truth(path: str) -> dict:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: not JSON, or no ``clips`` object.
+        ValueError: not JSON, no ``clips`` object, an entry that is not an object, or an ``av_offset_ms`` /
+            ``drift_ppm`` / ``text_offset_ms`` that is not null or a finite number (naming the key).
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"truth file not found: {path!r}")
@@ -61,6 +63,16 @@ def load_truth(path: str) -> dict:
         raise ValueError(
             f"truth file {path!r} has no 'clips' object; expected {{\"clips\": {{key: {{\"av_offset_ms\": ...}}}}}}"
         )
+    for key, entry in clips.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"truth file {path!r}: clips[{key!r}] must be an object such as "
+                             f"{{\"av_offset_ms\": 120.0}}, got {entry!r:.80}")
+        for name in MEASURED_FIELDS:  # the values residuals are computed against
+            value = entry.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value)):
+                raise ValueError(f"truth file {path!r}: clips[{key!r}][{name!r}] must be null or a finite number "
+                                 f"(milliseconds / ppm), got {value!r:.80}")
     return clips
 
 

@@ -1,0 +1,78 @@
+"""adv68: the offline tools (``avalign preprocess``, ``report``, ``measure``) under adversarial input
+(BENCHMARKS.md, "adv68").
+
+Each test asserts against an oracle and failed before its fix.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from avalign.report import run_report
+from avcore import SampleError, read_align_json
+from tests.corrupt_cases import write_tar
+
+GOOD = {"av_offset_ms": 12.5, "drift_ppm": None, "text_offset_ms": None, "av_confidence": 0.7, "av_method": "event_match",
+        "video": {"num_frames": 30, "fps_from_content": 30.0, "fps_from_header": 30.0, "start_seconds": 0.0},
+        "audio": {"sample_rate": 16000, "num_samples": 16000, "start_seconds": 0.0}, "aligned": {"spans_outside": 0}}
+
+
+def _record(**changes) -> bytes:
+    return json.dumps(dict(GOOD, **changes)).encode()
+
+
+HAND_EDITED = {  # what the report's rows looked into: each crashed `avalign report` (exit 1, a traceback) or lost it all
+    "video a string": _record(video="x"),
+    "aligned a list": _record(aligned=[1]),
+    "audio a list": _record(audio=[1]),
+    "NaN confidence": _record(av_confidence=float("nan")),  # json.dumps writes the NaN token
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_EDITED))
+def test_a_hand_edited_align_json_is_one_align_json_skip_and_the_report_is_written(name, tmp_path):
+    data = HAND_EDITED[name]
+    with pytest.raises(SampleError) as info:
+        read_align_json(data, key="bad", shard="s.tar")
+    assert info.value.reason == "align_json"
+    shard = write_tar(tmp_path / "shard-000000.tar", [("good.align.json", _record()), ("bad.align.json", data)])
+    result = run_report(shard, out_dir=str(tmp_path / "report"), clip_pages=0)
+    report = json.loads((tmp_path / "report" / "report.json").read_text(), parse_constant=pytest.fail)
+    assert result.exit_code == 0
+    assert [row["key"] for row in report["clips"]] == ["good"] and report["clips"][0]["av_offset_ms"] == 12.5
+    assert [(s["key"], s["reason"]) for s in report["skipped"]] == [("bad", "align_json")]
+
+
+def test_a_record_value_that_is_not_a_number_is_a_problem_of_its_row_not_a_crash(tmp_path):
+    data = _record(video=dict(GOOD["video"], num_frames="many"), audio=dict(GOOD["audio"], sample_rate=None))
+    shard = write_tar(tmp_path / "shard-000000.tar", [("k.align.json", data)])
+    run_report(shard, out_dir=str(tmp_path / "report"), clip_pages=0)
+    [row] = json.loads((tmp_path / "report" / "report.json").read_text())["clips"]
+    assert row["av_offset_ms"] == 12.5 and row["container"]["num_frames_from_content"] is None
+    assert row["container"]["fps_from_content"] == 30.0 and row["container"]["audio_duration_seconds"] is None
+    assert row["problems"] == ["video.num_frames is not a number: 'many'"]
+
+
+BAD_TRUTH = {  # before: a traceback (exit 1, the gate's code), "could not convert string to float: 'abc'" or
+    # matplotlib's "supplied range of [nan, nan] is not finite", none naming the file or the key
+    "not an object": ('{"clips": {"k": 120}}', r"clips\['k'\] must be an object"),
+    "a string": ('{"clips": {"k": {"av_offset_ms": "abc"}}}', r"clips\['k'\]\['av_offset_ms'\] must be null or a finite"),
+    "NaN": ('{"clips": {"k": {"drift_ppm": NaN}}}', r"clips\['k'\]\['drift_ppm'\] must be null or a finite"),
+    "a list": ('{"clips": {"k": {"text_offset_ms": [1]}}}', r"clips\['k'\]\['text_offset_ms'\] must be null or a finite"),
+    "a bool": ('{"clips": {"k": {"av_offset_ms": true}}}', r"clips\['k'\]\['av_offset_ms'\] must be null or a finite"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_TRUTH))
+def test_a_bad_truth_entry_is_a_value_error_naming_the_file_and_key(name, tmp_path):
+    text, match = BAD_TRUTH[name]
+    truth = tmp_path / "truth.json"
+    truth.write_text(text)
+    shard = write_tar(tmp_path / "shard-000000.tar", [("k.align.json", _record())])
+    with pytest.raises(ValueError, match=match) as info:
+        run_report(shard, out_dir=str(tmp_path / "report"), clip_pages=0, truth_path=str(truth))
+    assert str(truth) in str(info.value)
+    truth.write_text('{"clips": {"k": {"av_offset_ms": 10, "drift_ppm": null, "note": "other fields are free"}}}')
+    result = run_report(shard, out_dir=str(tmp_path / "report"), clip_pages=0, truth_path=str(truth))
+    assert result.report["clips"][0]["residual"] == {"av_offset_ms": 2.5, "drift_ppm": None, "text_offset_ms": None}
