@@ -76,3 +76,19 @@ def test_a_bad_truth_entry_is_a_value_error_naming_the_file_and_key(name, tmp_pa
     truth.write_text('{"clips": {"k": {"av_offset_ms": 10, "drift_ppm": null, "note": "other fields are free"}}}')
     result = run_report(shard, out_dir=str(tmp_path / "report"), clip_pages=0, truth_path=str(truth))
     assert result.report["clips"][0]["residual"] == {"av_offset_ms": 2.5, "drift_ppm": None, "text_offset_ms": None}
+
+
+def test_audio_only_clips_are_not_counted_as_av_abstentions_in_the_summary(tmp_path):
+    # praatio's bobby.wav / mary.wav with their TextGrids beside one video: "A/V offset none answered (6 abstained)"
+    # while the gate and the plots said 1; the A/V figures are over the clips with video, as the gate's
+    audio_only = _record(av_offset_ms=None, video=None, av_method=None)
+    shard = write_tar(tmp_path / "shard-000000.tar", [("v.align.json", _record(av_offset_ms=10.0)),
+                                                       ("a1.align.json", audio_only), ("a2.align.json", audio_only),
+                                                       ("v2.align.json", _record(av_offset_ms=None))])
+    summary = run_report(shard, out_dir=str(tmp_path / "report"), clip_pages=0).report["summary"]
+    assert (summary["av_offset_ms"]["count"], summary["av_offset_ms"]["null"]) == (1, 1)
+    assert summary["drift_ppm"]["null"] == 2 and summary["abstain_reasons"]["av_offset_ms"] == {"unknown": 1}
+    assert {k: (s["within"], s["outside"], s["unknown"]) for k, s in summary["standards"].items()} == {
+        "bt1359_detectability": (1, 0, 1), "bt1359_acceptability": (1, 0, 1), "ebu_r37": (1, 0, 1)}
+    assert summary["gate"]["num_gated"] == 2 and len(summary["gate"]["abstained"]) == 1
+
