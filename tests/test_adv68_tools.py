@@ -6,11 +6,14 @@ Each test asserts against an oracle and failed before its fix.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 
 import pytest
 
 from avalign.report import run_report
 from avcore import SampleError, read_align_json
+from tests.conftest import SAMPLE_DATA
 from tests.corrupt_cases import write_tar
 
 GOOD = {"av_offset_ms": 12.5, "drift_ppm": None, "text_offset_ms": None, "av_confidence": 0.7, "av_method": "event_match",
@@ -92,3 +95,21 @@ def test_audio_only_clips_are_not_counted_as_av_abstentions_in_the_summary(tmp_p
         "bt1359_detectability": (1, 0, 1), "bt1359_acceptability": (1, 0, 1), "ebu_r37": (1, 0, 1)}
     assert summary["gate"]["num_gated"] == 2 and len(summary["gate"]["abstained"]) == 1
 
+
+def test_report_on_a_directory_measures_the_media_preprocess_measures_with_its_separate_audio(tmp_path):
+    # video2dataset's layout as files: clip.mp4 (video only) + clip.m4a + clip.json (WhisperX), and a clip.mkv.
+    # Before: the first file by name (clip.m4a) was measured, audio only (no A/V offset, not even an abstention),
+    # clip.mkv and clip.mp4 were "duplicate_key"; preprocess measures clip.mp4 with clip.m4a's audio (119.2 ms)
+    ffmpeg = shutil.which("ffmpeg") or pytest.skip("ffmpeg not installed")
+    source, clips = SAMPLE_DATA / "clip00.mp4", tmp_path / "clips"  # truth: av_offset_ms 120, text_offset_ms 180
+    clips.mkdir()
+    for args in (["-an", "-c:v", "copy", "clip.mp4"], ["-vn", "-c:a", "copy", "clip.m4a"], ["-c", "copy", "clip.mkv"]):
+        subprocess.run([ffmpeg, "-loglevel", "error", "-i", str(source), *args], cwd=clips, check=True)
+    shutil.copy(SAMPLE_DATA / "clip00.json", clips / "clip.json")
+    result = run_report(str(clips), out_dir=str(tmp_path / "report"), clip_pages=1)
+    [row] = result.report["clips"]
+    assert row["has_video"] and row["container"]["format"].startswith("mov,mp4")
+    assert row["av_offset_ms"] == pytest.approx(120, abs=3) and row["text_offset_ms"] == pytest.approx(180, abs=3)
+    assert [(s["key"], s["reason"]) for s in result.report["skipped"]] == [("clip.mkv", "duplicate_key")]
+    page = (tmp_path / "report" / row["page"]).read_text()  # its page draws the audio it was measured on
+    assert "video-only media" not in page and "lag_curve.png" in page

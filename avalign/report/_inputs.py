@@ -55,10 +55,10 @@ class ClipInput:
     align: Optional[dict] = None
     """The parsed ``align.json`` record of a preprocessed sample (the ``measure`` schema + ``config``)."""
     audio_media: Optional[MediaSource] = None
-    """A shard sample's separate audio member (``KEY.m4a``, ``KEY.wav``… beside a video), measured when the media
+    """A sample's separate audio (member or file ``KEY.m4a``, ``KEY.wav``… beside a video), measured when the media
     has no audio stream, as the loader and ``preprocess`` do; None otherwise."""
     audio_name: str = ""
-    """Label of ``audio_media`` (``shard:key.m4a``)."""
+    """Label of ``audio_media`` (``shard:key.m4a``, or the file's path)."""
 
 
 @dataclass(frozen=True)
@@ -247,7 +247,16 @@ def _sidecar(stem: str) -> Optional[str]:
     return candidates[ext] if ext else None
 
 
-def _directory_clip(directory: str, stem: str, media_path: str) -> Iterator[Item]:
+def _media_of(extensions) -> tuple[Optional[str], Optional[str]]:
+    """``(media, audio)`` of a sample with these media extensions, as the loader and ``preprocess`` choose: the
+    first of ``MEDIA_EXTENSIONS`` is its media; beside a video, the first of ``AUDIO_EXTENSIONS`` is its separate
+    audio (video2dataset's ``KEY.mp4`` + ``KEY.m4a``)."""
+    media = next((e for e in MEDIA_EXTENSIONS if e in extensions), None)
+    audio = next((e for e in AUDIO_EXTENSIONS if e in extensions and e != media), None)
+    return media, audio if media in VIDEO_EXTENSIONS else None
+
+
+def _directory_clip(directory: str, stem: str, media_path: str, audio_path: Optional[str] = None) -> Iterator[Item]:
     transcript = _sidecar(stem)
     yield ClipInput(
         key=os.path.relpath(stem, directory),
@@ -256,21 +265,31 @@ def _directory_clip(directory: str, stem: str, media_path: str) -> Iterator[Item
         media_name=media_path,
         transcript=transcript,
         transcript_name=transcript or "",
+        audio_media=audio_path,
+        audio_name=audio_path or "",
     )
 
 
 def _directory_inputs(directory: str) -> Iterator[Item]:
     files = _files(directory)
-    media_stems = {os.path.splitext(f)[0] for f in files if _ext(f) in MEDIA_EXTENSIONS}
-    seen: set[str] = set()
+    media_files: dict[str, dict[str, str]] = {}  # stem -> extension -> the first file (talk.MP4 beside talk.mp4: one)
+    for f in files:
+        if _ext(f) in MEDIA_EXTENSIONS:
+            media_files.setdefault(os.path.splitext(f)[0], {}).setdefault(_ext(f), f)
+    media_stems = set(media_files)
     for f in files:
         ext, stem = _ext(f), os.path.splitext(f)[0]
         if ext in MEDIA_EXTENSIONS:
-            if stem in seen:
-                yield _skipped(os.path.relpath(f, directory), directory, "duplicate_key", "another media file has the same stem")
-                continue
-            seen.add(stem)
-            yield from _directory_clip(directory, stem, f)
+            found = media_files[stem]
+            media, audio = _media_of(found)
+            if f == found[media]:
+                yield from _directory_clip(directory, stem, f, found[audio] if audio else None)
+            elif f != found.get(audio):  # the separate audio is its video's; any other is not measured
+                yield _skipped(os.path.relpath(f, directory), directory, "duplicate_key",
+                               f"key {os.path.relpath(stem, directory)!r} has several media "
+                               f"({', '.join(sorted(os.path.basename(p) for p in found.values()))}): its "
+                               f"{os.path.basename(found[media])} is measured, this file is not; rename it to keep it "
+                               "as a clip of its own")
         elif ext in TRANSCRIPT_EXTENSIONS and stem in media_stems:
             continue  # a sidecar, reported with its media
         elif ext in TRANSCRIPT_EXTENSIONS and stem.rpartition(".")[0] in media_stems and (
@@ -336,7 +355,7 @@ def _shard_inputs(urls, *, on_error: OnError = "skip") -> Iterator[Item]:
 
 def _sample_input(sample: dict) -> Item:
     key, url = sample["__key__"], sample.get("__url__", "")
-    media_ext = next((e for e in MEDIA_EXTENSIONS if e in sample), None)
+    media_ext, audio_ext = _media_of(sample)
     media = sample.get(media_ext) if media_ext else None
     align = None
     if ALIGN_JSON in sample:
@@ -348,7 +367,6 @@ def _sample_input(sample: dict) -> Item:
         members = sorted(k for k in sample if not k.startswith("__"))
         return _skipped(key, url, "missing_media", f"no media member (has {members}); expected one of {list(MEDIA_EXTENSIONS)}")
     transcript_ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
-    audio_ext = next((e for e in AUDIO_EXTENSIONS if e in sample and e != media_ext), None)
     return ClipInput(
         key=key,
         shard=url,
@@ -357,6 +375,6 @@ def _sample_input(sample: dict) -> Item:
         transcript=sample.get(transcript_ext) if transcript_ext else None,
         transcript_name=f"{key}.{transcript_ext}" if transcript_ext else "",
         align=align,
-        audio_media=sample[audio_ext] if audio_ext and media_ext in VIDEO_EXTENSIONS else None,
+        audio_media=sample[audio_ext] if audio_ext else None,
         audio_name=f"{url}:{key}.{audio_ext}" if audio_ext else "",
     )
