@@ -13,7 +13,7 @@ import pytest
 
 from avalign.report import run_report
 from avcore import SampleError, read_align_json
-from tests.conftest import SAMPLE_DATA
+from tests.conftest import SAMPLE_DATA, tiny_clip
 from tests.corrupt_cases import write_tar
 
 GOOD = {"av_offset_ms": 12.5, "drift_ppm": None, "text_offset_ms": None, "av_confidence": 0.7, "av_method": "event_match",
@@ -113,3 +113,17 @@ def test_report_on_a_directory_measures_the_media_preprocess_measures_with_its_s
     assert [(s["key"], s["reason"]) for s in result.report["skipped"]] == [("clip.mkv", "duplicate_key")]
     page = (tmp_path / "report" / row["page"]).read_text()  # its page draws the audio it was measured on
     assert "video-only media" not in page and "lag_curve.png" in page
+
+
+def test_a_report_written_inside_its_media_directory_is_not_read_as_input_by_the_next_run(tmp_path):
+    # `avalign report clips/ --out clips/report`, run twice: the second run read the first one's report.json as a
+    # transcript without media (missing_media, a warning) and its PNG/HTML files as 8 stray files: 9 skips
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    tiny_clip(clips / "a.mp4", 1.0, fps=10, sample_rate=16000)
+    (clips / "a.srt").write_text("1\n00:00:00,100 --> 00:00:00,800\nhello there\n")
+    first = run_report(str(clips), out_dir=str(clips / "report"), clip_pages=1).report
+    assert first["clips"][0]["page"] and (clips / "report" / "report.json").is_file()
+    second = run_report(str(clips), out_dir=str(clips / "report"), clip_pages=1).report
+    assert [row["key"] for row in second["clips"]] == ["a"] and second["skipped"] == []
+    assert second["clips"][0]["num_words"] == first["clips"][0]["num_words"] == 2

@@ -263,6 +263,7 @@ def collect(
     progress: bool = False,
     on_error: OnError = "skip",
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    exclude_dir: Optional[str] = None,
 ) -> tuple[list[dict], list[Skipped]]:
     """Rows and skip records for every input of ``path`` (see :func:`avalign.report._inputs.iter_inputs`).
 
@@ -274,13 +275,14 @@ def collect(
         on_error: ``"skip"`` lists bad inputs; ``"raise"`` raises at the first (stray files in a media
             directory, reason ``unknown_extension``, are still only listed).
         max_pixels: media with larger frames (width × height) are skipped as ``too_large``.
+        exclude_dir: a directory inside a media directory ``path`` that is not read (the report's own output).
 
     Raises:
         SampleError: the first bad input with ``on_error="raise"``, naming its shard, key and reason.
     """
     if on_error not in ("skip", "raise"):
         raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
-    items: Iterable = iter_inputs(path, on_error=on_error)
+    items: Iterable = iter_inputs(path, on_error=on_error, exclude_dir=exclude_dir)
     bar = None
     if progress:
         from avalign._progress import Progress

@@ -102,7 +102,7 @@ _PREPROCESS_FILES = ("state.jsonl", "manifest.jsonl", "skipped.jsonl")
 """Files ``avalign preprocess`` writes next to its shards: a directory holding one is its output, even with no shard."""
 
 
-def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
+def iter_inputs(path: str, *, on_error: OnError = "skip", exclude_dir: Optional[str] = None) -> Iterator[Item]:
     """Clips (or skip records) of ``path``: a media directory, a single media file, a directory of ``.tar``
     shards (with preprocess's ``skipped.jsonl``: preprocess output, read even when it holds no shard), or a shard
     spec (path, brace pattern, fsspec URL, ``pipe:``).
@@ -111,6 +111,8 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
         path: the input.
         on_error: passed to the shard reader: ``"raise"`` makes shard-level problems (hostile or duplicate
             members, truncated tar, a shard that cannot be opened) raise instead of yielding a skip record.
+        exclude_dir: a directory inside a media directory ``path`` that is not read (the report's own ``--out``:
+            its ``report.json`` and PNGs are no inputs of the next run).
 
     Raises:
         FileNotFoundError: ``path`` is a local path that does not exist.
@@ -118,13 +120,14 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
     """
     if os.path.isdir(path):
         tars = _shards_of(path)
-        media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
+        files = _files(path, exclude_dir=exclude_dir)
+        media = [f for f in files if _ext(f) in MEDIA_EXTENSIONS]
         preprocessed = any(os.path.isfile(os.path.join(path, name)) for name in _PREPROCESS_FILES)
         if (tars or preprocessed) and not media:  # shards, or preprocess output whose every sample was skipped
             yield from _shard_inputs(tars, on_error=on_error) if tars else ()
             yield from preprocess_skips(path)
         else:
-            yield from _directory_inputs(path)
+            yield from _directory_inputs(path, files)
         return
     if _is_shard_spec(path):
         local = "://" not in path and not path.startswith("pipe:") and "::" not in path
@@ -210,13 +213,16 @@ def _ext(path: str) -> str:
     return os.path.splitext(path)[1].lstrip(".").lower()
 
 
-def _files(directory: str) -> list[str]:
+def _files(directory: str, *, exclude_dir: Optional[str] = None) -> list[str]:
     """The files under ``directory``, hidden ones (and those of hidden directories) left out, as ``preprocess`` lists
     them: macOS's AppleDouble ``._clip.mp4`` was a ``decode`` skip of every clip, and a media file under
-    ``.ipynb_checkpoints/`` made a directory of shards a media directory (BENCHMARKS.md, adv64)."""
+    ``.ipynb_checkpoints/`` made a directory of shards a media directory (BENCHMARKS.md, adv64). ``exclude_dir`` (the
+    report's ``--out``) is left out too."""
+    excluded = os.path.realpath(exclude_dir) if exclude_dir else None
     out = []
     for root, dirnames, names in walk(directory):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")
+                       and os.path.realpath(os.path.join(root, d)) != excluded]
         out.extend(os.path.join(root, n) for n in names if not n.startswith("."))
     return out
 
@@ -270,8 +276,7 @@ def _directory_clip(directory: str, stem: str, media_path: str, audio_path: Opti
     )
 
 
-def _directory_inputs(directory: str) -> Iterator[Item]:
-    files = _files(directory)
+def _directory_inputs(directory: str, files: list[str]) -> Iterator[Item]:
     media_files: dict[str, dict[str, str]] = {}  # stem -> extension -> the first file (talk.MP4 beside talk.mp4: one)
     for f in files:
         if _ext(f) in MEDIA_EXTENSIONS:

@@ -105,7 +105,7 @@ def _write_clip_pages(input_path: str, out_dir: str, rows: list[dict], *, sample
 
         bar = Progress(total=len(wanted), desc="clip pages", unit="page")
     try:
-        files += _pages_from_inputs(iter_inputs(input_path, on_error="skip"), out_dir, rows, wanted,
+        files += _pages_from_inputs(iter_inputs(input_path, on_error="skip", exclude_dir=out_dir), out_dir, rows, wanted,
                                     sample_rate=sample_rate, max_pixels=max_pixels, on_page=bar.update if bar else None)
     finally:
         for name in _SECOND_PASS_LOGGERS:
@@ -216,7 +216,7 @@ def run_report(
     check_gate_options(fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain)  # before any work
     _make_out_dir(out_dir)  # also before any work: a bad --out must not fail after every clip was measured
     rows, skipped = collect(input_path, sample_rate=sample_rate, truth=truth, progress=progress, on_error=on_error,
-                            max_pixels=max_pixels)
+                            max_pixels=max_pixels, exclude_dir=out_dir)  # --out inside a media directory is no input
     gate_check = gate(rows, fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain, skipped=skipped)
     flagged = flagged_rows(rows, gate_check)
     for row, flags in flagged:
