@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from avalign.preprocess import preprocess
 from avalign.report import run_report
 from avcore import SampleError, read_align_json
 from tests.conftest import SAMPLE_DATA, tiny_clip
@@ -127,3 +128,21 @@ def test_a_report_written_inside_its_media_directory_is_not_read_as_input_by_the
     second = run_report(str(clips), out_dir=str(clips / "report"), clip_pages=1).report
     assert [row["key"] for row in second["clips"]] == ["a"] and second["skipped"] == []
     assert second["clips"][0]["num_words"] == first["clips"][0]["num_words"] == 2
+
+
+def test_a_rerun_tries_again_the_samples_that_ran_past_the_time_limit(tmp_path):
+    # A first run under a too-short --timeout (a loaded machine) skips samples as `timeout`; the rerun with a longer
+    # limit reused those shards as complete and wrote nothing ("no sample was written"): only deleting the output
+    # helped. A `decode` skip is of the input, and stays.
+    clips, out = tmp_path / "clips", str(tmp_path / "out")
+    clips.mkdir()
+    tiny_clip(clips / "a.mp4", 1.0, fps=10, sample_rate=16000)
+    (clips / "b.mp4").write_bytes(b"not a video")
+    options = dict(samples_per_shard=1, progress=False)
+    first = preprocess(str(clips), out, timeout_seconds=0.001, **options)
+    assert first.num_samples == 0 and {json.loads(line)["reason"] for line in open(f"{out}/skipped.jsonl")} == {"timeout"}
+    second = preprocess(str(clips), out, timeout_seconds=300, **options)
+    assert second.num_samples == 1 and [json.loads(line)["key"] for line in open(f"{out}/manifest.jsonl")] == ["a"]
+    assert [json.loads(line)["reason"] for line in open(f"{out}/skipped.jsonl")] == ["decode"]
+    third = preprocess(str(clips), out, timeout_seconds=300, **options)
+    assert third.shards_written == () and third.shards_reused == ("shard-000000.tar",)
