@@ -146,3 +146,25 @@ def test_a_rerun_tries_again_the_samples_that_ran_past_the_time_limit(tmp_path):
     assert [json.loads(line)["reason"] for line in open(f"{out}/skipped.jsonl")] == ["decode"]
     third = preprocess(str(clips), out, timeout_seconds=300, **options)
     assert third.shards_written == () and third.shards_reused == ("shard-000000.tar",)
+
+
+def test_a_report_written_over_an_earlier_one_leaves_none_of_its_pages_or_plots(tmp_path):
+    # Before: clips/ kept the pages of clips the new report does not flag (or no longer has), and the residual plot
+    # of a run with --truth stayed beside a report without truth: DIR mixed two reports
+    out = tmp_path / "report"
+    late = _record(av_offset_ms=500.0)  # outside every lip-sync window: flagged, a page each
+    first_input = write_tar(tmp_path / "first.tar", [("a.align.json", late), ("b.align.json", late)])
+    truth = tmp_path / "truth.json"
+    truth.write_text('{"clips": {"a": {"av_offset_ms": 490}}}')
+    first = run_report(first_input, out_dir=str(out), truth_path=str(truth)).report
+    assert (out / "av_residual_hist.png").is_file() and len(list((out / "clips").glob("*.html"))) == 2
+    (out / "notes.txt").write_text("mine")
+    (out / "clips" / "mine.html").write_text("mine")
+    second_input = write_tar(tmp_path / "second.tar", [("b.align.json", late)])
+    second = run_report(second_input, out_dir=str(out)).report
+    [page_b] = [row["page"] for row in second["clips"]]
+    assert page_b in [row["page"] for row in first["clips"]]
+    assert sorted(p.name for p in (out / "clips").iterdir()) == sorted(["mine.html", page_b.split("/")[1]])
+    assert not (out / "av_residual_hist.png").exists() and (out / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in out.glob("*.png")) == ["av_offset_hist.png", "drift_hist.png", "offset_vs_duration.png",
+                                                         "text_offset_hist.png"]

@@ -149,6 +149,26 @@ def _pages_from_inputs(items, out_dir: str, rows: list[dict], wanted: dict, *, s
     return files
 
 
+def _remove_earlier_files(out_dir: str, written: list[str]) -> None:
+    """Remove the plots and clip-page files an earlier report left in ``out_dir`` that this one did not write (a
+    page of a clip no longer flagged, the residual plot of a run with ``--truth``): the directory holds one report.
+    Only names the report gives its files are touched (``PLOT_FILES``, ``CLIP_PAGE_FILE`` in ``clips/``)."""
+    from avalign.report._clip_page import CLIP_PAGE_FILE
+    from avalign.report._plots import PLOT_FILES
+
+    kept = {os.path.realpath(p) for p in written}
+    clips = os.path.join(out_dir, "clips")
+    candidates = [os.path.join(out_dir, name) for name in PLOT_FILES]
+    if os.path.isdir(clips):
+        candidates += [os.path.join(clips, n) for n in sorted(os.listdir(clips)) if CLIP_PAGE_FILE.fullmatch(n)]
+    removed = [p for p in candidates if os.path.isfile(p) and os.path.realpath(p) not in kept]
+    for path in removed:
+        os.remove(path)
+    if removed:
+        logger.info("%s: removed %d file(s) of an earlier report (%s)", out_dir, len(removed),
+                    ", ".join(os.path.relpath(p, out_dir) for p in removed[:3]) + (", ..." if len(removed) > 3 else ""))
+
+
 def _make_out_dir(out_dir: str) -> None:
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise ValueError(f"--out {out_dir!r} exists and is not a directory; hint: pass a directory path")
@@ -177,7 +197,8 @@ def run_report(
     Args:
         input_path: preprocessed shards (``align.json`` is used, nothing decoded), raw WebDataset shards,
             a directory of media with sidecar transcripts (same stem), or one media file.
-        out_dir: output directory (created).
+        out_dir: output directory (created). The plots and clip pages of an earlier report there that this one
+            does not write again are removed (other files are left alone).
         fail_over_ms: gate threshold: the exit code is 1 when any clip's |offset| exceeds it, or when the gate
             cannot vouch for the data (no media, nothing measured, abstentions over ``max_abstain``).
         gate_on: which offsets the gate checks: ``"av"``, ``"text"`` or ``"any"`` (both).
@@ -244,6 +265,7 @@ def run_report(
     html_path = os.path.join(out_dir, "report.html")
     write_atomic(html_path, render_html(report, plots))
     files = [json_path, html_path, *files]
+    _remove_earlier_files(out_dir, files)
     logger.info("report: %d clips, %d skipped, written to %s", len(rows), len(skipped), out_dir)
     return ReportResult(
         report=report,
