@@ -6,12 +6,14 @@ Each test asserts against an oracle and failed before its fix.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 
 import pytest
 
-from avalign.preprocess import preprocess
+from avalign.preprocess import preprocess, process_sample
 from avalign.report import run_report
 from avcore import SampleError, read_align_json
 from tests.conftest import SAMPLE_DATA, tiny_clip
@@ -168,3 +170,37 @@ def test_a_report_written_over_an_earlier_one_leaves_none_of_its_pages_or_plots(
     assert not (out / "av_residual_hist.png").exists() and (out / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in out.glob("*.png")) == ["av_offset_hist.png", "drift_hist.png", "offset_vs_duration.png",
                                                          "text_offset_hist.png"]
+
+
+_KILLED_ONCE = ""  # a file: the worker measuring "c" is killed the first time only
+
+
+def _killing_process_sample(sample, options, config):
+    """The pool workers' call (fault injection): the worker dies with SIGKILL, as the OOM killer kills it, on every
+    try of sample "b" and on the first of "c"."""
+    if sample.key == "b" or (sample.key == "c" and not os.path.exists(_KILLED_ONCE)):
+        open(_KILLED_ONCE, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return process_sample(sample, options, config)
+
+
+def test_a_worker_killed_mid_sample_is_that_samples_skip_not_the_end_of_the_run(tmp_path, monkeypatch):
+    # Before: BrokenProcessPool ended the run (exit 1, the "no sample written" code, reason "error") at the first
+    # worker the OOM killer took, and the rerun died on the same sample; with no --timeout the worker decodes itself
+    global _KILLED_ONCE
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for key in "abcd":
+        tiny_clip(clips / f"{key}.mp4", 1.0, fps=10, sample_rate=16000)
+    _KILLED_ONCE = str(tmp_path / "killed")
+    monkeypatch.setattr("avalign.preprocess._run.process_sample", _killing_process_sample)  # the pool workers' call
+    out = tmp_path / "out"
+    result = preprocess(str(clips), str(out), workers=2, samples_per_shard=2, timeout_seconds=None, progress=False)
+    assert result.num_samples == 3 and [json.loads(line)["key"] for line in open(out / "manifest.jsonl")] == ["a", "c", "d"]
+    [skip] = [json.loads(line) for line in open(out / "skipped.jsonl")]
+    assert (skip["key"], skip["reason"]) == ("b", "decode") and "worker process measuring it died" in skip["message"]
+    monkeypatch.undo()
+    alone = preprocess(str(clips), str(tmp_path / "alone"), samples_per_shard=2, timeout_seconds=None, progress=False)
+    with_b = {json.loads(line)["key"] for line in open(tmp_path / "alone" / "manifest.jsonl")}
+    assert alone.num_samples == 4 and with_b == {"a", "b", "c", "d"}
+    assert (out / "shard-000001.tar").read_bytes() == (tmp_path / "alone" / "shard-000001.tar").read_bytes()  # c, d
