@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from avalign import measure
 from avalign.preprocess import preprocess, process_sample
 from avalign.report import run_report
 from avcore import SampleError, read_align_json
@@ -204,3 +205,17 @@ def test_a_worker_killed_mid_sample_is_that_samples_skip_not_the_end_of_the_run(
     with_b = {json.loads(line)["key"] for line in open(tmp_path / "alone" / "manifest.jsonl")}
     assert alone.num_samples == 4 and with_b == {"a", "b", "c", "d"}
     assert (out / "shard-000001.tar").read_bytes() == (tmp_path / "alone" / "shard-000001.tar").read_bytes()  # c, d
+
+
+def test_a_known_av_offset_for_audio_only_media_is_refused_not_applied_unreported(tmp_path):
+    # Before: `avalign measure speech.wav --transcript speech.srt --av-offset-ms 20` moved every word 20 ms earlier
+    # (a cue stamped [0.5, 1.0) came out at [0.48, 0.98)) while the record said av_offset_ms null (av_method "given")
+    ffmpeg = shutil.which("ffmpeg") or pytest.skip("ffmpeg not installed")
+    subprocess.run([ffmpeg, "-loglevel", "error", "-f", "lavfi", "-i", "sine=f=440:r=16000:d=2", str(tmp_path / "s.wav")],
+                   check=True)
+    (tmp_path / "s.srt").write_text("1\n00:00:00,500 --> 00:00:01,000\nhello there\n")
+    with pytest.raises(ValueError, match="has no video stream: a known A/V offset"):
+        measure(str(tmp_path / "s.wav"), transcript=str(tmp_path / "s.srt"), av_offset_ms=20.0, text_offset_ms=0.0)
+    record = measure(str(tmp_path / "s.wav"), transcript=str(tmp_path / "s.srt"), text_offset_ms=0.0)
+    assert record["av_offset_ms"] is None and record["video"] is None
+    assert [(s["start_seconds"], s["stop_seconds"]) for s in record["segments"]] == [(0.5, 1.0)]  # the audio's timeline
