@@ -117,6 +117,9 @@ def test_report_on_a_directory_measures_the_media_preprocess_measures_with_its_s
     assert [(s["key"], s["reason"]) for s in result.report["skipped"]] == [("clip.mkv", "duplicate_key")]
     page = (tmp_path / "report" / row["page"]).read_text()  # its page draws the audio it was measured on
     assert "video-only media" not in page and "lag_curve.png" in page
+    # the video given alone, as `avalign preprocess clips/clip.mp4 out/` takes it (with clip.m4a): before, no audio
+    [alone] = run_report(str(clips / "clip.mp4"), out_dir=str(tmp_path / "alone"), clip_pages=0).report["clips"]
+    assert (alone["av_offset_ms"], alone["text_offset_ms"]) == (row["av_offset_ms"], row["text_offset_ms"])
 
 
 def test_a_report_written_inside_its_media_directory_is_not_read_as_input_by_the_next_run(tmp_path):

@@ -141,7 +141,9 @@ def iter_inputs(path: str, *, on_error: OnError = "skip", exclude_dir: Optional[
         return
     if os.path.isfile(path):
         stem = os.path.splitext(path)[0]
-        yield from _directory_clip(os.path.dirname(path) or ".", stem, path)
+        siblings = {_ext(f): f for f in sorted(glob.glob(glob.escape(stem) + ".*")) if os.path.splitext(f)[0] == stem}
+        _, audio = _media_of({_ext(path), *(e for e in siblings if e in AUDIO_EXTENSIONS)})  # its KEY.m4a, as preprocess
+        yield from _directory_clip(os.path.dirname(path) or ".", stem, path, siblings[audio] if audio else None)
         return
     raise FileNotFoundError(f"input not found: {path!r}; hint: give a media directory, a .tar shard or a brace pattern")
 
