@@ -277,11 +277,19 @@ def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000
         audio_media, audio_name: the sample's separate audio member, measured when ``media`` has no audio stream
             (:func:`decode_for_measure`).
         align_options: for ``aligner.align`` (``text_method``, ``max_offset_ms``, known ``av_offset_ms`` …).
+
+    Raises:
+        ValueError: a known ``av_offset_ms`` for media without a video stream.
     """
     from avcore import DecodeError
 
     video, index, audio, video_only = decode_for_measure(media, name=name, audio_media=audio_media,
                                                          audio_name=audio_name, **(decode_options or {}))
+    if video is None and align_options.get("av_offset_ms") is not None:
+        # align() would move the words by it, and the record null it: words off by an offset it does not show
+        raise ValueError(f"{name} has no video stream: a known A/V offset (av_offset_ms = "
+                         f"{align_options['av_offset_ms']!r}) does not apply; hint: leave it out (--av-offset-ms): the "
+                         "words of audio-only media are on the audio's timeline")
     try:
         try:
             record, aligned = measure_aligned(video, audio, transcript, sample_rate=sample_rate,

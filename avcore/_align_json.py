@@ -5,7 +5,9 @@ preprocess's ``config``; what readers rely on, and what is checked on both sides
 
 - a JSON object (UTF-8) with the key ``av_offset_ms``;
 - the clock values ``av_offset_ms``, ``drift_ppm``, ``text_offset_ms``: each null (abstained / unknown) or a finite
-  number (JSON has no NaN: a non-finite value is refused on writing and on reading).
+  number (JSON has no NaN: a non-finite value is refused on writing and on reading);
+- no ``NaN`` / ``Infinity`` token anywhere (not JSON; Python's ``json`` would read them), and the blocks
+  ``video``, ``audio``, ``aligned`` and ``reencode`` each absent, null or an object.
 
 Optional blocks a reader may use (absent in records written before them):
 
@@ -34,6 +36,8 @@ ALIGN_JSON = "align.json"
 """The member extension (``<key>.align.json``) and file suffix of the record."""
 CLOCK_FIELDS = ("av_offset_ms", "drift_ppm", "text_offset_ms")
 """The clock values a record carries (null or a finite number each); ``aligner.align`` takes them as given."""
+_OBJECT_FIELDS = ("video", "audio", "aligned", "reencode")
+"""The blocks readers look into (``avalign report``): each absent, null or a JSON object."""
 
 
 def validate_align_record(record: Any, *, key: str = "", shard: str = "") -> dict:
@@ -50,7 +54,16 @@ def validate_align_record(record: Any, *, key: str = "", shard: str = "") -> dic
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
             raise SampleError(f"align.json field {name!r} must be null or a finite number, got {value!r}", shard=shard,
                               key=key, reason="align_json")
+    for name in _OBJECT_FIELDS:
+        value = record.get(name)
+        if value is not None and not isinstance(value, dict):
+            raise SampleError(f"align.json field {name!r} must be null or an object, got {value!r:.80}", shard=shard,
+                              key=key, reason="align_json")
     return record
+
+
+def _refuse_constant(token: str) -> None:
+    raise ValueError(f"{token} is not a JSON number (a value must be finite or null)")
 
 
 def read_align_json(data: Union[bytes, str], *, key: str = "", shard: str = "") -> dict:
@@ -64,7 +77,7 @@ def read_align_json(data: Union[bytes, str], *, key: str = "", shard: str = "") 
         12.5
     """
     try:
-        record = json.loads(data)
+        record = json.loads(data, parse_constant=_refuse_constant)
     except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
         raise SampleError(f"align.json is not valid JSON: {error}", shard=shard, key=key, reason="align_json") from None
     return validate_align_record(record, key=key, shard=shard)

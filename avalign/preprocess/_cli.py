@@ -177,7 +177,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--decoder-threads", type=int, default=None, metavar="N",
                         help="FFmpeg threads per video decode (0: FFmpeg's choice, one per core; default: each "
                              "worker's share of the cores). The output does not depend on it")
-    parser.add_argument("--timeout", type=limit_seconds, default=300.0, help="seconds per sample before giving up (0: none; default 300)")
+    parser.add_argument("--timeout", type=limit_seconds, default=300.0, help="seconds per sample before giving up (0: none; default 300); a rerun tries a timed-out "
+                        "sample again")
     parser.add_argument("--dry-run", action="store_true", help="list what would be done; write nothing")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar with ETA on a terminal, else a line every 10 s on stderr)")

@@ -173,19 +173,60 @@ def _measure_one(sample: InputSample, options: SampleOptions, config: dict):
         return "skip", e
 
 
-def _measured_ahead(pool, samples, *, options: SampleOptions, config: dict, ahead: int) -> Iterator[tuple]:
+def _measured_ahead(new_pool, samples, *, options: SampleOptions, config: dict, ahead: int) -> Iterator[tuple]:
     """Results of ``_measure_one`` for ``samples`` in their order, with at most ``ahead`` submitted and not yet
-    consumed (bounds the media bytes held in memory)."""
+    consumed (bounds the media bytes held in memory), in pools made by ``new_pool()``.
+
+    A worker that dies (the OOM killer; with no time limit the worker itself decodes, so a crash in a native
+    library too) breaks its pool and every sample in flight: a new pool measures them again, the one first in line
+    alone, so that a sample that breaks a pool on its own is a ``decode`` skip naming it, not the end of the run.
+    """
+    from concurrent.futures.process import BrokenProcessPool
+
+    pools = [new_pool()]
     pending: collections.deque = collections.deque()
-    queue = iter(samples)
-    for sample in itertools.islice(queue, ahead):
-        pending.append((sample.key, pool.submit(_measure_one, sample, options, config)))
-    while pending:
-        key, future = pending.popleft()
-        result = future.result()
-        for sample in itertools.islice(queue, 1):
-            pending.append((sample.key, pool.submit(_measure_one, sample, options, config)))
-        yield key, result
+
+    def submit(sample: InputSample) -> None:
+        pending.append((sample, pools[-1].submit(_measure_one, sample, options, config)))
+
+    def replace_pool() -> None:
+        pools[-1].shutdown(wait=False, cancel_futures=True)
+        pools.append(new_pool())
+
+    try:
+        queue = iter(samples)
+        for sample in itertools.islice(queue, ahead):
+            submit(sample)
+        while pending:
+            sample, future = pending.popleft()
+            try:
+                result = future.result()
+            except BrokenProcessPool:
+                in_flight = [s for s, _ in pending]
+                pending.clear()
+                replace_pool()
+                logger.warning("%s: a worker process died (killed by a signal: the OOM killer?); measuring the %d "
+                               "sample(s) in flight again, this one alone", sample.source or sample.key,
+                               len(in_flight) + 1)
+                submit(sample)
+                _, alone = pending.pop()
+                try:
+                    result = alone.result()
+                except BrokenProcessPool:
+                    replace_pool()
+                    result = "skip", SampleError(
+                        f"{sample.source or sample.key}: the worker process measuring it died on its own (killed by a "
+                        "signal: the OOM killer, or a crash in a native library); the crash was contained to it",
+                        key=sample.key, reason="decode")
+                for other in in_flight:
+                    submit(other)
+            for other in itertools.islice(queue, 1):
+                submit(other)
+            yield sample.key, result
+        pools[-1].shutdown(wait=True)  # all consumed: its workers are idle, and waited for
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _run_local(tasks, *, workers: int, on_result, on_sample, options: SampleOptions, config: dict, **shard_kwargs) -> None:
@@ -205,12 +246,14 @@ def _run_local(tasks, *, workers: int, on_result, on_sample, options: SampleOpti
 
     from loaders.media import exit_with_parent, heap_frozen_for_fork
 
-    # Workers exit when this process dies (SIGKILL, the OOM killer): never blocked forever on the call queue. They
-    # fork lazily (at the first submit), so the heap stays frozen for the pool's life.
-    with heap_frozen_for_fork(), ProcessPoolExecutor(max_workers=min(workers, len(samples)),
-                                                     mp_context=multiprocessing.get_context("fork"),
-                                                     initializer=exit_with_parent) as pool:
-        results = _measured_ahead(pool, samples, options=options, config=config, ahead=4 * workers)
+    def new_pool() -> ProcessPoolExecutor:
+        # Workers exit when this process dies (SIGKILL, the OOM killer): never blocked forever on the call queue. They
+        # fork lazily (at the first submit), so the heap stays frozen for the pool's life.
+        return ProcessPoolExecutor(max_workers=min(workers, len(samples)), mp_context=multiprocessing.get_context("fork"),
+                                   initializer=exit_with_parent)
+
+    with heap_frozen_for_fork():
+        results = _measured_ahead(new_pool, samples, options=options, config=config, ahead=4 * workers)
 
         def take(sample: InputSample):
             key, (kind, value) = next(results)
@@ -224,9 +267,9 @@ def _run_local(tasks, *, workers: int, on_result, on_sample, options: SampleOpti
             for task in tasks:
                 on_result(process_shard(task, on_sample=on_sample, options=options, config=config, process=take,
                                         **shard_kwargs))
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+            next(results, None)  # the end: the pool is shut down, its workers waited for
+        finally:
+            results.close()  # after an exception or Ctrl-C: the pools shut down without waiting
 
 
 def _remove_stale_shards(output_dir: str, num_shards: int) -> None:

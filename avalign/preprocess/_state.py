@@ -11,7 +11,9 @@ shard is renamed into place::
 
 A shard counts as done when its latest line's ``plan_sha256`` matches the current plan (same keys, same
 input fingerprints) and the file on disk has that size and sha256 (for a shard with no sample, ``sha256`` null:
-when there is no file of that name). A torn last line (SIGKILL during the
+when there is no file of that name), and none of its samples was skipped for a reason that may not recur
+(``RETRIED_REASONS``: a time limit on a loaded machine, an I/O error): such a shard is written again, its skipped
+samples tried again. A torn last line (SIGKILL during the
 append) is ignored, so at worst one finished shard is written again — with identical bytes.
 """
 from __future__ import annotations
@@ -27,6 +29,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["RunState", "file_sha256", "plan_sha256"]
 
 STATE_NAME = "state.jsonl"
+RETRIED_REASONS = ("timeout", "read")
+"""Skip reasons of the moment, not of the input (the time limit, a file system's error): a rerun tries the sample
+again, where a ``decode`` or ``transcript`` skip is kept (the same input fails the same way)."""
 
 
 def plan_sha256(shard: str, fingerprints: list, config: dict) -> str:
@@ -96,10 +101,17 @@ class RunState:
             os.fsync(handle.fileno())
 
     def is_done(self, shard: str, plan: str, path: str) -> bool:
-        """True when ``shard`` was completed for this exact plan and the file on disk matches its checksum (a shard
-        whose every sample was skipped: when no file of that name exists)."""
+        """True when ``shard`` was completed for this exact plan, none of its samples was skipped for one of
+        ``RETRIED_REASONS``, and the file on disk matches its checksum (a shard whose every sample was skipped: when
+        no file of that name exists)."""
         entry = self.entries.get(shard)
         if entry is None or entry.get("plan_sha256") != plan:
+            return False
+        retried = [s for s in entry.get("skipped") or () if isinstance(s, dict) and s.get("reason") in RETRIED_REASONS]
+        if retried:
+            logger.warning("%s: %d sample(s) skipped for %s last time (%s): writing the shard again, trying them again",
+                           path, len(retried), "/".join(sorted({s["reason"] for s in retried})),
+                           ", ".join(str(s.get("key")) for s in retried[:5]) + (", ..." if len(retried) > 5 else ""))
             return False
         if entry.get("sha256") is None:  # every sample skipped: done when no file is there (none was written)
             return not os.path.exists(path)

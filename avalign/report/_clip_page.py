@@ -30,7 +30,7 @@ from avalign.report._files import write_file_group
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["COLOURS", "clip_page_name", "render_clip_page", "write_clip_page"]
+__all__ = ["CLIP_PAGE_FILE", "COLOURS", "clip_page_name", "render_clip_page", "write_clip_page"]
 
 COLOURS = {
     "waveform": "#3b6ea5",
@@ -45,6 +45,10 @@ _DPI = 100
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+CLIP_PAGE_FILE = re.compile(r".+-[0-9a-f]{8}(-[0-9]+)?(\.html|-(waveform|strip|lag_curve)\.png)")
+"""The names :func:`write_clip_page` gives the files it writes in ``clips/`` (``fullmatch``)."""
 
 
 def clip_page_name(key: str, taken: Container[str] = ()) -> str:

@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["abstain_reason", "clip_row", "collect", "measure_clip", "residual"]
 
-_MEASURED_FIELDS = ("av_offset_ms", "drift_ppm", "text_offset_ms")
+MEASURED_FIELDS = ("av_offset_ms", "drift_ppm", "text_offset_ms")
 _NEVER_RAISED = ("unknown_extension",)
 """Skip reasons that ``on_error="raise"`` still only lists: stray files that are not inputs."""
 OnError = Literal["skip", "raise"]
@@ -66,27 +66,36 @@ def residual(measured: Optional[float], true: Optional[float]) -> Optional[float
     return round(float(measured) - float(true), 3)
 
 
-def _container_facts(record: dict, probe: Optional[dict]) -> dict:
-    """Facts from the measure record (content) and the container probe (headers, first packets)."""
+def _container_facts(record: dict, probe: Optional[dict], problems: list[str]) -> dict:
+    """Facts from the measure record (content) and the container probe (headers, first packets). A value of the
+    record that is not a finite number (a hand-edited align.json) is left null and named in ``problems``."""
     video, audio = record.get("video") or None, record.get("audio") or {}
+
+    def number(block: dict, block_name: str, name: str):
+        value = block.get(name)
+        read = _number(value, f"{block_name}.{name}", problems)
+        return value if read is not None and isinstance(value, int) and not isinstance(value, bool) else read
+
     facts: dict = {}
     if video:
+        n_header, n_content = number(video, "video", "num_frames_from_header"), number(video, "video", "num_frames")
+        fps_header, fps_content = number(video, "video", "fps_from_header"), number(video, "video", "fps_from_content")
         facts.update(
-            video_start_seconds=video.get("start_seconds"),
-            num_frames_from_header=video.get("num_frames_from_header"),
-            num_frames_from_content=video.get("num_frames"),
-            fps_from_header=video.get("fps_from_header"),
-            fps_from_content=video.get("fps_from_content"),
+            video_start_seconds=number(video, "video", "start_seconds"),
+            num_frames_from_header=n_header,
+            num_frames_from_content=n_content,
+            fps_from_header=fps_header,
+            fps_from_content=fps_content,
             vfr=video.get("vfr"),
             video_codec=video.get("codec"),
         )
-        n_header, n_content = video.get("num_frames_from_header"), video.get("num_frames")
         facts["frame_count_mismatch"] = None if n_header is None or n_content is None else int(n_content) - int(n_header)
-        fps = video.get("fps_from_content") or video.get("fps_from_header")
+        fps = fps_content or fps_header
         facts["video_duration_seconds"] = round(n_content / fps, 6) if n_content and fps else None
-    rate, num_samples = audio.get("sample_rate"), audio.get("num_samples")
+    rate, num_samples = number(audio, "audio", "sample_rate"), number(audio, "audio", "num_samples")
+    audio_start = number(audio, "audio", "start_seconds")
     facts.update(
-        audio_start_seconds=audio.get("start_seconds"),
+        audio_start_seconds=audio_start,
         audio_sample_rate=rate,
         audio_codec=audio.get("codec"),
         audio_duration_seconds=round(num_samples / rate, 6) if rate and num_samples is not None else None,
@@ -95,7 +104,7 @@ def _container_facts(record: dict, probe: Optional[dict]) -> dict:
         facts.update({k: v for k, v in probe.items() if k not in ("video_start_seconds",)})
         facts["video_start_seconds_from_header"] = probe.get("video_start_seconds")
         facts["audio_start_seconds_from_header"] = probe.get("audio_start_seconds")
-        facts["audio_start_seconds"] = audio.get("start_seconds")
+        facts["audio_start_seconds"] = audio_start
         if facts.get("video_duration_seconds") is None and probe.get("video_duration_seconds_from_header"):
             facts["video_duration_seconds"] = probe["video_duration_seconds_from_header"]
     v_start, a_start = facts.get("video_start_seconds"), facts.get("audio_start_seconds")
@@ -134,7 +143,7 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
             probe = probe_container(clip.media, name=clip.media_name)
         except Exception as e:  # header facts are extra information: a failure is noted, not fatal
             problems.append(f"container probe failed: {type(e).__name__}: {e}")
-    container = _container_facts(record, probe)
+    container = _container_facts(record, probe, problems)
     aligned = record.get("aligned") or {}
     av_offset = _number(record.get("av_offset_ms"), "av_offset_ms", problems)
     text_offset = _number(record.get("text_offset_ms"), "text_offset_ms", problems)
@@ -177,7 +186,7 @@ def clip_row(clip: ClipInput, *, sample_rate: int = 16000, truth: Optional[dict]
             problems.append("no truth entry for this key")
         else:
             row["truth"] = true
-            row["residual"] = {f: residual(row[f], true.get(f)) for f in _MEASURED_FIELDS}
+            row["residual"] = {f: residual(row[f], true.get(f)) for f in MEASURED_FIELDS}
     return row
 
 
@@ -254,6 +263,7 @@ def collect(
     progress: bool = False,
     on_error: OnError = "skip",
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    exclude_dir: Optional[str] = None,
 ) -> tuple[list[dict], list[Skipped]]:
     """Rows and skip records for every input of ``path`` (see :func:`avalign.report._inputs.iter_inputs`).
 
@@ -265,13 +275,14 @@ def collect(
         on_error: ``"skip"`` lists bad inputs; ``"raise"`` raises at the first (stray files in a media
             directory, reason ``unknown_extension``, are still only listed).
         max_pixels: media with larger frames (width × height) are skipped as ``too_large``.
+        exclude_dir: a directory inside a media directory ``path`` that is not read (the report's own output).
 
     Raises:
         SampleError: the first bad input with ``on_error="raise"``, naming its shard, key and reason.
     """
     if on_error not in ("skip", "raise"):
         raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
-    items: Iterable = iter_inputs(path, on_error=on_error)
+    items: Iterable = iter_inputs(path, on_error=on_error, exclude_dir=exclude_dir)
     bar = None
     if progress:
         from avalign._progress import Progress

@@ -55,10 +55,10 @@ class ClipInput:
     align: Optional[dict] = None
     """The parsed ``align.json`` record of a preprocessed sample (the ``measure`` schema + ``config``)."""
     audio_media: Optional[MediaSource] = None
-    """A shard sample's separate audio member (``KEY.m4a``, ``KEY.wav``… beside a video), measured when the media
+    """A sample's separate audio (member or file ``KEY.m4a``, ``KEY.wav``… beside a video), measured when the media
     has no audio stream, as the loader and ``preprocess`` do; None otherwise."""
     audio_name: str = ""
-    """Label of ``audio_media`` (``shard:key.m4a``)."""
+    """Label of ``audio_media`` (``shard:key.m4a``, or the file's path)."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ _PREPROCESS_FILES = ("state.jsonl", "manifest.jsonl", "skipped.jsonl")
 """Files ``avalign preprocess`` writes next to its shards: a directory holding one is its output, even with no shard."""
 
 
-def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
+def iter_inputs(path: str, *, on_error: OnError = "skip", exclude_dir: Optional[str] = None) -> Iterator[Item]:
     """Clips (or skip records) of ``path``: a media directory, a single media file, a directory of ``.tar``
     shards (with preprocess's ``skipped.jsonl``: preprocess output, read even when it holds no shard), or a shard
     spec (path, brace pattern, fsspec URL, ``pipe:``).
@@ -111,6 +111,8 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
         path: the input.
         on_error: passed to the shard reader: ``"raise"`` makes shard-level problems (hostile or duplicate
             members, truncated tar, a shard that cannot be opened) raise instead of yielding a skip record.
+        exclude_dir: a directory inside a media directory ``path`` that is not read (the report's own ``--out``:
+            its ``report.json`` and PNGs are no inputs of the next run).
 
     Raises:
         FileNotFoundError: ``path`` is a local path that does not exist.
@@ -118,13 +120,14 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
     """
     if os.path.isdir(path):
         tars = _shards_of(path)
-        media = [f for f in _files(path) if _ext(f) in MEDIA_EXTENSIONS]
+        files = _files(path, exclude_dir=exclude_dir)
+        media = [f for f in files if _ext(f) in MEDIA_EXTENSIONS]
         preprocessed = any(os.path.isfile(os.path.join(path, name)) for name in _PREPROCESS_FILES)
         if (tars or preprocessed) and not media:  # shards, or preprocess output whose every sample was skipped
             yield from _shard_inputs(tars, on_error=on_error) if tars else ()
             yield from preprocess_skips(path)
         else:
-            yield from _directory_inputs(path)
+            yield from _directory_inputs(path, files)
         return
     if _is_shard_spec(path):
         local = "://" not in path and not path.startswith("pipe:") and "::" not in path
@@ -138,7 +141,9 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
         return
     if os.path.isfile(path):
         stem = os.path.splitext(path)[0]
-        yield from _directory_clip(os.path.dirname(path) or ".", stem, path)
+        siblings = {_ext(f): f for f in sorted(glob.glob(glob.escape(stem) + ".*")) if os.path.splitext(f)[0] == stem}
+        _, audio = _media_of({_ext(path), *(e for e in siblings if e in AUDIO_EXTENSIONS)})  # its KEY.m4a, as preprocess
+        yield from _directory_clip(os.path.dirname(path) or ".", stem, path, siblings[audio] if audio else None)
         return
     raise FileNotFoundError(f"input not found: {path!r}; hint: give a media directory, a .tar shard or a brace pattern")
 
@@ -210,13 +215,16 @@ def _ext(path: str) -> str:
     return os.path.splitext(path)[1].lstrip(".").lower()
 
 
-def _files(directory: str) -> list[str]:
+def _files(directory: str, *, exclude_dir: Optional[str] = None) -> list[str]:
     """The files under ``directory``, hidden ones (and those of hidden directories) left out, as ``preprocess`` lists
     them: macOS's AppleDouble ``._clip.mp4`` was a ``decode`` skip of every clip, and a media file under
-    ``.ipynb_checkpoints/`` made a directory of shards a media directory (BENCHMARKS.md, adv64)."""
+    ``.ipynb_checkpoints/`` made a directory of shards a media directory (BENCHMARKS.md, adv64). ``exclude_dir`` (the
+    report's ``--out``) is left out too."""
+    excluded = os.path.realpath(exclude_dir) if exclude_dir else None
     out = []
     for root, dirnames, names in walk(directory):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")
+                       and os.path.realpath(os.path.join(root, d)) != excluded]
         out.extend(os.path.join(root, n) for n in names if not n.startswith("."))
     return out
 
@@ -247,7 +255,16 @@ def _sidecar(stem: str) -> Optional[str]:
     return candidates[ext] if ext else None
 
 
-def _directory_clip(directory: str, stem: str, media_path: str) -> Iterator[Item]:
+def _media_of(extensions) -> tuple[Optional[str], Optional[str]]:
+    """``(media, audio)`` of a sample with these media extensions, as the loader and ``preprocess`` choose: the
+    first of ``MEDIA_EXTENSIONS`` is its media; beside a video, the first of ``AUDIO_EXTENSIONS`` is its separate
+    audio (video2dataset's ``KEY.mp4`` + ``KEY.m4a``)."""
+    media = next((e for e in MEDIA_EXTENSIONS if e in extensions), None)
+    audio = next((e for e in AUDIO_EXTENSIONS if e in extensions and e != media), None)
+    return media, audio if media in VIDEO_EXTENSIONS else None
+
+
+def _directory_clip(directory: str, stem: str, media_path: str, audio_path: Optional[str] = None) -> Iterator[Item]:
     transcript = _sidecar(stem)
     yield ClipInput(
         key=os.path.relpath(stem, directory),
@@ -256,21 +273,30 @@ def _directory_clip(directory: str, stem: str, media_path: str) -> Iterator[Item
         media_name=media_path,
         transcript=transcript,
         transcript_name=transcript or "",
+        audio_media=audio_path,
+        audio_name=audio_path or "",
     )
 
 
-def _directory_inputs(directory: str) -> Iterator[Item]:
-    files = _files(directory)
-    media_stems = {os.path.splitext(f)[0] for f in files if _ext(f) in MEDIA_EXTENSIONS}
-    seen: set[str] = set()
+def _directory_inputs(directory: str, files: list[str]) -> Iterator[Item]:
+    media_files: dict[str, dict[str, str]] = {}  # stem -> extension -> the first file (talk.MP4 beside talk.mp4: one)
+    for f in files:
+        if _ext(f) in MEDIA_EXTENSIONS:
+            media_files.setdefault(os.path.splitext(f)[0], {}).setdefault(_ext(f), f)
+    media_stems = set(media_files)
     for f in files:
         ext, stem = _ext(f), os.path.splitext(f)[0]
         if ext in MEDIA_EXTENSIONS:
-            if stem in seen:
-                yield _skipped(os.path.relpath(f, directory), directory, "duplicate_key", "another media file has the same stem")
-                continue
-            seen.add(stem)
-            yield from _directory_clip(directory, stem, f)
+            found = media_files[stem]
+            media, audio = _media_of(found)
+            if f == found[media]:
+                yield from _directory_clip(directory, stem, f, found[audio] if audio else None)
+            elif f != found.get(audio):  # the separate audio is its video's; any other is not measured
+                yield _skipped(os.path.relpath(f, directory), directory, "duplicate_key",
+                               f"key {os.path.relpath(stem, directory)!r} has several media "
+                               f"({', '.join(sorted(os.path.basename(p) for p in found.values()))}): its "
+                               f"{os.path.basename(found[media])} is measured, this file is not; rename it to keep it "
+                               "as a clip of its own")
         elif ext in TRANSCRIPT_EXTENSIONS and stem in media_stems:
             continue  # a sidecar, reported with its media
         elif ext in TRANSCRIPT_EXTENSIONS and stem.rpartition(".")[0] in media_stems and (
@@ -336,7 +362,7 @@ def _shard_inputs(urls, *, on_error: OnError = "skip") -> Iterator[Item]:
 
 def _sample_input(sample: dict) -> Item:
     key, url = sample["__key__"], sample.get("__url__", "")
-    media_ext = next((e for e in MEDIA_EXTENSIONS if e in sample), None)
+    media_ext, audio_ext = _media_of(sample)
     media = sample.get(media_ext) if media_ext else None
     align = None
     if ALIGN_JSON in sample:
@@ -348,7 +374,6 @@ def _sample_input(sample: dict) -> Item:
         members = sorted(k for k in sample if not k.startswith("__"))
         return _skipped(key, url, "missing_media", f"no media member (has {members}); expected one of {list(MEDIA_EXTENSIONS)}")
     transcript_ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
-    audio_ext = next((e for e in AUDIO_EXTENSIONS if e in sample and e != media_ext), None)
     return ClipInput(
         key=key,
         shard=url,
@@ -357,6 +382,6 @@ def _sample_input(sample: dict) -> Item:
         transcript=sample.get(transcript_ext) if transcript_ext else None,
         transcript_name=f"{key}.{transcript_ext}" if transcript_ext else "",
         align=align,
-        audio_media=sample[audio_ext] if audio_ext and media_ext in VIDEO_EXTENSIONS else None,
+        audio_media=sample[audio_ext] if audio_ext else None,
         audio_name=f"{url}:{key}.{audio_ext}" if audio_ext else "",
     )

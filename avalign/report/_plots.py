@@ -14,7 +14,7 @@ from avalign.report._standards import STANDARDS
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ABSTAIN_COLOUR", "VALUE_COLOUR", "make_plots"]
+__all__ = ["ABSTAIN_COLOUR", "PLOT_FILES", "VALUE_COLOUR", "make_plots"]
 
 _DPI = 100
 _SIZE_INCHES = (6.4, 3.6)
@@ -24,6 +24,9 @@ VALUE_COLOUR = "#3b6ea5"
 """Bars of answered values."""
 ABSTAIN_COLOUR = "#9e9e9e"
 """Bars of abstentions."""
+PLOT_FILES = ("av_offset_hist.png", "drift_hist.png", "text_offset_hist.png", "offset_vs_duration.png",
+              "av_residual_hist.png")
+"""Every file :func:`make_plots` may write (the residual plot only with a truth file)."""
 
 
 def _png(fig) -> bytes:

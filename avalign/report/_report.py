@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from avalign.report._collect import collect
+from avalign.report._collect import MEASURED_FIELDS, collect
 from avalign.report._files import write_atomic
 from avalign.report._summary import (
     DEFAULT_MAX_ABSTAIN,
@@ -47,7 +48,8 @@ def load_truth(path: str) -> dict:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: not JSON, or no ``clips`` object.
+        ValueError: not JSON, no ``clips`` object, an entry that is not an object, or an ``av_offset_ms`` /
+            ``drift_ppm`` / ``text_offset_ms`` that is not null or a finite number (naming the key).
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"truth file not found: {path!r}")
@@ -61,6 +63,16 @@ def load_truth(path: str) -> dict:
         raise ValueError(
             f"truth file {path!r} has no 'clips' object; expected {{\"clips\": {{key: {{\"av_offset_ms\": ...}}}}}}"
         )
+    for key, entry in clips.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"truth file {path!r}: clips[{key!r}] must be an object such as "
+                             f"{{\"av_offset_ms\": 120.0}}, got {entry!r:.80}")
+        for name in MEASURED_FIELDS:  # the values residuals are computed against
+            value = entry.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value)):
+                raise ValueError(f"truth file {path!r}: clips[{key!r}][{name!r}] must be null or a finite number "
+                                 f"(milliseconds / ppm), got {value!r:.80}")
     return clips
 
 
@@ -93,7 +105,7 @@ def _write_clip_pages(input_path: str, out_dir: str, rows: list[dict], *, sample
 
         bar = Progress(total=len(wanted), desc="clip pages", unit="page")
     try:
-        files += _pages_from_inputs(iter_inputs(input_path, on_error="skip"), out_dir, rows, wanted,
+        files += _pages_from_inputs(iter_inputs(input_path, on_error="skip", exclude_dir=out_dir), out_dir, rows, wanted,
                                     sample_rate=sample_rate, max_pixels=max_pixels, on_page=bar.update if bar else None)
     finally:
         for name in _SECOND_PASS_LOGGERS:
@@ -137,6 +149,26 @@ def _pages_from_inputs(items, out_dir: str, rows: list[dict], wanted: dict, *, s
     return files
 
 
+def _remove_earlier_files(out_dir: str, written: list[str]) -> None:
+    """Remove the plots and clip-page files an earlier report left in ``out_dir`` that this one did not write (a
+    page of a clip no longer flagged, the residual plot of a run with ``--truth``): the directory holds one report.
+    Only names the report gives its files are touched (``PLOT_FILES``, ``CLIP_PAGE_FILE`` in ``clips/``)."""
+    from avalign.report._clip_page import CLIP_PAGE_FILE
+    from avalign.report._plots import PLOT_FILES
+
+    kept = {os.path.realpath(p) for p in written}
+    clips = os.path.join(out_dir, "clips")
+    candidates = [os.path.join(out_dir, name) for name in PLOT_FILES]
+    if os.path.isdir(clips):
+        candidates += [os.path.join(clips, n) for n in sorted(os.listdir(clips)) if CLIP_PAGE_FILE.fullmatch(n)]
+    removed = [p for p in candidates if os.path.isfile(p) and os.path.realpath(p) not in kept]
+    for path in removed:
+        os.remove(path)
+    if removed:
+        logger.info("%s: removed %d file(s) of an earlier report (%s)", out_dir, len(removed),
+                    ", ".join(os.path.relpath(p, out_dir) for p in removed[:3]) + (", ..." if len(removed) > 3 else ""))
+
+
 def _make_out_dir(out_dir: str) -> None:
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise ValueError(f"--out {out_dir!r} exists and is not a directory; hint: pass a directory path")
@@ -165,7 +197,8 @@ def run_report(
     Args:
         input_path: preprocessed shards (``align.json`` is used, nothing decoded), raw WebDataset shards,
             a directory of media with sidecar transcripts (same stem), or one media file.
-        out_dir: output directory (created).
+        out_dir: output directory (created). The plots and clip pages of an earlier report there that this one
+            does not write again are removed (other files are left alone).
         fail_over_ms: gate threshold: the exit code is 1 when any clip's |offset| exceeds it, or when the gate
             cannot vouch for the data (no media, nothing measured, abstentions over ``max_abstain``).
         gate_on: which offsets the gate checks: ``"av"``, ``"text"`` or ``"any"`` (both).
@@ -204,7 +237,7 @@ def run_report(
     check_gate_options(fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain)  # before any work
     _make_out_dir(out_dir)  # also before any work: a bad --out must not fail after every clip was measured
     rows, skipped = collect(input_path, sample_rate=sample_rate, truth=truth, progress=progress, on_error=on_error,
-                            max_pixels=max_pixels)
+                            max_pixels=max_pixels, exclude_dir=out_dir)  # --out inside a media directory is no input
     gate_check = gate(rows, fail_over_ms=fail_over_ms, gate_on=gate_on, max_abstain=max_abstain, skipped=skipped)
     flagged = flagged_rows(rows, gate_check)
     for row, flags in flagged:
@@ -232,6 +265,7 @@ def run_report(
     html_path = os.path.join(out_dir, "report.html")
     write_atomic(html_path, render_html(report, plots))
     files = [json_path, html_path, *files]
+    _remove_earlier_files(out_dir, files)
     logger.info("report: %d clips, %d skipped, written to %s", len(rows), len(skipped), out_dir)
     return ReportResult(
         report=report,

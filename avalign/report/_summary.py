@@ -203,9 +203,11 @@ def flagged_rows(rows: Sequence[dict], gate_result: dict) -> list[tuple[dict, li
 
 def summarize(rows: Sequence[dict], skipped: Sequence[Skipped], gate_result: dict) -> dict:
     """Dataset figures: counts, statistics per measure, standards pass counts, residuals, worst clips, skips."""
+    # A/V figures are over the clips with video: an audio-only clip has no A/V offset to abstain from
+    with_video = [r for r in rows if _gated_fields(r, ("av_offset_ms",))]
     standards = {}
     for t in STANDARDS:
-        verdicts = [r["lipsync"][t.key] for r in rows]
+        verdicts = [r["lipsync"][t.key] for r in with_video]
         standards[t.key] = {
             "name": t.name,
             "audio_early_ms": t.audio_early_ms,
@@ -243,9 +245,9 @@ def summarize(rows: Sequence[dict], skipped: Sequence[Skipped], gate_result: dic
         "skipped_by_reason": dict(sorted(Counter(s.reason for s in skipped).items())),
         "corrupt": sum(s.reason in CORRUPT_REASONS for s in skipped),
         "sources": dict(sorted(Counter(r["source"] for r in rows).items())),
-        "av_offset_ms": _stats([r["av_offset_ms"] for r in rows]),
-        "drift_ppm": _stats([r["drift_ppm"] for r in rows]),
-        "text_offset_ms": _stats([r["text_offset_ms"] for r in rows if r.get("has_transcript")]),
+        "av_offset_ms": _stats([r["av_offset_ms"] for r in with_video]),
+        "drift_ppm": _stats([r["drift_ppm"] for r in with_video]),
+        "text_offset_ms": _stats([r["text_offset_ms"] for r in rows if _gated_fields(r, ("text_offset_ms",))]),
         "standards": standards,
         "residuals": residuals,
         "num_with_truth": len(with_truth),
