@@ -300,8 +300,13 @@ def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000
 
 def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto",
             av_offset_ms: Optional[float] = None, max_offset_ms: float = 500.0,
-            transcript_format: Optional[str] = None, text_offset_ms: Optional[float] = None) -> dict:
+            transcript_format: Optional[str] = None, text_offset_ms: Optional[float] = None,
+            audio: Optional[str] = None) -> dict:
     """Decode ``media`` (and ``transcript``), estimate offsets and drift, return the ``measure`` record.
+
+    ``audio``: the clip's audio in a separate file (video2dataset's ``KEY.m4a`` / ``KEY.wav`` beside ``KEY.mp4``),
+    read when ``media`` has no audio stream, as ``preprocess``, ``report`` and the loader read that member (its first
+    sample on the same clock as the video's pts); ignored when ``media`` has audio.
 
     ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``).
     ``av_offset_ms`` (known A/V offset, ms) is used instead of the A/V estimate (``av_method`` then says so);
@@ -315,8 +320,9 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     """
     import loaders
 
-    if not os.path.exists(media):
-        raise FileNotFoundError(f"media file not found: {media!r}")
+    for path in (media, audio):
+        if path is not None and not os.path.exists(path):
+            raise FileNotFoundError(f"{'media' if path == media else 'audio'} file not found: {path!r}")
     text = loaders.read_transcript(transcript, format=transcript_format) if transcript else None
     if text_offset_ms is not None and not transcript:
         raise ValueError(f"a transcript offset was given ({text_offset_ms = }) without a transcript; hint: give the "
@@ -324,7 +330,7 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     given = {name: value for name, value in (("av_offset_ms", av_offset_ms), ("text_offset_ms", text_offset_ms))
              if value is not None}
     record = measure_media(media, text, name=media, sample_rate=sample_rate, text_method=text_method,
-                           max_offset_ms=max_offset_ms, **given).record
+                           max_offset_ms=max_offset_ms, audio_media=audio, audio_name=audio or "", **given).record
     record["media"] = media
     record["transcript"] = transcript
     return record
@@ -383,6 +389,43 @@ def transcripts_not_read(media: str) -> list[str]:
                              f"not read: `{extract}`, then `--transcript subs.srt`")
     except Exception:  # noqa: BLE001 - a note only; the measurement itself has read the media
         pass
+    return lines
+
+
+def audio_not_read(media: str, *, audio: Optional[str] = None, transcript: Optional[str] = None) -> list[str]:
+    """What ``measure MEDIA`` leaves unread of a clip's audio, as lines to tell the user: with no ``--audio``, when
+    MEDIA has no audio stream, an audio file beside it under its stem (video2dataset's ``KEY.wav`` / ``KEY.m4a``
+    beside ``KEY.mp4``: what ``preprocess`` and the loader read as its audio), with the command that reads it; with
+    ``--audio``, that it was not read because MEDIA has an audio stream of its own. Empty when there is neither."""
+    from avcore import AUDIO_EXTENSIONS
+
+    try:
+        import av
+
+        with av.open(media) as container:
+            has_audio = bool(container.streams.audio)
+    except Exception:  # noqa: BLE001 - a note only; the measurement itself has read the media
+        return []
+    if audio is not None:
+        return [f"--audio {_shell_argument(audio)} is not read: {_shell_argument(media)} has an audio stream of its "
+                "own (the separate audio of a sample is read only when its media has none)"] if has_audio else []
+    if has_audio:
+        return []
+    folder, base = os.path.split(media)
+    stem = base.rsplit(".", 1)[0] if "." in base else base
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        return []
+    lines = []
+    for name in names:
+        if name != base and "." in name and name.rsplit(".", 1)[0] == stem \
+                and name.rsplit(".", 1)[1].lower() in AUDIO_EXTENSIONS:
+            path = os.path.join(folder, name)
+            command = f"avalign measure {_shell_argument(media)}" + (
+                f" --transcript {_shell_argument(transcript)}" if transcript else "") + f" --audio {_shell_argument(path)}"
+            lines.append(f"{_shell_argument(media)} has no audio stream; {path} is beside it and not read (measure "
+                         f"reads only --audio; preprocess and the loader read it as the clip's audio): `{command}`")
     return lines
 
 

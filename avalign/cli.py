@@ -76,13 +76,18 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if args.transcript:
         check_local_input(args.transcript, what="transcript", file_only=True,
                           hint="give one SRT, WebVTT, Whisper/WhisperX JSON, TextGrid or STM file")
-    from avalign._measure import format_measurement, measure, transcripts_not_read
+    if args.audio:
+        check_local_input(args.audio, what="audio file", file_only=True,
+                          hint="give the clip's audio as one file (e.g. KEY.wav, KEY.m4a)")
+    from avalign._measure import audio_not_read, format_measurement, measure, transcripts_not_read
 
     record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate, text_method=args.text_method,
                      av_offset_ms=args.av_offset_ms, text_offset_ms=args.text_offset_ms,
                      max_offset_ms=args.max_offset_ms,
-                     transcript_format=args.transcript_format)
+                     transcript_format=args.transcript_format, audio=args.audio)
     print(json.dumps(record, indent=2) if args.json else format_measurement(record))
+    for line in audio_not_read(args.media, audio=args.audio, transcript=args.transcript):  # stderr, as below
+        print(f"avalign measure: note: {line}", file=sys.stderr)
     if not args.transcript:  # no text offset, no words: say what was there to read (stderr: --json stays one document)
         for line in transcripts_not_read(args.media):
             print(f"avalign measure: note: no --transcript given; {line}", file=sys.stderr)
@@ -174,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "examples:\n  avalign measure clip.mp4\n  avalign measure clip.mkv --transcript clip.vtt --json\n"
             "  avalign measure speech.m4a --transcript speech.json --sample-rate 16000   # audio-only\n"
+            "  avalign measure 000042.mp4 --transcript 000042.json --audio 000042.m4a   # audio in its own file\n"
             "  avalign measure talk.mp4 --transcript talk.whisperx.json --text-method forced   # real speech\n"
             "  avalign measure talk.mp4 --transcript talk.srt --text-offset-ms 120   # stamps known 120 ms late"
         ),
@@ -185,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--transcript-format", choices=TRANSCRIPT_FORMATS, default=None, type=_format_name,
                          help="the transcript's format when its name does not tell (default: from the suffix, "
                               "else from the content)")
+    measure.add_argument("--audio", default=None, metavar="FILE",
+                         help="the clip's audio in a separate file (video2dataset's KEY.wav / KEY.m4a beside KEY.mp4), "
+                              "read when MEDIA has no audio stream, as preprocess and the loader read it")
     measure.add_argument("--sample-rate", type=positive_int, default=16000, help="rate for sample indices (default 16000)")
     measure.add_argument("--json", action="store_true", help="one JSON object on stdout")
     measure.add_argument("--text-method", choices=("auto", "energy", "forced"), default="auto",

@@ -1,0 +1,65 @@
+"""A fresh user's round (user68) on video2dataset-style shards: a video-only ``KEY.mp4`` with its audio in ``KEY.wav``
+/ ``KEY.m4a`` beside it (video2dataset's ``encode_formats={"video": "mp4", "audio": "m4a"}``), and WhisperX transcripts.
+Oracles: sample_data's truth (the generator's transcript offsets) and the files the tests write."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+
+from avalign.cli import main
+from tests.conftest import SAMPLE_DATA, ffmpeg
+
+
+def _video2dataset_split(d, key="000042"):
+    """sample_data's clip00 (H.264 + AAC in MP4, WhisperX-style word JSON, transcript 180 ms late) as video2dataset
+    writes a sample with its audio apart: ``KEY.mp4`` with no audio stream, ``KEY.m4a``, ``KEY.json``."""
+    d.mkdir(exist_ok=True)
+    ffmpeg("-i", str(SAMPLE_DATA / "clip00.mp4"), "-map", "0:v", "-c", "copy", str(d / f"{key}.mp4"))
+    ffmpeg("-i", str(SAMPLE_DATA / "clip00.mp4"), "-map", "0:a", "-c", "copy", str(d / f"{key}.m4a"))
+    shutil.copy(SAMPLE_DATA / "clip00.json", d / f"{key}.json")
+    return d / f"{key}.mp4", d / f"{key}.m4a", d / f"{key}.json"
+
+
+def test_measure_reads_a_video_only_clips_audio_file_and_names_it_when_not_given(tmp_path, capsys):
+    """Before: `avalign measure KEY.mp4` of a video-only clip said "no audio stream ... nothing to do unless the audio
+    is in another file", with no way to give that file (no option), and did not name the KEY.m4a beside it, which
+    preprocess, report and the loader read as the clip's audio. Now `--audio FILE` reads it and, without it, a note
+    names the file and the command; the command, pasted, measures the truth's offset."""
+    truth = json.loads((SAMPLE_DATA / "truth.json").read_text())["clips"]["clip00"]["text_offset_ms"]
+    video, audio, transcript = _video2dataset_split(tmp_path / "clips")
+    assert main(["measure", str(video), "--transcript", str(transcript), "--json"]) == 0
+    out, err = capsys.readouterr()
+    bare = json.loads(out)
+    assert bare["text_offset_ms"] is None and bare["audio"]["sample_rate"] is None
+    (note,) = [line for line in err.splitlines() if "avalign measure: note:" in line]
+    assert str(audio) in note and "no audio stream" in note
+    command = shlex.split(re.search(r"`([^`]*)`", note).group(1))
+    assert command[:2] == ["avalign", "measure"] and command[command.index("--audio") + 1] == str(audio)
+    assert main(command[1:] + ["--json"]) == 0
+    out, err = capsys.readouterr()
+    record = json.loads(out)
+    assert abs(record["text_offset_ms"] - truth) <= 10.0, record["text_offset_ms"]
+    (stream,) = [s for s in json.loads((SAMPLE_DATA / "clip00.streams.json").read_text())["streams"]
+                 if s["codec_type"] == "audio"]  # ffprobe's record of the audio the .m4a carries
+    assert record["audio"]["sample_rate"] == int(stream["sample_rate"])
+    assert record["words"] and all(w["sample_start"] is not None for w in record["words"])
+    assert "note:" not in err
+    # the same clip through preprocess (which pairs KEY.m4a with KEY.mp4) gives the same offset
+    assert main(["preprocess", str(tmp_path / "clips"), str(tmp_path / "out"), "--no-progress"]) == 0
+    capsys.readouterr()
+    import tarfile
+
+    with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
+        align = json.load(tar.extractfile("000042.align.json"))
+    assert align["text_offset_ms"] == record["text_offset_ms"]
+
+
+def test_measure_says_when_audio_is_not_read_because_the_media_has_its_own(tmp_path, capsys):
+    video, audio, transcript = _video2dataset_split(tmp_path)
+    assert main(["measure", str(SAMPLE_DATA / "clip00.mp4"), "--transcript", str(transcript), "--audio",
+                 str(audio)]) == 0
+    err = capsys.readouterr().err
+    assert f"--audio {audio} is not read" in err and "has an audio stream of its own" in err
+
