@@ -63,3 +63,27 @@ def test_measure_says_when_audio_is_not_read_because_the_media_has_its_own(tmp_p
     err = capsys.readouterr().err
     assert f"--audio {audio} is not read" in err and "has an audio stream of its own" in err
 
+
+def test_preprocess_says_video2dataset_audio_members_at_info_not_a_warning_per_sample(tmp_path, caplog):
+    """Before: every sample of video2dataset's layout with its audio apart (KEY.mp4 + KEY.m4a) logged a WARNING
+    "several media for key ..." in `avalign preprocess` (one per sample: a million on a million clips), though the
+    m4a is read as documented and the loader and report read the same shards without a word. Now it is INFO; a media
+    left out of the output (KEY.mp4 + KEY.mkv) is still a WARNING and a duplicate_key skip."""
+    import logging
+
+    from avalign.preprocess import list_inputs
+
+    _video2dataset_split(tmp_path / "clips")
+    with caplog.at_level(logging.INFO, logger="avalign"):
+        plan = list_inputs(str(tmp_path / "clips"))
+    (sample,) = plan.samples
+    assert sample.media_ext == "mp4" and [ext for ext, _ in sample.extras if ext == "m4a"] == ["m4a"]
+    said = [r for r in caplog.records if "several media" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.INFO] and plan.skipped == ()
+    caplog.clear()
+    shutil.copy(SAMPLE_DATA / "clip01.mkv", tmp_path / "clips" / "000042.mkv")
+    with caplog.at_level(logging.INFO, logger="avalign"):
+        plan = list_inputs(str(tmp_path / "clips"))
+    said = [r for r in caplog.records if "several media" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.WARNING]
+    assert [(s["key"], s["reason"]) for s in plan.skipped] == [("000042", "duplicate_key")]

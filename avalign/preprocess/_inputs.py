@@ -187,9 +187,13 @@ def _assemble(
     if audio_member is not None:  # video2dataset's KEY.mp4 + KEY.m4a: kept (a video-only stream's audio is there)
         extras.append((audio_member, found[audio_member]))
     if len(media) > 1:
-        logger.warning("%s: several media for key %r (%s); measuring %s%s", source, key, media, media[0],
-                       f" (and passing {audio_member} through: its audio is measured and loaded when the "
-                       f"{media[0]} has no audio stream)" if audio_member else "")
+        # video2dataset's own layout (KEY.mp4 + KEY.m4a, nothing left out) is said at INFO, as the loader and report
+        # read it silently: a WARNING per sample buried real ones; a media left out of the output is a WARNING
+        dropped = [ext for ext in media[1:] if ext != audio_member]
+        logger.log(logging.WARNING if dropped else logging.INFO,
+                   "%s: several media for key %r (%s); measuring %s%s", source, key, media, media[0],
+                   f" (and passing {audio_member} through: its audio is measured and loaded when the "
+                   f"{media[0]} has no audio stream)" if audio_member else "")
         for ext in media[1:]:  # neither measured nor carried: listed, as a file the output lacks must be
             if ext != audio_member:
                 where = found[ext]
