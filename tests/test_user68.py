@@ -87,3 +87,30 @@ def test_preprocess_says_video2dataset_audio_members_at_info_not_a_warning_per_s
     said = [r for r in caplog.records if "several media" in r.getMessage()]
     assert [r.levelno for r in said] == [logging.WARNING]
     assert [(s["key"], s["reason"]) for s in plan.skipped] == [("000042", "duplicate_key")]
+
+
+def test_report_of_a_directory_reads_a_video_only_clips_audio_file_as_preprocess_does(tmp_path, capsys):
+    """Before: `avalign report DIR` of video2dataset's files with the audio apart (KEY.m4a, KEY.mp4, KEY.json,
+    KEY.txt) reported the m4a as an audio-only clip (it sorts first), skipped the mp4 as duplicate_key, and counted
+    the caption KEY.txt as an unknown_extension skip ("1 reported, 2 skipped"; with KEY.wav instead: the mp4 measured
+    without audio, text offset null), while `preprocess DIR` and report of the same files in a shard measured the mp4
+    with the m4a's audio. Now report pairs them as preprocess does: one clip, with video, no skip, the truth's offset
+    and preprocess's figure."""
+    truth = json.loads((SAMPLE_DATA / "truth.json").read_text())["clips"]["clip00"]["text_offset_ms"]
+    clips = tmp_path / "clips"
+    _video2dataset_split(clips)
+    (clips / "000042.txt").write_text("a person speaks\n")
+    assert main(["preprocess", str(clips), str(tmp_path / "out"), "--no-progress"]) == 0
+    assert main(["report", str(clips), "--out", str(tmp_path / "rep"), "--no-progress", "--clip-pages", "0"]) == 0
+    capsys.readouterr()
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert report["skipped"] == []
+    (clip,) = report["clips"]
+    assert clip["key"] == "000042" and clip["has_video"] and clip["has_transcript"]
+    assert abs(clip["text_offset_ms"] - truth) <= 10.0, clip["text_offset_ms"]
+    preprocessed = json.loads((tmp_path / "out" / "manifest.jsonl").read_text().splitlines()[0])
+    import tarfile
+
+    with tarfile.open(tmp_path / "out" / preprocessed["shard"]) as tar:
+        align = json.load(tar.extractfile("000042.align.json"))
+    assert clip["text_offset_ms"] == align["text_offset_ms"] and clip["num_words"] == preprocessed["num_words"]

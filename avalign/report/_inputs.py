@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
 from avalign._walk import walk
-from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
+from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
                     VIDEO_EXTENSIONS, SampleError, read_align_json)
 from loaders.media import MediaSource
 from loaders.shards import expand_shard_urls
@@ -247,7 +247,7 @@ def _sidecar(stem: str) -> Optional[str]:
     return candidates[ext] if ext else None
 
 
-def _directory_clip(directory: str, stem: str, media_path: str) -> Iterator[Item]:
+def _directory_clip(directory: str, stem: str, media_path: str, audio_path: Optional[str] = None) -> Iterator[Item]:
     transcript = _sidecar(stem)
     yield ClipInput(
         key=os.path.relpath(stem, directory),
@@ -256,21 +256,42 @@ def _directory_clip(directory: str, stem: str, media_path: str) -> Iterator[Item
         media_name=media_path,
         transcript=transcript,
         transcript_name=transcript or "",
+        audio_media=audio_path,
+        audio_name=audio_path or "",
     )
+
+
+def _directory_media(files: list[str]) -> dict[str, tuple[str, Optional[str]]]:
+    """Stem → (the media file measured, its separate audio file or None), by ``preprocess``'s rule for a key's
+    media: the first in ``MEDIA_EXTENSIONS`` order (video before audio), and beside a video the first audio file
+    (video2dataset's ``KEY.mp4`` + ``KEY.m4a``), read when the video has no audio stream."""
+    by_stem: dict[str, dict[str, str]] = {}
+    for f in files:
+        if _ext(f) in MEDIA_EXTENSIONS:
+            by_stem.setdefault(os.path.splitext(f)[0], {}).setdefault(_ext(f), f)
+    chosen = {}
+    for stem, found in by_stem.items():
+        media = [ext for ext in MEDIA_EXTENSIONS if ext in found]
+        audio = next((ext for ext in media[1:] if ext in AUDIO_EXTENSIONS), None) \
+            if media[0] in VIDEO_EXTENSIONS else None
+        chosen[stem] = (found[media[0]], found[audio] if audio else None)
+    return chosen
 
 
 def _directory_inputs(directory: str) -> Iterator[Item]:
     files = _files(directory)
-    media_stems = {os.path.splitext(f)[0] for f in files if _ext(f) in MEDIA_EXTENSIONS}
-    seen: set[str] = set()
+    chosen = _directory_media(files)
+    media_stems = set(chosen)
     for f in files:
         ext, stem = _ext(f), os.path.splitext(f)[0]
         if ext in MEDIA_EXTENSIONS:
-            if stem in seen:
-                yield _skipped(os.path.relpath(f, directory), directory, "duplicate_key", "another media file has the same stem")
-                continue
-            seen.add(stem)
-            yield from _directory_clip(directory, stem, f)
+            measured, audio = chosen[stem]
+            if f == measured:
+                yield from _directory_clip(directory, stem, f, audio)
+            elif f != audio:
+                yield _skipped(os.path.relpath(f, directory), directory, "duplicate_key",
+                               f"another media file has the same stem ({os.path.basename(measured)} is measured)")
+            continue
         elif ext in TRANSCRIPT_EXTENSIONS and stem in media_stems:
             continue  # a sidecar, reported with its media
         elif ext in TRANSCRIPT_EXTENSIONS and stem.rpartition(".")[0] in media_stems and (
@@ -279,6 +300,8 @@ def _directory_inputs(directory: str) -> Iterator[Item]:
             # several tagged subtitles: none is read, and pick_transcript's warning names them and how to choose, as
             # preprocess says it (a shard's rule)
             continue
+        elif ext in CAPTION_EXTENSIONS and stem in media_stems:
+            continue  # video2dataset's KEY.txt: its media's clip-level caption, read by preprocess and the loader
         elif ext in TRANSCRIPT_EXTENSIONS:
             yield _skipped(os.path.relpath(f, directory), directory, "missing_media", "transcript without a media file of "
                            f"the same stem{_tagged_sidecar_hint(f, files, media_stems, directory)}")
