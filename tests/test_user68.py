@@ -114,3 +114,34 @@ def test_report_of_a_directory_reads_a_video_only_clips_audio_file_as_preprocess
     with tarfile.open(tmp_path / "out" / preprocessed["shard"]) as tar:
         align = json.load(tar.extractfile("000042.align.json"))
     assert clip["text_offset_ms"] == align["text_offset_ms"] and clip["num_words"] == preprocessed["num_words"]
+
+
+def test_a_flagged_clip_page_draws_the_audio_of_the_samples_audio_member(tmp_path, capsys):
+    """Before: the page of a flagged clip whose audio is a separate member (video2dataset's KEY.mp4 + KEY.m4a in a
+    shard) said "video-only media: no audio, no waveform" and drew an empty waveform, though the report had measured
+    its transcript offset on that audio (the page decoded KEY.mp4 alone). Now the page decodes the clip as the
+    measurement did: the waveform is drawn (the report's own waveform colour, COLOURS) and the note is gone."""
+    import tarfile
+
+    import numpy as np
+    from matplotlib.image import imread
+
+    from avalign.report import COLOURS
+
+    video, audio, transcript = _video2dataset_split(tmp_path / "clips")
+    with tarfile.open(tmp_path / "shard-000000.tar", "w") as tar:
+        for path in (video, audio, transcript):
+            tar.add(path, arcname=path.name)
+    truth = json.loads((SAMPLE_DATA / "truth.json").read_text())["clips"]["clip00"]["text_offset_ms"]
+    assert main(["report", str(tmp_path / "shard-000000.tar"), "--out", str(tmp_path / "rep"), "--no-progress",
+                 "--fail-over-ms", "60", "--gate-on", "text"]) == 1  # its transcript is 180 ms late: over the gate
+    capsys.readouterr()
+    (clip,) = json.loads((tmp_path / "rep" / "report.json").read_text())["clips"]
+    assert abs(clip["text_offset_ms"] - truth) <= 10.0 and clip["page"]
+    page = (tmp_path / "rep" / clip["page"]).read_text()  # clips/<key>-<8 hex>.html
+    assert "video-only media" not in page
+    png = tmp_path / "rep" / clip["page"].replace(".html", "-waveform.png")
+    image = np.round(imread(str(png))[..., :3] * 255).astype(np.int16)
+    rgb = np.array([int(COLOURS["waveform"][i:i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
+    blue = (np.abs(image - rgb) <= 14).all(axis=-1)
+    assert blue.sum(axis=0).max() >= 40, "no waveform drawn"

@@ -158,7 +158,8 @@ def gather_clip_view(clip: ClipInput, record: dict) -> ClipView:
     notes: list[str] = []
     av_offset_ms, drift_ppm = record.get("av_offset_ms"), record.get("drift_ppm")
     # measure's decode rule, frames wide enough for thumbnails
-    video, _, audio, video_only = decode_for_measure(clip.media, name=clip.media_name, max_width=_THUMB_WIDTH)
+    video, _, audio, video_only = decode_for_measure(clip.media, name=clip.media_name, max_width=_THUMB_WIDTH,
+                                                     audio_media=clip.audio_media, audio_name=clip.audio_name)
     if video_only:
         notes.append("video-only media: no audio, no waveform and no A/V lag curve")
     mono = audio.samples.numpy().mean(axis=0)
