@@ -196,8 +196,13 @@ def decode_for_measure(media, *, name: str, audio_media=None, audio_name: str = 
             raise
         missing_audio = e
         if audio_media is not None:
-            audio = loaders.read_audio(audio_media, name=audio_name or name,
-                                       max_duration_seconds=options.get("max_duration_seconds"))
+            try:
+                audio = loaders.read_audio(audio_media, name=audio_name or name,
+                                           max_duration_seconds=options.get("max_duration_seconds"))
+            except loaders.DecodeError as error:
+                if isinstance(audio_media, str):  # the file a --json error names: this one, not the media
+                    error.path = audio_media
+                raise
     try:
         video, index = read_video_for_estimation(media, name=name, **options)
     except loaders.DecodeError as e:

@@ -145,3 +145,12 @@ def test_a_flagged_clip_page_draws_the_audio_of_the_samples_audio_member(tmp_pat
     rgb = np.array([int(COLOURS["waveform"][i:i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
     blue = (np.abs(image - rgb) <= 14).all(axis=-1)
     assert blue.sum(axis=0).max() >= 40, "no waveform drawn"
+
+
+def test_measure_json_error_names_the_audio_file_that_cannot_be_read(tmp_path, capsys):
+    """`--audio` given a file that is no audio (the sample's KEY.json, by a slip of the tab key): the --json error
+    document's "file" is that file, not the media (it named the media, which decodes)."""
+    video, audio, transcript = _video2dataset_split(tmp_path / "clips")
+    assert main(["measure", str(video), "--audio", str(transcript), "--json"]) == 2
+    (error,) = json.loads(capsys.readouterr().out).values()
+    assert error["file"] == str(transcript) and error["reason"] == "decode" and str(transcript) in error["message"]
