@@ -251,18 +251,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _brace_pattern(paths: Sequence[str]) -> Optional[str]:
+    """The one brace pattern that names exactly ``paths`` (``shards/train-{000000..000002}.tar`` for the three shards
+    ``shards/train-000000.tar`` … ``-000002.tar``, as the shell expanded it), or None when no single pattern does:
+    another folder, prefix, suffix or digit count, a gap in the numbers, a repeat."""
+    import re
+
+    parts = [re.fullmatch(r"(.*?)(\d+)((?:\.tar)(?:\.gz|\.bz2|\.xz)?|\.tgz)", p) for p in paths]
+    if len(paths) < 2 or not all(parts):
+        return None
+    prefixes = {(m.group(1), m.group(3), len(m.group(2))) for m in parts}
+    numbers = sorted(int(m.group(2)) for m in parts)
+    if len(prefixes) != 1 or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        return None
+    ((prefix, suffix, width),) = prefixes
+    return f"{prefix}{{{numbers[0]:0{width}d}..{numbers[-1]:0{width}d}}}{suffix}"
+
+
 def _hint_unquoted_pattern(argv: Sequence[str], code: object) -> None:
     """After a usage error: when ``preprocess`` / ``report`` got several ``.tar`` arguments, say that the shell expanded
-    an unquoted pattern (argparse said only "unrecognized arguments: …")."""
+    an unquoted pattern (argparse said only "unrecognized arguments: …"), and what to pass instead: the brace pattern
+    that names exactly those shards, or their directory (a quoted glob is refused: INPUT expands no glob)."""
     command = next((a for a in argv if a in ("preprocess", "report")), None)
     shards = [a for a in argv if a.endswith((".tar", ".tar.gz")) and not a.startswith("-")]
     if code in (0, None) or command is None or len(shards) < 2:
         return
     folder = os.path.dirname(shards[0]) or "."
-    print(f"avalign {command}: hint: {len(shards)} shard paths were given ({shards[0]}, {shards[1]}, …): a pattern such "
-          f"as {os.path.join(folder, '*.tar')} left unquoted is expanded by the shell. Quote it "
-          f"('{os.path.join(folder, '*.tar')}'), or pass the directory ({folder}) or a brace pattern (e.g. "
-          f"'{os.path.join(folder, 'shard-{000000..000005}.tar')}').", file=sys.stderr)
+    pattern = _brace_pattern(shards)
+    instead = (f"'{pattern}' (the brace pattern of exactly these {len(shards)}), or their directory ({folder})" if pattern
+               else f"their directory ({folder}) or a brace pattern (e.g. "
+                    f"'{os.path.join(folder, 'shard-{000000..000005}.tar')}')")
+    print(f"avalign {command}: hint: {len(shards)} shard paths were given ({shards[0]}, {shards[1]}, …): a pattern "
+          f"such as {os.path.join(folder, '*.tar')} left unquoted is expanded by the shell into several arguments, and "
+          f"INPUT is one. Pass {instead}; a glob is not expanded, even quoted.", file=sys.stderr)
 
 
 def _hint_out_option(argv: Sequence[str], code: object) -> None:

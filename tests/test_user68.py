@@ -4,6 +4,7 @@ Oracles: sample_data's truth (the generator's transcript offsets) and the files 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -154,3 +155,36 @@ def test_measure_json_error_names_the_audio_file_that_cannot_be_read(tmp_path, c
     assert main(["measure", str(video), "--audio", str(transcript), "--json"]) == 2
     (error,) = json.loads(capsys.readouterr().out).values()
     assert error["file"] == str(transcript) and error["reason"] == "decode" and str(transcript) in error["message"]
+
+
+def test_the_hint_for_an_unquoted_glob_gives_an_input_that_works_when_pasted(tmp_path, capsys):
+    """`avalign preprocess shards/*.tar out/` (unquoted, two shards): the hint said "Quote it ('shards/*.tar')", and
+    pasting that got "input not found: 'shards/*.tar' (a glob is not expanded ...)". Now it gives the brace pattern of
+    exactly the shards the shell expanded (or, with a gap in their numbers, their directory), and that works."""
+    import tarfile
+
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    shards = []
+    for i in range(2):
+        shards.append(str(folder / f"train-{i:06d}.tar"))
+        with tarfile.open(shards[-1], "w") as tar:
+            tar.add(SAMPLE_DATA / "clip00.mp4", arcname=f"k{i}.mp4")
+    try:
+        main(["preprocess", *shards, str(tmp_path / "out")])
+    except SystemExit as e:
+        assert e.code == 2
+    err = capsys.readouterr().err
+    assert "Quote it" not in err
+    pattern = re.search(r"Pass '([^']+)'", err).group(1)
+    assert pattern == f"{folder}/train-{{000000..000001}}.tar"
+    assert main(["preprocess", pattern, str(tmp_path / "out"), "--dry-run"]) == 0
+    assert "2 sample(s): k0, k1" in capsys.readouterr().out
+    # a gap (000000, 000002): no one pattern names exactly those; the directory is offered
+    os.rename(shards[1], folder / "train-000002.tar")
+    try:
+        main(["report", shards[0], str(folder / "train-000002.tar"), "--out", str(tmp_path / "rep")])
+    except SystemExit as e:
+        assert e.code == 2
+    err = capsys.readouterr().err
+    assert f"Pass their directory ({folder})" in err and ".." not in err.split("Pass ")[1].split(" or a brace")[0]
