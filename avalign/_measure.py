@@ -338,7 +338,20 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
                            max_offset_ms=max_offset_ms, audio_media=audio, audio_name=audio or "", **given).record
     record["media"] = media
     record["transcript"] = transcript
+    if audio is not None and _has_audio_stream(media) is False:  # the audio measured is that file's: say so
+        record["audio"] = dict(record["audio"], file=audio)
     return record
+
+
+def _has_audio_stream(media: str) -> Optional[bool]:
+    """Whether ``media`` has an audio stream (None: FFmpeg cannot open it)."""
+    try:
+        import av
+
+        with av.open(media) as container:
+            return bool(container.streams.audio)
+    except Exception:  # noqa: BLE001 - for notes only; the measurement itself has read the media
+        return None
 
 
 _TEXT_SUBTITLE_CODECS = ("subrip", "srt", "ass", "ssa", "webvtt", "mov_text", "text")
@@ -351,11 +364,11 @@ def _shell_argument(path: str) -> str:
     return shlex.quote(os.path.join(".", path) if path.startswith("-") else path)
 
 
-def transcripts_not_read(media: str) -> list[str]:
+def transcripts_not_read(media: str, *, audio: Optional[str] = None) -> list[str]:
     """What ``measure MEDIA`` without ``--transcript`` leaves unread, as lines to tell the user: a transcript beside
     the media under its stem (``talk.srt``, yt-dlp's ``talk.en.vtt``: what ``preprocess`` would pair with it), and a
-    text subtitle stream inside the media (an MKV's SRT track), with the command that extracts it. Empty when there
-    is neither."""
+    text subtitle stream inside the media (an MKV's SRT track), with the command that extracts it (and the
+    ``--audio`` given, kept in the command). Empty when there is neither."""
     from avcore import TRANSCRIPT_EXTENSIONS
     from loaders.transcripts import is_language_tagged
 
@@ -379,7 +392,8 @@ def transcripts_not_read(media: str) -> list[str]:
                 len(parts) == 2 and "whisper" in parts[0] and parts[1] in ("vtt", "srt", "json")):
             path = os.path.join(folder, name)
             lines.append(f"{path} is beside the media and not read (measure reads only --transcript): "
-                         f"`avalign measure {_shell_argument(media)} --transcript {_shell_argument(path)}`")
+                         f"`avalign measure {_shell_argument(media)} --transcript {_shell_argument(path)}"
+                         + (f" --audio {_shell_argument(audio)}" if audio else "") + "`")
     try:
         import av
 
@@ -404,12 +418,8 @@ def audio_not_read(media: str, *, audio: Optional[str] = None, transcript: Optio
     ``--audio``, that it was not read because MEDIA has an audio stream of its own. Empty when there is neither."""
     from avcore import AUDIO_EXTENSIONS
 
-    try:
-        import av
-
-        with av.open(media) as container:
-            has_audio = bool(container.streams.audio)
-    except Exception:  # noqa: BLE001 - a note only; the measurement itself has read the media
+    has_audio = _has_audio_stream(media)
+    if has_audio is None:
         return []
     if audio is not None:
         return [f"--audio {_shell_argument(audio)} is not read: {_shell_argument(media)} has an audio stream of its "
@@ -488,7 +498,8 @@ def format_measurement(record: dict) -> str:
     if a.get("sample_rate") is None:
         lines.append("audio       none (video-only: the media has no audio stream)")
     else:
-        lines.append(f"audio       {a['sample_rate']} Hz, first sample at {a['start_seconds']} s, {a['num_samples']} samples")
+        lines.append(f"audio       {a['sample_rate']} Hz, first sample at {a['start_seconds']} s, {a['num_samples']} samples"
+                     + (f" (from {a['file']}: the media has no audio stream)" if a.get("file") else ""))
     lines += [
         f"A/V offset  {offset(record['av_offset_ms'], record.get('av_abstain'))}  ("
         f"{confidence(record['av_confidence'], record['av_offset_ms'] is not None, record['av_method'], av=True)}"

@@ -89,7 +89,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     for line in audio_not_read(args.media, audio=args.audio, transcript=args.transcript):  # stderr, as below
         print(f"avalign measure: note: {line}", file=sys.stderr)
     if not args.transcript:  # no text offset, no words: say what was there to read (stderr: --json stays one document)
-        for line in transcripts_not_read(args.media):
+        for line in transcripts_not_read(args.media, audio=args.audio):
             print(f"avalign measure: note: no --transcript given; {line}", file=sys.stderr)
     return 0
 

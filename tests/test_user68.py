@@ -188,3 +188,25 @@ def test_the_hint_for_an_unquoted_glob_gives_an_input_that_works_when_pasted(tmp
         assert e.code == 2
     err = capsys.readouterr().err
     assert f"Pass their directory ({folder})" in err and ".." not in err.split("Pass ")[1].split(" or a brace")[0]
+
+
+def test_measure_says_which_file_its_audio_came_from_and_keeps_audio_in_the_commands_it_suggests(tmp_path, capsys):
+    """With --audio, the table's audio line and --json's "audio" say the samples are the --audio file's (the media
+    has none); the note naming the transcript beside the media gives a command that keeps --audio (pasted without
+    it, the clip is measured without audio again). The pasted command gives the truth's offset."""
+    truth = json.loads((SAMPLE_DATA / "truth.json").read_text())["clips"]["clip00"]["text_offset_ms"]
+    video, audio, transcript = _video2dataset_split(tmp_path / "clips")
+    assert main(["measure", str(video), "--audio", str(audio)]) == 0
+    out, err = capsys.readouterr()
+    (line,) = [x for x in out.splitlines() if x.startswith("audio ")]
+    assert f"(from {audio}: the media has no audio stream)" in line
+    (note,) = [x for x in err.splitlines() if "note:" in x]
+    command = shlex.split(re.search(r"`([^`]*)`", note).group(1))
+    assert command[command.index("--transcript") + 1] == str(transcript)
+    assert command[command.index("--audio") + 1] == str(audio)
+    assert main(command[1:] + ["--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["audio"]["file"] == str(audio) and abs(record["text_offset_ms"] - truth) <= 10.0
+    # media with its own audio: no "file" (the --audio file was not read)
+    assert main(["measure", str(SAMPLE_DATA / "clip00.mp4"), "--audio", str(audio), "--json"]) == 0
+    assert "file" not in json.loads(capsys.readouterr().out)["audio"]
