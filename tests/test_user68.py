@@ -210,3 +210,28 @@ def test_measure_says_which_file_its_audio_came_from_and_keeps_audio_in_the_comm
     # media with its own audio: no "file" (the --audio file was not read)
     assert main(["measure", str(SAMPLE_DATA / "clip00.mp4"), "--audio", str(audio), "--json"]) == 0
     assert "file" not in json.loads(capsys.readouterr().out)["audio"]
+
+
+def test_a_video2dataset_record_holding_whisper_transcript_keeps_its_caption_in_the_batch(tmp_path, capsys):
+    """video2dataset's Whisper subsampler writes its transcript into the sample's metadata record (KEY.json:
+    url, key, status, caption, whisper_transcript). Before: with no KEY.txt beside it, that record was read as the
+    transcript and its caption was lost (caption_texts (None,)), raw and after preprocess (meta.json), though README
+    says a sample with a transcript keeps its caption in caption_texts. Now the caption is the record's."""
+    import tarfile
+
+    import loaders
+
+    whisper = json.loads((SAMPLE_DATA / "clip00.json").read_text())
+    words = [w["word"].strip() for s in whisper["segments"] for w in s["words"]]
+    record = {"url": "https://example.org/v.mp4", "key": "000042", "status": "success",
+              "caption": "a person speaks", "whisper_transcript": whisper}
+    (tmp_path / "000042.json").write_text(json.dumps(record))
+    with tarfile.open(tmp_path / "raw-000000.tar", "w") as tar:
+        tar.add(SAMPLE_DATA / "clip00.mp4", arcname="000042.mp4")
+        tar.add(tmp_path / "000042.json", arcname="000042.json")
+    assert main(["preprocess", str(tmp_path / "raw-000000.tar"), str(tmp_path / "out"), "--no-progress"]) == 0
+    capsys.readouterr()
+    for shard in (tmp_path / "raw-000000.tar", tmp_path / "out" / "shard-000000.tar"):
+        (batch,) = list(loaders.make_loader(str(shard), seed=0, window_seconds=None))
+        assert batch.caption_texts == ("a person speaks",), shard
+        assert list(batch.word_texts) == words and "a person speaks" not in batch.segment_texts
