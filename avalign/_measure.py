@@ -391,6 +391,8 @@ def transcripts_not_read(media: str, *, audio: Optional[str] = None) -> list[str
                 f"{base.lower()}.{ext}" for ext in TRANSCRIPT_EXTENSIONS) or (
                 len(parts) == 2 and "whisper" in parts[0] and parts[1] in ("vtt", "srt", "json")):
             path = os.path.join(folder, name)
+            if name.lower().endswith(".json") and not _json_transcript(path):
+                continue  # video2dataset's KEY.json metadata (url, caption, status): a caption, not a transcript
             lines.append(f"{path} is beside the media and not read (measure reads only --transcript): "
                          f"`avalign measure {_shell_argument(media)} --transcript {_shell_argument(path)}"
                          + (f" --audio {_shell_argument(audio)}" if audio else "") + "`")
@@ -442,6 +444,20 @@ def audio_not_read(media: str, *, audio: Optional[str] = None, transcript: Optio
             lines.append(f"{_shell_argument(media)} has no audio stream; {path} is beside it and not read (measure "
                          f"reads only --audio; preprocess and the loader read it as the clip's audio): `{command}`")
     return lines
+
+
+def _json_transcript(path: str) -> bool:
+    """Whether the ``.json`` file ``path`` is a transcript (``loaders.transcripts.is_transcript_json``), not a
+    record such as video2dataset's ``KEY.json`` metadata; files too large to sniff cheaply count as transcripts."""
+    from loaders.transcripts import is_transcript_json
+
+    try:
+        if os.path.getsize(path) > 64 * 1024 * 1024:
+            return True
+        with open(path, "rb") as f:
+            return is_transcript_json(f.read())
+    except OSError:
+        return True
 
 
 def _drift_note(record: dict) -> str:

@@ -235,3 +235,22 @@ def test_a_video2dataset_record_holding_whisper_transcript_keeps_its_caption_in_
         (batch,) = list(loaders.make_loader(str(shard), seed=0, window_seconds=None))
         assert batch.caption_texts == ("a person speaks",), shard
         assert list(batch.word_texts) == words and "a person speaks" not in batch.segment_texts
+
+
+def test_measure_does_not_suggest_video2dataset_metadata_as_a_transcript(tmp_path, capsys):
+    """`avalign measure KEY.mp4` beside video2dataset's KEY.json metadata (url, key, status, caption): the note said
+    "KEY.json is beside the media and not read: `avalign measure KEY.mp4 --transcript KEY.json`", and that command
+    fails ("segments: missing: it is a clip's metadata ..."). Now metadata is not suggested; a WhisperX KEY.json
+    still is, and its command measures the truth's offset."""
+    truth = json.loads((SAMPLE_DATA / "truth.json").read_text())["clips"]["clip00"]["text_offset_ms"]
+    shutil.copy(SAMPLE_DATA / "clip00.mp4", tmp_path / "000042.mp4")
+    (tmp_path / "000042.json").write_text(json.dumps({"url": "https://example.org/v.mp4", "key": "000042",
+                                                      "status": "success", "caption": "a person speaks"}))
+    assert main(["measure", str(tmp_path / "000042.mp4"), "--json"]) == 0
+    assert "note:" not in capsys.readouterr().err
+    shutil.copy(SAMPLE_DATA / "clip00.json", tmp_path / "000042.json")  # WhisperX words: a transcript
+    assert main(["measure", str(tmp_path / "000042.mp4"), "--json"]) == 0
+    (note,) = [x for x in capsys.readouterr().err.splitlines() if "note:" in x]
+    command = shlex.split(re.search(r"`([^`]*)`", note).group(1))
+    assert main(command[1:] + ["--json"]) == 0
+    assert abs(json.loads(capsys.readouterr().out)["text_offset_ms"] - truth) <= 10.0
