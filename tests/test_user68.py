@@ -254,3 +254,32 @@ def test_measure_does_not_suggest_video2dataset_metadata_as_a_transcript(tmp_pat
     command = shlex.split(re.search(r"`([^`]*)`", note).group(1))
     assert main(command[1:] + ["--json"]) == 0
     assert abs(json.loads(capsys.readouterr().out)["text_offset_ms"] - truth) <= 10.0
+
+
+def test_preprocessing_preprocessed_shards_keeps_the_caption_and_warns_of_nothing_lost(tmp_path, capsys, caplog):
+    """Preprocess run again on its own output (to re-encode later, or at another --sample-rate): before, the samples'
+    meta.json (video2dataset's record: the caption) was dropped, with a WARNING that also listed the align.json /
+    frames.json this run writes afresh as "not written to the output shards ... keep the input shards for them"; a
+    caption only in that record was lost in the batches. Now meta.json passes through and nothing is said lost."""
+    import logging
+    import tarfile
+
+    import loaders
+
+    whisper = json.loads((SAMPLE_DATA / "clip00.json").read_text())
+    truth = json.loads((SAMPLE_DATA / "truth.json").read_text())["clips"]["clip00"]["text_offset_ms"]
+    (tmp_path / "000042.json").write_text(json.dumps({"key": "000042", "status": "success",
+                                                      "caption": "a person speaks", "whisper_transcript": whisper}))
+    with tarfile.open(tmp_path / "raw-000000.tar", "w") as tar:
+        tar.add(SAMPLE_DATA / "clip00.mp4", arcname="000042.mp4")
+        tar.add(tmp_path / "000042.json", arcname="000042.json")
+    assert main(["preprocess", str(tmp_path / "raw-000000.tar"), str(tmp_path / "once"), "--no-progress"]) == 0
+    with caplog.at_level(logging.WARNING, logger="avalign"):
+        assert main(["preprocess", str(tmp_path / "once"), str(tmp_path / "twice"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert not [r for r in caplog.records if "not written to the output shards" in r.getMessage()]
+    (batch,) = list(loaders.make_loader(str(tmp_path / "twice" / "shard-000000.tar"), seed=0, window_seconds=None))
+    assert batch.caption_texts == ("a person speaks",)
+    with tarfile.open(tmp_path / "twice" / "shard-000000.tar") as tar:
+        assert "000042.meta.json" in tar.getnames()
+        assert abs(json.load(tar.extractfile("000042.align.json"))["text_offset_ms"] - truth) <= 10.0
