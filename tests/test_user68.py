@@ -283,3 +283,14 @@ def test_preprocessing_preprocessed_shards_keeps_the_caption_and_warns_of_nothin
     with tarfile.open(tmp_path / "twice" / "shard-000000.tar") as tar:
         assert "000042.meta.json" in tar.getnames()
         assert abs(json.load(tar.extractfile("000042.align.json"))["text_offset_ms"] - truth) <= 10.0
+
+
+def test_report_of_one_video_file_reads_its_audio_file_beside_it(tmp_path, capsys):
+    """`avalign report KEY.mp4` (one video-only file, KEY.m4a beside it) measured the clip without audio (text offset
+    null), as `preprocess KEY.mp4 out/` does not (it takes the same-stem files). Now the audio file is read."""
+    truth = json.loads((SAMPLE_DATA / "truth.json").read_text())["clips"]["clip00"]["text_offset_ms"]
+    video, audio, transcript = _video2dataset_split(tmp_path / "clips")
+    assert main(["report", str(video), "--out", str(tmp_path / "rep"), "--no-progress", "--clip-pages", "0"]) == 0
+    capsys.readouterr()
+    (clip,) = json.loads((tmp_path / "rep" / "report.json").read_text())["clips"]
+    assert clip["has_video"] and abs(clip["text_offset_ms"] - truth) <= 10.0, clip["text_offset_ms"]

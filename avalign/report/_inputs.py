@@ -138,7 +138,10 @@ def iter_inputs(path: str, *, on_error: OnError = "skip") -> Iterator[Item]:
         return
     if os.path.isfile(path):
         stem = os.path.splitext(path)[0]
-        yield from _directory_clip(os.path.dirname(path) or ".", stem, path)
+        # a video's same-stem audio file (video2dataset's KEY.m4a beside KEY.mp4) is its audio, as in a directory
+        siblings = [f for f in glob.glob(glob.escape(stem) + ".*") if os.path.splitext(f)[0] == stem and f != path]
+        audio = _directory_media([path, *siblings])[stem][1] if _ext(path) in VIDEO_EXTENSIONS else None
+        yield from _directory_clip(os.path.dirname(path) or ".", stem, path, audio)
         return
     raise FileNotFoundError(f"input not found: {path!r}; hint: give a media directory, a .tar shard or a brace pattern")
 
