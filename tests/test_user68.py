@@ -294,3 +294,32 @@ def test_report_of_one_video_file_reads_its_audio_file_beside_it(tmp_path, capsy
     capsys.readouterr()
     (clip,) = json.loads((tmp_path / "rep" / "report.json").read_text())["clips"]
     assert clip["has_video"] and abs(clip["text_offset_ms"] - truth) <= 10.0, clip["text_offset_ms"]
+
+
+def test_too_few_shards_for_the_ranks_says_how_preprocess_writes_more(tmp_path, capsys):
+    """Two raw shards preprocessed with the defaults become one output shard (100 samples a shard); a 2-rank
+    loader on it is refused ("write at least world_size shards (split them finer)") without saying how. The message
+    now names `--samples-per-shard`; following it, the two ranks read disjoint samples that cover the epoch."""
+    import tarfile
+
+    import loaders
+
+    raw = []
+    for i in range(2):
+        raw.append(tmp_path / f"raw-{i:06d}.tar")
+        with tarfile.open(raw[-1], "w") as tar:
+            tar.add(SAMPLE_DATA / "clip00.mp4", arcname=f"k{i}.mp4")
+    pattern = str(tmp_path / "raw-{000000..000001}.tar")
+    assert main(["preprocess", pattern, str(tmp_path / "out"), "--no-progress"]) == 0
+    try:
+        loaders.make_loader(str(tmp_path / "out" / "shard-000000.tar"), seed=0, rank=0, world_size=2)
+        raise AssertionError("a loader with more ranks than shards was not refused")
+    except ValueError as error:
+        hint = re.search(r"`avalign preprocess INPUT OUT (--samples-per-shard) N`", str(error))
+    assert hint, "the message does not say how to write more shards"
+    assert main(["preprocess", pattern, str(tmp_path / "finer"), "--no-progress", hint.group(1), "1"]) == 0
+    capsys.readouterr()
+    shards = str(tmp_path / "finer" / "shard-{000000..000001}.tar")
+    keys = [[k for b in loaders.make_loader(shards, seed=0, rank=r, world_size=2, window_seconds=None,
+                                            even_batches="pad") for k in b.sample_keys] for r in (0, 1)]
+    assert sorted(keys[0] + keys[1]) == ["k0", "k1"] and not set(keys[0]) & set(keys[1])

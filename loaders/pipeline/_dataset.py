@@ -1040,7 +1040,8 @@ def _check_shards_per_rank(num_shards: int, world_size: int, even_batches: str, 
                "get no shard (shards are split between ranks whole)")
     if even_batches == "drop" and batches_per_epoch is None:
         raise ValueError(f"{message}, and with even_batches='drop' every rank stops when the first one runs out: an "
-                         "empty epoch on every rank; write at least world_size shards (split them finer), or pass "
+                         "empty epoch on every rank; write at least world_size shards (split them finer: `avalign "
+                         "preprocess INPUT OUT --samples-per-shard N` writes N samples a shard), or pass "
                          "even_batches='pad' or batches_per_epoch=N.")
     logger.warning("%s; they yield only empty batches.", message)
 
