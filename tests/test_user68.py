@@ -323,3 +323,34 @@ def test_too_few_shards_for_the_ranks_says_how_preprocess_writes_more(tmp_path, 
     keys = [[k for b in loaders.make_loader(shards, seed=0, rank=r, world_size=2, window_seconds=None,
                                             even_batches="pad") for k in b.sample_keys] for r in (0, 1)]
     assert sorted(keys[0] + keys[1]) == ["k0", "k1"] and not set(keys[0]) & set(keys[1])
+
+
+def test_a_dataloader_worker_without_a_shard_says_so(tmp_path, capfd):
+    """make_dataset through DataLoader(num_workers=2) on preprocess's one output shard: shard p goes to worker
+    p % num_workers, so one worker decoded everything and the other nothing, silently (the epoch at one worker's
+    speed). Now that worker warns, naming --samples-per-shard and make_loader; with as many shards as workers, no
+    warning. The batches are the same either way (every sample once)."""
+    import logging
+    import sys
+    import tarfile
+
+    import loaders
+    from torch.utils.data import DataLoader
+
+    for i in range(2):
+        with tarfile.open(tmp_path / f"s-{i:06d}.tar", "w") as tar:
+            tar.add(SAMPLE_DATA / "clip00.mp4", arcname=f"k{i}.mp4")
+    handler = logging.StreamHandler(sys.stderr)  # the workers' warnings, on the stderr capfd reads
+    logging.getLogger("loaders").addHandler(handler)
+    try:
+        for shards, idle in (("s-000000.tar", True), ("s-{000000..000001}.tar", False)):
+            ds = loaders.make_dataset(str(tmp_path / shards), seed=0, window_seconds=None)
+            keys = [k for b in DataLoader(ds, batch_size=None, num_workers=2) for k in b.sample_keys]
+            err = capfd.readouterr().err
+            assert sorted(keys) == (["k0"] if idle else ["k0", "k1"])
+            said = "this rank has 1 shard(s)" in err and "1 worker(s) decode nothing" in err
+            assert said == idle, err
+            if idle:
+                assert "--samples-per-shard" in err and "make_loader" in err
+    finally:
+        logging.getLogger("loaders").removeHandler(handler)
