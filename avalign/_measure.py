@@ -196,8 +196,13 @@ def decode_for_measure(media, *, name: str, audio_media=None, audio_name: str = 
             raise
         missing_audio = e
         if audio_media is not None:
-            audio = loaders.read_audio(audio_media, name=audio_name or name,
-                                       max_duration_seconds=options.get("max_duration_seconds"))
+            try:
+                audio = loaders.read_audio(audio_media, name=audio_name or name,
+                                           max_duration_seconds=options.get("max_duration_seconds"))
+            except loaders.DecodeError as error:
+                if isinstance(audio_media, str):  # the file a --json error names: this one, not the media
+                    error.path = audio_media
+                raise
     try:
         video, index = read_video_for_estimation(media, name=name, **options)
     except loaders.DecodeError as e:
@@ -308,8 +313,13 @@ def measure_media(media, transcript=None, *, name: str, sample_rate: int = 16000
 
 def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 16000, text_method: str = "auto",
             av_offset_ms: Optional[float] = None, max_offset_ms: float = 500.0,
-            transcript_format: Optional[str] = None, text_offset_ms: Optional[float] = None) -> dict:
+            transcript_format: Optional[str] = None, text_offset_ms: Optional[float] = None,
+            audio: Optional[str] = None) -> dict:
     """Decode ``media`` (and ``transcript``), estimate offsets and drift, return the ``measure`` record.
+
+    ``audio``: the clip's audio in a separate file (video2dataset's ``KEY.m4a`` / ``KEY.wav`` beside ``KEY.mp4``),
+    read when ``media`` has no audio stream, as ``preprocess``, ``report`` and the loader read that member (its first
+    sample on the same clock as the video's pts); ignored when ``media`` has audio.
 
     ``text_method`` chooses the transcript offset estimator (``auto``, ``energy``, ``forced``; see ``aligner.align``).
     ``av_offset_ms`` (known A/V offset, ms) is used instead of the A/V estimate (``av_method`` then says so);
@@ -323,8 +333,9 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     """
     import loaders
 
-    if not os.path.exists(media):
-        raise FileNotFoundError(f"media file not found: {media!r}")
+    for path in (media, audio):
+        if path is not None and not os.path.exists(path):
+            raise FileNotFoundError(f"{'media' if path == media else 'audio'} file not found: {path!r}")
     text = loaders.read_transcript(transcript, format=transcript_format) if transcript else None
     if text_offset_ms is not None and not transcript:
         raise ValueError(f"a transcript offset was given ({text_offset_ms = }) without a transcript; hint: give the "
@@ -332,10 +343,23 @@ def measure(media: str, *, transcript: Optional[str] = None, sample_rate: int = 
     given = {name: value for name, value in (("av_offset_ms", av_offset_ms), ("text_offset_ms", text_offset_ms))
              if value is not None}
     record = measure_media(media, text, name=media, sample_rate=sample_rate, text_method=text_method,
-                           max_offset_ms=max_offset_ms, **given).record
+                           max_offset_ms=max_offset_ms, audio_media=audio, audio_name=audio or "", **given).record
     record["media"] = media
     record["transcript"] = transcript
+    if audio is not None and _has_audio_stream(media) is False:  # the audio measured is that file's: say so
+        record["audio"] = dict(record["audio"], file=audio)
     return record
+
+
+def _has_audio_stream(media: str) -> Optional[bool]:
+    """Whether ``media`` has an audio stream (None: FFmpeg cannot open it)."""
+    try:
+        import av
+
+        with av.open(media) as container:
+            return bool(container.streams.audio)
+    except Exception:  # noqa: BLE001 - for notes only; the measurement itself has read the media
+        return None
 
 
 _TEXT_SUBTITLE_CODECS = ("subrip", "srt", "ass", "ssa", "webvtt", "mov_text", "text")
@@ -348,11 +372,11 @@ def _shell_argument(path: str) -> str:
     return shlex.quote(os.path.join(".", path) if path.startswith("-") else path)
 
 
-def transcripts_not_read(media: str) -> list[str]:
+def transcripts_not_read(media: str, *, audio: Optional[str] = None) -> list[str]:
     """What ``measure MEDIA`` without ``--transcript`` leaves unread, as lines to tell the user: a transcript beside
     the media under its stem (``talk.srt``, yt-dlp's ``talk.en.vtt``: what ``preprocess`` would pair with it), and a
-    text subtitle stream inside the media (an MKV's SRT track), with the command that extracts it. Empty when there
-    is neither."""
+    text subtitle stream inside the media (an MKV's SRT track), with the command that extracts it (and the
+    ``--audio`` given, kept in the command). Empty when there is neither."""
     from avcore import TRANSCRIPT_EXTENSIONS
     from loaders.transcripts import is_language_tagged
 
@@ -375,8 +399,11 @@ def transcripts_not_read(media: str) -> list[str]:
                 f"{base.lower()}.{ext}" for ext in TRANSCRIPT_EXTENSIONS) or (
                 len(parts) == 2 and "whisper" in parts[0] and parts[1] in ("vtt", "srt", "json")):
             path = os.path.join(folder, name)
+            if name.lower().endswith(".json") and not _json_transcript(path):
+                continue  # video2dataset's KEY.json metadata (url, caption, status): a caption, not a transcript
             lines.append(f"{path} is beside the media and not read (measure reads only --transcript): "
-                         f"`avalign measure {_shell_argument(media)} --transcript {_shell_argument(path)}`")
+                         f"`avalign measure {_shell_argument(media)} --transcript {_shell_argument(path)}"
+                         + (f" --audio {_shell_argument(audio)}" if audio else "") + "`")
     try:
         import av
 
@@ -392,6 +419,53 @@ def transcripts_not_read(media: str) -> list[str]:
     except Exception:  # noqa: BLE001 - a note only; the measurement itself has read the media
         pass
     return lines
+
+
+def audio_not_read(media: str, *, audio: Optional[str] = None, transcript: Optional[str] = None) -> list[str]:
+    """What ``measure MEDIA`` leaves unread of a clip's audio, as lines to tell the user: with no ``--audio``, when
+    MEDIA has no audio stream, an audio file beside it under its stem (video2dataset's ``KEY.wav`` / ``KEY.m4a``
+    beside ``KEY.mp4``: what ``preprocess`` and the loader read as its audio), with the command that reads it; with
+    ``--audio``, that it was not read because MEDIA has an audio stream of its own. Empty when there is neither."""
+    from avcore import AUDIO_EXTENSIONS
+
+    has_audio = _has_audio_stream(media)
+    if has_audio is None:
+        return []
+    if audio is not None:
+        return [f"--audio {_shell_argument(audio)} is not read: {_shell_argument(media)} has an audio stream of its "
+                "own (the separate audio of a sample is read only when its media has none)"] if has_audio else []
+    if has_audio:
+        return []
+    folder, base = os.path.split(media)
+    stem = base.rsplit(".", 1)[0] if "." in base else base
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        return []
+    lines = []
+    for name in names:
+        if name != base and "." in name and name.rsplit(".", 1)[0] == stem \
+                and name.rsplit(".", 1)[1].lower() in AUDIO_EXTENSIONS:
+            path = os.path.join(folder, name)
+            command = f"avalign measure {_shell_argument(media)}" + (
+                f" --transcript {_shell_argument(transcript)}" if transcript else "") + f" --audio {_shell_argument(path)}"
+            lines.append(f"{_shell_argument(media)} has no audio stream; {path} is beside it and not read (measure "
+                         f"reads only --audio; preprocess and the loader read it as the clip's audio): `{command}`")
+    return lines
+
+
+def _json_transcript(path: str) -> bool:
+    """Whether the ``.json`` file ``path`` is a transcript (``loaders.transcripts.is_transcript_json``), not a
+    record such as video2dataset's ``KEY.json`` metadata; files too large to sniff cheaply count as transcripts."""
+    from loaders.transcripts import is_transcript_json
+
+    try:
+        if os.path.getsize(path) > 64 * 1024 * 1024:
+            return True
+        with open(path, "rb") as f:
+            return is_transcript_json(f.read())
+    except OSError:
+        return True
 
 
 def _drift_note(record: dict) -> str:
@@ -448,7 +522,8 @@ def format_measurement(record: dict) -> str:
     if a.get("sample_rate") is None:
         lines.append("audio       none (video-only: the media has no audio stream)")
     else:
-        lines.append(f"audio       {a['sample_rate']} Hz, first sample at {a['start_seconds']} s, {a['num_samples']} samples")
+        lines.append(f"audio       {a['sample_rate']} Hz, first sample at {a['start_seconds']} s, {a['num_samples']} samples"
+                     + (f" (from {a['file']}: the media has no audio stream)" if a.get("file") else ""))
     lines += [
         f"A/V offset  {offset(record['av_offset_ms'], record.get('av_abstain'))}  ("
         f"{confidence(record['av_confidence'], record['av_offset_ms'] is not None, record['av_method'], av=True)}"

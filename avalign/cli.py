@@ -76,15 +76,20 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if args.transcript:
         check_local_input(args.transcript, what="transcript", file_only=True,
                           hint="give one SRT, WebVTT, Whisper/WhisperX JSON, TextGrid or STM file")
-    from avalign._measure import format_measurement, measure, transcripts_not_read
+    if args.audio:
+        check_local_input(args.audio, what="audio file", file_only=True,
+                          hint="give the clip's audio as one file (e.g. KEY.wav, KEY.m4a)")
+    from avalign._measure import audio_not_read, format_measurement, measure, transcripts_not_read
 
     record = measure(args.media, transcript=args.transcript, sample_rate=args.sample_rate, text_method=args.text_method,
                      av_offset_ms=args.av_offset_ms, text_offset_ms=args.text_offset_ms,
                      max_offset_ms=args.max_offset_ms,
-                     transcript_format=args.transcript_format)
+                     transcript_format=args.transcript_format, audio=args.audio)
     print(json.dumps(record, indent=2) if args.json else format_measurement(record))
+    for line in audio_not_read(args.media, audio=args.audio, transcript=args.transcript):  # stderr, as below
+        print(f"avalign measure: note: {line}", file=sys.stderr)
     if not args.transcript:  # no text offset, no words: say what was there to read (stderr: --json stays one document)
-        for line in transcripts_not_read(args.media):
+        for line in transcripts_not_read(args.media, audio=args.audio):
             print(f"avalign measure: note: no --transcript given; {line}", file=sys.stderr)
     return 0
 
@@ -174,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "examples:\n  avalign measure clip.mp4\n  avalign measure clip.mkv --transcript clip.vtt --json\n"
             "  avalign measure speech.m4a --transcript speech.json --sample-rate 16000   # audio-only\n"
+            "  avalign measure 000042.mp4 --transcript 000042.json --audio 000042.m4a   # audio in its own file\n"
             "  avalign measure talk.mp4 --transcript talk.whisperx.json --text-method forced   # real speech\n"
             "  avalign measure talk.mp4 --transcript talk.srt --text-offset-ms 120   # stamps known 120 ms late"
         ),
@@ -185,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--transcript-format", choices=TRANSCRIPT_FORMATS, default=None, type=_format_name,
                          help="the transcript's format when its name does not tell (default: from the suffix, "
                               "else from the content)")
+    measure.add_argument("--audio", default=None, metavar="FILE",
+                         help="the clip's audio in a separate file (video2dataset's KEY.wav / KEY.m4a beside KEY.mp4), "
+                              "read when MEDIA has no audio stream, as preprocess and the loader read it")
     measure.add_argument("--sample-rate", type=positive_int, default=16000, help="rate for sample indices (default 16000)")
     measure.add_argument("--json", action="store_true", help="one JSON object on stdout")
     measure.add_argument("--text-method", choices=("auto", "energy", "forced"), default="auto",
@@ -242,18 +251,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _brace_pattern(paths: Sequence[str]) -> Optional[str]:
+    """The one brace pattern that names exactly ``paths`` (``shards/train-{000000..000002}.tar`` for the three shards
+    ``shards/train-000000.tar`` … ``-000002.tar``, as the shell expanded it), or None when no single pattern does:
+    another folder, prefix, suffix or digit count, a gap in the numbers, a repeat."""
+    import re
+
+    parts = [re.fullmatch(r"(.*?)(\d+)((?:\.tar)(?:\.gz|\.bz2|\.xz)?|\.tgz)", p) for p in paths]
+    if len(paths) < 2 or not all(parts):
+        return None
+    prefixes = {(m.group(1), m.group(3), len(m.group(2))) for m in parts}
+    numbers = sorted(int(m.group(2)) for m in parts)
+    if len(prefixes) != 1 or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        return None
+    ((prefix, suffix, width),) = prefixes
+    return f"{prefix}{{{numbers[0]:0{width}d}..{numbers[-1]:0{width}d}}}{suffix}"
+
+
 def _hint_unquoted_pattern(argv: Sequence[str], code: object) -> None:
     """After a usage error: when ``preprocess`` / ``report`` got several ``.tar`` arguments, say that the shell expanded
-    an unquoted pattern (argparse said only "unrecognized arguments: …")."""
+    an unquoted pattern (argparse said only "unrecognized arguments: …"), and what to pass instead: the brace pattern
+    that names exactly those shards, or their directory (a quoted glob is refused: INPUT expands no glob)."""
     command = next((a for a in argv if a in ("preprocess", "report")), None)
     shards = [a for a in argv if a.endswith((".tar", ".tar.gz")) and not a.startswith("-")]
     if code in (0, None) or command is None or len(shards) < 2:
         return
     folder = os.path.dirname(shards[0]) or "."
-    print(f"avalign {command}: hint: {len(shards)} shard paths were given ({shards[0]}, {shards[1]}, …): a pattern such "
-          f"as {os.path.join(folder, '*.tar')} left unquoted is expanded by the shell. Quote it "
-          f"('{os.path.join(folder, '*.tar')}'), or pass the directory ({folder}) or a brace pattern (e.g. "
-          f"'{os.path.join(folder, 'shard-{000000..000005}.tar')}').", file=sys.stderr)
+    pattern = _brace_pattern(shards)
+    instead = (f"'{pattern}' (the brace pattern of exactly these {len(shards)}), or their directory ({folder})" if pattern
+               else f"their directory ({folder}) or a brace pattern (e.g. "
+                    f"'{os.path.join(folder, 'shard-{000000..000005}.tar')}')")
+    print(f"avalign {command}: hint: {len(shards)} shard paths were given ({shards[0]}, {shards[1]}, …): a pattern "
+          f"such as {os.path.join(folder, '*.tar')} left unquoted is expanded by the shell into several arguments, and "
+          f"INPUT is one. Pass {instead}; a glob is not expanded, even quoted.", file=sys.stderr)
 
 
 def _hint_out_option(argv: Sequence[str], code: object) -> None:

@@ -44,9 +44,11 @@ def test_an_unquoted_shard_glob_gets_a_hint_to_quote_it(tmp_path, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     folder = str(tmp_path / "in")
+    # (user68: no longer "Quote it ('in/*.tar')": INPUT expands no glob, so that advice failed when pasted)
     assert (f"avalign preprocess: hint: 3 shard paths were given ({shards[0]}, {shards[1]}, …): a pattern such as "
-            f"{folder}/*.tar left unquoted is expanded by the shell. Quote it ('{folder}/*.tar'), or pass the directory "
-            f"({folder}) or a brace pattern (e.g. '{folder}/shard-{{000000..000005}}.tar').") in err
+            f"{folder}/*.tar left unquoted is expanded by the shell into several arguments, and INPUT is one. Pass "
+            f"'{folder}/shard-{{000000..000002}}.tar' (the brace pattern of exactly these 3), or their directory "
+            f"({folder}); a glob is not expanded, even quoted.") in err
 
 
 def test_two_expanded_shards_taken_as_input_and_output_say_so(tmp_path, capsys):
@@ -56,5 +58,5 @@ def test_two_expanded_shards_taken_as_input_and_output_say_so(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.strip() == (f"avalign preprocess: error: output {shards[1]!r} exists and is not a directory; hint: pass a "
                            "directory path; it is a shard: was a pattern such as dir/*.tar left unquoted, so that the "
-                           "shell expanded it into INPUT and OUTPUT_DIR? Quote it ('dir/*.tar'), or pass the shards' "
-                           "directory or a brace pattern (e.g. 'dir/shard-{000000..000005}.tar')")
+                           "shell expanded it into INPUT and OUTPUT_DIR? Pass the shards' directory or a brace "
+                           "pattern (e.g. 'dir/shard-{000000..000005}.tar'): a glob is not expanded, even quoted")

@@ -67,6 +67,12 @@ __all__ = [
 
 _PASS_THROUGH = tuple(ext for ext in CAPTION_EXTENSIONS if ext not in TRANSCRIPT_EXTENSIONS)
 """Members passed through (video2dataset's caption: ``txt``, ``caption``), written as UTF-8."""
+_META_JSON = "meta.json"
+"""The member under which preprocess writes a video2dataset ``KEY.json`` record (the loader reads its ``caption``):
+passed through again when preprocess reads its own output (``--reencode`` later, another ``--sample-rate``)."""
+_REWRITTEN = ("align.json", "frames.json")
+"""Members of a preprocessed shard that preprocess writes afresh for every sample: not "left out" when it reads its own
+output again."""
 _KEY_CHARS = re.compile(r"[^\w\-]")
 """Replaced by ``_`` in keys: anything but letters and digits of any script, ``_`` and ``-`` (dots split WebDataset
 keys, spaces and punctuation break shell globs). ``日本.mkv`` is key ``日本``: an ASCII-only rule turned every
@@ -187,9 +193,13 @@ def _assemble(
     if audio_member is not None:  # video2dataset's KEY.mp4 + KEY.m4a: kept (a video-only stream's audio is there)
         extras.append((audio_member, found[audio_member]))
     if len(media) > 1:
-        logger.warning("%s: several media for key %r (%s); measuring %s%s", source, key, media, media[0],
-                       f" (and passing {audio_member} through: its audio is measured and loaded when the "
-                       f"{media[0]} has no audio stream)" if audio_member else "")
+        # video2dataset's own layout (KEY.mp4 + KEY.m4a, nothing left out) is said at INFO, as the loader and report
+        # read it silently: a WARNING per sample buried real ones; a media left out of the output is a WARNING
+        dropped = [ext for ext in media[1:] if ext != audio_member]
+        logger.log(logging.WARNING if dropped else logging.INFO,
+                   "%s: several media for key %r (%s); measuring %s%s", source, key, media, media[0],
+                   f" (and passing {audio_member} through: its audio is measured and loaded when the "
+                   f"{media[0]} has no audio stream)" if audio_member else "")
         for ext in media[1:]:  # neither measured nor carried: listed, as a file the output lacks must be
             if ext != audio_member:
                 where = found[ext]
@@ -197,6 +207,8 @@ def _assemble(
                       f"key {key!r} has several media ({', '.join(media)}): its {media[0]} is measured, this "
                       f"{ext} is not in the output; rename it to keep it as a sample of its own", log=False)
     extras.extend((ext, found[ext]) for ext in _PASS_THROUGH if ext in found)
+    if _META_JSON in found and all(ext != _META_JSON for ext, _ in extras):
+        extras.append((_META_JSON, found[_META_JSON]))  # a preprocessed shard's metadata (its caption), preprocessed again
     return InputSample(
         key=key,
         media_ext=media[0],
@@ -470,7 +482,7 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip",
         sample = f"sample {key!r} " if key else ""  # no key: no sample had started (a file that is not a tar)
         _skip(skipped, shard, key, reason, f"{shard}: {sample}{what} ({reason}): {detail}", log=False)
 
-    known = MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH
+    known = MEDIA_EXTENSIONS + TRANSCRIPT_EXTENSIONS + _PASS_THROUGH + (_META_JSON,)
     members_left_out: collections.Counter = collections.Counter()  # kept samples' members the output does not carry
     with stream:
         members = noted(name_pipe_failures(_tar_locators(url, stream, seekable=_seekable_plain_tar(stream)), stream, url))
@@ -491,7 +503,8 @@ def _scan_shard(url: str, skipped: list[dict], *, on_error: OnError = "skip",
                     found[tagged] = sample[tagged]
                 if found:
                     groups[sample["__key__"]] = found
-                    members_left_out.update(ext for ext in sample if not ext.startswith("__") and ext not in found)
+                    members_left_out.update(ext for ext in sample if not ext.startswith("__") and ext not in found
+                                            and ext not in _REWRITTEN)
                 else:  # e.g. only `b.v2.mp4`: its extension is `v2.mp4` (the loader reports it too)
                     exts = sorted(ext for ext in sample if not ext.startswith("__"))
                     _skip(skipped, url, sample["__key__"], "missing_media",

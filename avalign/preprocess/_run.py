@@ -139,8 +139,9 @@ def _prepare_output(output_dir: str) -> None:
         shard = output_dir.endswith(".tar") or output_dir.endswith(".tar.gz")
         raise NotADirectoryError(f"output {output_dir!r} exists and is not a directory; hint: pass a directory path"
                                  + ("; it is a shard: was a pattern such as dir/*.tar left unquoted, so that the shell "
-                                    "expanded it into INPUT and OUTPUT_DIR? Quote it ('dir/*.tar'), or pass the shards' "
-                                    "directory or a brace pattern (e.g. 'dir/shard-{000000..000005}.tar')" if shard else ""))
+                                    "expanded it into INPUT and OUTPUT_DIR? Pass the shards' directory or a brace pattern "
+                                    "(e.g. 'dir/shard-{000000..000005}.tar'): a glob is not expanded, even quoted"
+                                    if shard else ""))
     try:
         os.makedirs(output_dir, exist_ok=True)
     except PermissionError as e:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Union
 
 from avalign._walk import walk
-from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
+from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
                     VIDEO_EXTENSIONS, SampleError, read_align_json)
 from loaders.media import MediaSource
 from loaders.shards import expand_shard_urls
@@ -305,6 +305,8 @@ def _directory_inputs(directory: str, files: list[str]) -> Iterator[Item]:
             # several tagged subtitles: none is read, and pick_transcript's warning names them and how to choose, as
             # preprocess says it (a shard's rule)
             continue
+        elif ext in CAPTION_EXTENSIONS and stem in media_stems:
+            continue  # video2dataset's KEY.txt: its media's clip-level caption, read by preprocess and the loader
         elif ext in TRANSCRIPT_EXTENSIONS:
             yield _skipped(os.path.relpath(f, directory), directory, "missing_media", "transcript without a media file of "
                            f"the same stem{_tagged_sidecar_hint(f, files, media_stems, directory)}")

@@ -482,8 +482,10 @@ class AVDataset(torch.utils.data.IterableDataset):
             raise ValueError(f"device={str(self.collator.device)!r} cannot be used inside DataLoader workers; build "
                              "batches on 'cpu' (with pin_memory=True) and move them with batch.to(device, "
                              "non_blocking=True), or use make_loader(device=...).")
-        jobs = [(p, url) for p, url in enumerate(self._rank_shards())
+        rank_shards = self._rank_shards()
+        jobs = [(p, url) for p, url in enumerate(rank_shards)
                 if p % num_workers == worker_id and p >= plan.first_shard]
+        _say_idle_workers(worker_id, num_workers, len(rank_shards))
         source = self._event_source(jobs, plan)
         try:
             events = self._reattach_buffered(source)
@@ -1065,6 +1067,24 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
+_IDLE_WORKERS_SAID = False
+"""Whether this process has said that DataLoader workers have no shard (once per worker process)."""
+
+
+def _say_idle_workers(worker_id: int, num_workers: int, num_shards: int) -> None:
+    """In the first DataLoader worker that gets no shard (workers ``num_shards..num_workers-1``: shard ``p`` goes to
+    worker ``p % num_workers``), warn once per process: those workers decode nothing, silently, and the epoch runs at
+    the speed of fewer workers (``make_loader`` shares samples between its workers instead)."""
+    global _IDLE_WORKERS_SAID
+    if _IDLE_WORKERS_SAID or num_workers <= 1 or num_shards >= num_workers or worker_id != num_shards:
+        return
+    _IDLE_WORKERS_SAID = True
+    logger.warning("DataLoader num_workers=%d but this rank has %d shard(s): a DataLoader worker reads whole shards, "
+                   "so %d worker(s) decode nothing this epoch; hint: write more shards (`avalign preprocess INPUT OUT "
+                   "--samples-per-shard N`) or use loaders.make_loader(num_workers=...), whose workers share samples",
+                   num_workers, num_shards, num_workers - num_shards)
+
+
 def _check_shards_per_rank(num_shards: int, world_size: int, even_batches: str, batches_per_epoch: Optional[int]) -> None:
     """Ranks ``num_shards..world_size-1`` get no shard. With ``even_batches="drop"`` (and no quota) every rank then
     stops at its first batch, an empty epoch everywhere: refused. With ``"pad"`` or a quota those ranks only pad: logged."""
@@ -1074,7 +1094,8 @@ def _check_shards_per_rank(num_shards: int, world_size: int, even_batches: str, 
                "get no shard (shards are split between ranks whole)")
     if even_batches == "drop" and batches_per_epoch is None:
         raise ValueError(f"{message}, and with even_batches='drop' every rank stops when the first one runs out: an "
-                         "empty epoch on every rank; write at least world_size shards (split them finer), or pass "
+                         "empty epoch on every rank; write at least world_size shards (split them finer: `avalign "
+                         "preprocess INPUT OUT --samples-per-shard N` writes N samples a shard), or pass "
                          "even_batches='pad' or batches_per_epoch=N.")
     logger.warning("%s; they yield only empty batches.", message)
 

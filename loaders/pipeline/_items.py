@@ -45,7 +45,7 @@ from loaders._transcripts import pick_transcript, read_transcript, transcript_fo
 from loaders._video import read_video
 from loaders.pipeline._budgets import first_over_budget
 from loaders.pipeline._options import AUTO, SampleOptions
-from loaders.pipeline._text import caption_text, tokenize_item, with_caption
+from loaders.pipeline._text import _record_holding_a_transcript, caption_text, tokenize_item, with_caption
 from loaders.pipeline._window import split_windows
 
 logger = logging.getLogger(__name__)
@@ -152,7 +152,8 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
         transcript_ext = pick_transcript(sample, sample.__getitem__)  # a video2dataset key.json (metadata) is not one
         transcript = _transcript(sample, transcript_ext, key)
         caption = (caption_text(sample) if transcript is None
-                   else _caption_beside_transcript({k: v for k, v in sample.items() if k != transcript_ext}, key))
+                   else _caption_beside_transcript({k: v for k, v in sample.items() if k != transcript_ext
+                                                    or _record_holding_a_transcript(v)}, key))
     except Exception as error:
         raise _staged("transcript", error)
     kwargs: dict[str, Any]

@@ -62,7 +62,8 @@ def caption_text(sample: dict) -> Optional[str]:
     """The clip-level caption of a sample (whitespace collapsed), or None when it has none.
 
     Read from ``txt`` / ``caption`` (the text), else from ``json`` / ``meta.json`` metadata's string ``caption``
-    (metadata that is not JSON holds no caption: :func:`~loaders._transcripts.is_transcript_json` takes it for a
+    (video2dataset's record holding its ``whisper_transcript`` too: that is the transcript, this the caption;
+    metadata that is not JSON holds no caption: :func:`~loaders._transcripts.is_transcript_json` takes it for a
     transcript, which the transcript reader reports).
 
     Raises:
@@ -76,9 +77,9 @@ def caption_text(sample: dict) -> Optional[str]:
             continue
         raw = sample[ext]
         if ext.endswith("json"):
-            if len(raw) > MAX_CAPTION_BYTES or is_transcript_json(raw):
-                continue  # a transcript (read elsewhere), malformed (is_transcript_json says so), or too large
             data = raw if isinstance(raw, str) else bytes(raw)
+            if len(raw) > MAX_CAPTION_BYTES or is_transcript_json(raw) and not _record_holding_a_transcript(data):
+                continue  # a transcript (read elsewhere), malformed (is_transcript_json says so), or too large
             value = json.loads(decode_text(data, f"{key}.{ext}", what="metadata"))
             text = value.get("caption") if isinstance(value, dict) else None
             if not isinstance(text, str):
@@ -94,6 +95,17 @@ def caption_text(sample: dict) -> Optional[str]:
             continue
         return text
     return None
+
+
+def _record_holding_a_transcript(data: Any) -> bool:
+    """Whether a ``json`` member is video2dataset's metadata record holding its Whisper subsampler's
+    ``whisper_transcript``: read as the sample's transcript, and still the record whose ``caption`` is the clip's."""
+    try:
+        value = json.loads(decode_text(data, "", what="metadata", warn=False))
+    except (ValueError, TranscriptError, RecursionError):
+        return False
+    return isinstance(value, dict) and isinstance(value.get("whisper_transcript"), dict) and not any(
+        k in value for k in ("segments", "spans", "word_segments"))
 
 
 def with_caption(aligned: Any, text: str) -> Any:
