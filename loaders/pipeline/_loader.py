@@ -27,6 +27,7 @@ itself inside a worker reaches the caller as
 from __future__ import annotations
 
 import dataclasses
+import errno
 import inspect
 import logging
 import math
@@ -35,6 +36,7 @@ import multiprocessing.util
 import os
 import pickle
 import queue as queue_module
+import resource
 import select
 import signal
 import threading
@@ -288,6 +290,10 @@ def move_to_shared_memory(obj: Any) -> None:
         for storage in storages.values():
             storage.share_memory_()
     except RuntimeError as error:
+        if "Too many open files" in str(error):
+            raise RuntimeError(f"a loader worker could not put {need / 2**20:.1f} MiB of decoded tensors in shared "
+                               f"memory: it has no file descriptor left ({error}; {_descriptor_words()}). "
+                               f"{_DESCRIPTOR_REMEDY}") from None
         raise RuntimeError(f"a loader worker could not put {need / 2**20:.1f} MiB of decoded tensors in shared memory "
                            f"({error}): {_shared_memory_words()}. Give {SHARED_MEMORY_DIR} more room (docker run "
                            "--shm-size=8g; Kubernetes: an emptyDir with medium Memory at /dev/shm), or lower "
@@ -484,11 +490,15 @@ def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[f
             except (ConnectionError, EOFError, OSError) as error:  # a shared-memory tensor whose owner is gone
                 if (stall := stalled()) is not None:
                     raise stall from None
+                if _out_of_descriptors(error):
+                    raise _descriptors_error(worker_id, error) from None
                 process.join(timeout=2.0)
                 raise _died(process, worker_id, detail=f" ({type(error).__name__} while receiving its data)") from None
-            except Exception:  # noqa: BLE001 - whatever a receive cut by the stall watch raises (torch's rebuild)
+            except Exception as error:  # noqa: BLE001 - whatever a receive cut by the stall watch raises (torch's rebuild)
                 if (stall := stalled()) is not None:
                     raise stall from None
+                if _out_of_descriptors(error):
+                    raise _descriptors_error(worker_id, error) from None
                 raise
             else:
                 if (error := stalled()) is not None:  # killed just as its step arrived: the epoch ends all the same
@@ -497,6 +507,36 @@ def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[f
     finally:
         if watch is not None:
             watch.disarm()
+
+
+def _out_of_descriptors(error: BaseException) -> bool:
+    """Whether receiving a step failed because this process has no file descriptor left: ``EMFILE``, or
+    ``multiprocessing.reduction.recvfds``'s "received 0 items of ancdata" (the kernel drops a passed descriptor that
+    does not fit, and says only that none came)."""
+    if isinstance(error, OSError) and error.errno == errno.EMFILE:
+        return True
+    return isinstance(error, RuntimeError) and "items of ancdata" in str(error)
+
+
+_DESCRIPTOR_REMEDY = ("Each tensor handed over in shared memory holds a descriptor while it is alive (torch's "
+                      "file_descriptor sharing strategy): raise the limit (`ulimit -n 65536` in the shell that starts "
+                      "training, or resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard)) at start), or lower "
+                      "num_workers or buffer_size.")
+
+
+def _descriptor_words() -> str:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        open_now = str(len(os.listdir("/proc/self/fd")))
+    except OSError:
+        open_now = "unknown"
+    return f"open: {open_now}, limit `ulimit -n`: {soft}, hard limit: {hard}"
+
+
+def _descriptors_error(worker_id: int, error: BaseException) -> RuntimeError:
+    """The error for a receive that ran out of file descriptors, naming the limit and what to do."""
+    return RuntimeError(f"receiving loader worker {worker_id}'s decoded tensors failed: this process has no file "
+                        f"descriptor left ({type(error).__name__}: {error}; {_descriptor_words()}). {_DESCRIPTOR_REMEDY}")
 
 
 def _died(process: Any, worker_id: int, detail: str = "") -> RuntimeError:
