@@ -70,7 +70,7 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
     """Run the pipeline over ``data_dir/shards/*.tar`` and return a JSON-able summary."""
     import aligner
     import loaders
-    from avcore import MEDIA_EXTENSIONS
+    from avcore import sample_media
     from loaders.pipeline import lower_bound_num_packs
     from loaders.shards import shard_samples
     from loaders.transcripts import pick_transcript
@@ -94,7 +94,7 @@ def run_demo(data_dir: str, *, sample_rate: int = 16000) -> dict:
     logger.info("demo: decoding and aligning the samples of %d shard(s) in %s", len(shards), data_dir)
     for sample in shard_samples(shards, report=report):
         key = sample["__key__"]
-        media_ext = next((e for e in MEDIA_EXTENSIONS if e in sample), None)
+        media_ext, _ = sample_media(sample)  # (a separate audio member is not in the demo's samples)
         text_ext = pick_transcript(sample, sample.__getitem__)
         if media_ext is None:
             report(sample["__url__"], key, "missing_media")

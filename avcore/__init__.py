@@ -31,6 +31,7 @@ from avcore._media_types import (
     SHARD_SUFFIXES,
     TRANSCRIPT_EXTENSIONS,
     VIDEO_EXTENSIONS,
+    sample_media,
 )
 from avcore._records import AudioClip, BatchItem, Span, TextTokens, Transcript, VideoClip, VideoMetadata, Word
 from avcore._resample import resample, soxr_hq
@@ -87,6 +88,7 @@ __all__ = [
     "read_align_json",
     "reason_of",
     "resample",
+    "sample_media",
     "sample_error",
     "sample_range",
     "samples_to_seconds",

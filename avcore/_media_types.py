@@ -6,8 +6,11 @@ these, so one sample is understood the same way by each of them. Extensions are 
 """
 from __future__ import annotations
 
+from collections.abc import Container
+from typing import Optional
+
 __all__ = ["AUDIO_EXTENSIONS", "CAPTION_EXTENSIONS", "MEDIA_EXTENSIONS", "SHARD_SUFFIXES", "TRANSCRIPT_EXTENSIONS",
-           "VIDEO_EXTENSIONS"]
+           "VIDEO_EXTENSIONS", "sample_media"]
 
 VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "mov", "avi", "m4v", "ts", "m2ts", "mts", "mpg", "mpeg", "3gp", "flv", "wmv", "ogv")
 """Media with (usually) a video stream, in order of preference when a sample has several."""
@@ -26,3 +29,15 @@ through unaligned (``PackedBatch.caption_texts``)."""
 SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 """File names (lower case) read as WebDataset shards in a directory of shards (``avalign preprocess`` and ``avalign
 report``): a plain tar, or one compressed as the shard reader opens it (``tarfile`` ``r|*``: gzip, bzip2, xz)."""
+
+
+def sample_media(extensions: Container[str]) -> tuple[Optional[str], Optional[str]]:
+    """``(media, separate_audio)`` of a sample (or a directory's files of one stem) holding these extensions: the rule
+    of every tool (loader, ``preprocess``, ``report``, ``demo``). ``media`` is the first of ``MEDIA_EXTENSIONS`` present
+    (video before audio), None if none is; beside a video, ``separate_audio`` is the first of ``AUDIO_EXTENSIONS``
+    present (video2dataset's ``KEY.mp4`` + ``KEY.m4a``: read when the video has no audio stream), else None. Any
+    other media of the sample is left out (the tools say so)."""
+    media = next((ext for ext in MEDIA_EXTENSIONS if ext in extensions), None)
+    if media not in VIDEO_EXTENSIONS:
+        return media, None
+    return media, next((ext for ext in AUDIO_EXTENSIONS if ext in extensions), None)

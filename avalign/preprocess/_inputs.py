@@ -37,8 +37,8 @@ from typing import IO, Iterator, Literal, Optional
 
 from avalign._walk import walk
 from avalign.preprocess._streamed import read_streamed
-from avcore import (AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
-                    VIDEO_EXTENSIONS)
+from avcore import (CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
+                    sample_media)
 from loaders.shards import (
     DEFAULT_MAX_MEMBER_BYTES,
     ShardError,
@@ -187,9 +187,7 @@ def _assemble(
               f"no media member/file for key {key!r} (found: {sorted(found)}); media extensions: {list(MEDIA_EXTENSIONS)}"
               + hint)
         return None
-    audio_member = None
-    if media and media[0] in VIDEO_EXTENSIONS:
-        audio_member = next((ext for ext in media[1:] if ext in AUDIO_EXTENSIONS), None)
+    _, audio_member = sample_media(found)
     if audio_member is not None:  # video2dataset's KEY.mp4 + KEY.m4a: kept (a video-only stream's audio is there)
         extras.append((audio_member, found[audio_member]))
     if len(media) > 1:

@@ -23,7 +23,7 @@ from typing import Iterator, Literal, Optional, Union
 
 from avalign._walk import walk
 from avcore import (ALIGN_JSON, AUDIO_EXTENSIONS, CAPTION_EXTENSIONS, MEDIA_EXTENSIONS, SHARD_SUFFIXES, TRANSCRIPT_EXTENSIONS,
-                    VIDEO_EXTENSIONS, SampleError, read_align_json)
+                    SampleError, read_align_json, sample_media)
 from loaders.media import MediaSource
 from loaders.shards import expand_shard_urls
 from loaders.transcripts import is_language_tagged, pick_transcript
@@ -142,7 +142,7 @@ def iter_inputs(path: str, *, on_error: OnError = "skip", exclude_dir: Optional[
     if os.path.isfile(path):
         stem = os.path.splitext(path)[0]
         siblings = {_ext(f): f for f in sorted(glob.glob(glob.escape(stem) + ".*")) if os.path.splitext(f)[0] == stem}
-        _, audio = _media_of({_ext(path), *(e for e in siblings if e in AUDIO_EXTENSIONS)})  # its KEY.m4a, as preprocess
+        _, audio = sample_media({_ext(path), *(e for e in siblings if e in AUDIO_EXTENSIONS)})  # its KEY.m4a, as preprocess
         yield from _directory_clip(os.path.dirname(path) or ".", stem, path, siblings[audio] if audio else None)
         return
     raise FileNotFoundError(f"input not found: {path!r}; hint: give a media directory, a .tar shard or a brace pattern")
@@ -255,15 +255,6 @@ def _sidecar(stem: str) -> Optional[str]:
     return candidates[ext] if ext else None
 
 
-def _media_of(extensions) -> tuple[Optional[str], Optional[str]]:
-    """``(media, audio)`` of a sample with these media extensions, as the loader and ``preprocess`` choose: the
-    first of ``MEDIA_EXTENSIONS`` is its media; beside a video, the first of ``AUDIO_EXTENSIONS`` is its separate
-    audio (video2dataset's ``KEY.mp4`` + ``KEY.m4a``)."""
-    media = next((e for e in MEDIA_EXTENSIONS if e in extensions), None)
-    audio = next((e for e in AUDIO_EXTENSIONS if e in extensions and e != media), None)
-    return media, audio if media in VIDEO_EXTENSIONS else None
-
-
 def _directory_clip(directory: str, stem: str, media_path: str, audio_path: Optional[str] = None) -> Iterator[Item]:
     transcript = _sidecar(stem)
     yield ClipInput(
@@ -288,7 +279,7 @@ def _directory_inputs(directory: str, files: list[str]) -> Iterator[Item]:
         ext, stem = _ext(f), os.path.splitext(f)[0]
         if ext in MEDIA_EXTENSIONS:
             found = media_files[stem]
-            media, audio = _media_of(found)
+            media, audio = sample_media(found)
             if f == found[media]:
                 yield from _directory_clip(directory, stem, f, found[audio] if audio else None)
             elif f != found.get(audio):  # the separate audio is its video's; any other is not measured
@@ -364,7 +355,7 @@ def _shard_inputs(urls, *, on_error: OnError = "skip") -> Iterator[Item]:
 
 def _sample_input(sample: dict) -> Item:
     key, url = sample["__key__"], sample.get("__url__", "")
-    media_ext, audio_ext = _media_of(sample)
+    media_ext, audio_ext = sample_media(sample)
     media = sample.get(media_ext) if media_ext else None
     align = None
     if ALIGN_JSON in sample:

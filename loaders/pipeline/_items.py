@@ -27,7 +27,6 @@ import torch
 
 from avcore import (
     ALIGN_JSON,
-    AUDIO_EXTENSIONS,
     CAPTION_EXTENSIONS,
     MEDIA_EXTENSIONS,
     TRANSCRIPT_EXTENSIONS,
@@ -38,6 +37,7 @@ from avcore import (
     clock_values,
     read_align_json,
     sample_error,
+    sample_media,
 )
 from loaders._audio import read_audio
 from loaders._index import FrameIndex
@@ -128,7 +128,7 @@ def _staged(stage: str, error: BaseException) -> BaseException:
 
 def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
     url = sample.get("__url__", "")
-    media_ext = next((ext for ext in MEDIA_EXTENSIONS if ext in sample), None)
+    media_ext, audio_ext = sample_media(sample)
     if media_ext is None:
         members = sorted(k for k in sample if not k.startswith("__"))
         text_only = bool(members) and all(m.lower() in _TEXT_MEMBERS for m in members)
@@ -144,7 +144,6 @@ def _items(sample: dict, options: SampleOptions, key: str) -> list[BatchItem]:
                           shard=url, key=key, reason="missing_video")
     given = _given_values(sample, url, key)
     video, audio, decode_errors = _decode(sample[media_ext], media_ext, key, options, _frame_index(sample, key))
-    audio_ext = next((ext for ext in AUDIO_EXTENSIONS if ext in sample and ext != media_ext), None)
     if audio is None and audio_ext is not None:  # video2dataset: KEY.mp4 (a video-only stream) + KEY.m4a (its audio)
         _, audio, more_errors = _decode(sample[audio_ext], audio_ext, key, options, None, with_video=False)
         decode_errors += more_errors
