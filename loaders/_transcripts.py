@@ -52,6 +52,10 @@ DEFAULT_MAX_CUES = 100_000
 """Cues (segments, intervals) per transcript at most: a 10-hour talk in 2 s cues has 18,000."""
 DEFAULT_MAX_WORDS = 200_000
 """Words per transcript at most: 22 hours of speech at 150 words a minute."""
+MAX_TRANSCRIPT_BYTES = 256 * 2**20
+"""Bytes of a transcript file or stream read at most: ``DEFAULT_MAX_WORDS`` words of WhisperX JSON with character
+alignments take about 100 MiB. A larger source (``/dev/zero``, a video given as the transcript) is refused as
+``too_large`` instead of being read until memory runs out."""
 _TOKEN = re.compile(r"\S+")
 _LANGUAGE_TAG = re.compile(r"[a-z]{2,3}(?:[-_][a-z0-9]{2,8})*", re.IGNORECASE)
 """A language tag before a subtitle's extension, as yt-dlp and players name them: ``en``, ``pt-BR``, ``en-orig``."""
@@ -62,20 +66,28 @@ _TAGGABLE = ("srt", "vtt", "textgrid", "stm")
 TranscriptSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO, TextIO]
 
 
+def _bounded(content: Union[bytes, str], label: str) -> tuple[Union[bytes, str], str]:
+    if len(content) > MAX_TRANSCRIPT_BYTES:
+        raise TranscriptError(f"{label}: over {MAX_TRANSCRIPT_BYTES // 2**20} MiB, larger than any transcript "
+                              "(MAX_TRANSCRIPT_BYTES); hint: is it the transcript? split a longer one", reason="too_large")
+    return content, label
+
+
 def _read_source(source: TranscriptSource, name: Optional[str]) -> tuple[Union[bytes, str], str]:
     """The raw content (bytes, or str from a text stream) and the name to use in messages."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         with open(path, "rb") as handle:  # OSError (missing file…) propagates as is
-            return handle.read(), name or str(path)
+            return _bounded(handle.read(MAX_TRANSCRIPT_BYTES + 1), name or str(path))
     if isinstance(source, (bytes, bytearray, memoryview)):
         return bytes(source), name or "<bytes>"
     if hasattr(source, "read"):
-        content = source.read()
+        file_name = getattr(source, "name", None)
+        label = name or (file_name if isinstance(file_name, str) else "<stream>")
+        content = source.read(MAX_TRANSCRIPT_BYTES + 1)
         if not isinstance(content, (bytes, str)):
             raise TypeError(f"source.read() returned {type(content).__name__}; expected bytes or str")
-        file_name = getattr(source, "name", None)
-        return content, name or (file_name if isinstance(file_name, str) else "<stream>")
+        return _bounded(content, label)
     raise TypeError(
         f"source must be a path, bytes or a file-like object, got {type(source).__name__}; "
         "hint: pass the file path, or the bytes of a tar member"

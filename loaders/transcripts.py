@@ -5,6 +5,7 @@ Implementation: ``loaders._transcripts`` (dispatch, limits) and ``loaders._trans
 from loaders._transcripts import (
     DEFAULT_MAX_CUES,
     DEFAULT_MAX_WORDS,
+    MAX_TRANSCRIPT_BYTES,
     TRANSCRIPT_EXTENSIONS,
     TRANSCRIPT_FORMATS,
     TranscriptFormat,
@@ -19,6 +20,7 @@ from loaders._transcripts import (
 __all__ = [
     "DEFAULT_MAX_CUES",
     "DEFAULT_MAX_WORDS",
+    "MAX_TRANSCRIPT_BYTES",
     "TRANSCRIPT_EXTENSIONS",
     "TRANSCRIPT_FORMATS",
     "TranscriptFormat",
