@@ -27,6 +27,7 @@ _EXPORTS = {
     "Measurement": "avalign._measure",
     "count_words": "avalign._measure",
     "format_measurement": "avalign._measure",
+    "given_transcript": "avalign._measure",
     "measure": "avalign._measure",
     "measure_aligned": "avalign._measure",
     "measure_media": "avalign._measure",

@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATION_MAX_WIDTH", "FIGURE_BESIDE_ABSTENTION", "Measurement", "count_words", "format_measurement", "import_measure_dependencies",
-           "measure", "measure_aligned", "measure_media", "measure_sample", "read_video_for_estimation",
+__all__ = ["ESTIMATION_MAX_WIDTH", "FIGURE_BESIDE_ABSTENTION", "Measurement", "count_words", "format_measurement", "given_transcript",
+           "import_measure_dependencies", "measure", "measure_aligned", "measure_media", "measure_sample", "read_video_for_estimation",
            "transcripts_not_read"]
 
 FIGURE_BESIDE_ABSTENTION = {"av": "best lag's match strength", "text": "figure of the methods tried"}
@@ -82,7 +82,33 @@ def count_words(transcript) -> int:
 
         num_words == len(words) + tokens of the segments holding no word    (no span outside the media)
     """
-    return sum(len(s.words) or len(s.text.split()) for s in transcript.spans)
+    return sum(len(s.text.split()) if s.words_derived or not s.words else len(s.words) for s in transcript.spans)
+
+
+def given_transcript(transcript):
+    """``transcript`` as its source gave it: the spans whose words forced alignment placed inside the caption
+    (``Span.words_derived``: ``transcript.json`` of a caption clip, written by ``preprocess``) without those words,
+    so that measuring it again estimates from the captions as the first measurement did, and places the words
+    again (the same words: the same input). Other spans, and a transcript without such spans, as they are; None
+    stays None."""
+    import dataclasses
+
+    if transcript is None or not any(s.words_derived for s in transcript.spans):
+        return transcript
+    spans = tuple(dataclasses.replace(s, words=(), words_derived=False) if s.words_derived else s
+                  for s in transcript.spans)
+    return dataclasses.replace(transcript, spans=spans)
+
+
+def _mark_derived_words(given, aligned_transcript):
+    """``aligned_transcript`` (``AlignedSample.transcript``) with ``words_derived`` set on the spans whose words
+    ``aligner.align`` placed: it places caption words only in a transcript with no word at all (``given``)."""
+    import dataclasses
+
+    if given is None or aligned_transcript is None or given.words or not aligned_transcript.words:
+        return aligned_transcript
+    spans = tuple(dataclasses.replace(s, words_derived=True) if s.words else s for s in aligned_transcript.spans)
+    return dataclasses.replace(aligned_transcript, spans=spans)
 
 
 def _outside_line(record: dict, outside: int) -> str:
@@ -116,9 +142,13 @@ def measure_sample(video, audio, transcript=None, *, sample_rate: int = 16000, e
 def measure_aligned(video, audio, transcript=None, *, sample_rate: int = 16000, estimate: bool = True, **given):
     """``(record, AlignedSample)``: :func:`measure_sample`'s record and the aligned sample it came from (whose
     ``transcript`` carries caption words from forced alignment, for preprocessing to store)."""
+    import dataclasses
+
     import aligner
 
+    transcript = given_transcript(transcript)  # caption words a preprocess placed: measured as the captions they were
     sample = aligner.align(video, audio, transcript, sample_rate=sample_rate, estimate=estimate, **given)
+    sample = dataclasses.replace(sample, transcript=_mark_derived_words(transcript, sample.transcript))
     r = sample.report
     video_json = None
     if video is not None:

@@ -199,6 +199,11 @@ class Span:
     """Segment end (exclusive)."""
     words: tuple[Word, ...] = ()
     """Word-level times when the source has them; empty otherwise."""
+    words_derived: bool = False
+    """Whether ``words`` were placed by forced alignment inside this caption (by ``aligner.align``'s
+    ``caption_words``, stored by ``avalign preprocess`` in ``transcript.json`` as ``"words_derived": true``) rather
+    than given by the transcript. Measuring again reads such a span as the caption it was
+    (``avalign.given_transcript``); loading uses its words."""
 
     def __post_init__(self) -> None:
         _check_interval("span", self.text, self.start_seconds, self.stop_seconds)

@@ -8,6 +8,7 @@ interval), the bad value and a hint. Times are seconds, intervals half-open ``[s
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import html
 import json
 import logging
@@ -595,7 +596,10 @@ def _json_segment(item: Any, *, where: str, counter: list[int]) -> Span:
         words = _json_words(item["words"], start, stop, where=f"{where}.words", counter=counter)
     if text is None:
         text = " ".join(w.text for w in words)
-    return make_span(_clean(text), start, stop, words, where=where)
+    span = make_span(_clean(text), start, stop, words, where=where)
+    if item.get("words_derived") is True and span.words:  # avalign preprocess: words placed inside a caption
+        span = dataclasses.replace(span, words_derived=True)
+    return span
 
 
 def _cpp_seconds(value: Any, *, where: str) -> float:

@@ -7,7 +7,11 @@ Output members of a sample (the contract with ``loaders.make_loader``)::
                             + "reencode" with reencode="mp4" (audio copied or encoded, start deltas vs the source)
     <key>.frames.json       FrameIndex.to_json(): pts, keyframe indices, end (video only)
     <key>.transcript.json   {"spans": [{"text", "start_seconds", "stop_seconds", "words": [...]}]}
-                            on the ORIGINAL transcript clock (align.json holds text_offset_ms)
+                            on the ORIGINAL transcript clock (align.json holds text_offset_ms); a caption's
+                            words placed by forced alignment (SRT, WebVTT, segment-only JSON) have
+                            "words_derived": true on their span: preprocessing this output again measures from
+                            the captions alone, as the first run did (same offsets, same words), and the loader
+                            uses the words (older files without the key read as before)
     <key>.meta.json, .txt   passed through (video2dataset metadata and caption), when present, as UTF-8:
                             decoded as the loader decodes them (``loaders.transcripts.decode_text``: a cp1252
                             member is read as such, with its warning; another encoding refuses the sample)
@@ -103,12 +107,14 @@ def _transcript_json(transcript) -> dict:
             out["score"] = w.score
         return out
 
-    return {
-        "spans": [
-            {"text": s.text, "start_seconds": s.start_seconds, "stop_seconds": s.stop_seconds, "words": [word(w) for w in s.words]}
-            for s in transcript.spans
-        ]
-    }
+    def span(s) -> dict:
+        out = {"text": s.text, "start_seconds": s.start_seconds, "stop_seconds": s.stop_seconds,
+               "words": [word(w) for w in s.words]}
+        if s.words_derived:  # placed by forced alignment inside the caption, not the transcript's stamps
+            out["words_derived"] = True
+        return out
+
+    return {"spans": [span(s) for s in transcript.spans]}
 
 
 def _analyse(media: bytes, transcript_bytes: Optional[bytes], *, media_name: str, transcript_name: str, sample_rate: int,
