@@ -81,6 +81,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import inspect
 import logging
 import multiprocessing.connection
@@ -213,6 +214,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._board = TailBoard()
         """Where DataLoader workers hand their tails to the merger (``loaders.pipeline._tail_merge``)."""
         share_temp_dir_with_workers()
+        freeze_inherited_heap_in_forked_children()
         self._pass_index = 0
         """``iter()`` calls on this copy: part of the name of its pass on the board (``_tail_merge.pass_name``)."""
         self._restores = 0
@@ -882,6 +884,27 @@ def share_temp_dir_with_workers() -> None:
     with any torch dataset). Inherited, the directory is this process's, removed at its exit (after its workers)."""
     if torch.utils.data.get_worker_info() is None:
         multiprocessing.util.get_temp_dir()
+
+
+_freezes_in_forked_children = False
+
+
+def freeze_inherited_heap_in_forked_children() -> None:
+    """From now on every process forked from this one freezes the heap it inherits (``gc.freeze`` right after the
+    fork, ``os.register_at_fork``), so that it never collects an object of its parent: DataLoader workers included,
+    which torch forks without asking the dataset.
+
+    A decoder dropped in the parent inside a reference cycle (a ``decord.VideoReader``, a PyAV container) is garbage
+    that only a collection frees; collected in a forked child, its destructor joins or detaches decode threads that
+    exist only in the parent: the worker segfaulted or aborted ("std::thread::detach: No such process"), killing the
+    epoch (seen in the test suite, and reproduced with a reader in a cycle and a collection in a worker). ``make_loader``
+    and ``avalign preprocess`` collect in the parent before they fork (``loaders.media.heap_frozen_for_fork``); torch's
+    DataLoader does not, so the child side is done here for every fork after the first dataset is built. Cost: one
+    ``gc.freeze()`` per fork; the inherited objects stay where they are (shared copy-on-write pages, untouched)."""
+    global _freezes_in_forked_children
+    if not _freezes_in_forked_children:
+        os.register_at_fork(after_in_child=gc.freeze)
+        _freezes_in_forked_children = True
 
 
 def check_worker_socket() -> None:
