@@ -1,0 +1,73 @@
+"""adv69: training runs in hostile environments (BENCHMARKS.md, "adv69").
+
+Each test starts a fresh interpreter in the hostile setting and checks what the run ends with.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARDS = str(ROOT / "sample_data" / "shards" / "shard-{000000..000001}.tar")
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+
+_DATALOADER = """
+import os, re, resource, sys, loaders
+from torch.utils.data import DataLoader
+
+
+class Tokenizer:
+    \"\"\"Words as tokens; in each worker, its first call leaves the process 2 file descriptors (as a low `ulimit -n`
+    on a busy worker does): decoding goes on, sending the batch runs out.\"\"\"
+
+    def __init__(self, free):
+        self.parent, self.free, self.limited = os.getpid(), free, False
+
+    def __call__(self, text):
+        if os.getpid() != self.parent and not self.limited and self.free is not None:
+            self.limited = True
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + self.free, hard))
+        pieces = [m.span() for m in re.finditer(r"\\S+", text)]
+        return list(range(len(pieces))), pieces
+
+
+free = None if sys.argv[2] == "none" else int(sys.argv[2])
+ds = loaders.make_dataset(sys.argv[1], seed=0, budgets=(300, 160_000, 512), window_seconds=2.0, frame_size=(112, 112),
+                          tokenizer=Tokenizer(free))
+print("KEYS", len([k for batch in DataLoader(ds, batch_size=None, num_workers=2) for k in batch.sample_keys]))
+"""
+
+
+def _run(free: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", _DATALOADER, SHARDS, free], cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.timeout(300)
+def test_a_dataloader_worker_out_of_descriptors_ends_the_epoch_naming_ulimit():
+    """Before: the worker's queue feeder printed "Too many open files", dropped the batch, and the main process
+    waited for it forever (a DataLoader has no timeout by default)."""
+    try:
+        run = _run("2", timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("DataLoader(make_dataset(...)) with a worker out of descriptors hung instead of ending the epoch")
+    assert run.returncode != 0, run.stdout
+    assert "exited unexpectedly" in run.stderr.strip().splitlines()[-1]
+    named = [line for line in run.stderr.splitlines() if line.startswith("loader: DataLoader worker (pid ")]
+    assert len(named) >= 1, run.stderr[-3000:]
+    assert "could not send a batch to the main process" in named[0]
+    assert "it has no file descriptor left" in named[0] and "limit `ulimit -n`:" in named[0]
+    assert "ulimit -n 65536" in named[0] and "The worker exits so that the epoch ends" in named[0]
+
+
+@pytest.mark.timeout(300)
+def test_the_same_run_under_the_usual_limit_delivers_every_window():
+    run = _run("none", timeout=200)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["KEYS", "20"]
+    assert "could not send a batch" not in run.stderr
