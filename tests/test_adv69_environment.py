@@ -5,6 +5,7 @@ Each test starts a fresh interpreter in the hostile setting and checks what the 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +72,42 @@ def test_the_same_run_under_the_usual_limit_delivers_every_window():
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.split() == ["KEYS", "20"]
     assert "could not send a batch" not in run.stderr
+
+
+_UNGUARDED = """
+import sys
+import loaders
+
+loader = loaders.make_loader(sys.argv[1], seed=0, num_workers=2, multiprocessing_context="spawn",
+                             budgets=(300, 160_000, 512), window_seconds=2.0, frame_size=(112, 112))
+print("KEYS", len([k for batch in loader for k in batch.sample_keys]))
+"""
+
+
+@pytest.mark.timeout(300)
+def test_spawned_workers_of_a_script_without_a_main_guard_are_named_as_such(tmp_path):
+    """Before: "loader worker 0 (pid …) exited with code 1 without finishing; a native decoder crash or the OOM killer
+    are the usual causes", for a worker that failed re-importing the script (no ``if __name__ == '__main__':``)."""
+    script = tmp_path / "train.py"
+    script.write_text(_UNGUARDED)
+    run = subprocess.run([sys.executable, str(script), SHARDS], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                         timeout=200)
+    assert run.returncode != 0, run.stdout
+    last = run.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"RuntimeError: loader worker \d \(pid \d+\) exited with code 1 without finishing; an exit "
+                        r"code \(not a signal\) is a Python error outside its read loop, printed above by the worker: "
+                        r"with multiprocessing_context='spawn' or 'forkserver' each worker imports the main script "
+                        r"again, so the script's loader code must be under `if __name__ == '__main__':`\.", last), last
+    assert "native decoder crash" not in run.stderr
+    assert "freeze_support()" in run.stderr  # the worker's own traceback, above
+
+
+@pytest.mark.timeout(300)
+def test_the_same_script_with_a_main_guard_reads_every_window(tmp_path):
+    script = tmp_path / "train.py"
+    body = "".join(f"    {line}\n" for line in _UNGUARDED.strip().splitlines()[2:])
+    script.write_text("import sys\nimport loaders\n\nif __name__ == '__main__':\n" + body)
+    run = subprocess.run([sys.executable, str(script), SHARDS], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                         timeout=200)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["KEYS", "20"]

@@ -546,6 +546,10 @@ def _died(process: Any, worker_id: int, detail: str = "") -> RuntimeError:
         cause = (f"SIGBUS in a loader worker is nearly always shared memory running out ({_shared_memory_words()}): "
                  f"give {SHARED_MEMORY_DIR} more room (docker run --shm-size=8g), or lower num_workers, budgets or "
                  "frame_size")
+    elif code is not None and code > 0:  # errors inside its loop come as a WorkerFailure: this one was outside it
+        cause = ("an exit code (not a signal) is a Python error outside its read loop, printed above by the worker: "
+                 "with multiprocessing_context='spawn' or 'forkserver' each worker imports the main script again, so "
+                 "the script's loader code must be under `if __name__ == '__main__':`")
     else:
         cause = "a native decoder crash or the OOM killer are the usual causes"
     return RuntimeError(f"loader worker {worker_id} (pid {process.pid}) {how} without finishing{detail}; {cause}.")
