@@ -95,9 +95,10 @@ def test_spawned_workers_of_a_script_without_a_main_guard_are_named_as_such(tmp_
     assert run.returncode != 0, run.stdout
     last = run.stderr.strip().splitlines()[-1]
     assert re.fullmatch(r"RuntimeError: loader worker \d \(pid \d+\) exited with code 1 without finishing; an exit "
-                        r"code \(not a signal\) is a Python error outside its read loop, printed above by the worker: "
-                        r"with multiprocessing_context='spawn' or 'forkserver' each worker imports the main script "
-                        r"again, so the script's loader code must be under `if __name__ == '__main__':`\.", last), last
+                        r"code \(not a signal\) is an error outside its read loop, printed above by the worker; with "
+                        r"multiprocessing_context='spawn' or 'forkserver' the usual one is a script whose loader code "
+                        r"is not under `if __name__ == '__main__':` \(each worker imports the main script again\)\.",
+                        last), last
     assert "native decoder crash" not in run.stderr
     assert "freeze_support()" in run.stderr  # the worker's own traceback, above
 
@@ -111,3 +112,49 @@ def test_the_same_script_with_a_main_guard_reads_every_window(tmp_path):
                          timeout=200)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.split() == ["KEYS", "20"]
+
+
+_MEMORY = """
+import os, re, resource, sys, loaders
+
+
+class Tokenizer:
+    \"\"\"Words as tokens; in each worker, its first call caps the address space 1 MiB above what it uses (as a tight
+    ulimit -v or memory limit on a busy worker does).\"\"\"
+
+    def __init__(self):
+        self.parent, self.limited = os.getpid(), False
+
+    def __call__(self, text):
+        if os.getpid() != self.parent and not self.limited:
+            self.limited = True
+            size = [line for line in open("/proc/self/status") if line.startswith("VmSize")][0].split()[1]
+            resource.setrlimit(resource.RLIMIT_AS, (int(size) * 1024 + 2**20, resource.RLIM_INFINITY))
+        pieces = [m.span() for m in re.finditer(r"\\S+", text)]
+        return list(range(len(pieces))), pieces
+
+
+loader = loaders.make_loader(sys.argv[1], seed=0, num_workers=2, budgets=(300, 160_000, 512), window_seconds=2.0,
+                             frame_size=(112, 112), tokenizer=Tokenizer())
+print("KEYS", len([k for batch in loader for k in batch.sample_keys]))
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_make_loader_worker_out_of_memory_for_its_sender_thread_ends_the_epoch_naming_it():
+    """Before: the worker's queue could not start its feeder thread ("can't start new thread"), its steps stayed in
+    the queue's buffer, the worker waited to be stopped and the main process waited for them forever."""
+    try:
+        run = subprocess.run([sys.executable, "-c", _MEMORY, SHARDS], cwd=ROOT, env=ENV, capture_output=True,
+                             text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("make_loader with a worker out of memory for a thread hung instead of ending the epoch")
+    assert run.returncode != 0, run.stdout
+    named = [line for line in run.stderr.splitlines() if "cannot send to the main process" in line]
+    assert named, run.stderr[-3000:]
+    assert re.fullmatch(r"loader worker \d \(pid \d+\) cannot send to the main process: the thread that sends its "
+                        r"steps could not start \(can't start new thread\): this process is out of memory or threads "
+                        r"\(ulimit -v / -u, a container's memory or pids limit\)\. Raise the limit, or lower "
+                        r"num_workers, budgets or frame_size\.", named[0]), named[0]
+    assert re.fullmatch(r"RuntimeError: loader worker \d \(pid \d+\) exited with code 1 without finishing; an exit .*",
+                        run.stderr.strip().splitlines()[-1])
