@@ -81,13 +81,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import gc
 import inspect
 import logging
 import multiprocessing.connection
+import multiprocessing.queues
 import multiprocessing.util
 import os
 import socket
+import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -417,6 +420,7 @@ class AVDataset(torch.utils.data.IterableDataset):
         self._restored_mid_epoch = False  # a pass has begun: a set_epoch from now on starts its epoch afresh
         if torch.utils.data.get_worker_info() is not None:
             check_worker_socket()
+            name_failed_sends()
             self._epoch_cell[2] += 1
             self._warn_ranks_out_of_step()
         return self._iterate()
@@ -932,6 +936,47 @@ def check_worker_socket() -> None:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
+
+
+def name_failed_sends() -> None:
+    """In a DataLoader worker: a batch that cannot be sent ends the worker with its cause on stderr, not a hang.
+
+    torch's worker puts each batch on a ``multiprocessing`` queue whose feeder thread pickles it; that moves its
+    tensors to shared memory and passes their file descriptors (``multiprocessing.resource_sharer``). When this fails
+    (the worker's ``ulimit -n`` reached: "Too many open files", or ``/dev/shm`` full), the feeder only prints the
+    traceback and drops the batch, and the main process waits for it forever (adv69: a 48-descriptor limit hung
+    ``DataLoader(make_dataset(...), num_workers=2)``). Here the queue's error hook, for a batch of this pipeline,
+    prints what ran out and the remedy, then exits the worker: torch then raises "DataLoader worker (pid(s) …) exited
+    unexpectedly" within seconds. Other objects keep ``multiprocessing``'s default (print and drop)."""
+    queues = multiprocessing.queues.Queue
+    if getattr(queues._on_queue_feeder_error, "_avalign", False):
+        return
+    default = queues._on_queue_feeder_error
+
+    def on_error(error: BaseException, obj: Any) -> None:
+        if not (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], PackedBatch)):
+            default(error, obj)
+            return
+        from loaders.pipeline._loader import (_DESCRIPTOR_REMEDY, _descriptor_words, _out_of_descriptors,
+                                              _shared_memory_words)
+
+        if _out_of_descriptors(error) or "Too many open files" in str(error):
+            cause = f"it has no file descriptor left ({_descriptor_words()}). {_DESCRIPTOR_REMEDY}"
+        elif "No space left" in str(error) or getattr(error, "errno", None) == errno.ENOSPC:
+            cause = (f"shared memory is full ({_shared_memory_words()}): give /dev/shm more room (docker run "
+                     "--shm-size=8g), or lower num_workers, budgets or frame_size.")
+        else:
+            cause = "see the error above."
+        import traceback
+
+        traceback.print_exception(error)
+        print(f"loader: DataLoader worker (pid {os.getpid()}) could not send a batch to the main process "
+              f"({type(error).__name__}: {error}): {cause} The worker exits so that the epoch ends instead of waiting "
+              "for the batch.", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    on_error._avalign = True  # type: ignore[attr-defined]
+    queues._on_queue_feeder_error = staticmethod(on_error)
 
 
 def _all_reduce_flags(have: bool) -> dict[str, bool]:

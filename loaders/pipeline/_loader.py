@@ -39,6 +39,7 @@ import queue as queue_module
 import resource
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -214,6 +215,14 @@ def _worker_main(worker_id: int, jobs: list[tuple[int, str]], options: SampleOpt
             except queue_module.Full:
                 if orphaned():
                     return False
+            except RuntimeError as error:  # the queue's feeder thread could not start: nothing would ever be sent
+                if "can't start new thread" not in str(error):
+                    raise
+                print(f"loader worker {worker_id} (pid {os.getpid()}) cannot send to the main process: the thread that "
+                      f"sends its steps could not start ({error}): this process is out of memory or threads "
+                      "(ulimit -v / -u, a container's memory or pids limit). Raise the limit, or lower num_workers, "
+                      "budgets or frame_size.", file=sys.stderr, flush=True)
+                os._exit(1)
         return False
 
     skip_log = SkipLog()  # one cap on skip warnings per reason for this worker's pass (the epoch)
@@ -546,6 +555,10 @@ def _died(process: Any, worker_id: int, detail: str = "") -> RuntimeError:
         cause = (f"SIGBUS in a loader worker is nearly always shared memory running out ({_shared_memory_words()}): "
                  f"give {SHARED_MEMORY_DIR} more room (docker run --shm-size=8g), or lower num_workers, budgets or "
                  "frame_size")
+    elif code is not None and code > 0:  # errors inside its loop come as a WorkerFailure: this one was outside it
+        cause = ("an exit code (not a signal) is an error outside its read loop, printed above by the worker; with "
+                 "multiprocessing_context='spawn' or 'forkserver' the usual one is a script whose loader code is not "
+                 "under `if __name__ == '__main__':` (each worker imports the main script again)")
     else:
         cause = "a native decoder crash or the OOM killer are the usual causes"
     return RuntimeError(f"loader worker {worker_id} (pid {process.pid}) {how} without finishing{detail}; {cause}.")
