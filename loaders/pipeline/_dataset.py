@@ -79,18 +79,10 @@ reported by PyTorch (``DataLoader worker (pid N) exited unexpectedly`` / ``is ki
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import errno
-import gc
 import inspect
 import logging
-import multiprocessing.connection
-import multiprocessing.queues
-import multiprocessing.util
 import os
-import socket
-import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -115,6 +107,8 @@ from loaders.pipeline._shard_loop import (Event, ItemEvent, Position, SkipEvent,
                                          shard_steps)
 from loaders.pipeline._tail import Tail, tail_capacities, tail_multiples
 from loaders.pipeline._tail_merge import PassRecord, TailBoard, pass_name
+from loaders.pipeline._worker_env import (check_worker_socket, freeze_inherited_heap_in_forked_children, name_failed_sends,
+                                          share_temp_dir_with_workers)
 
 logger = logging.getLogger(__name__)
 
@@ -874,109 +868,6 @@ class AVDataset(torch.utils.data.IterableDataset):
             logger.warning("DataLoader worker %d: %s", self._worker_slot()[0], problem)
             return
         raise problem
-
-
-def share_temp_dir_with_workers() -> None:
-    """Makes this process's ``multiprocessing`` temporary directory (``/tmp/pymp-*``) now, so that the worker processes
-    forked after it (DataLoader's, ``make_loader``'s) use it instead of making their own.
-
-    A worker makes one the first time it sends a tensor's shared-memory descriptor (torch's ``file_descriptor``
-    strategy, and the batch slots of ``loaders.pipeline._shared_slots``: ``multiprocessing.resource_sharer`` listens on
-    a socket there) and removes it only when it exits normally. Persistent DataLoader workers are terminated (SIGTERM)
-    at interpreter exit, and workers that do not stop in time are killed: each left its ``/tmp/pymp-*`` directory
-    behind, one per worker per run (soak66: 2 per run of a 2-worker DataLoader with ``persistent_workers=True``, as
-    with any torch dataset). Inherited, the directory is this process's, removed at its exit (after its workers)."""
-    if torch.utils.data.get_worker_info() is None:
-        multiprocessing.util.get_temp_dir()
-
-
-_freezes_in_forked_children = False
-
-
-def freeze_inherited_heap_in_forked_children() -> None:
-    """From now on every process forked from this one freezes the heap it inherits (``gc.freeze`` right after the
-    fork, ``os.register_at_fork``), so that it never collects an object of its parent: DataLoader workers included,
-    which torch forks without asking the dataset.
-
-    A decoder dropped in the parent inside a reference cycle (a ``decord.VideoReader``, a PyAV container) is garbage
-    that only a collection frees; collected in a forked child, its destructor joins or detaches decode threads that
-    exist only in the parent: the worker segfaulted or aborted ("std::thread::detach: No such process"), killing the
-    epoch (seen in the test suite, and reproduced with a reader in a cycle and a collection in a worker). ``make_loader``
-    and ``avalign preprocess`` collect in the parent before they fork (``loaders.media.heap_frozen_for_fork``); torch's
-    DataLoader does not, so the child side is done here for every fork after the first dataset is built. Cost: one
-    ``gc.freeze()`` per fork; the inherited objects stay where they are (shared copy-on-write pages, untouched)."""
-    global _freezes_in_forked_children
-    if not _freezes_in_forked_children:
-        os.register_at_fork(after_in_child=gc.freeze)
-        _freezes_in_forked_children = True
-
-
-def check_worker_socket() -> None:
-    """Raises ``OSError`` naming ``TMPDIR`` when a worker process could not hand tensors to the main process.
-
-    A worker sends each tensor's shared memory as a file descriptor, served over a Unix socket that
-    ``multiprocessing.resource_sharer`` binds in the ``multiprocessing`` temporary directory (``TMPDIR/pymp-*``; torch's
-    ``file_descriptor`` strategy and ``loaders.pipeline._shared_slots`` alike). A socket's path is limited to 107
-    bytes; under a deeper ``TMPDIR`` the bind fails inside the queue's feeder thread, which only prints it: torch's
-    ``DataLoader`` then dropped the batches (0 of 4) or waited forever, and ``make_loader`` ended the epoch saying the
-    shards were empty. This binds a socket where the worker's would be (and removes it), about 0.1 ms, before the
-    first sample is read: in each DataLoader worker when its pass begins, and in ``make_loader``'s main process before
-    it forks its workers."""
-    path = multiprocessing.connection.arbitrary_address("AF_UNIX")
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.bind(path)
-    except OSError as error:
-        temp = multiprocessing.util.get_temp_dir()
-        raise OSError(
-            f"loader workers cannot hand batches to the main process: binding a Unix socket at {path!r} "
-            f"({len(os.fsencode(path))} bytes) failed: {error}. multiprocessing puts these sockets in its temporary "
-            f"directory {temp!r} (under TMPDIR={os.environ.get('TMPDIR', '')!r}), and a Unix socket's path must fit in "
-            "107 bytes: set TMPDIR to a short directory (e.g. TMPDIR=/tmp), or use num_workers=0.") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-
-
-def name_failed_sends() -> None:
-    """In a DataLoader worker: a batch that cannot be sent ends the worker with its cause on stderr, not a hang.
-
-    torch's worker puts each batch on a ``multiprocessing`` queue whose feeder thread pickles it; that moves its
-    tensors to shared memory and passes their file descriptors (``multiprocessing.resource_sharer``). When this fails
-    (the worker's ``ulimit -n`` reached: "Too many open files", or ``/dev/shm`` full), the feeder only prints the
-    traceback and drops the batch, and the main process waits for it forever (adv69: a 48-descriptor limit hung
-    ``DataLoader(make_dataset(...), num_workers=2)``). Here the queue's error hook, for a batch of this pipeline,
-    prints what ran out and the remedy, then exits the worker: torch then raises "DataLoader worker (pid(s) …) exited
-    unexpectedly" within seconds. Other objects keep ``multiprocessing``'s default (print and drop)."""
-    queues = multiprocessing.queues.Queue
-    if getattr(queues._on_queue_feeder_error, "_avalign", False):
-        return
-    default = queues._on_queue_feeder_error
-
-    def on_error(error: BaseException, obj: Any) -> None:
-        if not (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], PackedBatch)):
-            default(error, obj)
-            return
-        from loaders.pipeline._loader import (_DESCRIPTOR_REMEDY, _descriptor_words, _out_of_descriptors,
-                                              _shared_memory_words)
-
-        if _out_of_descriptors(error) or "Too many open files" in str(error):
-            cause = f"it has no file descriptor left ({_descriptor_words()}). {_DESCRIPTOR_REMEDY}"
-        elif "No space left" in str(error) or getattr(error, "errno", None) == errno.ENOSPC:
-            cause = (f"shared memory is full ({_shared_memory_words()}): give /dev/shm more room (docker run "
-                     "--shm-size=8g), or lower num_workers, budgets or frame_size.")
-        else:
-            cause = "see the error above."
-        import traceback
-
-        traceback.print_exception(error)
-        print(f"loader: DataLoader worker (pid {os.getpid()}) could not send a batch to the main process "
-              f"({type(error).__name__}: {error}): {cause} The worker exits so that the epoch ends instead of waiting "
-              "for the batch.", file=sys.stderr, flush=True)
-        os._exit(1)
-
-    on_error._avalign = True  # type: ignore[attr-defined]
-    queues._on_queue_feeder_error = staticmethod(on_error)
 
 
 def _all_reduce_flags(have: bool) -> dict[str, bool]:

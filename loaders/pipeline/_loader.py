@@ -27,16 +27,13 @@ itself inside a worker reaches the caller as
 from __future__ import annotations
 
 import dataclasses
-import errno
 import inspect
 import logging
 import math
-import multiprocessing.reduction
 import multiprocessing.util
 import os
 import pickle
 import queue as queue_module
-import resource
 import select
 import signal
 import sys
@@ -52,10 +49,12 @@ from avcore import SampleError
 from loaders._skip_log import SkipLog
 from loaders._watchdog import heap_frozen_for_fork
 from loaders.pipeline._collate import PackedBatch
-from loaders.pipeline._dataset import AVDataset, LoaderStats, build, check_worker_socket, make_dataset
+from loaders.pipeline._dataset import AVDataset, LoaderStats, build, make_dataset
 from loaders.pipeline._options import SampleOptions, worker_decoder_threads
 from loaders.pipeline._resume import ResumePlan
 from loaders.pipeline._shard_loop import Event, ShardEnd, shard_groups, shard_steps
+from loaders.pipeline._worker_env import (DESCRIPTOR_REMEDY, SHARED_MEMORY_DIR, check_worker_socket, descriptor_words,
+                                          move_to_shared_memory, out_of_descriptors, shared_memory_words)
 
 logger = logging.getLogger(__name__)
 
@@ -250,83 +249,6 @@ def _worker_main(worker_id: int, jobs: list[tuple[int, str]], options: SampleOpt
             return
 
 
-SHARED_MEMORY_DIR = "/dev/shm"
-"""Where ``shm_open`` puts the shared memory that workers hand tensors over in (Linux)."""
-
-
-class _TensorFinder(multiprocessing.reduction.ForkingPickler):
-    """Pickles an object the way its queue will, into nothing, and collects the tensors instead of sharing them."""
-
-    class _Discard:
-        @staticmethod
-        def write(data: bytes) -> int:
-            return len(data)
-
-    def __init__(self) -> None:
-        super().__init__(self._Discard(), pickle.HIGHEST_PROTOCOL)
-        self.tensors: list[torch.Tensor] = []
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, torch.Tensor):
-            self.tensors.append(obj)
-            return tuple, ()
-        return NotImplemented
-
-
-def move_to_shared_memory(obj: Any) -> None:
-    """Moves the CPU tensors in ``obj`` to shared memory now, in the calling thread; raises ``RuntimeError`` naming
-    ``/dev/shm``, its size and what was asked when it is full.
-
-    A queue's feeder thread does this while it pickles a worker's step; when ``/dev/shm`` was full (a container's
-    default 64 MB) it printed torch's "unable to write to file </torch_…>: No space left on device" and dropped the
-    step, so its samples were lost with no count, or the worker died of SIGBUS, named as "a native decoder crash".
-    Done first, the failure is the worker's own and ends the epoch with this message (the copy is the one the feeder
-    would make: the tensors' storages are then shared, and pickling them passes their descriptors)."""
-    finder = _TensorFinder()
-    finder.dump(obj)
-    storages = {}
-    for tensor in finder.tensors:
-        if tensor.device.type == "cpu" and not tensor.is_shared():
-            storage = tensor.untyped_storage()
-            storages[storage.data_ptr()] = storage
-    need = sum(storage.nbytes() for storage in storages.values())
-    if not need:
-        return
-    free = shared_memory_free_bytes()
-    try:
-        if free is not None and need > free:
-            raise RuntimeError("it does not fit")
-        for storage in storages.values():
-            storage.share_memory_()
-    except RuntimeError as error:
-        if "Too many open files" in str(error):
-            raise RuntimeError(f"a loader worker could not put {need / 2**20:.1f} MiB of decoded tensors in shared "
-                               f"memory: it has no file descriptor left ({error}; {_descriptor_words()}). "
-                               f"{_DESCRIPTOR_REMEDY}") from None
-        raise RuntimeError(f"a loader worker could not put {need / 2**20:.1f} MiB of decoded tensors in shared memory "
-                           f"({error}): {_shared_memory_words()}. Give {SHARED_MEMORY_DIR} more room (docker run "
-                           "--shm-size=8g; Kubernetes: an emptyDir with medium Memory at /dev/shm), or lower "
-                           "num_workers, budgets or frame_size.") from None
-
-
-def shared_memory_free_bytes() -> Optional[int]:
-    """Bytes free in ``/dev/shm`` (None where it cannot be read)."""
-    try:
-        stat = os.statvfs(SHARED_MEMORY_DIR)
-    except OSError:
-        return None
-    return stat.f_bavail * stat.f_frsize
-
-
-def _shared_memory_words() -> str:
-    try:
-        stat = os.statvfs(SHARED_MEMORY_DIR)
-    except OSError:
-        return f"{SHARED_MEMORY_DIR} cannot be read"
-    size, free = stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
-    return f"{SHARED_MEMORY_DIR} is {size / 2**20:.0f} MiB with {free / 2**20:.1f} MiB free"
-
-
 def _picklable(error: BaseException) -> Optional[BaseException]:
     try:
         pickle.loads(pickle.dumps(error))
@@ -499,14 +421,14 @@ def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[f
             except (ConnectionError, EOFError, OSError) as error:  # a shared-memory tensor whose owner is gone
                 if (stall := stalled()) is not None:
                     raise stall from None
-                if _out_of_descriptors(error):
+                if out_of_descriptors(error):
                     raise _descriptors_error(worker_id, error) from None
                 process.join(timeout=2.0)
                 raise _died(process, worker_id, detail=f" ({type(error).__name__} while receiving its data)") from None
             except Exception as error:  # noqa: BLE001 - whatever a receive cut by the stall watch raises (torch's rebuild)
                 if (stall := stalled()) is not None:
                     raise stall from None
-                if _out_of_descriptors(error):
+                if out_of_descriptors(error):
                     raise _descriptors_error(worker_id, error) from None
                 raise
             else:
@@ -518,41 +440,17 @@ def _get(source: Any, process: Any, worker_id: int, *, stall_seconds: Optional[f
             watch.disarm()
 
 
-def _out_of_descriptors(error: BaseException) -> bool:
-    """Whether receiving a step failed because this process has no file descriptor left: ``EMFILE``, or
-    ``multiprocessing.reduction.recvfds``'s "received 0 items of ancdata" (the kernel drops a passed descriptor that
-    does not fit, and says only that none came)."""
-    if isinstance(error, OSError) and error.errno == errno.EMFILE:
-        return True
-    return isinstance(error, RuntimeError) and "items of ancdata" in str(error)
-
-
-_DESCRIPTOR_REMEDY = ("Each tensor handed over in shared memory holds a descriptor while it is alive (torch's "
-                      "file_descriptor sharing strategy): raise the limit (`ulimit -n 65536` in the shell that starts "
-                      "training, or resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard)) at start), or lower "
-                      "num_workers or buffer_size.")
-
-
-def _descriptor_words() -> str:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    try:
-        open_now = str(len(os.listdir("/proc/self/fd")))
-    except OSError:
-        open_now = "unknown"
-    return f"open: {open_now}, limit `ulimit -n`: {soft}, hard limit: {hard}"
-
-
 def _descriptors_error(worker_id: int, error: BaseException) -> RuntimeError:
     """The error for a receive that ran out of file descriptors, naming the limit and what to do."""
     return RuntimeError(f"receiving loader worker {worker_id}'s decoded tensors failed: this process has no file "
-                        f"descriptor left ({type(error).__name__}: {error}; {_descriptor_words()}). {_DESCRIPTOR_REMEDY}")
+                        f"descriptor left ({type(error).__name__}: {error}; {descriptor_words()}). {DESCRIPTOR_REMEDY}")
 
 
 def _died(process: Any, worker_id: int, detail: str = "") -> RuntimeError:
     code = process.exitcode
     how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
     if code == -signal.SIGBUS:  # a write to shared memory that tmpfs could not back
-        cause = (f"SIGBUS in a loader worker is nearly always shared memory running out ({_shared_memory_words()}): "
+        cause = (f"SIGBUS in a loader worker is nearly always shared memory running out ({shared_memory_words()}): "
                  f"give {SHARED_MEMORY_DIR} more room (docker run --shm-size=8g), or lower num_workers, budgets or "
                  "frame_size")
     elif code is not None and code > 0:  # errors inside its loop come as a WorkerFailure: this one was outside it
@@ -601,7 +499,7 @@ def make_loader(urls: Union[str, Sequence[str]], *, seed: int, num_workers: int 
         ValueError: A bad option; the message names it, the valid range and a hint.
         RuntimeError: While iterating: a worker died, failed, or sent nothing for ``worker_stall_seconds``.
         OSError: At the first iteration with workers, when ``TMPDIR`` is too deep for the Unix socket over which the
-            workers hand over their tensors (``loaders.pipeline._dataset.check_worker_socket``).
+            workers hand over their tensors (``loaders.pipeline._worker_env.check_worker_socket``).
         FileNotFoundError: Every URL is a local path and none exists.
 
     Example:
